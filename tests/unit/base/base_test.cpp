@@ -1,0 +1,109 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "base/checked_math.h"
+#include "base/cpu_features.h"
+#include "base/dtype.h"
+#include "base/error.h"
+#include "base/mmap_file.h"
+
+namespace sluice {
+namespace {
+
+TEST(DType, TableMatchesTheSpecForEverySupportedType) {
+  // gguf.md §8: (id, name, block elements, block bytes) for the types sluice decodes.
+  struct Row { uint32_t id; const char* name; uint32_t be, bb; };
+  const Row rows[] = {{0, "f32", 1, 4},       {1, "f16", 1, 2},      {2, "q4_0", 32, 18},
+                      {3, "q4_1", 32, 20},    {6, "q5_0", 32, 22},   {7, "q5_1", 32, 24},
+                      {8, "q8_0", 32, 34},    {10, "q2_K", 256, 84}, {11, "q3_K", 256, 110},
+                      {12, "q4_K", 256, 144}, {13, "q5_K", 256, 176}, {14, "q6_K", 256, 210},
+                      {20, "iq4_nl", 32, 18}, {23, "iq4_xs", 256, 136}, {30, "bf16", 1, 2}};
+  int supported = 0;
+  for (uint32_t id = 0; id < 64; ++id)
+    if (const DTypeInfo* i = dtype_info(id); i && i->supported) ++supported;
+  EXPECT_EQ(supported, 15);
+  for (const Row& r : rows) {
+    const DTypeInfo* i = dtype_info(r.id);
+    ASSERT_NE(i, nullptr) << r.name;
+    EXPECT_EQ(i->name, r.name);
+    EXPECT_EQ(i->block_elems, r.be) << r.name;
+    EXPECT_EQ(i->block_bytes, r.bb) << r.name;
+    EXPECT_TRUE(i->supported) << r.name;
+  }
+}
+
+TEST(DType, RemovedAndUnknownIdsHaveNoInfo) {
+  for (uint32_t id : {4u, 5u, 31u, 32u, 33u, 36u, 37u, 38u, 43u, 99u, 0xFFFFFFFFu})
+    EXPECT_EQ(dtype_info(id), nullptr) << id;
+  ASSERT_NE(dtype_info(16), nullptr);  // iq2_xxs: valid in files, not decodable by us
+  EXPECT_FALSE(dtype_info(16)->supported);
+  EXPECT_EQ(dtype_row_bytes(DType::Q4_0, 64), 36u);
+  EXPECT_EQ(dtype_row_bytes(DType::Q6_K, 512), 420u);
+}
+
+TEST(CheckedMath, DetectsOverflow) {
+  uint64_t r;
+  EXPECT_TRUE(checked_mul(1ull << 31, 1ull << 32, &r));
+  EXPECT_EQ(r, 1ull << 63);
+  EXPECT_FALSE(checked_mul(1ull << 32, 1ull << 32, &r));
+  EXPECT_FALSE(checked_add(UINT64_MAX, 1, &r));
+  EXPECT_TRUE(checked_align_up(33, 32, &r));
+  EXPECT_EQ(r, 64u);
+  EXPECT_TRUE(checked_align_up(64, 32, &r));
+  EXPECT_EQ(r, 64u);
+  EXPECT_FALSE(checked_align_up(UINT64_MAX - 3, 32, &r));
+}
+
+TEST(Error, FormatsAndThrows) {
+  EXPECT_EQ(strfmt("%s=%d", "x", 42), "x=42");
+  EXPECT_EQ(strfmt("%s", std::string(5000, 'a').c_str()).size(), 5000u);
+  try {
+    fail("bad %s at %d", "thing", 7);
+    FAIL() << "fail() returned";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "bad thing at 7");
+  }
+}
+
+TEST(MmapFile, MapsAndReportsErrors) {
+  const auto dir = std::filesystem::temp_directory_path() / "sluice_base_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "f.bin").string();
+  { std::ofstream(path, std::ios::binary) << "hello"; }
+  {
+    MmapFile m(path);
+    ASSERT_EQ(m.size(), 5u);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(m.bytes().data()), 5), "hello");
+  }
+  const std::string empty = (dir / "empty.bin").string();
+  { std::ofstream(empty, std::ios::binary); }
+  EXPECT_EQ(MmapFile(empty).size(), 0u);
+  try {
+    MmapFile m((dir / "missing.bin").string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("missing.bin: cannot open"), std::string::npos) << e.what();
+  }
+  try {
+    MmapFile m(dir.string());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(CpuFeatures, AreConsistent) {
+  const CpuFeatures& f = cpu_features();
+  // The AVX-512 subsets require the foundation; AVX-512 machines always have AVX2.
+  if (f.avx512bw || f.avx512vl || f.avx512vnni || f.avx512bf16) EXPECT_TRUE(f.avx512f);
+  if (f.avx512f) EXPECT_TRUE(f.avx2);
+  EXPECT_FALSE(cpu_features_string().empty());
+  std::printf("cpu features: %s\n", cpu_features_string().c_str());
+}
+
+}  // namespace
+}  // namespace sluice
