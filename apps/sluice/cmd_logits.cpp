@@ -1,0 +1,80 @@
+// `sluice logits -m FILE --ids 2,651,... --out F [--chunk N]`: runs the ids as one sequence
+// and writes float32 logits for every position, row-major [n_ids × vocab], little-endian.
+// --chunk N feeds N ids per step (prefill chunks, then decode-sized steps when N = 1).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "apps/sluice/commands.h"
+#include "apps/sluice/model_session.h"
+#include "base/error.h"
+
+namespace sluice::app {
+
+namespace {
+struct LogitsArgs {
+  SessionOptions session;
+  std::string ids;
+  std::string out;
+  int chunk = 0;
+};
+
+std::vector<int32_t> parse_ids(const std::string& s) {
+  std::vector<int32_t> ids;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    size_t used = 0;
+    long v = 0;
+    try {
+      v = std::stol(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 0 || v > INT32_MAX) fail("--ids: '%s' is not a token id", item.c_str());
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  if (ids.empty()) fail("--ids: no token ids given");
+  return ids;
+}
+}  // namespace
+
+void add_session_options(CLI::App* cmd, SessionOptions& o) {
+  cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+  cmd->add_option("-t,--threads", o.threads, "worker threads (default: all cores)");
+  cmd->add_option("-c,--ctx-size", o.ctx_size, "context size in tokens")->capture_default_str();
+  cmd->add_option("--kv-type", o.kv_type, "KV cache precision: f32, bf16 or f16")->capture_default_str();
+}
+
+CommandFn add_logits_command(CLI::App& app) {
+  auto args = std::make_shared<LogitsArgs>();
+  CLI::App* cmd = app.add_subcommand("logits", "write the logits of every position of a token sequence");
+  add_session_options(cmd, args->session);
+  cmd->add_option("--ids", args->ids, "comma-separated token ids")->required();
+  cmd->add_option("--out", args->out, "output file: float32 [n_ids × vocab], little-endian")->required();
+  cmd->add_option("--chunk", args->chunk, "feed this many ids per step (default: all at once)");
+  return [args]() {
+    const std::vector<int32_t> ids = parse_ids(args->ids);
+    if (args->session.ctx_size < static_cast<int>(ids.size())) args->session.ctx_size = static_cast<int>(ids.size());
+    ModelSession sess(args->session);
+    const int64_t V = sess.spec().n_vocab;
+    std::ofstream out(args->out, std::ios::binary | std::ios::trunc);
+    if (!out) fail("%s: cannot open for writing", args->out.c_str());
+    const size_t chunk = args->chunk > 0 ? static_cast<size_t>(args->chunk) : ids.size();
+    std::vector<float> logits;
+    for (size_t i = 0; i < ids.size(); i += chunk) {
+      const size_t n = std::min(chunk, ids.size() - i);
+      sess.eval({ids.data() + i, n}, static_cast<int32_t>(i), models::LogitsWanted::kAll, logits);
+      out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(n * V * sizeof(float)));
+    }
+    if (!out) fail("%s: write failed", args->out.c_str());
+    std::fprintf(stderr, "wrote %zu × %lld logits to %s\n", ids.size(), static_cast<long long>(V), args->out.c_str());
+    return 0;
+  };
+}
+
+}  // namespace sluice::app

@@ -1,0 +1,78 @@
+// `sluice run -m FILE (-p TEXT | -f FILE | stdin)`: streams the continuation of a prompt.
+// --chat renders the prompt as one user turn with the model's chat template.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <memory>
+#include <sstream>
+
+#include "apps/sluice/chat_render.h"
+#include "apps/sluice/commands.h"
+#include "apps/sluice/generation.h"
+#include "base/error.h"
+
+namespace sluice::app {
+
+namespace {
+struct RunArgs {
+  SessionOptions session;
+  SamplingFlags sampling;
+  std::string prompt, prompt_file, system;
+  bool chat = false;
+};
+
+std::string read_all(std::istream& in) {
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+}  // namespace
+
+std::string read_prompt(const std::string& text, const std::string& file) {
+  if (!text.empty()) return text;
+  if (!file.empty()) {
+    std::ifstream in(file, std::ios::binary);
+    if (!in) fail("%s: cannot open prompt file", file.c_str());
+    return read_all(in);
+  }
+  return read_all(std::cin);
+}
+
+CommandFn add_run_command(CLI::App& app) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand("run", "generate a continuation of a prompt, streamed to stdout");
+  add_session_options(cmd, args->session);
+  cmd->add_option("-p,--prompt", args->prompt, "prompt text");
+  cmd->add_option("-f,--file", args->prompt_file, "read the prompt from a file (default: stdin)");
+  cmd->add_flag("--chat", args->chat, "wrap the prompt as a user turn with the model's chat template");
+  cmd->add_option("--system", args->system, "system message (with --chat)");
+  add_sampling_flags(cmd, args->sampling);
+  return [args]() {
+    const std::string text = read_prompt(args->prompt, args->prompt_file);
+    ModelSession sess(args->session);
+    sess.print_summary();
+    auto tok = Tokenizer::from_gguf(sess.file());
+    std::vector<int32_t> prompt;
+    if (args->chat) {
+      ChatHistory h;
+      if (!args->system.empty()) h.add("system", args->system);
+      h.add("user", text);
+      prompt = tok->encode(render_chat(sess.file(), *tok, h, true), false, true);
+    } else {
+      prompt = tok->encode(text, true, true);
+    }
+    const GenerationOptions opt = resolve_sampling(args->sampling, sess.file());
+    std::vector<int32_t> history;
+    int32_t pos = 0;
+    const GenerationStats st = generate(sess, *tok, history, pos, prompt, opt, [](const std::string& piece) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    });
+    std::printf("\n");
+    print_stats(st);
+    return 0;
+  };
+}
+
+}  // namespace sluice::app

@@ -1,0 +1,24 @@
+// Subcommands of the `sluice` executable. Each registers its flags on a CLI11 subcommand and
+// returns the function that runs it (exit code). New commands: add a file and a line in main.cpp.
+#pragma once
+
+#include <functional>
+
+namespace CLI {
+class App;
+}
+
+namespace sluice::app {
+
+using CommandFn = std::function<int()>;
+
+struct SessionOptions;
+void add_session_options(CLI::App* cmd, SessionOptions& o);   // -m, -t, -c, --kv-type
+
+CommandFn add_inspect_command(CLI::App& app);
+CommandFn add_logits_command(CLI::App& app);
+CommandFn add_run_command(CLI::App& app);
+CommandFn add_chat_command(CLI::App& app);
+CommandFn add_perplexity_command(CLI::App& app);
+
+}  // namespace sluice::app

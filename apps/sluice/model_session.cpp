@@ -1,0 +1,54 @@
+#include "apps/sluice/model_session.h"
+
+#include <cstdio>
+
+#include "base/error.h"
+
+namespace sluice::app {
+
+ModelSession::ModelSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
+  file_ = gguf::GgufFile::open(opt.model_path);
+  pool_ = std::make_unique<ThreadPool>(opt.threads > 0 ? opt.threads : ThreadPool::default_threads());
+  models::LoadOptions lo;
+  lo.pool = pool_.get();
+  model_ = models::load_model(*file_, lo);
+  if (ctx_size_ <= 0) fail("--ctx-size must be positive");
+  const auto& spec = model_->spec();
+  // Blocks per group: the whole context for global groups; the window plus one step's
+  // worth of tokens for sliding groups (their old blocks return to the pool).
+  std::vector<int32_t> blocks;
+  for (const KvGroupSpec& g : spec.kv_groups) {
+    const int32_t span = g.window > 0 ? std::min(ctx_size_, g.window + ctx_size_) : ctx_size_;
+    blocks.push_back((span + opt.block_tokens - 1) / opt.block_tokens + 1);
+  }
+  kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, blocks, parse_kv_type(opt.kv_type));
+  seq_ = std::make_unique<SequenceKv>(*kv_);
+}
+
+void ModelSession::eval(std::span<const int32_t> tokens, int32_t pos, models::LogitsWanted want,
+                        std::vector<float>& logits) {
+  const int64_t end = static_cast<int64_t>(pos) + static_cast<int64_t>(tokens.size());
+  if (end > ctx_size_) fail("context is full: %lld positions needed, --ctx-size is %d", static_cast<long long>(end), ctx_size_);
+  seq_->release_outside_window(pos);
+  if (!seq_->reserve(static_cast<int32_t>(end))) fail("KV cache exhausted at position %lld", static_cast<long long>(end));
+  models::ForwardBatch b;
+  models::SeqSlice s;
+  s.tokens = tokens;
+  s.pos0 = pos;
+  for (int32_t g = 0; g < kv_->n_groups(); ++g) s.block_tables[g] = seq_->table(g);
+  s.logits = want;
+  b.seqs.push_back(s);
+  logits.resize(static_cast<size_t>(b.n_logit_rows()) * model_->spec().n_vocab);
+  model_->forward(b, *kv_, logits.data());
+}
+
+void ModelSession::print_summary() const {
+  const auto& s = model_->spec();
+  std::fprintf(stderr, "%s: %s (%s), %d layers, vocab %d | weights %.1f MiB mapped | KV cache %.1f MiB (%s, %d positions) | %d threads\n",
+               file_->name().c_str(), s.name.c_str(), s.arch.c_str(), s.n_layer, s.n_vocab, file_->file_size() / 1048576.0,
+               kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size());
+}
+
+void ModelSession::reset() { seq_->clear(); }
+
+}  // namespace sluice::app

@@ -1,0 +1,54 @@
+// One loaded model with a thread pool and a KV cache, for the single-user commands
+// (logits, run, chat, perplexity). The server's engine owns these pieces itself.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gguf/reader.h"
+#include "kv/kv_cache.h"
+#include "kv/sequence_kv.h"
+#include "models/model.h"
+#include "threading/thread_pool.h"
+
+namespace sluice::app {
+
+struct SessionOptions {
+  std::string model_path;
+  int threads = 0;          // 0: ThreadPool::default_threads()
+  int ctx_size = 4096;      // positions one sequence may use
+  std::string kv_type = "f32";
+  int block_tokens = 16;
+};
+
+class ModelSession {
+ public:
+  explicit ModelSession(const SessionOptions& opt);
+
+  const models::ModelSpec& spec() const { return model_->spec(); }
+  const gguf::GgufFile& file() const { return *file_; }
+  int ctx_size() const { return ctx_size_; }
+  uint64_t kv_bytes() const { return kv_->bytes(); }
+  int threads() const { return pool_->size(); }
+  void print_summary() const;   // memory and threads, to stderr
+
+  // Feeds tokens at positions pos .. pos + n - 1 of the one sequence; writes the logits
+  // asked for (n rows for kAll, 1 for kLast) to `logits`. Throws when the context is full.
+  void eval(std::span<const int32_t> tokens, int32_t pos, models::LogitsWanted want, std::vector<float>& logits);
+  void reset();   // forget the sequence (frees its KV blocks)
+  // Whether the sequence can continue from position `pos` (<= what was evaluated) reusing
+  // its cached K/V for [0, pos); false when needed blocks already left the window.
+  bool can_resume_at(int32_t pos) const { return seq_->can_resume_at(pos); }
+
+ private:
+  std::unique_ptr<gguf::GgufFile> file_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<models::Model> model_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<SequenceKv> seq_;
+  int ctx_size_;
+};
+
+}  // namespace sluice::app

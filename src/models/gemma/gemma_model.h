@@ -1,0 +1,47 @@
+// The Gemma decoder family (Gemma 3, Gemma 4) as one forward pass that branches only on
+// ModelSpec / LayerSpec fields. Architecture files (gemma3/, gemma4/) turn GGUF metadata
+// and tensors into a spec and bound weights; this file runs them.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "models/model.h"
+#include "tensor/weights.h"
+
+namespace sluice::models {
+
+struct GemmaLayerWeights {
+  std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffw_norm;
+  Mat wq, wk, wv, wo;                       // wk/wv empty when the layer reads shared K/V
+  Mat gate, up, down;
+  Mat inp_gate, proj;                       // PLE (Gemma 4)
+  std::vector<float> post_norm;             // PLE post-norm
+  float out_scale = 1.0f;                   // Gemma 4 layer scalar (1 when absent)
+};
+
+struct GemmaWeights {
+  Mat tok_embd;                             // [n_embd, n_vocab]
+  Mat lm_head;                              // output.weight, or tok_embd when tied
+  std::vector<float> output_norm;
+  std::vector<float> rope_freqs;            // Gemma 4 proportional RoPE divisors (may be empty)
+  Mat ple_tok;                              // [n_layer·ple, n_vocab]
+  Mat ple_model_proj;                       // [n_embd, n_layer·ple]
+  std::vector<float> ple_proj_norm;         // [ple]
+  std::vector<GemmaLayerWeights> layers;
+};
+
+// Fills kv_group / kv_index of every layer and spec.kv_groups: KV-owning layers are grouped
+// by (window, KV heads, head dim); layers without K/V take their source layer's slot.
+void assign_kv_groups(ModelSpec& spec);
+
+// Binds the tensors every Gemma layer has (norms, q/k/v/o, FFN); arch files add the rest.
+GemmaLayerWeights bind_gemma_layer(const WeightBinder& b, const ModelSpec& spec, int il);
+
+std::unique_ptr<Model> make_gemma_model(ModelSpec spec, GemmaWeights w, ThreadPool& pool);
+
+// Architecture entry points (registry.cpp).
+std::unique_ptr<Model> load_gemma3(const gguf::GgufFile& f, const LoadOptions& opt);
+std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& opt);
+
+}  // namespace sluice::models

@@ -1,0 +1,86 @@
+// The model interface the engine and tools use. A step runs a batch of sequences, each with
+// its new tokens, their positions and its block tables into the paged KV cache; the same call
+// serves prefill, chunked prefill, decode, batched decode and multi-token verification.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+
+namespace sluice::gguf {
+class GgufFile;
+}
+
+namespace sluice {
+class ThreadPool;
+}
+
+namespace sluice::models {
+
+inline constexpr int kMaxKvGroups = 4;
+
+// Per-layer structure, derived from GGUF metadata (never from "is this model size X").
+struct LayerSpec {
+  int32_t n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
+  int32_t window = 0;            // 0: global (full causal) attention; else sliding window
+  float rope_base = 10000.0f;
+  float rope_scale = 1.0f;       // multiplies positions (1 / linear scaling factor)
+  int32_t n_rot = 0;             // rotary width (NeoX pairs (i, i + n_rot/2))
+  bool rope_freq_factors = false;// divide frequencies by rope_freqs (Gemma 4 proportional RoPE)
+  bool has_kv = true;            // computes and writes its own K/V
+  int32_t kv_source = -1;        // layer whose K/V this layer reads (itself when has_kv)
+  int32_t kv_group = -1;         // cache group of kv_source, and its index within the group
+  int32_t kv_index = -1;
+  float attn_scale = 1.0f;       // multiplies q·k
+  bool v_norm = false;           // weightless RMSNorm on V (Gemma 4)
+};
+
+struct ModelSpec {
+  std::string arch;
+  std::string name;
+  int32_t n_layer = 0, n_embd = 0, n_vocab = 0, n_ctx_train = 0;
+  float eps = 1e-6f;
+  float embed_scale = 1.0f;      // token embedding multiplier (sqrt(n_embd) for Gemma)
+  float final_softcap = 0.0f;    // 0: none; else logits = c·tanh(logits / c)
+  int32_t ple_dim = 0;           // Gemma 4 per-layer embedding width (0: none)
+  std::vector<LayerSpec> layers;
+  std::vector<KvGroupSpec> kv_groups;   // cache layout the model needs
+};
+
+enum class LogitsWanted { kNone, kLast, kAll };
+
+// One sequence's part of a step: tokens at positions pos0 .. pos0 + n - 1; its block tables
+// (one per KV group) back at least positions [0, pos0 + n) where visible.
+struct SeqSlice {
+  std::span<const int32_t> tokens;
+  int32_t pos0 = 0;
+  std::span<const BlockId> block_tables[kMaxKvGroups];
+  LogitsWanted logits = LogitsWanted::kLast;
+};
+
+struct ForwardBatch {
+  std::vector<SeqSlice> seqs;
+  int64_t n_tokens() const;
+  int64_t n_logit_rows() const;   // rows forward() writes: per slice 0, 1 or n
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  virtual const ModelSpec& spec() const = 0;
+  // Runs one step. Writes n_logit_rows() rows of n_vocab floats to `logits`, in slice order.
+  virtual void forward(const ForwardBatch& batch, KvCache& kv, float* logits) = 0;
+};
+
+struct LoadOptions {
+  ThreadPool* pool = nullptr;    // required
+};
+
+// The registry: picks the architecture from general.architecture. Throws sluice::Error.
+std::unique_ptr<Model> load_model(const gguf::GgufFile& f, const LoadOptions& opt);
+
+}  // namespace sluice::models

@@ -1,0 +1,60 @@
+// A model file that misses a tensor, or has one with a wrong shape, fails to load with a
+// message naming that tensor.
+#include <gtest/gtest.h>
+
+#include "base/error.h"
+#include "gguf/reader.h"
+#include "models/model.h"
+#include "threading/thread_pool.h"
+#include "tiny_model.h"
+
+namespace sluice {
+namespace {
+
+std::string load_error(const test::TinyConfig& c) {
+  const auto bytes = test::make_tiny_gguf(c);
+  auto f = gguf::GgufFile::parse(bytes, "bad.gguf");
+  ThreadPool pool(1);
+  models::LoadOptions lo;
+  lo.pool = &pool;
+  try {
+    models::load_model(*f, lo);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LoadErrors, MissingTensorsAreNamed) {
+  for (const char* name : {"blk.3.attn_q.weight", "blk.0.attn_k.weight", "output_norm.weight",
+                           "per_layer_model_proj.weight", "blk.9.inp_gate.weight", "blk.2.ffn_down.weight",
+                           "blk.4.attn_k_norm.weight", "token_embd.weight"}) {
+    test::TinyConfig c;
+    c.omit = {name};
+    const std::string err = load_error(c);
+    EXPECT_NE(err.find(std::string("'") + name + "'"), std::string::npos) << name << ": " << err;
+    EXPECT_NE(err.find("bad.gguf"), std::string::npos) << err;
+  }
+}
+
+TEST(LoadErrors, WrongShapesAreNamed) {
+  for (const char* name : {"blk.1.attn_output.weight", "blk.8.ffn_gate.weight", "blk.0.attn_norm.weight",
+                           "per_layer_token_embd.weight", "blk.5.proj.weight"}) {
+    test::TinyConfig c;
+    c.wrong_shape = name;
+    const std::string err = load_error(c);
+    EXPECT_NE(err.find(std::string("'") + name + "' has shape"), std::string::npos) << name << ": " << err;
+  }
+}
+
+TEST(LoadErrors, SharedLayersMayOmitOrKeepKv) {
+  test::TinyConfig c;   // our converter omits K/V of shared layers: loads
+  EXPECT_EQ(load_error(c), "");
+  test::TinyConfig g3;  // Gemma 3 has no shared layers: every layer needs K/V
+  g3.arch = "gemma3";
+  g3.omit = {"blk.7.attn_v.weight"};
+  EXPECT_NE(load_error(g3).find("'blk.7.attn_v.weight'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace sluice
