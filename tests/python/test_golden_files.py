@@ -1,0 +1,258 @@
+"""The committed golden fixtures (tests/data/golden/, written by python/make_golden.py) must
+be consistent: GGUFs parse with the PyPI `gguf` reader, carry every metadata key and exactly
+the tensor names/shapes/types the specs list (gemma4.md §3.2/§3.3, gemma3.md §3.1/§3.3), and
+the logits/taps files match the manifest. Needs only numpy + gguf (main .venv, no torch).
+
+The last test re-runs python/make_golden.py's numpy forward (written from the spec text,
+reading only the GGUF) and checks it reproduces the committed transformers logits, so a
+stale or mismatched GGUF/logits pair fails here."""
+import hashlib
+import json
+import math
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType as QT, GGUFReader, GGUFValueType as VT
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+GOLDEN = ROOT / "tests" / "data" / "golden"
+sys.path.insert(0, str(ROOT / "python"))
+
+MANIFEST = json.loads((GOLDEN / "manifest.json").read_text())
+VARIANTS = [(mid, ot) for mid, e in MANIFEST["models"].items() for ot in e["variants"]]
+OUTTYPE_QT = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0}
+
+# Required metadata keys and their GGUF types (gemma4.md §3.2, gemma3.md §3.1, §4.1).
+U32, F32, STR = VT.UINT32, VT.FLOAT32, VT.STRING
+COMMON_KEYS = {
+    "general.architecture": STR, "general.file_type": U32,
+    "{a}.block_count": U32, "{a}.context_length": U32, "{a}.embedding_length": U32,
+    "{a}.attention.head_count": U32, "{a}.attention.head_count_kv": U32,
+    "{a}.attention.key_length": U32, "{a}.attention.value_length": U32,
+    "{a}.attention.layer_norm_rms_epsilon": F32, "{a}.rope.freq_base": F32,
+    "{a}.rope.freq_base_swa": F32, "{a}.attention.sliding_window": U32,
+    "tokenizer.ggml.model": STR, "tokenizer.ggml.tokens": VT.ARRAY,
+    "tokenizer.ggml.scores": VT.ARRAY, "tokenizer.ggml.token_type": VT.ARRAY,
+    "tokenizer.ggml.bos_token_id": U32, "tokenizer.ggml.eos_token_id": U32,
+}
+GEMMA4_KEYS = {
+    "{a}.attention.key_length_swa": U32, "{a}.attention.value_length_swa": U32,
+    "{a}.rope.dimension_count": U32, "{a}.rope.dimension_count_swa": U32,
+    "{a}.attention.sliding_window_pattern": VT.ARRAY, "{a}.attention.shared_kv_layers": U32,
+    "{a}.embedding_length_per_layer_input": U32, "{a}.final_logit_softcapping": F32,
+    "tokenizer.ggml.merges": VT.ARRAY,
+}
+
+
+def _sha(path):
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _reader(mid, ot):
+    return GGUFReader(str(GOLDEN / MANIFEST["models"][mid]["variants"][ot]["gguf"]))
+
+
+def _kv(r, key, default=None):
+    f = r.fields.get(key)
+    return default if f is None else f.contents()
+
+
+def expected_tensors(r):
+    """{name: ne} that gemma4.md §3.3 / gemma3.md §3.3 require for this file's metadata."""
+    a = _kv(r, "general.architecture")
+    g = lambda k, d=None: _kv(r, f"{a}.{k}", d)
+    n_layer, d = g("block_count"), g("embedding_length")
+    n_vocab = len(_kv(r, "tokenizer.ggml.tokens"))
+    H, Hkv = g("attention.head_count"), g("attention.head_count_kv")
+    ff = g("feed_forward_length")
+    ff = ff if isinstance(ff, list) else [ff] * n_layer
+    exp = {"token_embd.weight": [d, n_vocab], "output_norm.weight": [d]}
+    if a == "gemma4":
+        swa = g("attention.sliding_window_pattern")
+        hd = lambda il: g("attention.key_length_swa") if swa[il] else g("attention.key_length")
+        first_shared = n_layer - g("attention.shared_kv_layers", 0)
+        P = g("embedding_length_per_layer_input", 0)
+        if P:
+            exp["per_layer_token_embd.weight"] = [n_layer * P, n_vocab]
+            exp["per_layer_model_proj.weight"] = [d, n_layer * P]
+            exp["per_layer_proj_norm.weight"] = [P]
+        if not all(swa):
+            exp["rope_freqs.weight"] = [g("attention.key_length") // 2]
+    else:
+        hd = lambda il: g("attention.key_length")
+        first_shared = n_layer
+    for il in range(n_layer):
+        b, D = f"blk.{il}.", hd(il)
+        exp.update({
+            b + "attn_norm.weight": [d], b + "attn_q.weight": [d, H * D],
+            b + "attn_output.weight": [H * D, d], b + "attn_q_norm.weight": [D],
+            b + "post_attention_norm.weight": [d], b + "ffn_norm.weight": [d],
+            b + "ffn_gate.weight": [d, ff[il]], b + "ffn_up.weight": [d, ff[il]],
+            b + "ffn_down.weight": [ff[il], d], b + "post_ffw_norm.weight": [d],
+        })
+        if il < first_shared:   # KV-shared layers carry no K/V in our converter's output
+            exp.update({b + "attn_k.weight": [d, Hkv * D], b + "attn_v.weight": [d, Hkv * D],
+                        b + "attn_k_norm.weight": [D]})
+        if a == "gemma4":
+            exp[b + "layer_output_scale.weight"] = [1]
+            if P:
+                exp.update({b + "inp_gate.weight": [d, P], b + "proj.weight": [P, d],
+                            b + "post_norm.weight": [d]})
+    return exp
+
+
+def test_manifest_lists_existing_files():
+    assert MANIFEST["format_version"] == 1
+    assert {e["arch"] for e in MANIFEST["models"].values()} == {"gemma4", "gemma3"}
+    named = {"manifest.json"}
+    for e in MANIFEST["models"].values():
+        assert e["n_tokens"] >= 3 * e["options"]["sliding_window"]
+        assert len(e["token_ids"]) == e["n_tokens"] and e["token_ids"][0] == 2
+        assert all(0 <= t < e["n_vocab"] for t in e["token_ids"])
+        for v in e["variants"].values():
+            for k in ("gguf", "logits", "taps"):
+                if k in v:
+                    assert (GOLDEN / v[k]).is_file(), v[k]
+                    named.add(v[k])
+    stray = {p.name for p in GOLDEN.iterdir()} - named
+    assert not stray, f"files not in the manifest: {stray}"
+    total = sum(p.stat().st_size for p in GOLDEN.iterdir())
+    assert total < 15_000_000, total
+
+
+@pytest.mark.parametrize("mid,ot", VARIANTS)
+def test_files_match_manifest(mid, ot):
+    e = MANIFEST["models"][mid]
+    v = e["variants"][ot]
+    gp, lp = GOLDEN / v["gguf"], GOLDEN / v["logits"]
+    assert gp.stat().st_size == v["gguf_bytes"]
+    assert _sha(gp) == v["gguf_sha256"], "GGUF changed without regenerating the manifest"
+    assert _sha(lp) == v["logits_sha256"]
+    assert v["logits_shape"] == [e["n_tokens"], e["n_vocab"]]
+    assert lp.stat().st_size == e["n_tokens"] * e["n_vocab"] * 4
+    logits = np.fromfile(lp, "<f4").reshape(v["logits_shape"])
+    assert np.isfinite(logits).all() and logits.std() > 0.1
+    cap = e["options"]["final_softcap"]
+    if cap:
+        assert np.abs(logits).max() < cap
+    if ot != "f32":   # the dequantized-weight reference differs from f32 as recorded
+        ref = np.fromfile(GOLDEN / e["variants"]["f32"]["logits"], "<f4").reshape(v["logits_shape"])
+        q = float(np.sum((logits.astype(np.float64) - ref) ** 2) / np.sum(ref.astype(np.float64) ** 2))
+        assert math.isclose(q, v["quantization_nmse_vs_f32_reference"], rel_tol=1e-4)
+
+
+@pytest.mark.parametrize("mid", list(MANIFEST["models"]))
+def test_taps_file(mid):
+    from make_golden import read_taps
+    v = MANIFEST["models"][mid]["variants"]["f32"]
+    taps = read_taps(GOLDEN / v["taps"])
+    assert list(taps) == v["taps_names"]
+    e = MANIFEST["models"][mid]
+    n_layer, d = e["options"]["layers"], e["options"]["hidden"]
+    want = {"embd", "result_norm"} | {f"{k}.{i}" for i in range(n_layer) for k in ("attn_out", "ffn_out", "l_out")}
+    if e["arch"] == "gemma4" and e["options"]["ple_width"]:
+        want.add("ple")
+        assert list(taps["ple"].shape) == [e["n_tokens"], n_layer, e["options"]["ple_width"]]
+    assert set(taps) == want
+    for k, t in taps.items():
+        assert list(t.shape) == v["taps_shapes"][k]
+        if k != "ple":
+            assert list(t.shape) == [e["n_tokens"], d]
+        assert np.isfinite(t).all() and np.abs(t).max() > 0
+
+
+@pytest.mark.parametrize("mid,ot", VARIANTS)
+def test_gguf_metadata(mid, ot):
+    e = MANIFEST["models"][mid]
+    o, a = e["options"], e["arch"]
+    r = _reader(mid, ot)
+    keys = dict(COMMON_KEYS, **(GEMMA4_KEYS if a == "gemma4" else {}))
+    for k, t in keys.items():
+        k = k.format(a=a)
+        assert k in r.fields, f"missing {k}"
+        assert r.fields[k].types[0] == t, k
+    g = lambda k, d=None: _kv(r, f"{a}.{k}", d)
+    assert _kv(r, "general.architecture") == a
+    assert g("block_count") == o["layers"] and g("embedding_length") == o["hidden"]
+    assert g("attention.head_count") == o["heads"] and g("attention.head_count_kv") == o["kv_heads"]
+    assert g("attention.sliding_window") == o["sliding_window"]
+    assert g("rope.freq_base") == o["rope_theta"] and g("rope.freq_base_swa") == o["rope_theta_swa"]
+    assert len(_kv(r, "tokenizer.ggml.tokens")) == e["n_vocab"]
+    assert _kv(r, "tokenizer.ggml.bos_token_id") == 2 and _kv(r, "tokenizer.ggml.eos_token_id") == 1
+    pattern = [(o["layer_pattern"] * o["layers"])[i] == "S" for i in range(o["layers"])]
+    if a == "gemma4":
+        assert _kv(r, "tokenizer.ggml.model") == "gemma4"
+        # key_length is the GLOBAL head dim, key_length_swa the sliding one (§3.2, pitfall 5)
+        assert g("attention.key_length") == g("attention.value_length") == o["global_head_dim"]
+        assert g("attention.key_length_swa") == g("attention.value_length_swa") == o["head_dim"]
+        assert g("rope.dimension_count") == o["global_head_dim"]
+        assert g("rope.dimension_count_swa") == o["head_dim"]
+        f = r.fields[f"{a}.attention.sliding_window_pattern"]
+        assert f.types == [VT.ARRAY, VT.BOOL] and g("attention.sliding_window_pattern") == pattern
+        assert g("attention.shared_kv_layers") == o["kv_shared_layers"]
+        assert g("embedding_length_per_layer_input") == o["ple_width"]
+        assert g("final_logit_softcapping") == o["final_softcap"]
+        first_shared = o["layers"] - o["kv_shared_layers"]
+        want_ff = [o["intermediate"] * (2 if o["double_wide_mlp"] and il >= first_shared else 1)
+                   for il in range(o["layers"])]
+        if len(set(want_ff)) > 1:   # per-layer array, i32 (§3.2)
+            assert r.fields[f"{a}.feed_forward_length"].types == [VT.ARRAY, VT.INT32]
+            assert g("feed_forward_length") == want_ff
+        else:
+            assert g("feed_forward_length") == want_ff[0]
+    else:
+        assert _kv(r, "tokenizer.ggml.model") == "llama"
+        assert g("attention.key_length") == g("attention.value_length") == o["head_dim"]
+        assert g("feed_forward_length") == o["intermediate"]
+        assert f"{a}.final_logit_softcapping" not in r.fields   # Gemma 3: no softcap
+        # llama.cpp hard-codes "sliding iff il % 6 < 5"; the key is only written otherwise
+        if pattern == [il % 6 < 5 for il in range(o["layers"])]:
+            assert f"{a}.attention.sliding_window_pattern" not in r.fields
+        else:
+            assert g("attention.sliding_window_pattern") == pattern
+
+
+@pytest.mark.parametrize("mid,ot", VARIANTS)
+def test_gguf_tensors(mid, ot):
+    e = MANIFEST["models"][mid]
+    r = _reader(mid, ot)
+    got = {t.name: t for t in r.tensors}
+    exp = expected_tensors(r)
+    assert set(got) == set(exp), (sorted(set(exp) - set(got))[:5], sorted(set(got) - set(exp))[:5])
+    for name, ne in exp.items():
+        t = got[name]
+        assert [int(x) for x in t.shape] == ne, (name, list(t.shape), ne)
+        if len(ne) == 1:
+            assert t.tensor_type == QT.F32, name       # norms, scalars, rope_freqs stay F32
+        else:
+            want = OUTTYPE_QT[ot]
+            if want in (QT.Q8_0, QT.Q4_0) and ne[0] % 32:
+                want = QT.F16                         # converter fallback for odd rows
+            assert t.tensor_type == want, (name, t.tensor_type.name)
+    if "rope_freqs.weight" in got:   # §2.1: [1.0 x n_rot, 1e30 x rest], n_rot = int(p*hd//2)
+        o = e["options"]
+        n_rot = int(o["partial_rotary_factor"] * o["global_head_dim"] // 2)
+        want = np.array([1.0] * n_rot + [1e30] * (o["global_head_dim"] // 2 - n_rot), np.float32)
+        assert np.array_equal(np.asarray(got["rope_freqs.weight"].data), want)
+    scalars = [np.asarray(t.data)[0] for n, t in got.items() if n.endswith("layer_output_scale.weight")]
+    assert all(s != 1.0 for s in scalars)             # randomized, so a missing multiply shows
+    if e["arch"] == "gemma3":
+        # the +1 of Gemma3RMSNorm is folded (gemma3.md §3.4): stored HF w ~ N(0, .35) for the
+        # layer norms of the tiny model, so folded means are ~1, never ~0
+        means = [float(np.mean(np.asarray(t.data))) for n, t in got.items() if n.endswith("attn_norm.weight")]
+        assert min(means) > 0.6, means
+
+
+@pytest.mark.parametrize("mid,ot", VARIANTS)
+def test_spec_forward_reproduces_logits(mid, ot):
+    """numpy forward from the spec text, reading only the GGUF, vs the committed
+    transformers logits (the generator asserted < 1e-9; allow float noise)."""
+    from make_golden import nmse, spec_forward
+    e = MANIFEST["models"][mid]
+    v = e["variants"][ot]
+    ref = np.fromfile(GOLDEN / v["logits"], "<f4").reshape(v["logits_shape"])
+    logits, _ = spec_forward(GOLDEN / v["gguf"], np.array(e["token_ids"]))
+    assert nmse(logits, ref) < 1e-9
+    assert np.mean(logits.argmax(-1) == ref.argmax(-1)) == 1.0
