@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -78,6 +79,9 @@ class Model {
 
 struct LoadOptions {
   ThreadPool* pool = nullptr;    // required
+  // Called with the spec derived from the file, before weights are bound: for experiments
+  // and for tests that switch a feature off to show the golden comparison would catch it.
+  std::function<void(ModelSpec&)> adjust_spec;
 };
 
 // The registry: picks the architecture from general.architecture. Throws sluice::Error.

@@ -69,6 +69,7 @@ std::unique_ptr<Model> load_gemma3(const gguf::GgufFile& f, const LoadOptions& o
     ls.attn_scale = scale;
     s.layers.push_back(ls);
   }
+  if (opt.adjust_spec) opt.adjust_spec(s);
   assign_kv_groups(s);
 
   WeightBinder b(f);

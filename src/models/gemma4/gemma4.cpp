@@ -71,6 +71,7 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
     }
     s.layers.push_back(ls);
   }
+  if (opt.adjust_spec) opt.adjust_spec(s);
   assign_kv_groups(s);
 
   WeightBinder b(f);
