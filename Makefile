@@ -16,12 +16,13 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
   libcli11-dev libcpp-httplib-dev libxxhash-dev
 
-.PHONY: run test deps venv model build test-unit test-python test-asan fuzz clean
+.PHONY: run test deps venv model build test-unit test-real test-python test-asan fuzz golden clean
 
+PROMPT ?= Write a short poem about a river that flows to the sea.
 run: deps venv model build
-	$(SLUICE) inspect --no-tensors $(MODEL)
+	$(SLUICE) run -m $(MODEL) --chat -p "$(PROMPT)" -n 128 --seed 1
 
-test: deps venv model build test-unit test-python test-asan fuzz
+test: deps venv model build test-unit test-real test-python test-asan fuzz
 	@echo "all test suites passed"
 
 # System packages: installs only what is missing (needs root or sudo).
@@ -51,7 +52,11 @@ build:
 	cmake --build $(BUILD) -j $(JOBS)
 
 test-unit: build
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE real
+
+# The real Gemma 3 270M against llama.cpp golden data (tests/data/llamacpp).
+test-real: build model
+	ctest --test-dir $(BUILD) --output-on-failure -L real
 
 test-python: build venv model
 	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/pytest -q tests/python
@@ -60,7 +65,7 @@ test-python: build venv model
 test-asan:
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS)
+	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -LE real
 
 # libFuzzer on the GGUF reader for FUZZ_SECONDS, seeded with the malformed corpus.
 fuzz:
@@ -68,6 +73,19 @@ fuzz:
 	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz
 	tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+
+# Regenerates every committed golden fixture from implementations we did not write
+# (transformers, llama.cpp via llama-cpp-python, HF tokenizers, jinja2). Needs a separate
+# environment with torch (GBs); never part of `make test`.
+GOLDEN_VENV := .venv-golden
+$(GOLDEN_VENV)/.stamp: python/requirements-golden.txt
+	$(PY) -m venv $(GOLDEN_VENV)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(GOLDEN_VENV)/bin/pip install -q --disable-pip-version-check -r python/requirements-golden.txt
+	touch $@
+golden: deps $(GOLDEN_VENV)/.stamp model
+	$(GOLDEN_VENV)/bin/python python/make_golden.py
+	$(GOLDEN_VENV)/bin/python python/make_tokenizer_golden.py
+	$(GOLDEN_VENV)/bin/python python/make_llamacpp_golden.py $(MODEL)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

@@ -17,6 +17,7 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const gguf::GgufFile& file) {
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, bool parse_special) const {
   const tok::Vocab& v = *v_;
+  if (text.size() >= UINT32_MAX) fail("cannot tokenize %zu bytes at once (limit 4 GiB)", text.size());
   std::vector<int32_t> out;
   out.reserve(text.size() / 3 + 2);
   std::vector<tok::Fragment> frags;

@@ -103,7 +103,6 @@ class Tokenizer {
   const std::vector<int32_t>& special_tokens() const;
   size_t n_duplicate_texts() const;                // token strings seen more than once
 
-  const tok::Vocab& vocab() const { return *v_; }
 
  private:
   explicit Tokenizer(std::unique_ptr<tok::Vocab> v);

@@ -1,5 +1,6 @@
 // Loading tokenizer.ggml.* into tok::Vocab (spec §2, §3), with llama.cpp's defaults and
 // validation made into clear errors.
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 
@@ -105,6 +106,8 @@ void read_types(Vocab& v, const gguf::GgufFile& f) {
   if (kv->count < static_cast<uint64_t>(v.n_vocab))
     fail("%s: tokenizer.ggml.token_type has %llu entries, fewer than the %d tokens", v.name.c_str(),
          static_cast<unsigned long long>(kv->count), v.n_vocab);
+  // Any integer element type is accepted (llama.cpp wants i32); values outside 0..6 are
+  // UNDEFINED. A u64 is clamped so that it cannot wrap into a valid type.
   const bool is_u64 = kv->elem_type == ValueType::U64;
   for (int32_t i = 0; i < v.n_vocab; ++i) {
     const int64_t t = is_u64 ? static_cast<int64_t>(std::min<uint64_t>(gguf::load_uint(kv->elem_type, kv->elem_ptr(i)), 1000))
