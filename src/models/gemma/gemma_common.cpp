@@ -1,10 +1,26 @@
+#include <cmath>
 #include <string>
 #include <tuple>
 
 #include "base/error.h"
+#include "gguf/reader.h"
 #include "models/gemma/gemma_model.h"
 
 namespace sluice::models {
+
+ModelSpec read_gemma_common(const gguf::GgufFile& f, const std::string& arch, int64_t default_ctx) {
+  const std::string a = arch + ".";
+  ModelSpec s;
+  s.arch = arch;
+  s.name = std::string(f.get_string_or("general.name", arch));
+  s.n_layer = static_cast<int32_t>(f.get_uint(a + "block_count", 4096));
+  s.n_embd = static_cast<int32_t>(f.get_uint(a + "embedding_length", 1 << 20));
+  s.n_ctx_train = static_cast<int32_t>(f.get_uint_or(a + "context_length", default_ctx, INT32_MAX));
+  s.eps = static_cast<float>(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-6));
+  s.embed_scale = std::sqrt(static_cast<float>(s.n_embd));
+  s.final_softcap = static_cast<float>(f.get_float_or(a + "final_logit_softcapping", 0.0));
+  return s;
+}
 
 void assign_kv_groups(ModelSpec& spec) {
   spec.kv_groups.clear();

@@ -31,6 +31,7 @@ class GemmaModel final : public Model {
   void attention(int il, const ForwardBatch& b, KvCache& kv, int64_t T);
   void ffn(int il, int64_t T);
   void ple_block(int il, int64_t T);
+  void add_post_normed(const std::vector<float>& w, int64_t T);
   void output(const ForwardBatch& b, float* logits);
 
   // Applies fn(row) to rows [0, n) split across the pool.
@@ -216,9 +217,15 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv, int64_t T
 
   att_.resize(T * d);
   kernels::matmul(pool_, lw.wo, o_.data(), T, att_.data());
+  add_post_normed(lw.post_attn_norm, T);
+}
+
+// x += RMSNorm(att; w) row by row: every Gemma sub-block ends with a post-norm residual.
+void GemmaModel::add_post_normed(const std::vector<float>& w, int64_t T) {
+  const int64_t d = spec_.n_embd;
   parallel_rows(T, [&](int64_t t) {
     float* a = &att_[t * d];
-    kernels::rms_norm(a, lw.post_attn_norm.data(), a, d, spec_.eps);
+    kernels::rms_norm(a, w.data(), a, d, spec_.eps);
     for (int64_t i = 0; i < d; ++i) x_[t * d + i] += a[i];
   });
 }
@@ -236,28 +243,20 @@ void GemmaModel::ffn(int il, int64_t T) {
     for (int64_t i = t * ff; i < (t + 1) * ff; ++i) g_[i] = kernels::gelu_tanh(g_[i]) * u_[i];
   });
   kernels::matmul(pool_, lw.down, g_.data(), T, att_.data());
-  parallel_rows(T, [&](int64_t t) {
-    float* a = &att_[t * d];
-    kernels::rms_norm(a, lw.post_ffw_norm.data(), a, d, spec_.eps);
-    for (int64_t i = 0; i < d; ++i) x_[t * d + i] += a[i];
-  });
+  add_post_normed(lw.post_ffw_norm, T);
 }
 
 // x += RMSNorm(Wproj · (gelu_tanh(Winp_gate · x) ⊙ ple[:, l, :]); post_norm)
 void GemmaModel::ple_block(int il, int64_t T) {
   const GemmaLayerWeights& lw = w_.layers[il];
-  const int64_t d = spec_.n_embd, P = spec_.ple_dim, LP = static_cast<int64_t>(spec_.n_layer) * P;
+  const int64_t P = spec_.ple_dim, LP = static_cast<int64_t>(spec_.n_layer) * P;
   ple_g_.resize(T * P);
   kernels::matmul(pool_, lw.inp_gate, x_.data(), T, ple_g_.data());
   for (int64_t t = 0; t < T; ++t)
     for (int64_t i = 0; i < P; ++i)
       ple_g_[t * P + i] = kernels::gelu_tanh(ple_g_[t * P + i]) * ple_[t * LP + il * P + i];
   kernels::matmul(pool_, lw.proj, ple_g_.data(), T, att_.data());
-  parallel_rows(T, [&](int64_t t) {
-    float* a = &att_[t * d];
-    kernels::rms_norm(a, lw.post_norm.data(), a, d, spec_.eps);
-    for (int64_t i = 0; i < d; ++i) x_[t * d + i] += a[i];
-  });
+  add_post_normed(lw.post_norm, T);
 }
 
 // logits for the requested rows: softcap(lm_head · RMSNorm(x; output_norm))

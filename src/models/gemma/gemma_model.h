@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "models/model.h"
@@ -30,6 +31,10 @@ struct GemmaWeights {
   std::vector<float> ple_proj_norm;         // [ple]
   std::vector<GemmaLayerWeights> layers;
 };
+
+// The hyper-parameters every Gemma file has under "<arch>.": layers, width, context,
+// epsilon, embedding scale sqrt(n_embd), optional final softcap.
+ModelSpec read_gemma_common(const gguf::GgufFile& f, const std::string& arch, int64_t default_ctx);
 
 // Fills kv_group / kv_index of every layer and spec.kv_groups: KV-owning layers are grouped
 // by (window, KV heads, head dim); layers without K/V take their source layer's slot.

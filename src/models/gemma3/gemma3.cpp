@@ -11,15 +11,7 @@ namespace sluice::models {
 
 std::unique_ptr<Model> load_gemma3(const gguf::GgufFile& f, const LoadOptions& opt) {
   const std::string a = "gemma3.";
-  ModelSpec s;
-  s.arch = "gemma3";
-  s.name = std::string(f.get_string_or("general.name", "gemma3"));
-  s.n_layer = static_cast<int32_t>(f.get_uint(a + "block_count", 4096));
-  s.n_embd = static_cast<int32_t>(f.get_uint(a + "embedding_length", 1 << 20));
-  s.n_ctx_train = static_cast<int32_t>(f.get_uint_or(a + "context_length", 8192, INT32_MAX));
-  s.eps = static_cast<float>(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-6));
-  s.embed_scale = std::sqrt(static_cast<float>(s.n_embd));
-  s.final_softcap = static_cast<float>(f.get_float_or(a + "final_logit_softcapping", 0.0));
+  ModelSpec s = read_gemma_common(f, "gemma3", 8192);
   const auto n_ff = f.get_uint_per_layer(a + "feed_forward_length", s.n_layer, 1 << 20);
   const auto n_head = f.get_uint_per_layer(a + "attention.head_count", s.n_layer, 4096);
   const auto n_head_kv = f.get_uint_per_layer(a + "attention.head_count_kv", s.n_layer, 4096);

@@ -12,15 +12,7 @@ namespace sluice::models {
 std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& opt) {
   const std::string a = "gemma4.";
   const char* fn = f.name().c_str();
-  ModelSpec s;
-  s.arch = "gemma4";
-  s.name = std::string(f.get_string_or("general.name", "gemma4"));
-  s.n_layer = static_cast<int32_t>(f.get_uint(a + "block_count", 4096));
-  s.n_embd = static_cast<int32_t>(f.get_uint(a + "embedding_length", 1 << 20));
-  s.n_ctx_train = static_cast<int32_t>(f.get_uint_or(a + "context_length", 131072, INT32_MAX));
-  s.eps = static_cast<float>(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-6));
-  s.embed_scale = std::sqrt(static_cast<float>(s.n_embd));
-  s.final_softcap = static_cast<float>(f.get_float_or(a + "final_logit_softcapping", 0.0));
+  ModelSpec s = read_gemma_common(f, "gemma4", 131072);
   s.ple_dim = static_cast<int32_t>(f.get_uint_or(a + "embedding_length_per_layer_input", 0, 1 << 16));
   if (f.get_uint_or(a + "expert_count", 0) > 0) fail("%s: Gemma 4 mixture-of-experts models are not supported yet", fn);
 
