@@ -1,5 +1,6 @@
 #include "apps/sluice/model_session.h"
 
+#include <chrono>
 #include <cstdio>
 
 #include "base/error.h"
@@ -7,6 +8,8 @@
 namespace sluice::app {
 
 ModelSession::ModelSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "loading %s ...\n", opt.model_path.c_str());
   file_ = gguf::GgufFile::open(opt.model_path);
   pool_ = std::make_unique<ThreadPool>(opt.threads > 0 ? opt.threads : ThreadPool::default_threads());
   models::LoadOptions lo;
@@ -23,6 +26,7 @@ ModelSession::ModelSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size) 
   }
   kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, blocks, parse_kv_type(opt.kv_type));
   seq_ = std::make_unique<SequenceKv>(*kv_);
+  load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 void ModelSession::eval(std::span<const int32_t> tokens, int32_t pos, models::LogitsWanted want,
@@ -44,9 +48,9 @@ void ModelSession::eval(std::span<const int32_t> tokens, int32_t pos, models::Lo
 
 void ModelSession::print_summary() const {
   const auto& s = model_->spec();
-  std::fprintf(stderr, "%s: %s (%s), %d layers, vocab %d | weights %.1f MiB mapped | KV cache %.1f MiB (%s, %d positions) | %d threads\n",
+  std::fprintf(stderr, "%s: %s (%s), %d layers, vocab %d | weights %.1f MiB mapped | KV cache %.1f MiB (%s, %d positions) | %d threads | loaded in %.0f ms\n",
                file_->name().c_str(), s.name.c_str(), s.arch.c_str(), s.n_layer, s.n_vocab, file_->file_size() / 1048576.0,
-               kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size());
+               kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size(), load_ms_);
 }
 
 void ModelSession::reset() { seq_->clear(); }

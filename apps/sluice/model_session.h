@@ -49,6 +49,7 @@ class ModelSession {
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<SequenceKv> seq_;
   int ctx_size_;
+  double load_ms_ = 0;
 };
 
 }  // namespace sluice::app
