@@ -14,7 +14,10 @@ class ThreadPool;
 
 namespace sluice::kernels {
 
-// y[M × W.rows] = x[M × W.cols] · Wᵀ, any supported weight type (dequantize + f32 dot).
+// y[M × W.rows] = x[M × W.cols] · Wᵀ for any supported weight type. F32 weights dot in f32;
+// for the others each activation row is first converted once to the weight type's
+// vec_dot_type (Q8_0 / Q8_1 / Q8_K / F16 / BF16, as llama.cpp does) and rows are dotted with
+// dot_ref (dot_ref.h): the scalar reference of the int8 SIMD kernels.
 void matmul(ThreadPool& pool, const Mat& w, const float* x, int64_t m, float* y);
 
 // Row r of W decoded to f32 (embedding lookup). out has W.cols elements.

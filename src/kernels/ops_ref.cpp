@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/dot_ref.h"
 #include "kernels/ops.h"
 #include "quant/quant.h"
 #include "threading/thread_pool.h"
@@ -21,23 +22,60 @@ void dequant_row(const Mat& w, int64_t r, float* out) {
   quant::traits(w.type)->to_f32_ref(w.row(r), out, w.cols);
 }
 
+namespace {
+
+// Scratch memory of the thread that calls matmul: one buffer that grows to the largest request
+// and is reused by every later call, so a decode step allocates nothing. Thread-safe: each
+// calling thread has its own (thread_local), and during one call the pool's workers touch
+// disjoint rows of it.
+class Scratch {
+ public:
+  uint8_t* get(size_t bytes) {
+    if (buf_.size() < bytes) buf_.resize(bytes);
+    return buf_.data();
+  }
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+Scratch& act_scratch() {
+  thread_local Scratch s;
+  return s;
+}
+
+}  // namespace
+
 void matmul(ThreadPool& pool, const Mat& w, const float* x, int64_t m, float* y) {
   const int64_t rows = w.rows, cols = w.cols;
-  const auto to_f32 = quant::traits(w.type)->to_f32_ref;
+  if (w.type == DType::F32) {
+    pool.run([&](int ith, int nth) {
+      int64_t r0, r1;
+      split_range(rows, ith, nth, &r0, &r1);
+      for (int64_t r = r0; r < r1; ++r) {
+        const float* wr = reinterpret_cast<const float*>(w.row(r));
+        for (int64_t i = 0; i < m; ++i) y[i * rows + r] = dot(wr, x + i * cols, cols);
+      }
+    });
+    return;
+  }
+  // llama.cpp's scheme (dot_ref.h): each activation row is converted ONCE to the weight type's
+  // vec_dot_type (Q8_0 / Q8_1 / Q8_K, or f16 / bf16), then every weight row is dotted with
+  // it block by block. Row i of y depends only on row i of x.
+  const DType wt = w.type;
+  const auto rb = static_cast<int64_t>(act_row_bytes(wt, cols));  // throws before the pool runs
+  uint8_t* act = act_scratch().get(static_cast<size_t>(rb * m));
+  pool.run([&](int ith, int nth) {
+    int64_t i0, i1;
+    split_range(m, ith, nth, &i0, &i1);
+    for (int64_t i = i0; i < i1; ++i) quantize_act_row(wt, x + i * cols, act + i * rb, cols);
+  });
   pool.run([&](int ith, int nth) {
     int64_t r0, r1;
     split_range(rows, ith, nth, &r0, &r1);
-    thread_local std::vector<float> row;
-    if (w.type != DType::F32 && static_cast<int64_t>(row.size()) < cols) row.resize(cols);
     for (int64_t r = r0; r < r1; ++r) {
-      const float* wr;
-      if (w.type == DType::F32) {
-        wr = reinterpret_cast<const float*>(w.row(r));
-      } else {
-        to_f32(w.row(r), row.data(), cols);
-        wr = row.data();
-      }
-      for (int64_t i = 0; i < m; ++i) y[i * rows + r] = dot(wr, x + i * cols, cols);
+      const uint8_t* wr = w.row(r);
+      for (int64_t i = 0; i < m; ++i) y[i * rows + r] = dot_ref(wt, wr, act + i * rb, cols);
     }
   });
 }
