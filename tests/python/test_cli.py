@@ -1,0 +1,51 @@
+"""The user-facing commands: logits (whole vs chunked), run, chat (scripted REPL)."""
+import json
+import re
+
+import numpy as np
+
+from conftest import ROOT, run
+
+GOLDEN = ROOT / "tests/data/golden"
+
+
+def test_logits_whole_chunked_and_single_agree(sluice_bin, tmp_path):
+    man = json.loads((GOLDEN / "manifest.json").read_text())["models"]["tiny-gemma4"]
+    ids = ",".join(map(str, man["token_ids"]))
+    model = GOLDEN / man["variants"]["f32"]["gguf"]
+    outs = []
+    for chunk in ([], ["--chunk", "7"], ["--chunk", "1"]):
+        out = tmp_path / f"l{len(outs)}.bin"
+        r = run([sluice_bin, "logits", "-m", model, "--ids", ids, "--out", out, *chunk])
+        assert r.returncode == 0, r.stderr
+        outs.append(np.fromfile(out, dtype=np.float32).reshape(len(man["token_ids"]), man["n_vocab"]))
+    ref = np.fromfile(GOLDEN / man["variants"]["f32"]["logits"], dtype=np.float32).reshape(outs[0].shape)
+    assert np.array_equal(outs[0], outs[1]) and np.array_equal(outs[0], outs[2])
+    assert np.abs(outs[0] - ref).max() / np.abs(ref).max() < 1e-4
+
+
+def test_logits_rejects_bad_ids(sluice_bin, tmp_path):
+    model = GOLDEN / "tiny-gemma4.f32.gguf"
+    for ids in ("1,x,3", "", "1,99999"):
+        r = run([sluice_bin, "logits", "-m", model, "--ids", ids, "--out", tmp_path / "o.bin"])
+        assert r.returncode != 0 and "error" in r.stderr, (ids, r.stderr)
+
+
+def test_chat_session_reuses_the_cached_prefix(sluice_bin, gemma3_path):
+    script = "Hello! Who are you?\nAnd what can you do?\n/reset\nHi again.\n"
+    r = run([sluice_bin, "chat", "-m", gemma3_path, "--temp", "0", "-n", "8"], input=script, timeout=300)
+    assert r.returncode == 0, r.stderr
+    prompts = [int(x) for x in re.findall(r"\[prompt: (\d+) tokens", r.stderr)]
+    assert len(prompts) == 3, r.stderr
+    # Turn 2 evaluates only what follows the cached conversation; after /reset everything again.
+    assert prompts[1] < prompts[0] + 12
+    assert "(conversation cleared)" in r.stdout
+    assert prompts[2] > 5
+
+
+def test_run_reads_stdin_and_applies_the_chat_template(sluice_bin, gemma3_path):
+    r = run([sluice_bin, "run", "-m", gemma3_path, "--chat", "--temp", "0", "-n", "4"], input="Say hi.")
+    assert r.returncode == 0, r.stderr
+    # <bos><start_of_turn>user\nSay hi.<end_of_turn>\n<start_of_turn>model\n = 1+1+1+1+3+1+1+1+1+1 tokens
+    n = int(re.search(r"\[prompt: (\d+) tokens", r.stderr).group(1))
+    assert 10 <= n <= 14
