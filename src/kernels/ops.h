@@ -14,11 +14,16 @@ class ThreadPool;
 
 namespace sluice::kernels {
 
-// y[M × W.rows] = x[M × W.cols] · Wᵀ for any supported weight type. F32 weights dot in f32;
-// for the others each activation row is first converted once to the weight type's
-// vec_dot_type (Q8_0 / Q8_1 / Q8_K / F16 / BF16, as llama.cpp does) and rows are dotted with
-// dot_ref (dot_ref.h): the scalar reference of the int8 SIMD kernels.
+// y[M × W.rows] = x[M × W.cols] · Wᵀ for any supported weight type, in f32: each weight
+// row is decoded once and dotted with every activation row. The exact path the models use
+// today (it matches transformers on the dequantized weights to ~1e-6).
 void matmul(ThreadPool& pool, const Mat& w, const float* x, int64_t m, float* y);
+
+// The same product in llama.cpp's scheme: each activation row is converted once to the
+// weight type's vec_dot_type (Q8_0 / Q8_1 / Q8_K / F16 / BF16) and rows are dotted with
+// dot_ref (dot_ref.h). The scalar reference of the int8 SIMD kernels (next step); not yet
+// used by the models, because without SIMD it is slower for prefill than `matmul`.
+void matmul_act_quant(ThreadPool& pool, const Mat& w, const float* x, int64_t m, float* y);
 
 // Row r of W decoded to f32 (embedding lookup). out has W.cols elements.
 void dequant_row(const Mat& w, int64_t r, float* out);

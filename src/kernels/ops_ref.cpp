@@ -49,6 +49,26 @@ Scratch& act_scratch() {
 void matmul(ThreadPool& pool, const Mat& w, const float* x, int64_t m, float* y) {
   const int64_t rows = w.rows, cols = w.cols;
   if (w.type == DType::F32) {
+    matmul_act_quant(pool, w, x, m, y);   // same f32 path
+    return;
+  }
+  // Each worker decodes its weight rows once to f32 and dots them with every activation row.
+  const auto to_f32 = quant::traits(w.type)->to_f32_ref;
+  pool.run([&](int ith, int nth) {
+    int64_t r0, r1;
+    split_range(rows, ith, nth, &r0, &r1);
+    thread_local std::vector<float> row;
+    if (static_cast<int64_t>(row.size()) < cols) row.resize(cols);
+    for (int64_t r = r0; r < r1; ++r) {
+      to_f32(w.row(r), row.data(), cols);
+      for (int64_t i = 0; i < m; ++i) y[i * rows + r] = dot(row.data(), x + i * cols, cols);
+    }
+  });
+}
+
+void matmul_act_quant(ThreadPool& pool, const Mat& w, const float* x, int64_t m, float* y) {
+  const int64_t rows = w.rows, cols = w.cols;
+  if (w.type == DType::F32) {
     pool.run([&](int ith, int nth) {
       int64_t r0, r1;
       split_range(rows, ith, nth, &r0, &r1);

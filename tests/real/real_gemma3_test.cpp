@@ -101,7 +101,7 @@ std::vector<std::vector<int32_t>> batched_greedy(Loaded& l, const std::function<
 // this model: switching its own KV cache from f16 to f32, or turning flash attention on,
 // moves this file's logits by ~4% RMS and flips greedy choices whose top-2 gap is up to
 // 0.55 / 0.88 (measured with llama-cpp-python 0.3.36; see the issue note). We hold sluice
-// to the same standard llama.cpp holds itself to across its own settings: 1.0.
+// to 0.5: below the smallest clear-margin flip llama.cpp makes against itself (0.55).
 TEST(RealGemma3, NextTokenChoicesMatchLlamaCppTeacherForced) {
   Loaded l = load();
   const auto& cases = l.gold["greedy"];
@@ -125,7 +125,7 @@ TEST(RealGemma3, NextTokenChoicesMatchLlamaCppTeacherForced) {
       if (gaps[s] < 0.05) ++below_005;
       worst_gap = std::max(worst_gap, gaps[s]);
       std::printf("prompt %zu step %zu: sluice %d, llama.cpp %d (llama.cpp top-2 gap %.3f)\n", i, s, ours[i][s], ref[s], gaps[s]);
-      EXPECT_LT(gaps[s], 1.0) << "prompt " << i << " step " << s << ": llama.cpp chose by a clear margin";
+      EXPECT_LT(gaps[s], 0.5) << "prompt " << i << " step " << s << ": llama.cpp chose by a clear margin";
     }
   }
   std::printf("teacher-forced: %zu/%zu next-token choices agree (%.1f%%); %zu differ, %zu of them at a llama.cpp gap < 0.05, "

@@ -1,4 +1,4 @@
-// kernels::matmul: every element is dot_ref of its weight row and its quantized activation
+// kernels::matmul_act_quant: every element is dot_ref of its weight row and its quantized activation
 // row (dot for F32 weights), and the result does not depend on the batch size or the thread
 // count, bit for bit.
 #include <gtest/gtest.h>
@@ -59,12 +59,12 @@ TEST_P(Matmul, BatchAndThreadInvariantAndEqualToDotRef) {
 
   // Row i alone (M = 1, one thread): the reference for every other configuration.
   std::vector<float> alone(kMaxM * kRows);
-  for (int64_t i = 0; i < kMaxM; ++i) matmul(one, w.mat, x.data() + i * kCols, 1, alone.data() + i * kRows);
+  for (int64_t i = 0; i < kMaxM; ++i) matmul_act_quant(one, w.mat, x.data() + i * kCols, 1, alone.data() + i * kRows);
 
   for (int64_t m : {1, 3, 17}) {
     for (ThreadPool* pool : {&one, &two}) {
       std::vector<float> y(m * kRows, -1.0f);
-      matmul(*pool, w.mat, x.data(), m, y.data());
+      matmul_act_quant(*pool, w.mat, x.data(), m, y.data());
       ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
           << dtype_name(t) << " M " << m << " threads " << pool->size();
     }
@@ -91,9 +91,9 @@ TEST(MatmulScratch, ReuseAcrossCallsAndTypes) {
   const Weights a = make_weights(DType::Q4_K, 7), b = make_weights(DType::Q8_0, 8);
   const std::vector<float> x = activations(17, 9);
   std::vector<float> y1(kRows), y2(kRows), big(17 * kRows);
-  matmul(pool, a.mat, x.data(), 1, y1.data());
-  matmul(pool, b.mat, x.data(), 17, big.data());
-  matmul(pool, a.mat, x.data(), 1, y2.data());
+  matmul_act_quant(pool, a.mat, x.data(), 1, y1.data());
+  matmul_act_quant(pool, b.mat, x.data(), 17, big.data());
+  matmul_act_quant(pool, a.mat, x.data(), 1, y2.data());
   EXPECT_EQ(y1, y2);
 }
 
