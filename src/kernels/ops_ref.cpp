@@ -2,6 +2,7 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu_kernels.h"
 #include "kernels/dot_ref.h"
 #include "kernels/ops.h"
 #include "quant/quant.h"
@@ -82,20 +83,29 @@ void matmul_act_quant(ThreadPool& pool, const Mat& w, const float* x, int64_t m,
   // llama.cpp's scheme (dot_ref.h): each activation row is converted ONCE to the weight type's
   // vec_dot_type (Q8_0 / Q8_1 / Q8_K, or f16 / bf16), then every weight row is dotted with
   // it block by block. Row i of y depends only on row i of x.
+  // The dot (and optionally the activation quantizer) come from the ISA set chosen at run
+  // time (cpu_kernels.h); types without a SIMD kernel use dot_ref.
   const DType wt = w.type;
   const auto rb = static_cast<int64_t>(act_row_bytes(wt, cols));  // throws before the pool runs
+  const CpuKernels& k = cpu_kernels();
+  const auto quantize = k.quantize_act ? k.quantize_act : quantize_act_row;
+  const DotKernel simd_dot = k.dot[static_cast<uint32_t>(wt)];  // wt checked by act_row_bytes
   uint8_t* act = act_scratch().get(static_cast<size_t>(rb * m));
   pool.run([&](int ith, int nth) {
     int64_t i0, i1;
     split_range(m, ith, nth, &i0, &i1);
-    for (int64_t i = i0; i < i1; ++i) quantize_act_row(wt, x + i * cols, act + i * rb, cols);
+    for (int64_t i = i0; i < i1; ++i) quantize(wt, x + i * cols, act + i * rb, cols);
   });
   pool.run([&](int ith, int nth) {
     int64_t r0, r1;
     split_range(rows, ith, nth, &r0, &r1);
     for (int64_t r = r0; r < r1; ++r) {
       const uint8_t* wr = w.row(r);
-      for (int64_t i = 0; i < m; ++i) y[i * rows + r] = dot_ref(wt, wr, act + i * rb, cols);
+      if (simd_dot) {
+        for (int64_t i = 0; i < m; ++i) y[i * rows + r] = simd_dot(wr, act + i * rb, cols);
+      } else {
+        for (int64_t i = 0; i < m; ++i) y[i * rows + r] = dot_ref(wt, wr, act + i * rb, cols);
+      }
     }
   });
 }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu_kernels.h"
 #include "kernels/dot_ref.h"
 #include "kernels/ops.h"
 #include "tensor/weights.h"
@@ -70,14 +71,14 @@ TEST_P(Matmul, BatchAndThreadInvariantAndEqualToDotRef) {
     }
   }
 
-  // Each element is the dot product of its two rows (bit for bit).
+  // Each element is the dot product of its two rows by the kernel set in use (bit for bit).
   std::vector<uint8_t> act(act_row_bytes(t, kCols));
   for (int64_t i = 0; i < kMaxM; ++i) {
     quantize_act_row(t, x.data() + i * kCols, act.data(), kCols);
     for (int64_t r = 0; r < kRows; ++r) {
       const float want = t == DType::F32
                              ? dot(reinterpret_cast<const float*>(w.mat.row(r)), x.data() + i * kCols, kCols)
-                             : dot_ref(t, w.mat.row(r), act.data(), kCols);
+                             : cpu_dot(cpu_kernels(), t, w.mat.row(r), act.data(), kCols);
       ASSERT_EQ(quant::testing::bits(alone[i * kRows + r]), quant::testing::bits(want))
           << dtype_name(t) << " row " << r << " act " << i;
     }

@@ -1,0 +1,86 @@
+// The ISA selector. Built WITHOUT ISA flags (and must stay so): it only reads cpu_features()
+// and returns pointers into the per-ISA tables; it never calls a SIMD kernel itself.
+#include "kernels/cpu_kernels.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "base/cpu_features.h"
+#include "base/error.h"
+#include "kernels/dot_ref.h"
+
+namespace sluice::kernels {
+
+#if defined(SLUICE_X86_KERNELS)
+// Constant-initialized tables defined in src/kernels/cpu/x86_avx2/ and x86_avx512/ (compiled with
+// their ISA flags). Only their data is read here; no code of those files runs until a kernel
+// of a set this CPU can run is called.
+extern const CpuKernels kCpuKernelsAvx2;
+extern const CpuKernels kCpuKernelsAvx512;
+#endif
+
+namespace {
+
+const CpuKernels kScalar = {"scalar", {}, nullptr};
+
+bool can_run_avx2(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
+bool can_run_avx512(const CpuFeatures& f) {
+  return can_run_avx2(f) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
+}
+
+// Every compiled set with whether this CPU can run it, worst first.
+struct Entry {
+  const CpuKernels* k;
+  bool runnable;
+};
+std::vector<Entry> compiled() {
+  std::vector<Entry> v{{&kScalar, true}};
+#if defined(SLUICE_X86_KERNELS)
+  const CpuFeatures& f = cpu_features();
+  v.push_back({&kCpuKernelsAvx2, can_run_avx2(f)});
+  v.push_back({&kCpuKernelsAvx512, can_run_avx512(f)});
+#endif
+  return v;
+}
+
+const CpuKernels& choose() {
+  const std::vector<Entry> all = compiled();
+  const char* want = std::getenv("SLUICE_ISA");
+  if (want == nullptr || *want == '\0') {
+    const CpuKernels* best = &kScalar;
+    for (const Entry& e : all)
+      if (e.runnable) best = e.k;
+    return *best;
+  }
+  for (const Entry& e : all) {
+    if (std::strcmp(e.k->isa, want) != 0) continue;
+    if (!e.runnable) fail("SLUICE_ISA=%s: this CPU cannot run it (features: %s)", want, cpu_features_string().c_str());
+    return *e.k;
+  }
+  std::string names;
+  for (const Entry& e : all) names += std::string(names.empty() ? "" : "|") + e.k->isa;
+  fail("SLUICE_ISA=%s: unknown or not compiled in (compiled: %s)", want, names.c_str());
+}
+
+}  // namespace
+
+const CpuKernels& cpu_kernels() {
+  static const CpuKernels& k = choose();
+  return k;
+}
+
+std::vector<const CpuKernels*> runnable_cpu_kernels() {
+  std::vector<const CpuKernels*> out;
+  for (const Entry& e : compiled())
+    if (e.runnable) out.push_back(e.k);
+  return out;
+}
+
+float cpu_dot(const CpuKernels& k, DType weight_type, const void* w_row, const void* act_row, int64_t n) {
+  const auto id = static_cast<uint32_t>(weight_type);
+  if (id < kDTypeIdCount && k.dot[id] != nullptr) return k.dot[id](w_row, act_row, n);
+  return dot_ref(weight_type, w_row, act_row, n);
+}
+
+}  // namespace sluice::kernels

@@ -1,0 +1,40 @@
+// Runtime ISA dispatch of the quantized dot kernels (style.md §4.2), at function granularity.
+// Each ISA set lives in its own translation units (src/kernels/cpu/x86_*/), compiled with that
+// ISA's -m flags; this header and the selector (cpu_kernels.cpp) are built WITHOUT ISA flags,
+// so choosing a set never executes an instruction the CPU lacks.
+//
+// Every kernel is a pure function of its two rows (batch and thread invariant). It need not be
+// bit-identical to dot_ref: the int32 block sums are exact, only the f32 accumulation order of
+// the per-block products differs (tests: ~1e-5 of Σ|w·a|).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/dtype.h"
+
+namespace sluice::kernels {
+
+using DotKernel = float (*)(const void* w, const void* act, int64_t n);
+
+struct CpuKernels {
+  const char* isa;  // "scalar", "avx2", "avx512"
+  // Dot of one weight row (raw blocks of the type with this id) with one activation row made by
+  // quantize_act_row (formats as dot_ref). nullptr = use dot_ref for that type.
+  DotKernel dot[kDTypeIdCount];
+  // Optional SIMD activation quantizer with the SAME output bytes as quantize_act_row;
+  // nullptr = use quantize_act_row.
+  void (*quantize_act)(DType weight_type, const float* x, void* out, int64_t n);
+};
+
+// The best set this CPU can run, chosen once. The environment variable SLUICE_ISA=scalar|avx2|avx512
+// forces one (sluice::Error if it is unknown, not compiled in, or this CPU cannot run it).
+const CpuKernels& cpu_kernels();
+
+// Every compiled set this CPU can run, scalar first (tests, benchmarks).
+std::vector<const CpuKernels*> runnable_cpu_kernels();
+
+// The dot for one row pair through set k: k.dot[type] when provided, else dot_ref.
+float cpu_dot(const CpuKernels& k, DType weight_type, const void* w_row, const void* act_row, int64_t n);
+
+}  // namespace sluice::kernels
