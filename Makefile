@@ -20,7 +20,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-
 
 PROMPT ?= Write a short poem about a river that flows to the sea.
 run: deps venv model build
-	$(SLUICE) run -m $(MODEL) --chat -p "$(PROMPT)" -n 128 --seed 1
+	$(SLUICE) run -m $(MODEL) --chat -p "$(PROMPT)" -n 128 --seed 1 --repeat-penalty 1.15
 
 test: deps venv model build test-unit test-real test-python test-asan fuzz
 	@echo "all test suites passed"
