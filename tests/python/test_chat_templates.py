@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from conftest import BUILD, ROOT, run
+from conftest import ROOT, _binary, run
 
 DATA = ROOT / "tests/data/chat"
 FIXTURES = sorted(DATA.glob("*.json"))
@@ -18,10 +18,7 @@ FIXTURES = sorted(DATA.glob("*.json"))
 
 @pytest.fixture(scope="session")
 def chat_tool():
-    p = BUILD / "tests/tools/sluice_chat_render_tool"
-    if not p.exists():
-        pytest.fail(f"{p} is missing: build first (make build)")
-    return p
+    return _binary("tests/tools/sluice_chat_render_tool")
 
 
 def first_difference(a, b):
