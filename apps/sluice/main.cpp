@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   commands["run"] = sluice::app::add_run_command(app);
   commands["chat"] = sluice::app::add_chat_command(app);
   commands["perplexity"] = sluice::app::add_perplexity_command(app);
+  commands["quantize"] = sluice::app::add_quantize_command(app);
 
   CLI11_PARSE(app, argc, argv);
   try {

@@ -60,6 +60,20 @@ void GgufWriter::add_array(std::string_view k, ValueType elem, uint64_t count, s
   kv_bytes_.insert(kv_bytes_.end(), raw.begin(), raw.end());
 }
 
+void GgufWriter::add_kv(const KeyValue& kv) {
+  if (kv.type == ValueType::STRING) return add_string(kv.key, kv.as_string());
+  if (kv.type == ValueType::ARRAY) {
+    if (kv.elem_type != ValueType::STRING)
+      return add_array(kv.key, kv.elem_type, kv.count, {kv.data, kv.count * value_type_size(kv.elem_type)});
+    std::vector<std::string> items;
+    items.reserve(kv.count);
+    for (uint64_t i = 0; i < kv.count; ++i) items.emplace_back(kv.string_at(i));
+    return add_string_array(kv.key, items);
+  }
+  begin_kv(kv.key, kv.type);
+  kv_bytes_.insert(kv_bytes_.end(), kv.data, kv.data + value_type_size(kv.type));
+}
+
 uint64_t GgufWriter::tensor_nbytes(DType type, const std::vector<uint64_t>& ne) {
   const DTypeInfo* info = dtype_info(static_cast<uint32_t>(type));
   if (!info || ne.empty() || ne.size() > 4 || ne[0] % info->block_elems != 0)

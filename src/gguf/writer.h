@@ -41,6 +41,9 @@ class GgufWriter {
     add_array(key, elem, v.size(), {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)});
   }
 
+  // Copies a key/value pair read from another file, whatever its type.
+  void add_kv(const KeyValue& kv);
+
   // ne: elements per dimension, fastest-varying first (ne[0] = row length).
   void add_tensor(std::string_view name, DType type, std::vector<uint64_t> ne, std::vector<uint8_t> data);
   // Data produced at write time: `produce(out)` must write exactly nbytes(type, ne) bytes.

@@ -140,28 +140,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Golden,
 // Copies a GGUF, leaving out tensors whose name contains `drop`.
 std::vector<uint8_t> rewrite_without(const gguf::GgufFile& f, const std::string& drop) {
   gguf::GgufWriter w;
-  for (const auto& kv : f.kvs()) {
-    const std::string key(kv.key);
-    using gguf::ValueType;
-    switch (kv.type) {
-      case ValueType::STRING: w.add_string(key, kv.as_string()); break;
-      case ValueType::ARRAY:
-        if (kv.elem_type == ValueType::STRING) {
-          std::vector<std::string> s;
-          for (uint64_t i = 0; i < kv.count; ++i) s.emplace_back(kv.string_at(i));
-          w.add_string_array(key, s);
-        } else {
-          w.add_array(key, kv.elem_type, kv.count, {kv.data, kv.count * gguf::value_type_size(kv.elem_type)});
-        }
-        break;
-      case ValueType::U32: w.add_u32(key, static_cast<uint32_t>(gguf::load_uint(kv.type, kv.data))); break;
-      case ValueType::I32: w.add_i32(key, static_cast<int32_t>(gguf::load_int(kv.type, kv.data))); break;
-      case ValueType::F32: w.add_f32(key, static_cast<float>(gguf::load_float(kv.type, kv.data))); break;
-      case ValueType::BOOL: w.add_bool(key, *kv.data != 0); break;
-      case ValueType::U64: w.add_u64(key, gguf::load_uint(kv.type, kv.data)); break;
-      default: throw std::runtime_error("rewrite: unexpected key type for " + key);
-    }
-  }
+  for (const auto& kv : f.kvs()) w.add_kv(kv);
   for (const auto& t : f.tensors()) {
     if (t.name.find(drop) != std::string::npos) continue;
     w.add_tensor(t.name, t.type, std::vector<uint64_t>(t.ne.begin(), t.ne.begin() + t.n_dims),
