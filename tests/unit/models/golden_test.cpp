@@ -130,8 +130,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Golden,
                          ::testing::Values(Case{"tiny-gemma4", "f32"}, Case{"tiny-gemma4", "q8_0"},
                                            Case{"tiny-gemma4", "q4_0"}, Case{"tiny-gemma3", "f32"},
                                            Case{"tiny-gemma3", "q8_0"}, Case{"tiny-gemma3", "q4_0"}),
-                         [](const auto& info) {
-                           std::string n = info.param.model + "_" + info.param.variant;
+                         [](const auto& p) {
+                           std::string n = p.param.model + "_" + p.param.variant;
                            for (char& ch : n)
                              if (ch == '-') ch = '_';
                            return n;
