@@ -15,8 +15,6 @@
 
 namespace sluice::app {
 
-std::string read_prompt(const std::string& text, const std::string& file);
-
 namespace {
 struct PplArgs {
   SessionOptions session;

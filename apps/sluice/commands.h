@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace CLI {
 class App;
@@ -14,6 +15,9 @@ using CommandFn = std::function<int()>;
 
 struct SessionOptions;
 void add_session_options(CLI::App* cmd, SessionOptions& o);   // -m, -t, -c, --kv-type
+
+// The text of -p TEXT, else of -f FILE, else all of stdin.
+std::string read_prompt(const std::string& text, const std::string& file);
 
 CommandFn add_inspect_command(CLI::App& app);
 CommandFn add_logits_command(CLI::App& app);
