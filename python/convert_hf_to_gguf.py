@@ -269,6 +269,16 @@ def read_hparams(cfg: dict, tensors: dict[str, np.ndarray]) -> Hparams:
     full, swa = rp.get("full_attention", {}), rp.get("sliding_attention", {})
     emb = tensors["embed_tokens.weight"]
     tied = cfg.get("tie_word_embeddings", True) or "lm_head.weight" not in tensors
+    # Fields both architectures read the same way.
+    common = dict(
+        arch=arch, n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_head_kv=n_head_kv,
+        n_vocab=emb.shape[0], n_ctx=cfg.get("max_position_embeddings", 131072),
+        eps=cfg.get("rms_norm_eps", 1e-6), layer_types=layer_types, head_dim=head_dim,
+        n_ff=[tensors[f"layers.{il}.mlp.gate_proj.weight"].shape[0] for il in range(n_layer)],
+        rope_theta=float(full.get("rope_theta", 1_000_000.0)),
+        rope_theta_swa=float(swa.get("rope_theta", 10_000.0)),
+        final_softcap=cfg.get("final_logit_softcapping") or None, tied=tied,
+    )
 
     if arch == "gemma4":
         if cfg.get("attention_k_eq_v"):
@@ -296,14 +306,7 @@ def read_hparams(cfg: dict, tensors: dict[str, np.ndarray]) -> Hparams:
         if swa.get("rope_type", "default") != "default":
             raise NotImplementedError(f"sliding rope_type {swa.get('rope_type')}")
         hp = Hparams(
-            arch=arch, n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_head_kv=n_head_kv,
-            n_vocab=emb.shape[0], n_ctx=cfg.get("max_position_embeddings", 131072),
-            eps=cfg.get("rms_norm_eps", 1e-6), layer_types=layer_types,
-            sliding_window=cfg.get("sliding_window", 512), head_dim=head_dim, head_dim_global=hdg,
-            n_ff=[tensors[f"layers.{il}.mlp.gate_proj.weight"].shape[0] for il in range(n_layer)],
-            rope_theta=float(full.get("rope_theta", 1_000_000.0)),
-            rope_theta_swa=float(swa.get("rope_theta", 10_000.0)),
-            final_softcap=cfg.get("final_logit_softcapping") or None, tied=tied,
+            **common, sliding_window=cfg.get("sliding_window", 512), head_dim_global=hdg,
             shared_kv_layers=shared, ple_width=ple,
             rope_full_type=full.get("rope_type", "default"),
             partial_rotary_factor=float(full.get("partial_rotary_factor", 1.0)),
@@ -335,14 +338,7 @@ def read_hparams(cfg: dict, tensors: dict[str, np.ndarray]) -> Hparams:
         elif full.get("rope_type", "default") != "default":
             raise NotImplementedError(f"Gemma 3 global rope_type {full.get('rope_type')}")
         hp = Hparams(
-            arch=arch, n_layer=n_layer, n_embd=n_embd, n_head=n_head, n_head_kv=n_head_kv,
-            n_vocab=emb.shape[0], n_ctx=cfg.get("max_position_embeddings", 131072),
-            eps=cfg.get("rms_norm_eps", 1e-6), layer_types=layer_types,
-            sliding_window=cfg.get("sliding_window", 4096), head_dim=head_dim, head_dim_global=head_dim,
-            n_ff=[tensors[f"layers.{il}.mlp.gate_proj.weight"].shape[0] for il in range(n_layer)],
-            rope_theta=float(full.get("rope_theta", 1_000_000.0)),
-            rope_theta_swa=float(swa.get("rope_theta", 10_000.0)),
-            final_softcap=cfg.get("final_logit_softcapping") or None, tied=tied,
+            **common, sliding_window=cfg.get("sliding_window", 4096), head_dim_global=head_dim,
             rope_scaling_type=rs_type, rope_scaling_factor=rs_factor,
         )
         if len(set(hp.n_ff)) != 1:
