@@ -7,7 +7,7 @@
 namespace sluice {
 
 namespace {
-constexpr int kSpinIterations = 1 << 14;   // ~ tens of microseconds before sleeping
+constexpr int kSpinIterations = 1 << 14;   // pause loops before an idle worker sleeps (~1 ms)
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -39,28 +39,40 @@ int ThreadPool::default_threads() {
   return n > 0 ? n : 1;
 }
 
-void ThreadPool::run(const std::function<void(int, int)>& fn) {
+void ThreadPool::run_job(Job job) {
   if (n_threads_ == 1) {
-    fn(0, 1);
+    job.call(job.obj, 0, 1);
     return;
   }
-  job_ = &fn;
+  job_ = job;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
   {
+    // The lock pairs with a sleeping worker's predicate check, so no wake-up is lost.
     std::lock_guard<std::mutex> lk(mu_);
     generation_.fetch_add(1, std::memory_order_release);
   }
   cv_.notify_all();
-  fn(0, n_threads_);
+  job.call(job.obj, 0, n_threads_);
   while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
-  job_ = nullptr;
+}
+
+void ThreadPool::barrier() {
+  if (n_threads_ == 1) return;
+  const uint32_t gen = barrier_gen_.load(std::memory_order_acquire);
+  if (barrier_count_.fetch_add(1, std::memory_order_acq_rel) == n_threads_ - 1) {
+    barrier_count_.store(0, std::memory_order_relaxed);
+    barrier_gen_.fetch_add(1, std::memory_order_release);
+  } else {
+    while (barrier_gen_.load(std::memory_order_acquire) == gen) cpu_relax();
+  }
 }
 
 void ThreadPool::worker(int ith) {
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;
-    while (generation_.load(std::memory_order_acquire) == seen && spins < kSpinIterations) {
+    while (generation_.load(std::memory_order_acquire) == seen &&
+           (hot_.load(std::memory_order_relaxed) > 0 || spins < kSpinIterations)) {
       cpu_relax();
       ++spins;
     }
@@ -70,7 +82,7 @@ void ThreadPool::worker(int ith) {
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;
-    (*job_)(ith, n_threads_);
+    job_.call(job_.obj, ith, n_threads_);
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }
 }
