@@ -22,7 +22,7 @@ extern const CpuKernels kCpuKernelsAvx512;
 
 namespace {
 
-const CpuKernels kScalar = {"scalar", {}, nullptr};
+const CpuKernels kScalar = {"scalar", {}, nullptr, {}, {}, {}, nullptr};
 
 bool can_run_avx2(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
 bool can_run_avx512(const CpuFeatures& f) {
@@ -75,6 +75,37 @@ std::vector<const CpuKernels*> runnable_cpu_kernels() {
   for (const Entry& e : compiled())
     if (e.runnable) out.push_back(e.k);
   return out;
+}
+
+RowOps merged_ops(const CpuKernels& k) {
+  const RowOps& r = rowops_ref();
+  RowOps o = k.ops;
+  if (!o.rms_norm) o.rms_norm = r.rms_norm;
+  if (!o.add_rms_norm) o.add_rms_norm = r.add_rms_norm;
+  if (!o.gelu_mul) o.gelu_mul = r.gelu_mul;
+  if (!o.softcap) o.softcap = r.softcap;
+  if (!o.scale) o.scale = r.scale;
+  if (!o.rope) o.rope = r.rope;
+  if (!o.argmax) o.argmax = r.argmax;
+  return o;
+}
+
+const RowOps& cpu_ops() {
+  static const RowOps o = merged_ops(cpu_kernels());
+  return o;
+}
+
+AttnKernel cpu_attention(const CpuKernels& k) { return k.attention ? k.attention : attention_ref; }
+
+GemmKernel cpu_gemm(const CpuKernels& k, PackedFormat f) {
+  const GemmKernel g = k.gemm[static_cast<int>(f)];
+  return g ? g : gemm_ref;
+}
+
+void cpu_quantize_act(const CpuKernels& k, ActFormat f, const float* x, int64_t n, uint8_t* out) {
+  const auto q = k.quantize_act[static_cast<int>(f)];
+  if (q && f != ActFormat::kF32) q(x, n, out);
+  else quantize_act_ref(f, x, n, out);
 }
 
 float cpu_dot(const CpuKernels& k, DType weight_type, const void* w_row, const void* act_row, int64_t n) {

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "base/dtype.h"
+#include "kernels/attention.h"
+#include "kernels/gemm.h"
+#include "kernels/rowops.h"
 
 namespace sluice::kernels {
 
@@ -24,7 +27,15 @@ struct CpuKernels {
   DotKernel dot[kDTypeIdCount];
   // Optional SIMD activation quantizer with the SAME output bytes as quantize_act_row;
   // nullptr = use quantize_act_row.
-  void (*quantize_act)(DType weight_type, const float* x, void* out, int64_t n);
+  void (*quantize_dot_act)(DType weight_type, const float* x, void* out, int64_t n);
+  // Packed matmul per packed format (gemm.h); nullptr = gemm_ref.
+  GemmKernel gemm[kPackedFormatCount];
+  // Activation quantizers per act format (act.h), byte-identical to quantize_act_ref;
+  // nullptr = the reference.
+  void (*quantize_act[3])(const float* x, int64_t k, uint8_t* out);
+  // Row ops (rowops.h) and paged attention (attention.h); nullptr entries = the reference.
+  RowOps ops;
+  AttnKernel attention;
 };
 
 // The best set this CPU can run, chosen once. The environment variable SLUICE_ISA=scalar|avx2|avx512
@@ -33,6 +44,15 @@ const CpuKernels& cpu_kernels();
 
 // Every compiled set this CPU can run, scalar first (tests, benchmarks).
 std::vector<const CpuKernels*> runnable_cpu_kernels();
+
+// The row ops of set k with the references filling its gaps; `cpu_ops()` is the chosen set's.
+RowOps merged_ops(const CpuKernels& k);
+const RowOps& cpu_ops();
+AttnKernel cpu_attention(const CpuKernels& k);
+
+// The packed kernels of set k, with the scalar references filling its gaps.
+GemmKernel cpu_gemm(const CpuKernels& k, PackedFormat f);
+void cpu_quantize_act(const CpuKernels& k, ActFormat f, const float* x, int64_t n, uint8_t* out);
 
 // The dot for one row pair through set k: k.dot[type] when provided, else dot_ref.
 float cpu_dot(const CpuKernels& k, DType weight_type, const void* w_row, const void* act_row, int64_t n);

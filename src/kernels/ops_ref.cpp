@@ -88,7 +88,7 @@ void matmul_act_quant(ThreadPool& pool, const Mat& w, const float* x, int64_t m,
   const DType wt = w.type;
   const auto rb = static_cast<int64_t>(act_row_bytes(wt, cols));  // throws before the pool runs
   const CpuKernels& k = cpu_kernels();
-  const auto quantize = k.quantize_act ? k.quantize_act : quantize_act_row;
+  const auto quantize = k.quantize_dot_act ? k.quantize_dot_act : quantize_act_row;
   const DotKernel simd_dot = k.dot[static_cast<uint32_t>(wt)];  // wt checked by act_row_bytes
   uint8_t* act = act_scratch().get(static_cast<size_t>(rb * m));
   pool.run([&](int ith, int nth) {

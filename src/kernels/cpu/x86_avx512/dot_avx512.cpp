@@ -12,6 +12,7 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
+#include "kernels/cpu/x86_avx512/avx512_sets.h"
 #include "kernels/cpu/x86_common.h"
 #include "kernels/cpu_kernels.h"
 
@@ -101,12 +102,25 @@ float dot_q4_k(const void* w, const void* a, int64_t n) { return dot_q4_k_256(w,
 float dot_q6_k(const void* w, const void* a, int64_t n) { return dot_q6_k_256(w, a, n); }
 
 constexpr CpuKernels make() {
-  CpuKernels k{"avx512", {}, nullptr};
+  CpuKernels k{"avx512", {}, nullptr, {}, {}, {}, nullptr};
   k.dot[static_cast<uint32_t>(DType::Q4_0)] = dot_legacy<Q4_0>;
   k.dot[static_cast<uint32_t>(DType::Q5_0)] = dot_legacy<Q5_0>;
   k.dot[static_cast<uint32_t>(DType::Q8_0)] = dot_legacy<Q8_0>;
   k.dot[static_cast<uint32_t>(DType::Q4_K)] = dot_q4_k;
   k.dot[static_cast<uint32_t>(DType::Q6_K)] = dot_q6_k;
+  k.gemm[static_cast<int>(PackedFormat::kQ4_0)] = avx512::gemm_q4_0;
+  k.gemm[static_cast<int>(PackedFormat::kQ5_0)] = avx512::gemm_q5_0;
+  k.gemm[static_cast<int>(PackedFormat::kQ8_0)] = avx512::gemm_q8_0;
+  k.gemm[static_cast<int>(PackedFormat::kQ4_K)] = avx512::gemm_q4_k;
+  k.gemm[static_cast<int>(PackedFormat::kQ6_K)] = avx512::gemm_q6_k;
+  k.gemm[static_cast<int>(PackedFormat::kF32)] = avx512::gemm_f32;
+  k.gemm[static_cast<int>(PackedFormat::kF16)] = avx512::gemm_f16;
+  k.gemm[static_cast<int>(PackedFormat::kBF16)] = avx512::gemm_bf16;
+  k.quantize_act[static_cast<int>(ActFormat::kA8_32)] = avx512::quantize_a8_32;
+  k.quantize_act[static_cast<int>(ActFormat::kA8_256)] = avx512::quantize_a8_256;
+  k.ops = RowOps{avx512::rms_norm, avx512::add_rms_norm, avx512::gelu_mul, avx512::softcap,
+                 avx512::scale,    avx512::rope,         avx512::argmax};
+  k.attention = avx512::attention;
   return k;
 }
 

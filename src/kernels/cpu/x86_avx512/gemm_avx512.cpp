@@ -1,0 +1,403 @@
+// AVX-512 (F, BW, VL, VNNI) kernels of the packed matmul (packed.h, gemm.h) and the activation
+// quantizers (act.h). See x86_common.h for the linkage rules of ISA translation units.
+//
+// One zmm = 16 rows × 4 codes: VPDPBUSD (u8 codes × s8 activations) leaves each row's partial
+// sum in its own int32 lane, so a block of 16 rows needs no horizontal reduction. Weight codes
+// are unsigned (q + off); the offset is removed exactly in int32 with the activation block sums:
+// Σ q·a = Σ q_u·a − off·Σa. Then, per block and row, acc += (d_w·d_a)·sumi as separate f32 mul,
+// mul, add — the operations of dot_ref, in its order, so results are bit-identical to it.
+//
+// Two row groups are streamed side by side (two independent DRAM streams keep more misses in
+// flight than one), with software prefetch kPrefetch bytes ahead in each; up to 4 activation
+// rows share each decoded block (small-M batches; prefill re-reads the group from cache).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/x86_avx512/avx512_sets.h"
+#include "kernels/gemm.h"
+
+namespace sluice::kernels::avx512 {
+namespace {
+
+constexpr int64_t kPrefetch = 2048;
+
+inline int32_t ld_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t ld_u64(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+inline __m512i ld512(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// ActRows accessors (act.h), written out here: ISA translation units call no shared inline code.
+inline const int8_t* a_qs(const ActRows& a, int64_t m) { return reinterpret_cast<const int8_t*>(a.base + m * a.stride); }
+inline const float* a_d(const ActRows& a, int64_t m) { return reinterpret_cast<const float*>(a.base + m * a.stride + a.k); }
+inline const int32_t* a_sums(const ActRows& a, int64_t m, int64_t block) {
+  return reinterpret_cast<const int32_t*>(a.base + m * a.stride + a.k + 4 * (a.k / block));
+}
+inline const float* a_f32(const ActRows& a, int64_t m) { return reinterpret_cast<const float*>(a.base + m * a.stride); }
+inline __m512 ld_f16x16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+
+// Prefetches the bytes a stream will read `kPrefetch` bytes later; past the end of its group
+// the stream continues in the group two ahead (the next pair's same-side group).
+inline void prefetch_stream(const uint8_t* g, int64_t off, int64_t bytes, uint64_t group_bytes) {
+  int64_t o = off + kPrefetch;
+  if (o >= static_cast<int64_t>(group_bytes)) o += static_cast<int64_t>(group_bytes);
+  for (int64_t l = 0; l < bytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(g + o + l), _MM_HINT_T0);
+}
+
+inline void store_rows(const GemmArgs& p, int64_t gi, int64_t mi, __m512 v) {
+  const int64_t n = p.rows - gi * kGroupRows;
+  float* dst = p.y + mi * p.ldy + gi * kGroupRows;
+  if (n >= kGroupRows) _mm512_storeu_ps(dst, v);
+  else _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << n) - 1), v);
+}
+
+// Σ over 8 code vectors c[j] · activation dwords a[j] (exact int32, two chains).
+inline __m512i dot8(const __m512i c[8], const int8_t* a) {
+  __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], _mm512_set1_epi32(ld_i32(a)));
+  __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[4], _mm512_set1_epi32(ld_i32(a + 16)));
+  s0 = _mm512_dpbusd_epi32(s0, c[1], _mm512_set1_epi32(ld_i32(a + 4)));
+  s1 = _mm512_dpbusd_epi32(s1, c[5], _mm512_set1_epi32(ld_i32(a + 20)));
+  s0 = _mm512_dpbusd_epi32(s0, c[2], _mm512_set1_epi32(ld_i32(a + 8)));
+  s1 = _mm512_dpbusd_epi32(s1, c[6], _mm512_set1_epi32(ld_i32(a + 24)));
+  s0 = _mm512_dpbusd_epi32(s0, c[3], _mm512_set1_epi32(ld_i32(a + 12)));
+  s1 = _mm512_dpbusd_epi32(s1, c[7], _mm512_set1_epi32(ld_i32(a + 28)));
+  return _mm512_add_epi32(s0, s1);
+}
+
+// Nibble codes of a Q4_0x16 codes area: c[0..3] elements 4c+t, c[4..7] elements 16+4c+t.
+inline void nibbles(const uint8_t* chunks, __m512i c[8]) {
+  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  for (int k = 0; k < 4; ++k) {
+    const __m512i v = ld512(chunks + 64 * k);
+    c[k] = _mm512_and_si512(v, m4);
+    c[4 + k] = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+  }
+}
+
+// ---- legacy 32-element formats ----
+
+struct Q4_0 {
+  static constexpr int64_t kBytes = 288;
+  static constexpr int32_t kOff = 8;
+  static void codes(const uint8_t* blk, __m512i c[8]) { nibbles(blk + 32, c); }
+};
+struct Q5_0 {
+  static constexpr int64_t kBytes = 352;
+  static constexpr int32_t kOff = 16;
+  static void codes(const uint8_t* blk, __m512i c[8]) {
+    nibbles(blk + 32, c);
+    const __m512i sixteen = _mm512_set1_epi8(16);
+    for (int j = 0; j < 8; ++j) c[j] = _mm512_mask_add_epi8(c[j], ld_u64(blk + 288 + 8 * j), c[j], sixteen);
+  }
+};
+struct Q8_0 {
+  static constexpr int64_t kBytes = 544;
+  static constexpr int32_t kOff = 128;
+  static void codes(const uint8_t* blk, __m512i c[8]) {
+    // chunk j holds elements 4j+t; dot8 pairs c[j] with activation dword j (j < 4) and
+    // c[4+j] with dword 4+j, so chunk j (j >= 4) goes to c[j] directly.
+    for (int j = 0; j < 8; ++j) c[j] = ld512(blk + 32 + 64 * j);
+  }
+};
+
+template <class F, int G, int MT>
+void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
+  const int64_t nb = p.k / 32;
+  const uint8_t* base[G];
+  for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
+  __m512 acc[G][MT];
+  for (int j = 0; j < G; ++j)
+    for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_setzero_ps();
+  const bool pf = m0 == 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int j = 0; j < G; ++j) {
+      const uint8_t* blk = base[j] + b * F::kBytes;
+      if (pf) prefetch_stream(base[j], b * F::kBytes, F::kBytes, p.group_bytes);
+      __m512i c[8];
+      F::codes(blk, c);
+      const __m512 dw = ld_f16x16(blk);
+      for (int mi = 0; mi < MT; ++mi) {
+        const int64_t m = m0 + mi;
+        __m512i s = dot8(c, a_qs(p.a, m) + 32 * b);
+        s = _mm512_sub_epi32(s, _mm512_set1_epi32(F::kOff * a_sums(p.a, m, 32)[b]));
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(a_d(p.a, m)[b]));
+        acc[j][mi] = _mm512_add_ps(acc[j][mi], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
+      }
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int mi = 0; mi < MT; ++mi) store_rows(p, gi + j, m0 + mi, acc[j][mi]);
+}
+
+// ---- Q4_K: 8 sub-blocks of 32 with u8 scale and min per row ----
+
+template <int G, int MT>
+void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
+  constexpr int64_t kBytes = 2368;
+  const int64_t nb = p.k / 256;
+  const uint8_t* base[G];
+  for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
+  __m512 acc[G][MT];
+  for (int j = 0; j < G; ++j)
+    for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_setzero_ps();
+  const bool pf = m0 == 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int j = 0; j < G; ++j) {
+      const uint8_t* blk = base[j] + b * kBytes;
+      if (pf) prefetch_stream(base[j], b * kBytes, kBytes, p.group_bytes);
+      __m512i sumi[MT], summ[MT];
+      for (int mi = 0; mi < MT; ++mi) sumi[mi] = summ[mi] = _mm512_setzero_si512();
+      for (int s = 0; s < 8; ++s) {
+        __m512i c[8];
+        nibbles(blk + 320 + 256 * s, c);
+        const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 16 * s)));
+        const __m512i mn = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192 + 16 * s)));
+        for (int mi = 0; mi < MT; ++mi) {
+          const int64_t m = m0 + mi;
+          const __m512i si = dot8(c, a_qs(p.a, m) + 256 * b + 32 * s);
+          sumi[mi] = _mm512_add_epi32(sumi[mi], _mm512_mullo_epi32(si, sc));
+          const int32_t* bs = a_sums(p.a, m, 256) + 16 * b + 2 * s;
+          summ[mi] = _mm512_add_epi32(summ[mi], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bs[0] + bs[1])));
+        }
+      }
+      const __m512 dw = ld_f16x16(blk), dmin = ld_f16x16(blk + 32);
+      for (int mi = 0; mi < MT; ++mi) {
+        const __m512 da = _mm512_set1_ps(a_d(p.a, m0 + mi)[b]);
+        const __m512 t = _mm512_mul_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sumi[mi]));
+        const __m512 u = _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(summ[mi]));
+        acc[j][mi] = _mm512_add_ps(acc[j][mi], _mm512_sub_ps(t, u));
+      }
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int mi = 0; mi < MT; ++mi) store_rows(p, gi + j, m0 + mi, acc[j][mi]);
+}
+
+// ---- Q6_K: 16 sub-blocks of 16 with an i8 scale per row; codes q + 32 in 0..63 ----
+
+template <int G, int MT>
+void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
+  constexpr int64_t kBytes = 3360;
+  const int64_t nb = p.k / 256;
+  const uint8_t* base[G];
+  for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
+  __m512 acc[G][MT];
+  for (int j = 0; j < G; ++j)
+    for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_setzero_ps();
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const bool pf = m0 == 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    for (int j = 0; j < G; ++j) {
+      const uint8_t* blk = base[j] + b * kBytes;
+      if (pf) prefetch_stream(base[j], b * kBytes, kBytes, p.group_bytes);
+      __m512i sumi[MT];
+      for (int mi = 0; mi < MT; ++mi) sumi[mi] = _mm512_setzero_si512();
+      for (int g = 0; g < 16; ++g) {
+        const uint8_t* sub = blk + 288 + 192 * g;
+        const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
+        __m512i c[4];
+        c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+        c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+        c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
+        c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
+        for (int mi = 0; mi < MT; ++mi) {
+          const int64_t m = m0 + mi;
+          const int8_t* a = a_qs(p.a, m) + 256 * b + 16 * g;
+          __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], _mm512_set1_epi32(ld_i32(a)));
+          __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], _mm512_set1_epi32(ld_i32(a + 4)));
+          s0 = _mm512_dpbusd_epi32(s0, c[2], _mm512_set1_epi32(ld_i32(a + 8)));
+          s1 = _mm512_dpbusd_epi32(s1, c[3], _mm512_set1_epi32(ld_i32(a + 12)));
+          const __m512i si = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(32 * a_sums(p.a, m, 256)[16 * b + g]));
+          sumi[mi] = _mm512_add_epi32(sumi[mi], _mm512_mullo_epi32(si, sc));
+        }
+      }
+      const __m512 dw = ld_f16x16(blk);
+      for (int mi = 0; mi < MT; ++mi) {
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(a_d(p.a, m0 + mi)[b]));
+        acc[j][mi] = _mm512_add_ps(acc[j][mi], _mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[mi])));
+      }
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int mi = 0; mi < MT; ++mi) store_rows(p, gi + j, m0 + mi, acc[j][mi]);
+}
+
+// ---- float formats: per column, the 16 rows' weights times one activation, fused ----
+
+struct F32 {
+  static constexpr int64_t kBytes = 64;
+  static __m512 load(const uint8_t* p) { return _mm512_loadu_ps(p); }
+};
+struct F16 {
+  static constexpr int64_t kBytes = 32;
+  static __m512 load(const uint8_t* p) { return ld_f16x16(p); }
+};
+struct BF16 {
+  static constexpr int64_t kBytes = 32;
+  static __m512 load(const uint8_t* p) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
+};
+
+template <class F, int G, int MT>
+void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
+  const uint8_t* base[G];
+  for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
+  __m512 acc[G][MT];
+  for (int j = 0; j < G; ++j)
+    for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_setzero_ps();
+  const float* x[MT];
+  for (int mi = 0; mi < MT; ++mi) x[mi] = a_f32(p.a, m0 + mi);
+  const bool pf = m0 == 0;
+  for (int64_t c = 0; c < p.k; ++c) {
+    for (int j = 0; j < G; ++j) {
+      if (pf && (c & 3) == 0) prefetch_stream(base[j], c * F::kBytes, 4 * F::kBytes, p.group_bytes);
+      const __m512 w = F::load(base[j] + c * F::kBytes);
+      for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[mi][c]), acc[j][mi]);
+    }
+  }
+  for (int j = 0; j < G; ++j)
+    for (int mi = 0; mi < MT; ++mi) store_rows(p, gi + j, m0 + mi, acc[j][mi]);
+}
+
+// ---- driver: pairs of groups × chunks of up to MT activation rows ----
+
+using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
+
+template <int MTMax>
+void drive(const GemmArgs& p, int64_t g0, int64_t g1, const TileFn (&tiles)[2][MTMax]) {
+  for (int64_t gi = g0; gi < g1; gi += 2) {
+    const int ng = g1 - gi >= 2 ? 2 : 1;
+    for (int64_t m0 = 0; m0 < p.m; m0 += MTMax) {
+      const int64_t mt = p.m - m0 < MTMax ? p.m - m0 : MTMax;
+      tiles[ng - 1][mt - 1](p, gi, m0);
+    }
+  }
+}
+
+template <class F>
+void gemm_legacy(const GemmArgs& p, int64_t g0, int64_t g1) {
+  static constexpr TileFn kTiles[2][4] = {
+      {legacy_tile<F, 1, 1>, legacy_tile<F, 1, 2>, legacy_tile<F, 1, 3>, legacy_tile<F, 1, 4>},
+      {legacy_tile<F, 2, 1>, legacy_tile<F, 2, 2>, legacy_tile<F, 2, 3>, legacy_tile<F, 2, 4>}};
+  drive<4>(p, g0, g1, kTiles);
+}
+
+void gemm_q4_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
+  static constexpr TileFn kTiles[2][2] = {{q4_k_tile<1, 1>, q4_k_tile<1, 2>}, {q4_k_tile<2, 1>, q4_k_tile<2, 2>}};
+  drive<2>(p, g0, g1, kTiles);
+}
+
+void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
+  static constexpr TileFn kTiles[2][4] = {{q6_k_tile<1, 1>, q6_k_tile<1, 2>, q6_k_tile<1, 3>, q6_k_tile<1, 4>},
+                                          {q6_k_tile<2, 1>, q6_k_tile<2, 2>, q6_k_tile<2, 3>, q6_k_tile<2, 4>}};
+  drive<4>(p, g0, g1, kTiles);
+}
+
+template <class F>
+void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
+  static constexpr TileFn kTiles[2][4] = {
+      {float_tile<F, 1, 1>, float_tile<F, 1, 2>, float_tile<F, 1, 3>, float_tile<F, 1, 4>},
+      {float_tile<F, 2, 1>, float_tile<F, 2, 2>, float_tile<F, 2, 3>, float_tile<F, 2, 4>}};
+  drive<4>(p, g0, g1, kTiles);
+}
+
+// ---- activation quantizers (byte-identical to quantize_act_ref) ----
+
+// roundf: half away from zero. t = trunc(v); v − t is exact; |v − t| >= 0.5 moves t outward.
+inline __m512 round_away(__m512 v) {
+  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(v, t));
+  const __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
+  // ±1 with v's sign (integer ops: AVX-512F has no float and/or without DQ).
+  const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
+  const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), sign));
+  return _mm512_mask_add_ps(t, up, t, one);
+}
+
+void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
+  const int64_t nb = k / 32;
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  auto* d = reinterpret_cast<float*>(out + k);
+  auto* sums = reinterpret_cast<int32_t*>(out + k + 4 * nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
+    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+    const float db = amax / 127;
+    const float id = db != 0.0f ? 1.0f / db : 0.0f;
+    const __m512 vid = _mm512_set1_ps(id);
+    const __m512i q0 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(x0, vid)));
+    const __m512i q1 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(x1, vid)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(q1));
+    d[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(db), _MM_FROUND_TO_NEAREST_INT)));
+    sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+  }
+}
+
+void quantize_a8_256_impl(const float* x, int64_t k, uint8_t* out) {
+  const int64_t nb = k / 256;
+  auto* qs = reinterpret_cast<int8_t*>(out);
+  auto* d = reinterpret_cast<float*>(out + k);
+  auto* sums = reinterpret_cast<int32_t*>(out + k + 4 * nb);
+  for (int64_t b = 0; b < nb; ++b) {
+    const float* xb = x + 256 * b;
+    __m512 amaxv = _mm512_setzero_ps();
+    for (int j = 0; j < 16; ++j) amaxv = _mm512_max_ps(amaxv, _mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)));
+    const float amax = _mm512_reduce_max_ps(amaxv);
+    // The signed value of the FIRST element with the largest magnitude (as the reference).
+    float max = 0.0f;
+    for (int j = 0; j < 16 && amax != 0.0f; ++j) {
+      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+      if (hit) {
+        max = xb[16 * j + __builtin_ctz(hit)];
+        break;
+      }
+    }
+    if (max == 0.0f) {
+      std::memset(qs + 256 * b, 0, 256);
+      d[b] = 0.0f;
+      for (int g = 0; g < 16; ++g) sums[16 * b + g] = 0;
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    const __m512 vs = _mm512_set1_ps(iscale);
+    for (int j = 0; j < 16; ++j) {
+      __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * j), vs));   // nearest, ties to even
+      q = _mm512_min_epi32(q, _mm512_set1_epi32(127));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 256 * b + 16 * j), _mm512_cvtepi32_epi8(q));
+      sums[16 * b + j] = _mm512_reduce_add_epi32(q);
+    }
+    d[b] = 1 / iscale;
+  }
+}
+
+}  // namespace
+
+// The entry points the set's table (dot_avx512.cpp) points at.
+void gemm_q4_0(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_legacy<Q4_0>(p, g0, g1); }
+void gemm_q5_0(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_legacy<Q5_0>(p, g0, g1); }
+void gemm_q8_0(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_legacy<Q8_0>(p, g0, g1); }
+void gemm_q4_k(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q4_k_impl(p, g0, g1); }
+void gemm_q6_k(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q6_k_impl(p, g0, g1); }
+void gemm_f32(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_float<F32>(p, g0, g1); }
+void gemm_f16(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_float<F16>(p, g0, g1); }
+void gemm_bf16(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_float<BF16>(p, g0, g1); }
+void quantize_a8_32(const float* x, int64_t k, uint8_t* out) { quantize_a8_32_impl(x, k, out); }
+void quantize_a8_256(const float* x, int64_t k, uint8_t* out) { quantize_a8_256_impl(x, k, out); }
+
+}  // namespace sluice::kernels::avx512

@@ -1,0 +1,240 @@
+// AVX-512 row ops and paged attention (rowops.h, attention.h): the reference's operation
+// sequences, 16 lanes at a time, so results are bit-identical to it. Tails are loaded masked
+// with zeros, which leaves the lanes' sums unchanged, exactly as the reference's tail rule.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/attention.h"
+#include "kernels/cpu/x86_avx512/avx512_sets.h"
+#include "kernels/rowops.h"
+
+namespace sluice::kernels::avx512 {
+namespace {
+
+inline __mmask16 tail_mask(int64_t r) { return static_cast<__mmask16>((1u << r) - 1); }
+inline __m512 ld(const float* p, int64_t n) { return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(n), p); }
+inline void st(float* p, __m512 v, int64_t n) {
+  if (n >= 16) _mm512_storeu_ps(p, v);
+  else _mm512_mask_storeu_ps(p, tail_mask(n), v);
+}
+
+// The fixed tree (l, l+8) → (l, l+4) → (l, l+2) → (l, l+1).
+inline float tree16(__m512 v) {
+  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
+}
+
+inline float dot16(const float* x, const float* y, int64_t n) {
+  __m512 acc = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) acc = _mm512_fmadd_ps(ld(x + i, n - i), ld(y + i, n - i), acc);
+  return tree16(acc);
+}
+
+inline __m512 exp16(__m512 x) {
+  x = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-87.0f)), _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), r);
+  y = _mm512_add_ps(y, _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
+}
+
+inline __m512 tanh16(__m512 x) {
+  const __m512i sign_mask = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  const __m512i xi = _mm512_castps_si512(x);
+  const __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_mask, xi));
+  const __m512 e = exp16(_mm512_add_ps(a, a));
+  const __m512 t = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), _mm512_and_si512(xi, sign_mask)));
+}
+
+inline float norm_scale(float ss, int64_t n, float eps) {
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(ss) / static_cast<double>(n) + static_cast<double>(eps)));
+}
+
+void rms_norm_impl(const float* x, const float* w, float* y, int64_t n, float eps) {
+  const __m512 s = _mm512_set1_ps(norm_scale(dot16(x, x, n), n, eps));
+  for (int64_t i = 0; i < n; i += 16) {
+    __m512 v = _mm512_mul_ps(ld(x + i, n - i), s);
+    if (w) v = _mm512_mul_ps(v, ld(w + i, n - i));
+    st(y + i, v, n - i);
+  }
+}
+
+void add_rms_norm_impl(float* x, const float* a, const float* w, int64_t n, float eps) {
+  const __m512 s = _mm512_set1_ps(norm_scale(dot16(a, a, n), n, eps));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_mul_ps(_mm512_mul_ps(ld(a + i, n - i), s), ld(w + i, n - i));
+    st(x + i, _mm512_add_ps(ld(x + i, n - i), v), n - i);
+  }
+}
+
+void gelu_mul_impl(const float* g, const float* u, float* out, int64_t n) {
+  const __m512 k = _mm512_set1_ps(0.7978845608028654f), c = _mm512_set1_ps(0.044715f);
+  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = ld(g + i, n - i);
+    const __m512 cube = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(c, v), v), v);
+    const __m512 th = tanh16(_mm512_mul_ps(k, _mm512_add_ps(v, cube)));
+    const __m512 gl = _mm512_mul_ps(_mm512_mul_ps(half, v), _mm512_add_ps(one, th));
+    st(out + i, _mm512_mul_ps(gl, ld(u + i, n - i)), n - i);
+  }
+}
+
+void softcap_impl(float* x, int64_t n, float cap) {
+  const __m512 c = _mm512_set1_ps(cap);
+  for (int64_t i = 0; i < n; i += 16) st(x + i, _mm512_mul_ps(c, tanh16(_mm512_div_ps(ld(x + i, n - i), c))), n - i);
+}
+
+void scale_impl(float* x, int64_t n, float s) {
+  const __m512 v = _mm512_set1_ps(s);
+  for (int64_t i = 0; i < n; i += 16) st(x + i, _mm512_mul_ps(ld(x + i, n - i), v), n - i);
+}
+
+void rope_impl(float* x, const float* cs, int64_t n_rot) {
+  const int64_t half = n_rot / 2;
+  for (int64_t i = 0; i < half; i += 16) {
+    const int64_t r = half - i;
+    const __m512 a = ld(x + i, r), b = ld(x + half + i, r), c = ld(cs + i, r), s = ld(cs + half + i, r);
+    st(x + i, _mm512_sub_ps(_mm512_mul_ps(a, c), _mm512_mul_ps(b, s)), r);
+    st(x + half + i, _mm512_add_ps(_mm512_mul_ps(a, s), _mm512_mul_ps(b, c)), r);
+  }
+}
+
+int64_t argmax_impl(const float* x, int64_t n) {
+  __m512 mx = _mm512_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + i));
+  float best = _mm512_reduce_max_ps(mx);
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  for (int64_t j = 0; j + 16 <= n; j += 16) {
+    const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_loadu_ps(x + j), _mm512_set1_ps(best), _CMP_EQ_OQ);
+    if (hit) return j + __builtin_ctz(hit);
+  }
+  for (int64_t j = n / 16 * 16; j < n; ++j)
+    if (x[j] == best) return j;
+  return 0;   // only when every element is NaN (the reference also answers 0)
+}
+
+// ---- attention ----
+
+// One K or V row as f32 (16 elements at offset i, masked tail).
+inline __m512 kv16(KvElem e, const uint8_t* row, int64_t i, int64_t n) {
+  const __mmask16 m = n >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n);
+  switch (e) {
+    case KvElem::kF32: return _mm512_maskz_loadu_ps(m, row + 4 * i);
+    case KvElem::kF16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
+    case KvElem::kBF16:
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i)), 16));
+  }
+  return _mm512_setzero_ps();
+}
+
+void attention_impl(const AttnArgs& a) {
+  const int gs = a.gs, hd = a.hd;
+  float* s = a.scratch;
+  float* oc = s + kAttnMaxGroup * kAttnChunk;
+  float* m = oc + kAttnMaxGroup * kAttnMaxHeadDim;
+  float* l = m + kAttnMaxGroup;
+  bool first = true;
+  for (int64_t c0 = a.lo / kAttnChunk * kAttnChunk; c0 <= a.hi; c0 += kAttnChunk) {
+    const int64_t j0 = c0 > a.lo ? c0 : a.lo;
+    const int64_t j1 = c0 + kAttnChunk - 1 < a.hi ? c0 + kAttnChunk - 1 : a.hi;
+    const int n = static_cast<int>(j1 - j0 + 1);
+    auto at = [&](int64_t pos, uint64_t off) {
+      const int32_t blk = a.table[pos / a.block_tokens];
+      return a.base + static_cast<uint64_t>(blk) * a.block_stride + off +
+             static_cast<uint64_t>(pos % a.block_tokens) * a.slot_stride;
+    };
+    // Scores: each K row loaded once (16 floats at a time) for all gs heads.
+    for (int j = 0; j < n; ++j) {
+      const uint8_t* krow = at(j0 + j, a.k_off);
+      __m512 acc[kAttnMaxGroup];
+      for (int g = 0; g < gs; ++g) acc[g] = _mm512_setzero_ps();
+      for (int64_t i = 0; i < hd; i += 16) {
+        const __m512 k = kv16(a.elem, krow, i, hd - i);
+        for (int g = 0; g < gs; ++g) acc[g] = _mm512_fmadd_ps(ld(a.q + g * hd + i, hd - i), k, acc[g]);
+      }
+      for (int g = 0; g < gs; ++g) s[g * kAttnChunk + j] = a.scale * tree16(acc[g]);
+    }
+    float mc[kAttnMaxGroup], lc[kAttnMaxGroup];
+    for (int g = 0; g < gs; ++g) {
+      float* sg = s + g * kAttnChunk;
+      float mx = sg[0];
+      for (int j = 1; j < n; ++j) mx = sg[j] > mx ? sg[j] : mx;
+      mc[g] = mx;
+      const __m512 vm = _mm512_set1_ps(mx);
+      for (int j = 0; j < n; j += 16) st(sg + j, exp16(_mm512_sub_ps(ld(sg + j, n - j), vm)), n - j);
+      float sum = 0.0f;
+      for (int j = 0; j < n; ++j) sum = sum + sg[j];
+      lc[g] = sum;
+    }
+    // Values: o_c[g] = Σ_j p[g][j]·v_j, each V row loaded once for all heads.
+    for (int64_t i = 0; i < hd; i += 16) {
+      __m512 acc[kAttnMaxGroup];
+      for (int g = 0; g < gs; ++g) acc[g] = _mm512_setzero_ps();
+      for (int j = 0; j < n; ++j) {
+        const __m512 v = kv16(a.elem, at(j0 + j, a.v_off), i, hd - i);
+        for (int g = 0; g < gs; ++g) acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(s[g * kAttnChunk + j]), v, acc[g]);
+      }
+      for (int g = 0; g < gs; ++g) st(oc + g * hd + i, acc[g], hd - i);
+    }
+    for (int g = 0; g < gs; ++g) {
+      float* out = a.out + g * hd;
+      const float* o = oc + g * hd;
+      if (first) {
+        m[g] = mc[g];
+        l[g] = lc[g];
+        std::memcpy(out, o, 4 * static_cast<size_t>(hd));
+        continue;
+      }
+      const float mn = m[g] > mc[g] ? m[g] : mc[g];
+      const __m512 e = exp16(_mm512_set_ps(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, mc[g] - mn, m[g] - mn));
+      float ev[16];
+      _mm512_storeu_ps(ev, e);
+      const float ea = ev[0], eb = ev[1];
+      l[g] = l[g] * ea + lc[g] * eb;
+      const __m512 va = _mm512_set1_ps(ea), vb = _mm512_set1_ps(eb);
+      for (int64_t i = 0; i < hd; i += 16)
+        st(out + i, _mm512_fmadd_ps(ld(o + i, hd - i), vb, _mm512_mul_ps(ld(out + i, hd - i), va)), hd - i);
+      m[g] = mn;
+    }
+    first = false;
+  }
+  for (int g = 0; g < gs; ++g) {
+    const __m512 inv = _mm512_set1_ps(1.0f / l[g]);
+    float* out = a.out + g * hd;
+    for (int64_t i = 0; i < hd; i += 16) st(out + i, _mm512_mul_ps(ld(out + i, hd - i), inv), hd - i);
+  }
+}
+
+}  // namespace
+
+void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) { rms_norm_impl(x, w, y, n, eps); }
+void add_rms_norm(float* x, const float* a, const float* w, int64_t n, float eps) { add_rms_norm_impl(x, a, w, n, eps); }
+void gelu_mul(const float* g, const float* u, float* out, int64_t n) { gelu_mul_impl(g, u, out, n); }
+void softcap(float* x, int64_t n, float cap) { softcap_impl(x, n, cap); }
+void scale(float* x, int64_t n, float s) { scale_impl(x, n, s); }
+void rope(float* x, const float* cs, int64_t n_rot) { rope_impl(x, cs, n_rot); }
+int64_t argmax(const float* x, int64_t n) { return argmax_impl(x, n); }
+void attention(const AttnArgs& a) { attention_impl(a); }
+
+}  // namespace sluice::kernels::avx512

@@ -1,0 +1,70 @@
+// A linear layer of the model over load-time repacked weights: y[M × rows] = x[M × cols]·Wᵀ,
+// where W is one file matrix or several with the same cols stacked along rows (shard fusion:
+// q|k|v, gate|up run as ONE matmul: one activation quantization, one dispatch).
+//
+// Parts whose type has a packed format (packed.h) are repacked; adjacent parts of the same type
+// become one packed matrix. Parts of other types keep their file rows and go through the
+// generic path (activations in dot_ref's formats, dot per row): correct for every type, not
+// fast. One call: each needed activation format is produced once (rows split over threads),
+// then the row groups of all parts are split over the threads by bytes, so every thread
+// streams an equal share. Results depend only on (row, activation row): batch and thread
+// invariant.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kernels/packed.h"
+#include "tensor/weights.h"
+
+namespace sluice {
+class ThreadPool;
+}
+
+namespace sluice::kernels {
+
+// Growable 64-byte aligned scratch for activation rows; reused across calls so a steady-state
+// step allocates nothing.
+class ActScratch {
+ public:
+  uint8_t* get(int fmt, uint64_t bytes);
+
+ private:
+  AlignedBytes buf_[4];
+};
+
+class Linear {
+ public:
+  Linear() = default;
+  // Repacks `parts` (all with the same cols) using the pool. `name` is for messages/profiles.
+  static Linear build(std::span<const Mat> parts, ThreadPool& pool, std::string name);
+
+  bool empty() const { return rows_ == 0; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  const std::string& name() const { return name_; }
+  // Weight bytes one call streams (the repacked bytes; equal to the file's for all packed
+  // formats but Q4_K) and the same rows' bytes in the file.
+  uint64_t stream_bytes() const { return stream_bytes_; }
+  uint64_t file_bytes() const { return file_bytes_; }
+  std::string describe() const;   // e.g. "q4_0x16 [1536 -> 2560]"
+
+  void run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch) const;
+
+ private:
+  struct Part {
+    int64_t row0 = 0;        // first output row
+    int64_t rows = 0;
+    PackedMatrix packed;     // format kNone: generic rows below
+    Mat raw;                 // generic path: the file's rows
+    uint64_t bytes = 0;      // weight bytes streamed
+  };
+  std::vector<Part> parts_;
+  int64_t rows_ = 0, cols_ = 0;
+  uint64_t stream_bytes_ = 0, file_bytes_ = 0;
+  std::string name_;
+};
+
+}  // namespace sluice::kernels

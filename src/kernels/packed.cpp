@@ -1,0 +1,219 @@
+// Load-time repacking into the x16 layouts of packed.h. Portable scalar code: it runs once
+// per weight at load, split over the thread pool by groups.
+#include "kernels/packed.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "base/error.h"
+#include "quant/blocks.h"
+
+namespace sluice::kernels {
+
+using namespace sluice::quant;
+
+void AlignedBytes::Free::operator()(uint8_t* p) const { std::free(p); }
+
+AlignedBytes AlignedBytes::alloc(uint64_t bytes) {
+  AlignedBytes a;
+  const uint64_t n = (bytes + 63) / 64 * 64;
+  if (n == 0) return a;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, n));
+  if (!p) fail("out of memory allocating %llu bytes for repacked weights", static_cast<unsigned long long>(n));
+  std::memset(p, 0, n);
+  a.p.reset(p);
+  a.size = n;
+  return a;
+}
+
+PackedFormat packed_format(DType t) {
+  switch (t) {
+    case DType::Q4_0: return PackedFormat::kQ4_0;
+    case DType::Q5_0: return PackedFormat::kQ5_0;
+    case DType::Q8_0: return PackedFormat::kQ8_0;
+    case DType::Q4_K: return PackedFormat::kQ4_K;
+    case DType::Q6_K: return PackedFormat::kQ6_K;
+    case DType::F32: return PackedFormat::kF32;
+    case DType::F16: return PackedFormat::kF16;
+    case DType::BF16: return PackedFormat::kBF16;
+    default: return PackedFormat::kNone;
+  }
+}
+
+const char* packed_format_name(PackedFormat f) {
+  static const char* const kNames[kPackedFormatCount] = {"none", "q4_0x16", "q5_0x16", "q8_0x16", "q4_Kx16",
+                                                         "q6_Kx16", "f32x16", "f16x16", "bf16x16"};
+  return kNames[static_cast<int>(f)];
+}
+
+int64_t packed_block_elems(PackedFormat f) {
+  switch (f) {
+    case PackedFormat::kQ4_0: case PackedFormat::kQ5_0: case PackedFormat::kQ8_0: return 32;
+    case PackedFormat::kQ4_K: case PackedFormat::kQ6_K: return 256;
+    case PackedFormat::kF32: case PackedFormat::kF16: case PackedFormat::kBF16: return 1;
+    case PackedFormat::kNone: break;
+  }
+  return 0;
+}
+
+int64_t packed_block_bytes(PackedFormat f) {
+  switch (f) {
+    case PackedFormat::kQ4_0: return 288;
+    case PackedFormat::kQ5_0: return 352;
+    case PackedFormat::kQ8_0: return 544;
+    case PackedFormat::kQ4_K: return 2368;
+    case PackedFormat::kQ6_K: return 3360;
+    case PackedFormat::kF32: return 64;
+    case PackedFormat::kF16: case PackedFormat::kBF16: return 32;
+    case PackedFormat::kNone: break;
+  }
+  return 0;
+}
+
+ActFormat packed_act_format(PackedFormat f) {
+  switch (f) {
+    case PackedFormat::kQ4_0: case PackedFormat::kQ5_0: case PackedFormat::kQ8_0: return ActFormat::kA8_32;
+    case PackedFormat::kQ4_K: case PackedFormat::kQ6_K: return ActFormat::kA8_256;
+    default: return ActFormat::kF32;
+  }
+}
+
+PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols) {
+  PackedMatrix m;
+  m.format = packed_format(t);
+  if (m.format == PackedFormat::kNone) fail("no packed layout for type %s", std::string(dtype_name(t)).c_str());
+  const int64_t be = packed_block_elems(m.format);
+  if (cols <= 0 || rows <= 0 || cols % be != 0)
+    fail("cannot pack a [%lld, %lld] %s matrix (columns must be a positive multiple of %lld)",
+         static_cast<long long>(cols), static_cast<long long>(rows), std::string(dtype_name(t)).c_str(),
+         static_cast<long long>(be));
+  m.type = t;
+  m.rows = rows;
+  m.cols = cols;
+  m.groups = (rows + kGroupRows - 1) / kGroupRows;
+  m.group_bytes = static_cast<uint64_t>(cols / be * packed_block_bytes(m.format));
+  m.group_bytes = (m.group_bytes + 63) / 64 * 64;
+  m.file_bytes = dtype_row_bytes(t, static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
+  m.data = AlignedBytes::alloc(m.group_bytes * static_cast<uint64_t>(m.groups));
+  return m;
+}
+
+namespace {
+
+inline int nib32(const uint8_t* qs, int e) { return e < 16 ? qs[e] & 15 : qs[e - 16] >> 4; }
+
+// Codes of one 32-element block (0..15) into the Q4_0x16 chunk layout of row i.
+void put_nibbles32(uint8_t* chunks, int i, const uint8_t code[32]) {
+  for (int c = 0; c < 4; ++c)
+    for (int t = 0; t < 4; ++t)
+      chunks[64 * c + 4 * i + t] = static_cast<uint8_t>(code[4 * c + t] | (code[16 + 4 * c + t] << 4));
+}
+
+// The unsigned codes (q + 32, 0..63) of a Q6_K super-block in element order, as dot_ref reads them.
+void q6_k_codes(const BlockQ6_K& x, uint8_t q[kQK_K]) {
+  for (int e = 0; e < kQK_K; ++e) {
+    const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+    const uint8_t b = x.ql[64 * h + 32 * (k & 1) + l];
+    const int lo = k < 2 ? b & 15 : b >> 4;
+    const int hi = (x.qh[32 * h + l] >> (2 * k)) & 3;
+    q[e] = static_cast<uint8_t>(lo | (hi << 4));
+  }
+}
+
+void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int64_t b) {
+  switch (f) {
+    case PackedFormat::kQ4_0: {
+      const auto x = load_block<BlockQ4_0>(row, b);
+      store_u16(dst + 2 * i, x.d);
+      uint8_t code[32];
+      for (int e = 0; e < 32; ++e) code[e] = static_cast<uint8_t>(nib32(x.qs, e));
+      put_nibbles32(dst + 32, i, code);
+      break;
+    }
+    case PackedFormat::kQ5_0: {
+      const auto x = load_block<BlockQ5_0>(row, b);
+      store_u16(dst + 2 * i, x.d);
+      const uint32_t qh = load_u32(x.qh);
+      uint8_t code[32];
+      for (int e = 0; e < 32; ++e) code[e] = static_cast<uint8_t>(nib32(x.qs, e));
+      put_nibbles32(dst + 32, i, code);
+      uint8_t* masks = dst + 32 + 256;
+      for (int j = 0; j < 8; ++j) {
+        uint64_t mask;
+        std::memcpy(&mask, masks + 8 * j, 8);
+        const int e0 = j < 4 ? 4 * j : 16 + 4 * (j - 4);
+        for (int t = 0; t < 4; ++t)
+          if ((qh >> (e0 + t)) & 1) mask |= uint64_t{1} << (4 * i + t);
+        std::memcpy(masks + 8 * j, &mask, 8);
+      }
+      break;
+    }
+    case PackedFormat::kQ8_0: {
+      const auto x = load_block<BlockQ8_0>(row, b);
+      store_u16(dst + 2 * i, x.d);
+      for (int c = 0; c < 8; ++c)
+        for (int t = 0; t < 4; ++t) dst[32 + 64 * c + 4 * i + t] = static_cast<uint8_t>(x.qs[4 * c + t] + 128);
+      break;
+    }
+    case PackedFormat::kQ4_K: {
+      const auto x = load_block<BlockQ4_K>(row, b);
+      store_u16(dst + 2 * i, x.d);
+      store_u16(dst + 32 + 2 * i, x.dmin);
+      for (int s = 0; s < 8; ++s) {
+        uint8_t sc, mn;
+        get_scale_min_k4(s, x.scales, &sc, &mn);
+        dst[64 + 16 * s + i] = sc;
+        dst[192 + 16 * s + i] = mn;
+        uint8_t code[32];
+        for (int e = 0; e < 32; ++e) {
+          const int el = 32 * s + e;
+          const uint8_t byte = x.qs[32 * (el / 64) + el % 32];
+          code[e] = static_cast<uint8_t>((el % 64) < 32 ? byte & 15 : byte >> 4);
+        }
+        put_nibbles32(dst + 320 + 256 * s, i, code);
+      }
+      break;
+    }
+    case PackedFormat::kQ6_K: {
+      const auto x = load_block<BlockQ6_K>(row, b);
+      store_u16(dst + 2 * i, x.d);
+      uint8_t q[kQK_K];
+      q6_k_codes(x, q);
+      for (int g = 0; g < 16; ++g) {
+        dst[32 + 16 * g + i] = static_cast<uint8_t>(x.scales[g]);
+        const uint8_t* c = q + 16 * g;
+        uint8_t* sub = dst + 288 + 192 * g;
+        for (int t = 0; t < 4; ++t) {
+          for (int ch = 0; ch < 2; ++ch)
+            sub[64 * ch + 4 * i + t] = static_cast<uint8_t>((c[4 * ch + t] & 15) | ((c[8 + 4 * ch + t] & 15) << 4));
+          sub[128 + 4 * i + t] = static_cast<uint8_t>((c[t] >> 4) | ((c[4 + t] >> 4) << 2) | ((c[8 + t] >> 4) << 4) |
+                                                      ((c[12 + t] >> 4) << 6));
+        }
+      }
+      break;
+    }
+    case PackedFormat::kF32: std::memcpy(dst + 4 * i, row + 4 * b, 4); break;
+    case PackedFormat::kF16: case PackedFormat::kBF16: std::memcpy(dst + 2 * i, row + 2 * b, 2); break;
+    case PackedFormat::kNone: break;
+  }
+}
+
+}  // namespace
+
+void pack_groups(PackedMatrix& m, const PackSource* sources, int n_sources, int64_t first_group, int64_t last_group) {
+  const int64_t be = packed_block_elems(m.format), bb = packed_block_bytes(m.format), nb = m.cols / be;
+  for (int64_t g = first_group; g < last_group; ++g) {
+    uint8_t* dst = m.data.data() + static_cast<uint64_t>(g) * m.group_bytes;
+    for (int i = 0; i < kGroupRows; ++i) {
+      int64_t r = g * kGroupRows + i;
+      if (r >= m.rows) break;   // padding rows stay zero: zero scales, zero codes
+      int s = 0;
+      while (s < n_sources && r >= sources[s].rows) r -= sources[s++].rows;
+      if (s == n_sources) fail("pack_groups: sources hold fewer rows than the matrix");
+      const uint8_t* row = sources[s].data + static_cast<uint64_t>(r) * sources[s].row_bytes;
+      for (int64_t b = 0; b < nb; ++b) pack_row_block(m.format, dst + b * bb, i, row, b);
+    }
+  }
+}
+
+}  // namespace sluice::kernels

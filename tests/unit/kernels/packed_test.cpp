@@ -1,0 +1,219 @@
+// The packed (x16) matmul kernels of every ISA set this CPU runs against dot_ref on the
+// original rows: bit-identical outputs for every packed format, any row count (partial last
+// group), several K, 1..9 activation rows and any split of the groups. And the SIMD activation
+// quantizers byte-identical to the reference.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/act.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/dot_ref.h"
+#include "kernels/gemm.h"
+#include "kernels/packed.h"
+#include "quant/quant.h"
+#include "unit/kernels/kernels_test_util.h"
+
+namespace sluice::kernels {
+namespace {
+
+struct Problem {
+  DType type;
+  int64_t rows, k, m;
+  std::vector<uint8_t> w;      // rows × row_bytes, file layout
+  uint64_t row_bytes;
+  std::vector<float> x;        // m × k
+};
+
+Problem make_problem(DType t, int64_t rows, int64_t k, int64_t m, uint64_t seed) {
+  Problem p{t, rows, k, m, {}, dtype_row_bytes(t, static_cast<uint64_t>(k)), {}};
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = testing::weight_row(t, k, seed * 7919 + static_cast<uint64_t>(r), true);
+    p.w.insert(p.w.end(), row.begin(), row.end());
+  }
+  for (int64_t i = 0; i < m; ++i) {
+    const auto xr = testing::act_row(k, seed * 104729 + static_cast<uint64_t>(i), i % 3 == 2);
+    p.x.insert(p.x.end(), xr.begin(), xr.end());
+  }
+  return p;
+}
+
+// y_ref[i·rows + r]: dot_ref for quantized types (activations quantized as the kernels' are);
+// sequential fused multiply-adds on f32 values for float types.
+std::vector<float> reference(const Problem& p) {
+  std::vector<float> y(static_cast<size_t>(p.m * p.rows));
+  const PackedFormat f = packed_format(p.type);
+  const bool is_float = packed_act_format(f) == ActFormat::kF32;
+  std::vector<float> wf(static_cast<size_t>(p.k));
+  std::vector<uint8_t> act(act_row_bytes(p.type, p.k));
+  for (int64_t i = 0; i < p.m; ++i) {
+    const float* x = p.x.data() + i * p.k;
+    if (!is_float) quantize_act_row(p.type, x, act.data(), p.k);
+    for (int64_t r = 0; r < p.rows; ++r) {
+      const uint8_t* wr = p.w.data() + r * p.row_bytes;
+      float v = 0;
+      if (is_float) {
+        quant::dequantize_ref(p.type, wr, wf.data(), p.k);
+        for (int64_t c = 0; c < p.k; ++c) v = std::fma(wf[c], x[c], v);
+      } else {
+        v = dot_ref(p.type, wr, act.data(), p.k);
+      }
+      y[i * p.rows + r] = v;
+    }
+  }
+  return y;
+}
+
+struct Packed {
+  PackedMatrix w;
+  std::vector<uint8_t> act;   // m rows of act_row_stride bytes (64-aligned stride; vector data is 16-aligned, enough)
+  ActRows rows;
+};
+
+Packed pack(const Problem& p, const CpuKernels& k) {
+  Packed out{pack_alloc(p.type, p.rows, p.k), {}, {}};
+  pack_groups(out.w, p.w.data(), p.row_bytes, 0, out.w.groups);
+  const ActFormat af = packed_act_format(out.w.format);
+  const uint64_t stride = act_row_stride(af, p.k);
+  out.act.assign(stride * static_cast<uint64_t>(p.m), 0xCD);
+  for (int64_t i = 0; i < p.m; ++i) cpu_quantize_act(k, af, p.x.data() + i * p.k, p.k, out.act.data() + i * stride);
+  out.rows = ActRows{af, out.act.data(), stride, p.k};
+  return out;
+}
+
+std::vector<float> run(const CpuKernels& k, const Packed& pk, const Problem& p, int64_t split) {
+  std::vector<float> y(static_cast<size_t>(p.m * p.rows), std::nanf(""));
+  GemmArgs a;
+  a.format = pk.w.format;
+  a.w = pk.w.data.data();
+  a.group_bytes = pk.w.group_bytes;
+  a.k = p.k;
+  a.rows = p.rows;
+  a.a = pk.rows;
+  a.m = p.m;
+  a.y = y.data();
+  a.ldy = p.rows;
+  const GemmKernel g = cpu_gemm(k, pk.w.format);
+  const int64_t cut = std::min(split, pk.w.groups);
+  g(a, 0, cut);
+  g(a, cut, pk.w.groups);
+  return y;
+}
+
+int64_t count_mismatch(const std::vector<float>& a, const std::vector<float>& b) {
+  int64_t bad = 0;
+  for (size_t i = 0; i < a.size(); ++i) bad += std::memcmp(&a[i], &b[i], 4) != 0;
+  return bad;
+}
+
+TEST(PackedGemm, BitIdenticalToDotRefOnEveryIsa) {
+  const DType types[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K,
+                         DType::F32, DType::F16, DType::BF16};
+  int cases = 0;
+  for (const CpuKernels* k : runnable_cpu_kernels()) {
+    for (DType t : types) {
+      const bool kq = t == DType::Q4_K || t == DType::Q6_K;
+      const std::vector<int64_t> ks = kq ? std::vector<int64_t>{256, 768, 1536} : std::vector<int64_t>{32, 96, 640, 1536};
+      uint64_t seed = 1 + static_cast<uint64_t>(t) * 1000;
+      for (int64_t kk : ks) {
+        for (int64_t rows : {16, 37, 80}) {
+          for (int64_t m : {1, 2, 3, 4, 5, 9}) {
+            const Problem p = make_problem(t, rows, kk, m, ++seed);
+            const std::vector<float> ref = reference(p);
+            const Packed pk = pack(p, *k);
+            for (int64_t split : {int64_t{0}, int64_t{1}, int64_t{3}}) {
+              const std::vector<float> got = run(*k, pk, p, split);
+              ASSERT_EQ(count_mismatch(got, ref), 0)
+                  << k->isa << " " << dtype_name(t) << " k=" << kk << " rows=" << rows << " m=" << m << " split=" << split
+                  << " first: got " << got[0] << " ref " << ref[0];
+              ++cases;
+            }
+          }
+        }
+      }
+    }
+    std::printf("packed gemm: %s checked\n", k->isa);
+  }
+  EXPECT_GT(cases, 0);
+}
+
+// Outputs depend only on (row, activation row): any M and any group range give the same bits.
+TEST(PackedGemm, BatchAndSplitInvariant) {
+  for (const CpuKernels* k : runnable_cpu_kernels()) {
+    for (DType t : {DType::Q4_0, DType::Q6_K, DType::BF16}) {
+      const Problem p = make_problem(t, 48, 512, 7, 99);
+      const Packed pk = pack(p, *k);
+      const std::vector<float> all = run(*k, pk, p, 1);
+      for (int64_t i = 0; i < p.m; ++i) {
+        Problem one = p;
+        one.m = 1;
+        one.x.assign(p.x.begin() + i * p.k, p.x.begin() + (i + 1) * p.k);
+        const std::vector<float> alone = run(*k, pack(one, *k), one, 2);
+        EXPECT_EQ(std::memcmp(alone.data(), all.data() + i * p.rows, 4 * static_cast<size_t>(p.rows)), 0)
+            << k->isa << " " << dtype_name(t) << " row " << i;
+      }
+    }
+  }
+}
+
+std::vector<float> tricky_row(int64_t n, uint64_t seed, int kind) {
+  std::vector<float> x = testing::act_row(n, seed, kind == 1);
+  std::mt19937_64 rng(seed);
+  switch (kind) {
+    case 2: std::fill(x.begin(), x.begin() + n / 2, 0.0f); break;                 // zero blocks
+    case 3:                                                                         // ±max ties, negative first
+      for (int64_t b = 0; b < n; b += 32) { x[b] = -3.0f; x[b + 5] = 3.0f; }
+      break;
+    case 4:                                                                         // exact half steps
+      for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 127) * 0.5f;
+      break;
+    case 5:                                                                         // tiny (subnormal f16 d)
+      for (auto& v : x) v *= 1e-7f;
+      break;
+    default: break;
+  }
+  return x;
+}
+
+TEST(ActQuantize, SimdMatchesReferenceBytes) {
+  for (const CpuKernels* k : runnable_cpu_kernels()) {
+    for (ActFormat f : {ActFormat::kA8_32, ActFormat::kA8_256}) {
+      for (int64_t n : {256, 1536, 6144}) {
+        for (int kind = 0; kind < 6; ++kind) {
+          for (uint64_t seed = 0; seed < 8; ++seed) {
+            const std::vector<float> x = tricky_row(n, 31 * seed + static_cast<uint64_t>(kind), kind);
+            const uint64_t stride = act_row_stride(f, n);
+            std::vector<uint8_t> ref(stride, 0), got(stride, 0);
+            quantize_act_ref(f, x.data(), n, ref.data());
+            cpu_quantize_act(*k, f, x.data(), n, got.data());
+            ASSERT_EQ(std::memcmp(ref.data(), got.data(), stride), 0)
+                << k->isa << " format " << static_cast<int>(f) << " n=" << n << " kind=" << kind << " seed=" << seed;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The reference activation layout carries exactly quantize_act_row's codes and scales.
+TEST(ActQuantize, ReferenceEqualsDotRefActivation) {
+  for (DType wt : {DType::Q4_0, DType::Q6_K}) {
+    const ActFormat f = packed_act_format(packed_format(wt));
+    const int64_t n = 1024;
+    const std::vector<float> x = testing::act_row(n, 5, true);
+    std::vector<uint8_t> mine(act_row_stride(f, n)), theirs(act_row_bytes(wt, n));
+    quantize_act_ref(f, x.data(), n, mine.data());
+    quantize_act_row(wt, x.data(), theirs.data(), n);
+    const ActRows v{f, mine.data(), act_row_stride(f, n), n};
+    const std::vector<float> a = testing::decode_act(vec_dot_type(wt), theirs.data(), n);
+    const int64_t be = act_block_elems(f);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(static_cast<float>(v.qs(0)[i]) * v.d(0)[i / be], a[i]) << i;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::kernels
