@@ -52,6 +52,13 @@ uint8_t* KvCache::row_ptr(int32_t g, int32_t layer, BlockId b, int32_t kv, int32
   return storage_[g].get() + idx * row_bytes;
 }
 
+KvCache::Layout KvCache::layout(int32_t g) const {
+  const KvGroupSpec& gs = groups_[g];
+  const uint64_t row = gs.row_elems() * kv_type_size(type_);
+  const uint64_t kv = row * static_cast<uint64_t>(block_tokens_);
+  return Layout{storage_[g].get(), kv * 2 * static_cast<uint64_t>(gs.n_layers), kv * 2, kv, row};
+}
+
 static void put_row(KvType t, uint8_t* dst, const float* src, int64_t n) {
   switch (t) {
     case KvType::F32: std::memcpy(dst, src, n * sizeof(float)); break;

@@ -40,6 +40,15 @@ class KvCache {
   const BlockPool& pool(int32_t g) const { return pools_[g]; }
   uint64_t bytes() const;
 
+  // The raw layout of group g, for kernels that read rows in place: the K (kv = 0) or V (1)
+  // row of layer `layer`, block b, slot s is at
+  //   base + b·block_stride + layer·layer_stride + kv·kv_stride + s·slot_stride.
+  struct Layout {
+    const uint8_t* base;
+    uint64_t block_stride, layer_stride, kv_stride, slot_stride;
+  };
+  Layout layout(int32_t g) const;
+
   // Writes one position's K and V rows (f32 in, converted to the cache type).
   void store(int32_t g, int32_t layer, BlockId b, int32_t slot, const float* k, const float* v);
   // Reads one position's K or V row as f32.

@@ -69,12 +69,30 @@ struct ForwardBatch {
   int64_t n_logit_rows() const;   // rows forward() writes: per slice 0, 1 or n
 };
 
+// Where a step's time goes, for `sluice bench`: the weight-streaming op classes, attention,
+// and everything else. A model given a profile adds each op's time (and the weight bytes it
+// streamed) to its class; `other` is the rest of the step's wall time.
+enum class OpClass { kFfnGateUp, kFfnDown, kAttnQkv, kAttnOutput, kLmHead, kAttention, kOther };
+inline constexpr int kOpClassCount = 7;
+const char* op_class_name(OpClass c);   // "ffn_gate_up", "ffn_down", "attn_qkv", ...
+
+struct StepProfile {
+  double seconds[kOpClassCount] = {};
+  uint64_t bytes[kOpClassCount] = {};
+  int64_t steps = 0;
+};
+
 class Model {
  public:
   virtual ~Model() = default;
   virtual const ModelSpec& spec() const = 0;
   // Runs one step. Writes n_logit_rows() rows of n_vocab floats to `logits`, in slice order.
   virtual void forward(const ForwardBatch& batch, KvCache& kv, float* logits) = 0;
+  // Accumulates per-op-class timings of later steps into *p (nullptr: stop). Costs a clock
+  // read per op while set.
+  virtual void set_profile(StepProfile* p) = 0;
+  // Human-readable lines describing the repacked weights (formats, fused matrices, bytes).
+  virtual std::vector<std::string> describe_weights() const = 0;
 };
 
 struct LoadOptions {

@@ -14,6 +14,16 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #endif
 }
+
+// Waits for `done()` by spinning; after a while it also yields the core, so that when more
+// threads than cores are runnable (a busy machine) the thread we wait for can run.
+template <class Done>
+inline void spin_until(Done done) {
+  for (int i = 0; !done(); ++i) {
+    cpu_relax();
+    if (i >= 4096) sched_yield();
+  }
+}
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(n_threads) {
@@ -53,7 +63,7 @@ void ThreadPool::run_job(Job job) {
   }
   cv_.notify_all();
   job.call(job.obj, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) cpu_relax();
+  spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
 
 void ThreadPool::barrier() {
@@ -63,7 +73,7 @@ void ThreadPool::barrier() {
     barrier_count_.store(0, std::memory_order_relaxed);
     barrier_gen_.fetch_add(1, std::memory_order_release);
   } else {
-    while (barrier_gen_.load(std::memory_order_acquire) == gen) cpu_relax();
+    spin_until([&] { return barrier_gen_.load(std::memory_order_acquire) != gen; });
   }
 }
 
@@ -74,7 +84,7 @@ void ThreadPool::worker(int ith) {
     while (generation_.load(std::memory_order_acquire) == seen &&
            (hot_.load(std::memory_order_relaxed) > 0 || spins < kSpinIterations)) {
       cpu_relax();
-      ++spins;
+      if (++spins >= 4096 && (spins & 255) == 0) sched_yield();
     }
     if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lk(mu_);

@@ -1,10 +1,20 @@
 // Gemma forward pass over a batch of sequence slices (gemma4.md §2, gemma3.md §2).
 // Shapes: T = tokens in the step, d = n_embd, H/Hkv = query/KV heads, hd = head dim,
-// P = PLE width, L = layers. Activations are f32, row-major [T × width].
+// P = PLE width, L = layers, ff = FFN width. Activations are f32, row-major [T × width].
+//
+// Weights are repacked at load (kernels/linear.h) and fused: q|k|v of KV-owning layers and
+// gate|up are single matmuls. Every op's result for a token depends only on that token's
+// inputs, in a fixed operation order, so logits are bitwise identical alone or in any batch,
+// for any thread count and on every ISA set. Step buffers only grow: a steady-state decode
+// step allocates nothing.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "base/error.h"
+#include "kernels/attention.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/linear.h"
 #include "kernels/ops.h"
 #include "models/gemma/gemma_model.h"
 #include "threading/thread_pool.h"
@@ -13,45 +23,198 @@ namespace sluice::models {
 
 namespace {
 
+using kernels::Linear;
+
+// The fused matmuls of one layer.
+struct LayerOps {
+  Linear qkv;       // [q | k | v] (KV-owning layers) or q alone
+  Linear o, gate_up, down, inp_gate, proj;
+};
+
+// One distinct RoPE configuration (layers share them): inv[i] = scale·base^(−2i/n_rot)/ff[i].
+struct RopeConfig {
+  float base = 0, scale = 0;
+  int32_t n_rot = 0;
+  bool factors = false;
+  std::vector<double> inv;
+  int64_t offset = 0;   // floats before this config's table in a token's row of rope_cs_
+};
+
+template <class T>
+void grow(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+}
+
 class GemmaModel final : public Model {
  public:
-  GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool)
-      : spec_(std::move(spec)), w_(std::move(w)), pool_(pool) {}
+  GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool);
 
   const ModelSpec& spec() const override { return spec_; }
   void forward(const ForwardBatch& batch, KvCache& kv, float* logits) override;
+  void set_profile(StepProfile* p) override { profile_ = p; }
+  std::vector<std::string> describe_weights() const override;
 
  private:
-  // Per-token bookkeeping for a step: which slice, absolute position.
   struct TokenRef { int32_t seq; int32_t pos; };
 
   void check_batch(const ForwardBatch& b, const KvCache& kv) const;
-  void embed(const ForwardBatch& b);
-  void per_layer_inputs(int64_t T);
-  void attention(int il, const ForwardBatch& b, KvCache& kv, int64_t T);
-  void ffn(int il, int64_t T);
-  void ple_block(int il, int64_t T);
-  void add_post_normed(const std::vector<float>& w, int64_t T);
-  void output(const ForwardBatch& b, float* logits);
+  void embed();
+  void per_layer_inputs();
+  void rope_tables();
+  void attention(int il, const ForwardBatch& b, KvCache& kv);
+  void ffn(int il);
+  void ple_block(int il);
+  void end_layer(int il, const std::vector<float>& post_norm);
+  void keep_only_output_rows();
+  void output(float* logits);
 
-  // Applies fn(row) to rows [0, n) split across the pool.
+  // fn(t, i0, i1) over T rows of `len` elements: rows split over the threads, or, for fewer
+  // rows than threads, each row's elements in 64-element-aligned spans. Small work runs
+  // inline on the calling thread.
   template <class Fn>
-  void parallel_rows(int64_t n, Fn&& fn) {
+  void spans(int64_t T, int64_t len, Fn&& fn) {
+    const int nth = pool_.size();
+    if (nth == 1 || T * len < 8192) {
+      for (int64_t t = 0; t < T; ++t) fn(t, int64_t{0}, len);
+      return;
+    }
+    if (T >= nth) {
+      pool_.run([&](int ith, int n) {
+        int64_t r0, r1;
+        split_range(T, ith, n, &r0, &r1);
+        for (int64_t t = r0; t < r1; ++t) fn(t, int64_t{0}, len);
+      });
+      return;
+    }
+    pool_.run([&](int ith, int n) {
+      const int64_t chunks = (len + 63) / 64;
+      for (int64_t t = 0; t < T; ++t) {
+        int64_t c0, c1;
+        split_range(chunks, ith, n, &c0, &c1);
+        if (c0 < c1) fn(t, c0 * 64, std::min(len, c1 * 64));
+      }
+    });
+  }
+  // fn(t) per row, rows split over the threads (inline when small).
+  template <class Fn>
+  void rows(int64_t T, int64_t cost, Fn&& fn) {
+    if (pool_.size() == 1 || T == 1 || T * cost < 8192) {
+      for (int64_t t = 0; t < T; ++t) fn(t);
+      return;
+    }
     pool_.run([&](int ith, int nth) {
       int64_t r0, r1;
-      split_range(n, ith, nth, &r0, &r1);
-      for (int64_t r = r0; r < r1; ++r) fn(r);
+      split_range(T, ith, nth, &r0, &r1);
+      for (int64_t t = r0; t < r1; ++t) fn(t);
     });
+  }
+
+  void matmul(const Linear& l, const float* x, int64_t m, float* y, OpClass c) {
+    l.run(pool_, x, m, y, scratch_);
+    if (profile_) profile_->bytes[static_cast<int>(c)] += l.stream_bytes();
+    mark(c);
+  }
+  void mark(OpClass c) {
+    if (!profile_) return;
+    const auto now = std::chrono::steady_clock::now();
+    profile_->seconds[static_cast<int>(c)] += std::chrono::duration<double>(now - last_mark_).count();
+    last_mark_ = now;
   }
 
   ModelSpec spec_;
   GemmaWeights w_;
   ThreadPool& pool_;
-  // Step buffers; they only grow (sized by the largest step seen).
+  const kernels::RowOps& ops_;
+  std::vector<LayerOps> layer_ops_;
+  Linear lm_head_, ple_model_proj_;
+  std::vector<RopeConfig> ropes_;
+  std::vector<int> layer_rope_;     // config index per layer
+  int64_t rope_row_ = 0;            // floats of all configs' tables for one token
+  int tail_start_ = 0;              // first layer of the trailing run of layers that own no K/V
+
+  StepProfile* profile_ = nullptr;
+  std::chrono::steady_clock::time_point last_mark_;
+
+  // Step state; buffers only grow (sized by the largest step seen).
+  int64_t T_ = 0;
   std::vector<int32_t> tok_;
   std::vector<TokenRef> ref_;
-  std::vector<float> x_, xn_, q_, k_, v_, o_, att_, g_, u_, ple_, ple_g_;
+  std::vector<int64_t> out_rows_;   // tokens whose logits the batch wants, in slice order
+  std::vector<float> x_, xn_, qkv_, o_, att_, gu_, act_, ple_, pg_, rope_cs_, ple_row_;
+  std::vector<float> attn_scratch_;   // one attn_scratch_floats() area per thread
+  kernels::ActScratch scratch_;
 };
+
+GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool)
+    : spec_(std::move(spec)), w_(std::move(w)), pool_(pool), ops_(kernels::cpu_ops()) {
+  for (int il = 0; il < spec_.n_layer; ++il) {
+    const LayerSpec& ls = spec_.layers[il];
+    if (ls.head_dim > kernels::kAttnMaxHeadDim || ls.n_head / ls.n_head_kv > kernels::kAttnMaxGroup * 4)
+      fail("layer %d: head dim %d / %d query heads per KV head exceed what the attention kernel supports", il,
+           ls.head_dim, ls.n_head / ls.n_head_kv);
+  }
+  // Repack and fuse every matrix once (the file's own rows stay mapped for embedding lookups).
+  const std::string blk = "blk.";
+  for (int il = 0; il < spec_.n_layer; ++il) {
+    const GemmaLayerWeights& lw = w_.layers[il];
+    const std::string p = blk + std::to_string(il) + ".";
+    LayerOps ops;
+    if (spec_.layers[il].has_kv) {
+      const Mat qkv[3] = {lw.wq, lw.wk, lw.wv};
+      ops.qkv = Linear::build(qkv, pool_, p + "attn_qkv");
+    } else {
+      ops.qkv = Linear::build({&lw.wq, 1}, pool_, p + "attn_q");
+    }
+    ops.o = Linear::build({&lw.wo, 1}, pool_, p + "attn_output");
+    const Mat gu[2] = {lw.gate, lw.up};
+    ops.gate_up = Linear::build(gu, pool_, p + "ffn_gate_up");
+    ops.down = Linear::build({&lw.down, 1}, pool_, p + "ffn_down");
+    if (spec_.ple_dim > 0) {
+      ops.inp_gate = Linear::build({&lw.inp_gate, 1}, pool_, p + "inp_gate");
+      ops.proj = Linear::build({&lw.proj, 1}, pool_, p + "proj");
+    }
+    layer_ops_.push_back(std::move(ops));
+  }
+  lm_head_ = Linear::build({&w_.lm_head, 1}, pool_, "lm_head");
+  if (spec_.ple_dim > 0) ple_model_proj_ = Linear::build({&w_.ple_model_proj, 1}, pool_, "per_layer_model_proj");
+
+  // RoPE configurations and their inverse frequencies.
+  for (const LayerSpec& ls : spec_.layers) {
+    size_t c = 0;
+    while (c < ropes_.size() && !(ropes_[c].base == ls.rope_base && ropes_[c].scale == ls.rope_scale &&
+                                  ropes_[c].n_rot == ls.n_rot && ropes_[c].factors == ls.rope_freq_factors))
+      ++c;
+    if (c == ropes_.size()) {
+      RopeConfig rc;
+      rc.base = ls.rope_base;
+      rc.scale = ls.rope_scale;
+      rc.n_rot = ls.n_rot;
+      rc.factors = ls.rope_freq_factors;
+      rc.offset = rope_row_;
+      for (int64_t i = 0; i < ls.n_rot / 2; ++i) {
+        double v = static_cast<double>(ls.rope_scale) * std::pow(static_cast<double>(ls.rope_base), -2.0 * i / ls.n_rot);
+        if (ls.rope_freq_factors) v /= w_.rope_freqs[i];
+        rc.inv.push_back(v);
+      }
+      rope_row_ += ls.n_rot;
+      ropes_.push_back(std::move(rc));
+    }
+    layer_rope_.push_back(static_cast<int>(c));
+  }
+  tail_start_ = spec_.n_layer;
+  while (tail_start_ > 0 && !spec_.layers[tail_start_ - 1].has_kv) --tail_start_;
+  attn_scratch_.resize(static_cast<size_t>(kernels::attn_scratch_floats() * pool_.size()));
+}
+
+std::vector<std::string> GemmaModel::describe_weights() const {
+  std::vector<std::string> out;
+  for (const LayerOps& l : layer_ops_)
+    for (const Linear* m : {&l.qkv, &l.o, &l.gate_up, &l.down, &l.inp_gate, &l.proj})
+      if (!m->empty()) out.push_back(m->describe());
+  if (!ple_model_proj_.empty()) out.push_back(ple_model_proj_.describe());
+  out.push_back(lm_head_.describe());
+  return out;
+}
 
 void GemmaModel::check_batch(const ForwardBatch& b, const KvCache& kv) const {
   if (kv.n_groups() != static_cast<int32_t>(spec_.kv_groups.size()))
@@ -78,214 +241,290 @@ void GemmaModel::check_batch(const ForwardBatch& b, const KvCache& kv) const {
 
 void GemmaModel::forward(const ForwardBatch& b, KvCache& kv, float* logits) {
   check_batch(b, kv);
-  const int64_t T = b.n_tokens();
-  if (T == 0) return;
+  T_ = b.n_tokens();
+  if (T_ == 0) return;
+  ThreadPool::StepScope hot(pool_);
+  if (profile_) {
+    last_mark_ = std::chrono::steady_clock::now();
+    ++profile_->steps;
+  }
   tok_.clear();
   ref_.clear();
-  for (int32_t s = 0; s < static_cast<int32_t>(b.seqs.size()); ++s)
-    for (size_t i = 0; i < b.seqs[s].tokens.size(); ++i) {
-      tok_.push_back(b.seqs[s].tokens[i]);
-      ref_.push_back({s, b.seqs[s].pos0 + static_cast<int32_t>(i)});
+  out_rows_.clear();
+  for (int32_t s = 0; s < static_cast<int32_t>(b.seqs.size()); ++s) {
+    const SeqSlice& sl = b.seqs[s];
+    const int64_t n = static_cast<int64_t>(sl.tokens.size());
+    const int64_t first = sl.logits == LogitsWanted::kAll ? 0 : sl.logits == LogitsWanted::kLast ? n - 1 : n;
+    for (int64_t i = 0; i < n; ++i) {
+      if (i >= first) out_rows_.push_back(static_cast<int64_t>(tok_.size()));
+      tok_.push_back(sl.tokens[i]);
+      ref_.push_back({s, sl.pos0 + static_cast<int32_t>(i)});
     }
-  embed(b);
-  if (spec_.ple_dim > 0) per_layer_inputs(T);
-  for (int il = 0; il < spec_.n_layer; ++il) {
-    attention(il, b, kv, T);
-    ffn(il, T);
-    if (spec_.ple_dim > 0) ple_block(il, T);
-    const float sc = w_.layers[il].out_scale;
-    if (sc != 1.0f)
-      for (int64_t i = 0; i < T * spec_.n_embd; ++i) x_[i] *= sc;
   }
-  output(b, logits);
+  embed();
+  if (spec_.ple_dim > 0) per_layer_inputs();
+  rope_tables();
+  mark(OpClass::kOther);
+  for (int il = 0; il < spec_.n_layer; ++il) {
+    // Layers from tail_start_ on write no K/V: only tokens whose logits are wanted matter.
+    if (il == tail_start_ && static_cast<int64_t>(out_rows_.size()) < T_) keep_only_output_rows();
+    if (T_ == 0) break;
+    attention(il, b, kv);
+    ffn(il);
+    if (spec_.ple_dim > 0) ple_block(il);
+    mark(OpClass::kOther);
+  }
+  if (T_ > 0) output(logits);
 }
 
 // x[T × d] = token_embd[t] · embed_scale
-void GemmaModel::embed(const ForwardBatch&) {
-  const int64_t d = spec_.n_embd, T = static_cast<int64_t>(tok_.size());
-  x_.resize(T * d);
-  parallel_rows(T, [&](int64_t t) {
+void GemmaModel::embed() {
+  const int64_t d = spec_.n_embd;
+  grow(x_, static_cast<size_t>(T_ * d));
+  rows(T_, d, [&](int64_t t) {
     float* row = x_.data() + t * d;
     kernels::dequant_row(w_.tok_embd, tok_[t], row);
-    for (int64_t i = 0; i < d; ++i) row[i] *= spec_.embed_scale;
+    ops_.scale(row, d, spec_.embed_scale);
   });
 }
 
 // PLE (gemma4.md §2.3): ple[T × L·P] = (RMSNorm_P(Wpm·x0 / √d) + Tpl[t]·√P) / √2
-void GemmaModel::per_layer_inputs(int64_t T) {
+void GemmaModel::per_layer_inputs() {
   const int64_t d = spec_.n_embd, P = spec_.ple_dim, LP = static_cast<int64_t>(spec_.n_layer) * P;
-  ple_.resize(T * LP);
-  kernels::matmul(pool_, w_.ple_model_proj, x_.data(), T, ple_.data());
+  grow(ple_, static_cast<size_t>(T_ * LP));
+  ple_model_proj_.run(pool_, x_.data(), T_, ple_.data(), scratch_);
+  if (profile_) profile_->bytes[static_cast<int>(OpClass::kOther)] += ple_model_proj_.stream_bytes();
   const float proj_scale = 1.0f / std::sqrt(static_cast<float>(d));
   const float tok_scale = std::sqrt(static_cast<float>(P));
   const float combine = 1.0f / std::sqrt(2.0f);
-  parallel_rows(T, [&](int64_t t) {
-    thread_local std::vector<float> tok_row;
-    tok_row.resize(LP);
-    kernels::dequant_row(w_.ple_tok, tok_[t], tok_row.data());
+  grow(ple_row_, static_cast<size_t>(LP * pool_.size()));
+  auto one = [&](int64_t t, float* tok_row) {
+    kernels::dequant_row(w_.ple_tok, tok_[t], tok_row);
     float* row = ple_.data() + t * LP;
     for (int64_t l = 0; l < spec_.n_layer; ++l) {
       float* sl = row + l * P;
       for (int64_t i = 0; i < P; ++i) sl[i] *= proj_scale;
-      kernels::rms_norm(sl, w_.ple_proj_norm.data(), sl, P, spec_.eps);
+      ops_.rms_norm(sl, w_.ple_proj_norm.data(), sl, P, spec_.eps);
       for (int64_t i = 0; i < P; ++i) sl[i] = (sl[i] + tok_row[l * P + i] * tok_scale) * combine;
     }
+  };
+  if (T_ == 1 || pool_.size() == 1) {
+    for (int64_t t = 0; t < T_; ++t) one(t, ple_row_.data());
+    return;
+  }
+  pool_.run([&](int ith, int nth) {
+    int64_t r0, r1;
+    split_range(T_, ith, nth, &r0, &r1);
+    for (int64_t t = r0; t < r1; ++t) one(t, ple_row_.data() + ith * LP);
   });
 }
 
-void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv, int64_t T) {
+// cos/sin of every RoPE configuration for every token: rope_cs_[t][config] = cos[half] | sin[half].
+void GemmaModel::rope_tables() {
+  grow(rope_cs_, static_cast<size_t>(T_ * rope_row_));
+  rows(T_, rope_row_ * 8, [&](int64_t t) {
+    const double pos = ref_[t].pos;
+    for (const RopeConfig& rc : ropes_) {
+      float* cs = rope_cs_.data() + t * rope_row_ + rc.offset;
+      const int64_t half = rc.n_rot / 2;
+      for (int64_t i = 0; i < half; ++i) {
+        const double theta = pos * rc.inv[i];
+        cs[i] = static_cast<float>(std::cos(theta));
+        cs[half + i] = static_cast<float>(std::sin(theta));
+      }
+    }
+  });
+}
+
+void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
   const LayerSpec& ls = spec_.layers[il];
   const GemmaLayerWeights& lw = w_.layers[il];
+  const LayerOps& lo = layer_ops_[il];
   const int64_t d = spec_.n_embd, hd = ls.head_dim, H = ls.n_head, Hkv = ls.n_head_kv;
-  const int64_t qw = H * hd, kvw = Hkv * hd;
+  const int64_t qw = H * hd, kvw = Hkv * hd, stride = lo.qkv.rows();
   const int32_t bt = kv.block_tokens();
-  const float* freq = ls.rope_freq_factors ? w_.rope_freqs.data() : nullptr;
+  const int64_t rope_off = ropes_[layer_rope_[il]].offset;
 
-  xn_.resize(T * d);
-  parallel_rows(T, [&](int64_t t) { kernels::rms_norm(&x_[t * d], lw.attn_norm.data(), &xn_[t * d], d, spec_.eps); });
-  q_.resize(T * qw);
-  kernels::matmul(pool_, lw.wq, xn_.data(), T, q_.data());
-  parallel_rows(T * H, [&](int64_t th) {
-    float* qh = &q_[th * hd];   // [T × H × hd] is [T·H × hd]
-    kernels::rms_norm(qh, lw.q_norm.data(), qh, hd, spec_.eps);
-    kernels::rope_neox(qh, ls.n_rot, ref_[th / H].pos, ls.rope_base, ls.rope_scale, freq);
-  });
-
-  if (ls.has_kv) {
-    k_.resize(T * kvw);
-    v_.resize(T * kvw);
-    kernels::matmul(pool_, lw.wk, xn_.data(), T, k_.data());
-    kernels::matmul(pool_, lw.wv, xn_.data(), T, v_.data());
-    parallel_rows(T, [&](int64_t t) {
-      for (int64_t h = 0; h < Hkv; ++h) {
-        float* kh = &k_[t * kvw + h * hd];
-        float* vh = &v_[t * kvw + h * hd];
-        kernels::rms_norm(kh, lw.k_norm.data(), kh, hd, spec_.eps);
-        kernels::rope_neox(kh, ls.n_rot, ref_[t].pos, ls.rope_base, ls.rope_scale, freq);
-        if (ls.v_norm) kernels::rms_norm(vh, nullptr, vh, hd, spec_.eps);
-      }
-      const int32_t pos = ref_[t].pos;
-      const BlockId blk = b.seqs[ref_[t].seq].block_tables[ls.kv_group][pos / bt];
-      kv.store(ls.kv_group, ls.kv_index, blk, pos % bt, &k_[t * kvw], &v_[t * kvw]);
-    });
+  grow(xn_, static_cast<size_t>(T_ * d));
+  if (il == 0 || il == tail_start_) {
+    // Other layers get their input norm from the previous layer's last residual op.
+    rows(T_, d, [&](int64_t t) { ops_.rms_norm(&x_[t * d], lw.attn_norm.data(), &xn_[t * d], d, spec_.eps); });
   }
+  grow(qkv_, static_cast<size_t>(T_ * stride));
+  matmul(lo.qkv, xn_.data(), T_, qkv_.data(), OpClass::kAttnQkv);
 
-  // o[t, h] = Σ_j softmax_j(scale · q[t,h]·K[j]) · V[j] over the visible keys j of t.
-  // One work item per (token, kv head): each K/V row is loaded once for its query heads.
-  o_.resize(T * qw);
-  const int64_t group = H / Hkv;
+  // Per token: q-norm + RoPE on every query head; for KV-owning layers k-norm + RoPE,
+  // V-norm, and the K/V rows stored in the cache.
+  const int64_t heads = ls.has_kv ? H + Hkv : H;
+  rows(T_, heads * hd * 4, [&](int64_t t) {
+    float* row = &qkv_[t * stride];
+    const float* cs = &rope_cs_[t * rope_row_ + rope_off];
+    for (int64_t h = 0; h < H; ++h) {
+      ops_.rms_norm(row + h * hd, lw.q_norm.data(), row + h * hd, hd, spec_.eps);
+      ops_.rope(row + h * hd, cs, ls.n_rot);
+    }
+    if (!ls.has_kv) return;
+    for (int64_t h = 0; h < Hkv; ++h) {
+      float* kh = row + qw + h * hd;
+      float* vh = row + qw + kvw + h * hd;
+      ops_.rms_norm(kh, lw.k_norm.data(), kh, hd, spec_.eps);
+      ops_.rope(kh, cs, ls.n_rot);
+      if (ls.v_norm) ops_.rms_norm(vh, nullptr, vh, hd, spec_.eps);
+    }
+    const int32_t pos = ref_[t].pos;
+    const BlockId blk = b.seqs[ref_[t].seq].block_tables[ls.kv_group][pos / bt];
+    kv.store(ls.kv_group, ls.kv_index, blk, pos % bt, row + qw, row + qw + kvw);
+  });
+  mark(OpClass::kOther);
+
+  // o[t, h] = Σ_j softmax_j(scale · q[t,h]·K[j]) · V[j] over the visible keys j of t. A work
+  // item is (token, KV head, a subset of its query heads): each K/V row is read once per item
+  // for all of its heads; with few tokens the heads are split so every thread has work.
+  grow(o_, static_cast<size_t>(T_ * qw));
+  const int64_t G = H / Hkv;
+  int64_t per = std::min<int64_t>(G, kernels::kAttnMaxGroup);
+  while (per > 1 && T_ * Hkv * ((G + per - 1) / per) < pool_.size()) per = (per + 1) / 2;
+  const int64_t splits = (G + per - 1) / per;
+  const int64_t items = T_ * Hkv * splits;
+  const KvCache::Layout lay = kv.layout(ls.kv_group);
+  const auto elem = kv.type() == KvType::F32 ? kernels::KvElem::kF32
+                    : kv.type() == KvType::F16 ? kernels::KvElem::kF16 : kernels::KvElem::kBF16;
+  const uint64_t es = kv_type_size(kv.type());
+  const kernels::AttnKernel attn = kernels::cpu_attention(kernels::cpu_kernels());
   const int32_t win = ls.window;
-  parallel_rows(T * Hkv, [&](int64_t item) {
-    const int64_t t = item / Hkv, hk = item % Hkv;
+  auto item = [&](int64_t it, int ith) {
+    const int64_t t = it / (Hkv * splits), hk = (it / splits) % Hkv, sp = it % splits;
+    const int64_t g0 = sp * per, gs = std::min(per, G - g0);
     const SeqSlice& s = b.seqs[ref_[t].seq];
     const int64_t p = ref_[t].pos;
-    const int64_t lo = win > 0 ? std::max<int64_t>(0, p - win + 1) : 0;
-    const int64_t n = p - lo + 1;
-    thread_local std::vector<float> scores, krow, vrow;
-    scores.resize(n * group);
-    krow.resize(kvw);
-    vrow.resize(kvw);
-    const std::span<const BlockId> table = s.block_tables[ls.kv_group];
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t pos = lo + j;
-      kv.load_k(ls.kv_group, ls.kv_index, table[pos / bt], static_cast<int32_t>(pos % bt), krow.data());
-      for (int64_t g = 0; g < group; ++g)
-        scores[g * n + j] = ls.attn_scale * kernels::dot(&q_[(t * H + hk * group + g) * hd], &krow[hk * hd], hd);
-    }
-    for (int64_t g = 0; g < group; ++g) {
-      float* sc = &scores[g * n];
-      const float mx = *std::max_element(sc, sc + n);
-      double sum = 0;
-      for (int64_t j = 0; j < n; ++j) {
-        sc[j] = std::exp(sc[j] - mx);
-        sum += sc[j];
-      }
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = 0; j < n; ++j) sc[j] *= inv;
-      std::fill_n(&o_[(t * H + hk * group + g) * hd], hd, 0.0f);
-    }
-    for (int64_t j = 0; j < n; ++j) {
-      const int64_t pos = lo + j;
-      kv.load_v(ls.kv_group, ls.kv_index, table[pos / bt], static_cast<int32_t>(pos % bt), vrow.data());
-      for (int64_t g = 0; g < group; ++g) {
-        float* oh = &o_[(t * H + hk * group + g) * hd];
-        const float pj = scores[g * n + j];
-        for (int64_t i = 0; i < hd; ++i) oh[i] += pj * vrow[hk * hd + i];
-      }
-    }
-  });
+    kernels::AttnArgs a;
+    a.q = &qkv_[t * stride + (hk * G + g0) * hd];
+    a.out = &o_[t * qw + (hk * G + g0) * hd];
+    a.gs = static_cast<int>(gs);
+    a.hd = static_cast<int>(hd);
+    a.scale = ls.attn_scale;
+    a.base = lay.base;
+    a.block_stride = lay.block_stride;
+    a.k_off = static_cast<uint64_t>(ls.kv_index) * lay.layer_stride + static_cast<uint64_t>(hk * hd) * es;
+    a.v_off = a.k_off + lay.kv_stride;
+    a.slot_stride = lay.slot_stride;
+    a.table = s.block_tables[ls.kv_group].data();
+    a.block_tokens = bt;
+    a.elem = elem;
+    a.lo = win > 0 ? std::max<int64_t>(0, p - win + 1) : 0;
+    a.hi = p;
+    a.scratch = &attn_scratch_[static_cast<size_t>(ith) * kernels::attn_scratch_floats()];
+    attn(a);
+  };
+  if (pool_.size() == 1 || items == 1) {
+    for (int64_t it = 0; it < items; ++it) item(it, 0);
+  } else {
+    pool_.run([&](int ith, int nth) {
+      int64_t i0, i1;
+      split_range(items, ith, nth, &i0, &i1);
+      for (int64_t it = i0; it < i1; ++it) item(it, ith);
+    });
+  }
+  mark(OpClass::kAttention);
 
-  att_.resize(T * d);
-  kernels::matmul(pool_, lw.wo, o_.data(), T, att_.data());
-  add_post_normed(lw.post_attn_norm, T);
+  grow(att_, static_cast<size_t>(T_ * d));
+  matmul(lo.o, o_.data(), T_, att_.data(), OpClass::kAttnOutput);
+  // x += RMSNorm(att; post_attn_norm); xn = RMSNorm(x; ffn_norm)   (one pass per row)
+  rows(T_, d * 2, [&](int64_t t) {
+    ops_.add_rms_norm(&x_[t * d], &att_[t * d], lw.post_attn_norm.data(), d, spec_.eps);
+    ops_.rms_norm(&x_[t * d], lw.ffn_norm.data(), &xn_[t * d], d, spec_.eps);
+  });
+  mark(OpClass::kOther);
 }
 
-// x += RMSNorm(att; w) row by row: every Gemma sub-block ends with a post-norm residual.
-void GemmaModel::add_post_normed(const std::vector<float>& w, int64_t T) {
-  const int64_t d = spec_.n_embd;
-  parallel_rows(T, [&](int64_t t) {
-    float* a = &att_[t * d];
-    kernels::rms_norm(a, w.data(), a, d, spec_.eps);
-    for (int64_t i = 0; i < d; ++i) x_[t * d + i] += a[i];
-  });
-}
-
-// x += RMSNorm(Wdown · (gelu_tanh(Wgate·m) ⊙ Wup·m)),  m = RMSNorm(x; ffn_norm)
-void GemmaModel::ffn(int il, int64_t T) {
+// x += RMSNorm(Wdown · (gelu_tanh(Wgate·m) ⊙ Wup·m)),  m = xn (ffn_norm applied by attention())
+void GemmaModel::ffn(int il) {
   const GemmaLayerWeights& lw = w_.layers[il];
+  const LayerOps& lo = layer_ops_[il];
   const int64_t d = spec_.n_embd, ff = spec_.layers[il].n_ff;
-  parallel_rows(T, [&](int64_t t) { kernels::rms_norm(&x_[t * d], lw.ffn_norm.data(), &xn_[t * d], d, spec_.eps); });
-  g_.resize(T * ff);
-  u_.resize(T * ff);
-  kernels::matmul(pool_, lw.gate, xn_.data(), T, g_.data());
-  kernels::matmul(pool_, lw.up, xn_.data(), T, u_.data());
-  parallel_rows(T, [&](int64_t t) {
-    for (int64_t i = t * ff; i < (t + 1) * ff; ++i) g_[i] = kernels::gelu_tanh(g_[i]) * u_[i];
+  grow(gu_, static_cast<size_t>(T_ * 2 * ff));
+  matmul(lo.gate_up, xn_.data(), T_, gu_.data(), OpClass::kFfnGateUp);
+  grow(act_, static_cast<size_t>(T_ * ff));
+  spans(T_, ff, [&](int64_t t, int64_t i0, int64_t i1) {
+    ops_.gelu_mul(&gu_[t * 2 * ff + i0], &gu_[t * 2 * ff + ff + i0], &act_[t * ff + i0], i1 - i0);
   });
-  kernels::matmul(pool_, lw.down, g_.data(), T, att_.data());
-  add_post_normed(lw.post_ffw_norm, T);
+  mark(OpClass::kOther);
+  matmul(lo.down, act_.data(), T_, att_.data(), OpClass::kFfnDown);
+  if (spec_.ple_dim > 0) {
+    rows(T_, d * 2, [&](int64_t t) { ops_.add_rms_norm(&x_[t * d], &att_[t * d], lw.post_ffw_norm.data(), d, spec_.eps); });
+  } else {
+    end_layer(il, lw.post_ffw_norm);
+  }
+  mark(OpClass::kOther);
+}
+
+// The residual op that ends layer il, fused per row: x += RMSNorm(att; w); x ·= layer scalar;
+// xn = RMSNorm(x; next layer's attn_norm).
+void GemmaModel::end_layer(int il, const std::vector<float>& w) {
+  const int64_t d = spec_.n_embd;
+  const float sc = w_.layers[il].out_scale;
+  const float* next_norm = il + 1 < spec_.n_layer ? w_.layers[il + 1].attn_norm.data() : nullptr;
+  rows(T_, d * 3, [&](int64_t t) {
+    ops_.add_rms_norm(&x_[t * d], &att_[t * d], w.data(), d, spec_.eps);
+    if (sc != 1.0f) ops_.scale(&x_[t * d], d, sc);
+    if (next_norm) ops_.rms_norm(&x_[t * d], next_norm, &xn_[t * d], d, spec_.eps);
+  });
 }
 
 // x += RMSNorm(Wproj · (gelu_tanh(Winp_gate · x) ⊙ ple[:, l, :]); post_norm)
-void GemmaModel::ple_block(int il, int64_t T) {
+void GemmaModel::ple_block(int il) {
   const GemmaLayerWeights& lw = w_.layers[il];
+  const LayerOps& lo = layer_ops_[il];
   const int64_t P = spec_.ple_dim, LP = static_cast<int64_t>(spec_.n_layer) * P;
-  ple_g_.resize(T * P);
-  kernels::matmul(pool_, lw.inp_gate, x_.data(), T, ple_g_.data());
-  for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < P; ++i)
-      ple_g_[t * P + i] = kernels::gelu_tanh(ple_g_[t * P + i]) * ple_[t * LP + il * P + i];
-  kernels::matmul(pool_, lw.proj, ple_g_.data(), T, att_.data());
-  add_post_normed(lw.post_norm, T);
+  grow(pg_, static_cast<size_t>(T_ * P));
+  lo.inp_gate.run(pool_, x_.data(), T_, pg_.data(), scratch_);
+  rows(T_, P * 8, [&](int64_t t) { ops_.gelu_mul(&pg_[t * P], &ple_[t * LP + il * P], &pg_[t * P], P); });
+  lo.proj.run(pool_, pg_.data(), T_, att_.data(), scratch_);
+  if (profile_) profile_->bytes[static_cast<int>(OpClass::kOther)] += lo.inp_gate.stream_bytes() + lo.proj.stream_bytes();
+  end_layer(il, lw.post_norm);
+}
+
+// Drops every token whose logits are not wanted (only layers without K/V remain): their
+// residual rows, PLE rows and references move down to rows 0..n-1.
+void GemmaModel::keep_only_output_rows() {
+  const int64_t d = spec_.n_embd, LP = static_cast<int64_t>(spec_.n_layer) * spec_.ple_dim;
+  const int64_t n = static_cast<int64_t>(out_rows_.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t t = out_rows_[i];
+    if (t == i) continue;
+    std::copy_n(&x_[t * d], d, &x_[i * d]);
+    if (LP > 0) std::copy_n(&ple_[t * LP], LP, &ple_[i * LP]);
+    std::copy_n(&rope_cs_[t * rope_row_], rope_row_, &rope_cs_[i * rope_row_]);
+    tok_[i] = tok_[t];
+    ref_[i] = ref_[t];
+    out_rows_[i] = i;
+  }
+  T_ = n;
 }
 
 // logits for the requested rows: softcap(lm_head · RMSNorm(x; output_norm))
-void GemmaModel::output(const ForwardBatch& b, float* logits) {
+void GemmaModel::output(float* logits) {
   const int64_t d = spec_.n_embd, V = spec_.n_vocab;
-  xn_.clear();
-  int64_t t0 = 0;
-  for (const SeqSlice& s : b.seqs) {
-    const int64_t n = static_cast<int64_t>(s.tokens.size());
-    if (n == 0) continue;
-    const int64_t first = s.logits == LogitsWanted::kAll ? 0 : s.logits == LogitsWanted::kLast ? n - 1 : n;
-    for (int64_t t = t0 + first; t < t0 + n; ++t) {
-      xn_.resize(xn_.size() + d);
-      kernels::rms_norm(&x_[t * d], w_.output_norm.data(), &xn_[xn_.size() - d], d, spec_.eps);
-    }
-    t0 += n;
-  }
-  const int64_t rows = static_cast<int64_t>(xn_.size()) / d;
-  if (rows == 0) return;
-  kernels::matmul(pool_, w_.lm_head, xn_.data(), rows, logits);
+  const int64_t R = static_cast<int64_t>(out_rows_.size());
+  if (R == 0) return;
+  grow(xn_, static_cast<size_t>(R * d));
+  for (int64_t r = 0; r < R; ++r) ops_.rms_norm(&x_[out_rows_[r] * d], w_.output_norm.data(), &xn_[r * d], d, spec_.eps);
+  mark(OpClass::kOther);
+  matmul(lm_head_, xn_.data(), R, logits, OpClass::kLmHead);
   if (spec_.final_softcap > 0) {
     const float c = spec_.final_softcap;
-    parallel_rows(rows, [&](int64_t r) {
-      for (int64_t i = r * V; i < (r + 1) * V; ++i) logits[i] = c * std::tanh(logits[i] / c);
-    });
+    spans(R, V, [&](int64_t r, int64_t i0, int64_t i1) { ops_.softcap(logits + r * V + i0, i1 - i0, c); });
   }
+  mark(OpClass::kOther);
 }
 
 }  // namespace
+
+const char* op_class_name(OpClass c) {
+  static const char* const kNames[kOpClassCount] = {"ffn_gate_up", "ffn_down", "attn_qkv", "attn_output",
+                                                    "lm_head",     "attention", "other"};
+  return kNames[static_cast<int>(c)];
+}
 
 int64_t ForwardBatch::n_tokens() const {
   int64_t n = 0;

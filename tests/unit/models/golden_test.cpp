@@ -116,11 +116,12 @@ TEST_P(Golden, MatchesTransformersWholeChunkedAndTokenByToken) {
     const Compare c = compare(run(*f, ids, chunk), ref, V);
     std::printf("%s.%s chunk %zu: max|Δ|/max|ref| %.3g  nmse %.3g  argmax agreement %.3f\n",
                 GetParam().model.c_str(), GetParam().variant.c_str(), chunk, c.rel_max, c.nmse, c.argmax_agree);
-    // The model's matmul decodes weights and computes in f32, exactly what the reference
-    // (transformers on the GGUF's dequantized weights) does: 1e-4 for every variant. When the
-    // int8-activation kernels take over, quantized variants fall back to the manifest's nmse
-    // bound (5× the nmse of Q8_0 activation rounding, measured by make golden) asserted below.
-    EXPECT_LE(c.rel_max, 1e-4) << "chunk " << chunk;
+    // f32 weights run in f32 (activations unrounded): 1e-4 of the largest logit. Quantized
+    // weights run llama.cpp's scheme (activations rounded to Q8_0 / Q8_K once per matmul,
+    // integer block sums), which the reference (transformers on the GGUF's dequantized
+    // weights) does not do: they get the manifest's bound, 5× the nmse make_golden measured
+    // for rounding every Linear input to Q8_0 blocks.
+    if (GetParam().variant == "f32") EXPECT_LE(c.rel_max, 1e-4) << "chunk " << chunk;
     EXPECT_LE(c.nmse, v["tolerance"]["nmse"].get<double>()) << "chunk " << chunk;
     EXPECT_GE(c.argmax_agree, v["tolerance"]["argmax_agreement_min"].get<double>()) << "chunk " << chunk;
   }
