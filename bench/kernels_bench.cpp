@@ -1,15 +1,13 @@
-// Decode-shaped matmul throughput: y[1 × rows] = x[1 × cols] · Wᵀ with Q4_0 weights in
-// llama.cpp's scheme (activations quantized to Q8_0 once, then one dot per weight row), per ISA
-// set (kernels/cpu_kernels.h) and thread count. Reports GB/s of WEIGHT bytes streamed.
-//
-//   kernels_bench --benchmark_filter=Q4_0        (SLUICE_ISA does not matter here: every
-//                                                  runnable set is benchmarked by name)
-// Two working sets: "hot" reuses one [cols × rows] matrix (it stays in the last-level cache on
-// big-L3 machines), "dram" cycles through enough copies to exceed the LLC, which is what
-// decode does (each layer's weights are read once per token).
+// Kernel micro-benchmarks (Google Benchmark), per ISA set this CPU runs:
+//   * Linear/<format>/<isa>/M:  y[M × rows] = x[M × cols]·Wᵀ over repacked weights, one
+//     dispatch on the engine's thread pool (2 threads), E2B shapes; reports GB/s of weight
+//     bytes streamed. "dram" working sets cycle through copies larger than the last-level
+//     cache, as decode does (every layer's weights are read once per token).
+//   * Attention/<isa>/hd/depth: one decode token's paged GQA attention (8 query heads on one
+//     KV head, f16 cache), all heads on one thread.
+// Build: cmake -DSLUICE_BUILD_BENCH=ON; run build/bench/kernels_bench [--benchmark_filter=...].
 #include <benchmark/benchmark.h>
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -20,120 +18,143 @@
 
 #include "base/dtype.h"
 #include "base/fp16.h"
+#include "kernels/attention.h"
 #include "kernels/cpu_kernels.h"
-#include "kernels/dot_ref.h"
-#include "kernels/ops.h"
+#include "kernels/linear.h"
+#include "quant/quant.h"
 #include "tensor/weights.h"
 #include "threading/thread_pool.h"
 
 namespace sluice::kernels {
 namespace {
 
-constexpr int64_t kCols = 1536, kRows = 6144;   // Gemma-3-1B-ish FFN up/gate shape
-constexpr int64_t kDramBytes = int64_t{1} << 30;  // > a 480 MiB L3
+ThreadPool& pool() {
+  static ThreadPool p(ThreadPool::default_threads());
+  return p;
+}
 
-struct WeightSet {
-  std::vector<uint8_t> data;
-  std::vector<Mat> mats;
+// Random blocks of type t with finite, realistic scales: [cols × rows] raw file rows.
+std::vector<uint8_t> random_rows(DType t, int64_t cols, int64_t rows, uint64_t seed) {
+  const uint64_t rb = dtype_row_bytes(t, static_cast<uint64_t>(cols));
+  std::vector<uint8_t> d(rb * static_cast<uint64_t>(rows));
+  std::mt19937_64 rng(seed);
+  for (size_t i = 0; i + 8 <= d.size(); i += 8) {
+    const uint64_t v = rng();
+    std::memcpy(d.data() + i, &v, 8);
+  }
+  // Make every f16/bf16 value or scale finite and small: quantize random floats where we can.
+  if (quant::can_quantize(t) && t != DType::Q6_K) {
+    std::normal_distribution<float> n(0.0f, 0.03f);
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      for (auto& x : row) x = n(rng);
+      quant::quantize_ref(t, row.data(), d.data() + static_cast<uint64_t>(r) * rb, cols);
+    }
+  } else if (t == DType::Q6_K) {
+    for (size_t b = 0; b < d.size() / 210; ++b) {
+      const uint16_t h = f32_to_f16(1e-3f);
+      std::memcpy(d.data() + 210 * b + 208, &h, 2);
+    }
+  }
+  return d;
+}
+
+struct LinearSet {
+  std::vector<std::vector<uint8_t>> raw;
+  std::vector<Linear> lin;
+  uint64_t bytes_each = 0;
 };
 
-// Random Q4_0 blocks with realistic f16 scales, `copies` matrices back to back.
-const WeightSet& weights(int copies) {
-  static std::vector<std::unique_ptr<WeightSet>> cache(2);
-  auto& slot = cache[copies > 1 ? 1 : 0];
-  if (slot) return *slot;
-  slot = std::make_unique<WeightSet>();
-  const uint64_t row_bytes = dtype_row_bytes(DType::Q4_0, kCols);
-  const uint64_t mat_bytes = row_bytes * kRows;
-  slot->data.resize(mat_bytes * copies);
-  std::mt19937_64 rng(1);
-  for (size_t i = 0; i < slot->data.size(); i += 8) {
-    const uint64_t v = rng();
-    std::memcpy(slot->data.data() + i, &v, std::min<size_t>(8, slot->data.size() - i));
-  }
-  for (size_t b = 0; b < slot->data.size() / 18; ++b) {
-    const uint16_t d = f32_to_f16(std::ldexp(1.0f, -7 - static_cast<int>(b % 4)));
-    std::memcpy(slot->data.data() + 18 * b, &d, 2);
-  }
+// `copies` matrices of the shape, enough to exceed the LLC when copies > 1.
+const LinearSet& linears(DType t, int64_t cols, int64_t rows, int copies) {
+  static std::vector<std::pair<std::string, std::unique_ptr<LinearSet>>> cache;
+  const std::string key = std::string(dtype_name(t)) + std::to_string(cols) + "x" + std::to_string(rows) + "c" + std::to_string(copies);
+  for (auto& [k, v] : cache)
+    if (k == key) return *v;
+  auto s = std::make_unique<LinearSet>();
   for (int c = 0; c < copies; ++c) {
-    Mat m;
-    m.type = DType::Q4_0;
-    m.cols = kCols;
-    m.rows = kRows;
-    m.row_bytes = row_bytes;
-    m.data = slot->data.data() + mat_bytes * c;
-    slot->mats.push_back(m);
+    s->raw.push_back(random_rows(t, cols, rows, 7 + c));
+    Mat m{"bench", t, s->raw.back().data(), cols, rows, dtype_row_bytes(t, static_cast<uint64_t>(cols))};
+    s->lin.push_back(Linear::build({&m, 1}, pool(), "bench"));
+    s->raw.back() = {};   // the repacked copy is what is read
   }
-  return *slot;
+  s->bytes_each = s->lin[0].stream_bytes();
+  cache.emplace_back(key, std::move(s));
+  return *cache.back().second;
 }
 
-// matmul_act_quant for M = 1 with an explicit ISA set (matmul_act_quant itself always uses
-// cpu_kernels()): quantize once, then rows split across the pool as ops_ref.cpp does.
-void matvec(ThreadPool& pool, const CpuKernels& k, const Mat& w, const float* x, uint8_t* act, float* y) {
-  quantize_act_row(w.type, x, act, w.cols);
-  const DotKernel f = k.dot[static_cast<uint32_t>(w.type)];
-  pool.run([&](int ith, int nth) {
-    const int64_t r0 = w.rows * ith / nth, r1 = w.rows * (ith + 1) / nth;
-    for (int64_t r = r0; r < r1; ++r)
-      y[r] = f ? f(w.row(r), act, w.cols) : dot_ref(w.type, w.row(r), act, w.cols);
-  });
-}
-
-void BM_Q4_0_matvec(benchmark::State& state, const CpuKernels* k, int threads, bool dram) {
-  const int copies = dram ? static_cast<int>(kDramBytes / (dtype_row_bytes(DType::Q4_0, kCols) * kRows)) + 1 : 1;
-  const WeightSet& ws = weights(copies);
-  ThreadPool pool(threads);
-  std::vector<float> x(kCols), y(kRows);
-  std::mt19937 rng(2);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& v : x) v = nd(rng);
-  std::vector<uint8_t> act(act_row_bytes(DType::Q4_0, kCols));
-  size_t next = 0;
-  for (auto _ : state) {
-    matvec(pool, *k, ws.mats[next], x.data(), act.data(), y.data());
+void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_t m) {
+  const uint64_t one = dtype_row_bytes(t, static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
+  const int copies = static_cast<int>(std::max<uint64_t>(1, (uint64_t{1} << 30) / one + 1));
+  const LinearSet& s = linears(t, cols, rows, copies);
+  std::vector<float> x(static_cast<size_t>(m * cols)), y(static_cast<size_t>(m * rows));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (auto& v : x) v = n(rng);
+  ActScratch scratch;
+  size_t i = 0;
+  for (auto _ : st) {
+    s.lin[i].run(pool(), x.data(), m, y.data(), scratch);
+    i = (i + 1) % s.lin.size();
     benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-    next = (next + 1) % ws.mats.size();
   }
-  const double bytes = static_cast<double>(ws.mats[0].row_bytes) * kRows;
-  state.SetBytesProcessed(static_cast<int64_t>(bytes * static_cast<double>(state.iterations())));
-  state.counters["GB/s"] = benchmark::Counter(bytes * static_cast<double>(state.iterations()) / 1e9,
-                                              benchmark::Counter::kIsRate);
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * s.bytes_each));
+  st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * rows, benchmark::Counter::kIsRate);
 }
 
-// The real entry point (whatever cpu_kernels() chose), DRAM working set.
-void BM_Q4_0_matmul_act_quant(benchmark::State& state, int threads) {
-  const WeightSet& ws = weights(static_cast<int>(kDramBytes / (dtype_row_bytes(DType::Q4_0, kCols) * kRows)) + 1);
-  ThreadPool pool(threads);
-  std::vector<float> x(kCols, 0.5f), y(kRows);
-  size_t next = 0;
-  for (auto _ : state) {
-    matmul_act_quant(pool, ws.mats[next], x.data(), 1, y.data());
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-    next = (next + 1) % ws.mats.size();
+// One decode token: 8 heads on one KV head, f16 cache of `depth` positions in 16-slot blocks.
+void BM_Attention(benchmark::State& st, const CpuKernels* k, int hd, int depth) {
+  const int gs = 8, bt = 16;
+  const int64_t nb = (depth + bt - 1) / bt;
+  const uint64_t slot = 2 * static_cast<uint64_t>(hd), block = 2 * slot * bt;
+  std::vector<uint8_t> mem(block * static_cast<uint64_t>(nb));
+  std::mt19937 rng(5);
+  for (size_t i = 0; i + 2 <= mem.size(); i += 2) {
+    const uint16_t h = f32_to_f16(static_cast<float>(rng() % 2001) / 1000.0f - 1.0f);
+    std::memcpy(mem.data() + i, &h, 2);
   }
-  const double bytes = static_cast<double>(ws.mats[0].row_bytes) * kRows;
-  state.counters["GB/s"] = benchmark::Counter(bytes * static_cast<double>(state.iterations()) / 1e9,
-                                              benchmark::Counter::kIsRate);
-  state.SetLabel(cpu_kernels().isa);
+  std::vector<int32_t> table(static_cast<size_t>(nb));
+  for (int64_t b = 0; b < nb; ++b) table[b] = static_cast<int32_t>(b);
+  std::vector<float> q(static_cast<size_t>(gs * hd), 0.05f), out(static_cast<size_t>(gs * hd));
+  std::vector<float> scratch(attn_scratch_floats());
+  AttnArgs a;
+  a.q = q.data(); a.out = out.data(); a.gs = gs; a.hd = hd;
+  a.base = mem.data(); a.block_stride = block; a.k_off = 0; a.v_off = slot * bt; a.slot_stride = slot;
+  a.table = table.data(); a.block_tokens = bt; a.elem = KvElem::kF16; a.lo = 0; a.hi = depth - 1; a.scratch = scratch.data();
+  const AttnKernel f = cpu_attention(*k);
+  for (auto _ : st) {
+    f(a);
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * depth * 2 * static_cast<int64_t>(slot));
 }
 
 int register_all() {
+  struct Shape { const char* name; DType t; int64_t cols, rows; };
+  const Shape shapes[] = {
+      {"q4_0/gate_up_1536x12288", DType::Q4_0, 1536, 12288},
+      {"q4_0/down_6144x1536", DType::Q4_0, 6144, 1536},
+      {"q4_0/q_1536x2048", DType::Q4_0, 1536, 2048},
+      {"q6_K/lm_head_1536x262144", DType::Q6_K, 1536, 262144},
+      {"q8_0/lm_head_640x262144", DType::Q8_0, 640, 262144},
+      {"q5_0/gate_up_640x4096", DType::Q5_0, 640, 4096},
+      {"bf16/ple_proj_1536x8960", DType::BF16, 1536, 8960},
+  };
+  for (const Shape& s : shapes)
+    for (int64_t m : {1, 4, 8, 64})
+      benchmark::RegisterBenchmark((std::string("Linear/") + s.name + "/M" + std::to_string(m)).c_str(),
+                                   [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, m); })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
   for (const CpuKernels* k : runnable_cpu_kernels())
-    for (bool dram : {false, true})
-      for (int threads : {1, 2}) {
-        const std::string name = std::string("Q4_0_matvec_1536x6144/") + k->isa + (dram ? "/dram" : "/hot") +
-                                 "/threads:" + std::to_string(threads);
-        benchmark::RegisterBenchmark(name.c_str(), BM_Q4_0_matvec, k, threads, dram)->UseRealTime()->Unit(benchmark::kMicrosecond);
-      }
-  for (int threads : {1, 2}) {
-    const std::string name = "Q4_0_matmul_act_quant_1536x6144/dram/threads:" + std::to_string(threads);
-    benchmark::RegisterBenchmark(name.c_str(), BM_Q4_0_matmul_act_quant, threads)->UseRealTime()->Unit(benchmark::kMicrosecond);
-  }
+    for (int hd : {256, 512})
+      for (int depth : {64, 512})
+        benchmark::RegisterBenchmark((std::string("Attention/") + k->isa + "/hd" + std::to_string(hd) + "/depth" + std::to_string(depth)).c_str(),
+                                     [=](benchmark::State& st) { BM_Attention(st, k, hd, depth); })
+            ->Unit(benchmark::kMicrosecond);
   return 0;
 }
-const int kRegistered = register_all();
+const int registered = register_all();
 
 }  // namespace
 }  // namespace sluice::kernels

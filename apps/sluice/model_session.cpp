@@ -35,15 +35,14 @@ void ModelSession::eval(std::span<const int32_t> tokens, int32_t pos, models::Lo
   if (end > ctx_size_) fail("context is full: %lld positions needed, --ctx-size is %d", static_cast<long long>(end), ctx_size_);
   seq_->release_outside_window(pos);
   if (!seq_->reserve(static_cast<int32_t>(end))) fail("KV cache exhausted at position %lld", static_cast<long long>(end));
-  models::ForwardBatch b;
-  models::SeqSlice s;
+  batch_.seqs.resize(1);
+  models::SeqSlice& s = batch_.seqs[0];
   s.tokens = tokens;
   s.pos0 = pos;
   for (int32_t g = 0; g < kv_->n_groups(); ++g) s.block_tables[g] = seq_->table(g);
   s.logits = want;
-  b.seqs.push_back(s);
-  logits.resize(static_cast<size_t>(b.n_logit_rows()) * model_->spec().n_vocab);
-  model_->forward(b, *kv_, logits.data());
+  logits.resize(static_cast<size_t>(batch_.n_logit_rows()) * model_->spec().n_vocab);
+  model_->forward(batch_, *kv_, logits.data());
 }
 
 void ModelSession::print_summary() const {

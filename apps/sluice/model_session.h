@@ -28,6 +28,8 @@ class ModelSession {
   explicit ModelSession(const SessionOptions& opt);
 
   const models::ModelSpec& spec() const { return model_->spec(); }
+  models::Model& model() { return *model_; }
+  ThreadPool& pool() { return *pool_; }
   const gguf::GgufFile& file() const { return *file_; }
   int ctx_size() const { return ctx_size_; }
   uint64_t kv_bytes() const { return kv_->bytes(); }
@@ -48,6 +50,7 @@ class ModelSession {
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<SequenceKv> seq_;
+  models::ForwardBatch batch_;   // reused: a decode step allocates nothing
   int ctx_size_;
   double load_ms_ = 0;
 };

@@ -148,6 +148,80 @@ inline __m512 kv16(KvElem e, const uint8_t* row, int64_t i, int64_t n) {
   return _mm512_setzero_ps();
 }
 
+// One K or V row's 16 elements at i as f32, for a compile-time element type; `m` masks a tail.
+template <KvElem E>
+inline __m512 kv16m(const uint8_t* row, int64_t i, __mmask16 m) {
+  if constexpr (E == KvElem::kF32) return _mm512_maskz_loadu_ps(m, row + 4 * i);
+  if constexpr (E == KvElem::kF16) return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i)), 16));
+}
+
+// Scores of NG heads (g0 ..) against the chunk's n keys; accumulators stay in registers.
+template <int NG, KvElem E>
+void score_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, float* s) {
+  const int64_t hd = a.hd;
+  const float* q = a.q + g0 * hd;
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* krow = rows[j] + a.k_off;
+    __m512 acc[NG];
+    for (int g = 0; g < NG; ++g) acc[g] = _mm512_setzero_ps();
+    int64_t i = 0;
+    for (; i + 16 <= hd; i += 16) {
+      const __m512 k = kv16m<E>(krow, i, static_cast<__mmask16>(0xFFFF));
+      for (int g = 0; g < NG; ++g) acc[g] = _mm512_fmadd_ps(_mm512_loadu_ps(q + g * hd + i), k, acc[g]);
+    }
+    if (i < hd) {
+      const __mmask16 m = tail_mask(hd - i);
+      const __m512 k = kv16m<E>(krow, i, m);
+      for (int g = 0; g < NG; ++g) acc[g] = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + g * hd + i), k, acc[g]);
+    }
+    for (int g = 0; g < NG; ++g) s[(g0 + g) * kAttnChunk + j] = a.scale * tree16(acc[g]);
+  }
+}
+
+// o_c of NG heads: Σ_j p[g][j]·v_j in key order (attention.h), 32 output elements at a time
+// so two independent accumulation chains per head are in flight.
+template <int NG, KvElem E>
+void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, const float* s, float* oc) {
+  const int64_t hd = a.hd;
+  for (int64_t i = 0; i < hd; i += 32) {
+    const int64_t r0 = hd - i, r1 = hd - i - 16;
+    const __mmask16 m0 = r0 >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(r0);
+    const __mmask16 m1 = r1 >= 16 ? static_cast<__mmask16>(0xFFFF) : r1 > 0 ? tail_mask(r1) : static_cast<__mmask16>(0);
+    __m512 acc0[NG], acc1[NG];
+    for (int g = 0; g < NG; ++g) acc0[g] = acc1[g] = _mm512_setzero_ps();
+    for (int j = 0; j < n; ++j) {
+      const uint8_t* vrow = rows[j] + a.v_off;
+      const __m512 v0 = kv16m<E>(vrow, i, m0), v1 = kv16m<E>(vrow, i + 16, m1);
+      for (int g = 0; g < NG; ++g) {
+        const __m512 p = _mm512_set1_ps(s[(g0 + g) * kAttnChunk + j]);
+        acc0[g] = _mm512_fmadd_ps(p, v0, acc0[g]);
+        acc1[g] = _mm512_fmadd_ps(p, v1, acc1[g]);
+      }
+    }
+    for (int g = 0; g < NG; ++g) {
+      _mm512_mask_storeu_ps(oc + (g0 + g) * hd + i, m0, acc0[g]);
+      if (m1) _mm512_mask_storeu_ps(oc + (g0 + g) * hd + i + 16, m1, acc1[g]);
+    }
+  }
+}
+
+using ScoreTile = void (*)(const AttnArgs&, const uint8_t* const*, int, int, float*);
+using ValueTile = void (*)(const AttnArgs&, const uint8_t* const*, int, int, const float*, float*);
+template <KvElem E>
+struct Tiles {
+  static constexpr ScoreTile score[8] = {score_tile<1, E>, score_tile<2, E>, score_tile<3, E>, score_tile<4, E>,
+                                         score_tile<5, E>, score_tile<6, E>, score_tile<7, E>, score_tile<8, E>};
+  static constexpr ValueTile value[8] = {value_tile<1, E>, value_tile<2, E>, value_tile<3, E>, value_tile<4, E>,
+                                         value_tile<5, E>, value_tile<6, E>, value_tile<7, E>, value_tile<8, E>};
+};
+inline const ScoreTile* score_tiles(KvElem e) {
+  return e == KvElem::kF32 ? Tiles<KvElem::kF32>::score : e == KvElem::kF16 ? Tiles<KvElem::kF16>::score : Tiles<KvElem::kBF16>::score;
+}
+inline const ValueTile* value_tiles(KvElem e) {
+  return e == KvElem::kF32 ? Tiles<KvElem::kF32>::value : e == KvElem::kF16 ? Tiles<KvElem::kF16>::value : Tiles<KvElem::kBF16>::value;
+}
+
 void attention_impl(const AttnArgs& a) {
   const int gs = a.gs, hd = a.hd;
   float* s = a.scratch;
@@ -159,21 +233,22 @@ void attention_impl(const AttnArgs& a) {
     const int64_t j0 = c0 > a.lo ? c0 : a.lo;
     const int64_t j1 = c0 + kAttnChunk - 1 < a.hi ? c0 + kAttnChunk - 1 : a.hi;
     const int n = static_cast<int>(j1 - j0 + 1);
-    auto at = [&](int64_t pos, uint64_t off) {
-      const int32_t blk = a.table[pos / a.block_tokens];
-      return a.base + static_cast<uint64_t>(blk) * a.block_stride + off +
-             static_cast<uint64_t>(pos % a.block_tokens) * a.slot_stride;
-    };
-    // Scores: each K row loaded once (16 floats at a time) for all gs heads.
-    for (int j = 0; j < n; ++j) {
-      const uint8_t* krow = at(j0 + j, a.k_off);
-      __m512 acc[kAttnMaxGroup];
-      for (int g = 0; g < gs; ++g) acc[g] = _mm512_setzero_ps();
-      for (int64_t i = 0; i < hd; i += 16) {
-        const __m512 k = kv16(a.elem, krow, i, hd - i);
-        for (int g = 0; g < gs; ++g) acc[g] = _mm512_fmadd_ps(ld(a.q + g * hd + i, hd - i), k, acc[g]);
+    // Row addresses of the chunk's keys (one table lookup per key, not per use).
+    const uint8_t* rows[kAttnChunk];
+    {
+      int64_t blk_i = j0 / a.block_tokens, slot = j0 % a.block_tokens;
+      for (int j = 0; j < n; ++j) {
+        rows[j] = a.base + static_cast<uint64_t>(a.table[blk_i]) * a.block_stride + static_cast<uint64_t>(slot) * a.slot_stride;
+        if (++slot == a.block_tokens) {
+          slot = 0;
+          ++blk_i;
+        }
       }
-      for (int g = 0; g < gs; ++g) s[g * kAttnChunk + j] = a.scale * tree16(acc[g]);
+    }
+    // Scores: each K row loaded once (16 floats at a time) for up to 8 heads at a time.
+    for (int g0 = 0; g0 < gs; g0 += 8) {
+      const int ng = gs - g0 < 8 ? gs - g0 : 8;
+      score_tiles(a.elem)[ng - 1](a, rows, n, g0, s);
     }
     float mc[kAttnMaxGroup], lc[kAttnMaxGroup];
     for (int g = 0; g < gs; ++g) {
@@ -187,15 +262,10 @@ void attention_impl(const AttnArgs& a) {
       for (int j = 0; j < n; ++j) sum = sum + sg[j];
       lc[g] = sum;
     }
-    // Values: o_c[g] = Σ_j p[g][j]·v_j, each V row loaded once for all heads.
-    for (int64_t i = 0; i < hd; i += 16) {
-      __m512 acc[kAttnMaxGroup];
-      for (int g = 0; g < gs; ++g) acc[g] = _mm512_setzero_ps();
-      for (int j = 0; j < n; ++j) {
-        const __m512 v = kv16(a.elem, at(j0 + j, a.v_off), i, hd - i);
-        for (int g = 0; g < gs; ++g) acc[g] = _mm512_fmadd_ps(_mm512_set1_ps(s[g * kAttnChunk + j]), v, acc[g]);
-      }
-      for (int g = 0; g < gs; ++g) st(oc + g * hd + i, acc[g], hd - i);
+    // Values: o_c[g] = Σ_j p[g][j]·v_j, each V row loaded once for up to 8 heads at a time.
+    for (int g0 = 0; g0 < gs; g0 += 8) {
+      const int ng = gs - g0 < 8 ? gs - g0 : 8;
+      value_tiles(a.elem)[ng - 1](a, rows, n, g0, s, oc);
     }
     for (int g = 0; g < gs; ++g) {
       float* out = a.out + g * hd;

@@ -1,0 +1,262 @@
+// `sluice bench -m FILE`: prefill tokens/s and decode ms/token at chosen depths, with a
+// per-op-class breakdown (time and achieved GB/s), the DRAM read bandwidth measured in the
+// same run with the same threads, the floor (weight bytes one decoded token streams ÷ that
+// bandwidth) and the efficiency. --json prints one JSON object (python/bench.py reads it).
+//
+// Timing: prefill is one forward of P tokens (logits of the last only), median over repeats,
+// each on a fresh sequence. Decode at depth D: D tokens are prefilled untimed, then N
+// single-token steps are timed one by one; the reported ms/token is the median over every
+// timed step of every repeat. Token ids are random (seeded) — speed does not depend on them.
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "apps/sluice/commands.h"
+#include "apps/sluice/model_session.h"
+#include "base/error.h"
+#include "kernels/cpu_kernels.h"
+#include "models/weight_accounting.h"
+#include "threading/thread_pool.h"
+
+namespace sluice::app {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct BenchArgs {
+  SessionOptions session;
+  int prompt = 512, n_decode = 32, repeats = 3;
+  std::string depths = "0,512";
+  double bandwidth_gib = 1.0;
+  bool json = false;
+};
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::vector<int> parse_depths(const std::string& s) {
+  std::vector<int> d;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    size_t used = 0;
+    int v = -1;
+    try {
+      v = std::stoi(item, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != item.size() || v < 0) fail("--depths: '%s' is not a depth", item.c_str());
+    d.push_back(v);
+  }
+  if (d.empty()) fail("--depths: no depth given");
+  return d;
+}
+
+// A plain streaming read of `bytes` bytes split over the pool's threads (each sums its
+// contiguous share as 64-bit words); returns GB/s (1e9 bytes per second). The buffer is
+// written once first so every page is resident.
+class BandwidthProbe {
+ public:
+  BandwidthProbe(ThreadPool& pool, uint64_t bytes) : pool_(pool), words_(bytes / 8) {
+    buf_.reset(new uint64_t[words_]);
+    pool_.run([&](int ith, int nth) {
+      int64_t a, b;
+      split_range(static_cast<int64_t>(words_), ith, nth, &a, &b);
+      for (int64_t i = a; i < b; ++i) buf_[i] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    });
+  }
+  double measure() {
+    std::vector<uint64_t> sums(static_cast<size_t>(pool_.size()), 0);
+    const auto t0 = clock_type::now();
+    pool_.run([&](int ith, int nth) {
+      int64_t a, b;
+      split_range(static_cast<int64_t>(words_), ith, nth, &a, &b);
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      int64_t i = a;
+      for (; i + 4 <= b; i += 4) {
+        s0 += buf_[i];
+        s1 += buf_[i + 1];
+        s2 += buf_[i + 2];
+        s3 += buf_[i + 3];
+      }
+      for (; i < b; ++i) s0 += buf_[i];
+      sums[static_cast<size_t>(ith)] = s0 + s1 + s2 + s3;
+    });
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    sink_ += sums[0];
+    return static_cast<double>(words_ * 8) / s / 1e9;
+  }
+  uint64_t bytes() const { return words_ * 8; }
+
+ private:
+  ThreadPool& pool_;
+  uint64_t words_;
+  std::unique_ptr<uint64_t[]> buf_;
+  uint64_t sink_ = 0;
+};
+
+std::vector<int32_t> random_ids(int n, int vocab, std::mt19937_64& rng) {
+  std::vector<int32_t> ids(static_cast<size_t>(n));
+  // Skip the low ids (special tokens in Gemma vocabularies); any id costs the same.
+  for (auto& t : ids) t = static_cast<int32_t>(16 + rng() % static_cast<uint64_t>(std::max(1, vocab - 16)));
+  return ids;
+}
+
+struct DecodeResult {
+  int depth = 0;
+  double ms_per_token = 0;
+  models::StepProfile prof;   // summed over all timed steps
+  int64_t steps = 0;
+};
+
+}  // namespace
+
+CommandFn add_bench_command(CLI::App& app) {
+  auto args = std::make_shared<BenchArgs>();
+  CLI::App* cmd = app.add_subcommand("bench", "prefill and decode speed, per-op breakdown, bandwidth floor");
+  add_session_options(cmd, args->session);
+  cmd->add_option("-p,--prompt", args->prompt, "prefill length in tokens")->capture_default_str();
+  cmd->add_option("-n,--n-decode", args->n_decode, "timed decode steps per depth and repeat")->capture_default_str();
+  cmd->add_option("--depths", args->depths, "comma-separated KV depths to decode at")->capture_default_str();
+  cmd->add_option("--repeats", args->repeats, "repeats of every measurement")->capture_default_str();
+  cmd->add_option("--bandwidth-gib", args->bandwidth_gib, "size of the bandwidth probe's buffer")->capture_default_str();
+  cmd->add_flag("--json", args->json, "print one JSON object instead of tables");
+  return [args]() {
+    const std::vector<int> depths = parse_depths(args->depths);
+    if (args->prompt < 1 || args->n_decode < 1 || args->repeats < 1) fail("--prompt, --n-decode and --repeats must be >= 1");
+    if (args->bandwidth_gib < 0.0625) fail("--bandwidth-gib must be at least 0.0625");
+    const int max_depth = *std::max_element(depths.begin(), depths.end());
+    args->session.ctx_size = std::max(args->prompt, max_depth + args->n_decode) + 1;
+    ModelSession sess(args->session);
+    if (!args->json) sess.print_summary();
+    const models::StreamAccount acct = models::account_decode_stream(sess.file());
+    const int V = sess.spec().n_vocab;
+    std::mt19937_64 rng(1234);
+
+    BandwidthProbe probe(sess.pool(), static_cast<uint64_t>(args->bandwidth_gib * (1ull << 30)));
+    std::vector<double> bw;
+    auto probe_bw = [&] {
+      for (int i = 0; i < 3; ++i) bw.push_back(probe.measure());
+    };
+    probe.measure();   // warm-up
+    probe_bw();
+
+    std::vector<float> logits;
+    // Warm-up: one short prefill and decode (first-touch of weights, thread spin-up).
+    {
+      const auto ids = random_ids(8, V, rng);
+      sess.reset();
+      sess.eval(ids, 0, models::LogitsWanted::kLast, logits);
+      const int32_t one[1] = {ids[0]};
+      sess.eval(one, 8, models::LogitsWanted::kLast, logits);
+    }
+
+    std::vector<double> prefill_s;
+    for (int r = 0; r < args->repeats; ++r) {
+      const auto ids = random_ids(args->prompt, V, rng);
+      sess.reset();
+      const auto t0 = clock_type::now();
+      sess.eval(ids, 0, models::LogitsWanted::kLast, logits);
+      prefill_s.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
+    }
+    probe_bw();
+
+    std::vector<DecodeResult> dec;
+    for (int depth : depths) {
+      DecodeResult d;
+      d.depth = depth;
+      std::vector<double> step_ms;
+      for (int r = 0; r < args->repeats; ++r) {
+        sess.reset();
+        const auto ids = random_ids(depth + args->n_decode, V, rng);
+        if (depth > 0) sess.eval({ids.data(), static_cast<size_t>(depth)}, 0, models::LogitsWanted::kLast, logits);
+        sess.model().set_profile(&d.prof);
+        for (int i = 0; i < args->n_decode; ++i) {
+          const int32_t one[1] = {ids[static_cast<size_t>(depth + i)]};
+          const auto t0 = clock_type::now();
+          sess.eval(one, depth + i, models::LogitsWanted::kLast, logits);
+          step_ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+        }
+        sess.model().set_profile(nullptr);
+      }
+      d.steps = static_cast<int64_t>(step_ms.size());
+      d.ms_per_token = median(step_ms);
+      dec.push_back(d);
+      probe_bw();
+    }
+
+    const double bandwidth = median(bw);
+    const double floor_ms = static_cast<double>(acct.streamed_bytes) / (bandwidth * 1e9) * 1e3;
+    const double pre_s = median(prefill_s);
+    nlohmann::json j;
+    j["model"] = sess.spec().name;
+    j["file"] = args->session.model_path;
+    j["arch"] = sess.spec().arch;
+    j["threads"] = sess.threads();
+    j["isa"] = kernels::cpu_kernels().isa;
+    j["kv_type"] = args->session.kv_type;
+    j["bandwidth_gbs"] = bandwidth;
+    j["bandwidth_samples_gbs"] = bw;
+    j["bandwidth_probe_bytes"] = probe.bytes();
+    j["bytes_per_token"] = acct.streamed_bytes;
+    j["floor_ms"] = floor_ms;
+    j["prefill"] = {{"tokens", args->prompt}, {"ms", pre_s * 1e3}, {"tokens_per_s", args->prompt / pre_s},
+                    {"samples_ms", [&] { std::vector<double> v; for (double s : prefill_s) v.push_back(s * 1e3); return v; }()}};
+    j["decode"] = nlohmann::json::array();
+    for (const DecodeResult& d : dec) {
+      nlohmann::json classes;
+      double named = 0;
+      for (int c = 0; c < models::kOpClassCount; ++c) {
+        const double ms = d.prof.seconds[c] * 1e3 / static_cast<double>(d.steps);
+        const double bytes = static_cast<double>(d.prof.bytes[c]) / static_cast<double>(d.steps);
+        classes[models::op_class_name(static_cast<models::OpClass>(c))] = {
+            {"ms", ms}, {"bytes", bytes}, {"gbs", ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0}};
+        named += ms;
+      }
+      j["decode"].push_back({{"depth", d.depth},
+                             {"ms_per_token", d.ms_per_token},
+                             {"floor_ms", floor_ms},
+                             {"efficiency", floor_ms / d.ms_per_token},
+                             {"profiled_ms_per_token", named},
+                             {"steps", d.steps},
+                             {"classes", classes}});
+    }
+    if (args->json) {
+      std::printf("%s\n", j.dump(1).c_str());
+      return 0;
+    }
+    std::printf("\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
+                bandwidth, bw.size(), probe.bytes() / double(1ull << 30), sess.threads(), acct.streamed_bytes / 1e6, floor_ms,
+                kernels::cpu_kernels().isa);
+    std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", args->prompt, pre_s * 1e3, args->prompt / pre_s);
+    for (const auto& d : j["decode"]) {
+      std::printf("\ndecode at depth %d: %.2f ms/token (floor %.2f, efficiency %.0f%%)\n", d["depth"].get<int>(),
+                  d["ms_per_token"].get<double>(), floor_ms, 100 * d["efficiency"].get<double>());
+      std::printf("  %-12s %9s %10s %8s\n", "op class", "ms/token", "MB/token", "GB/s");
+      for (int c = 0; c < models::kOpClassCount; ++c) {
+        const auto& e = d["classes"][models::op_class_name(static_cast<models::OpClass>(c))];
+        std::printf("  %-12s %9.3f %10.1f %8.1f\n", models::op_class_name(static_cast<models::OpClass>(c)), e["ms"].get<double>(),
+                    e["bytes"].get<double>() / 1e6, e["gbs"].get<double>());
+      }
+    }
+    return 0;
+  };
+}
+
+}  // namespace sluice::app
