@@ -86,9 +86,9 @@ std::string Linear::describe() const {
   return strfmt("%s: %lld -> %lld, ", name_.c_str(), static_cast<long long>(cols_), static_cast<long long>(rows_)) + s;
 }
 
-void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch) const {
+void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch, const CpuKernels* isa) const {
   if (m <= 0 || parts_.empty()) return;
-  const CpuKernels& k = cpu_kernels();
+  const CpuKernels& k = isa ? *isa : cpu_kernels();
   // The activation rows each format needs; f32 is x itself.
   ActRows acts[3];
   acts[static_cast<int>(ActFormat::kF32)] =

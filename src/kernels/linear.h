@@ -25,6 +25,8 @@ class ThreadPool;
 
 namespace sluice::kernels {
 
+struct CpuKernels;
+
 // Growable 64-byte aligned scratch for activation rows; reused across calls so a steady-state
 // step allocates nothing.
 class ActScratch {
@@ -51,7 +53,9 @@ class Linear {
   uint64_t file_bytes() const { return file_bytes_; }
   std::string describe() const;   // e.g. "q4_0x16 [1536 -> 2560]"
 
-  void run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch) const;
+  // y[m × rows] = x[m × cols]·Wᵀ with the kernels of ISA set `isa` (default: cpu_kernels()).
+  void run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch,
+           const CpuKernels* isa = nullptr) const;
 
  private:
   struct Part {

@@ -20,6 +20,10 @@ namespace sluice {
 class ThreadPool;
 }
 
+namespace sluice::kernels {
+struct CpuKernels;
+}
+
 namespace sluice::models {
 
 inline constexpr int kMaxKvGroups = 4;
@@ -80,6 +84,7 @@ struct StepProfile {
   double seconds[kOpClassCount] = {};
   uint64_t bytes[kOpClassCount] = {};
   int64_t steps = 0;
+  int64_t layer_tokens = 0;   // Σ over steps and layers of the tokens a layer computed
 };
 
 class Model {
@@ -97,6 +102,9 @@ class Model {
 
 struct LoadOptions {
   ThreadPool* pool = nullptr;    // required
+  // The ISA set the model computes with (kernels/cpu_kernels.h); nullptr: the best this CPU
+  // runs (or SLUICE_ISA). Tests load the same file once per set to compare them.
+  const kernels::CpuKernels* isa = nullptr;
   // Called with the spec derived from the file, before weights are bound: for experiments
   // and for tests that switch a feature off to show the golden comparison would catch it.
   std::function<void(ModelSpec&)> adjust_spec;

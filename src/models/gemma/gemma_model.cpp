@@ -47,7 +47,7 @@ void grow(std::vector<T>& v, size_t n) {
 
 class GemmaModel final : public Model {
  public:
-  GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool);
+  GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const kernels::CpuKernels& isa);
 
   const ModelSpec& spec() const override { return spec_; }
   void forward(const ForwardBatch& batch, KvCache& kv, float* logits) override;
@@ -110,7 +110,7 @@ class GemmaModel final : public Model {
   }
 
   void matmul(const Linear& l, const float* x, int64_t m, float* y, OpClass c) {
-    l.run(pool_, x, m, y, scratch_);
+    l.run(pool_, x, m, y, scratch_, &isa_);
     if (profile_) profile_->bytes[static_cast<int>(c)] += l.stream_bytes();
     mark(c);
   }
@@ -124,7 +124,8 @@ class GemmaModel final : public Model {
   ModelSpec spec_;
   GemmaWeights w_;
   ThreadPool& pool_;
-  const kernels::RowOps& ops_;
+  const kernels::CpuKernels& isa_;
+  const kernels::RowOps ops_;
   std::vector<LayerOps> layer_ops_;
   Linear lm_head_, ple_model_proj_;
   std::vector<RopeConfig> ropes_;
@@ -145,8 +146,8 @@ class GemmaModel final : public Model {
   kernels::ActScratch scratch_;
 };
 
-GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool)
-    : spec_(std::move(spec)), w_(std::move(w)), pool_(pool), ops_(kernels::cpu_ops()) {
+GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const kernels::CpuKernels& isa)
+    : spec_(std::move(spec)), w_(std::move(w)), pool_(pool), isa_(isa), ops_(kernels::merged_ops(isa)) {
   for (int il = 0; il < spec_.n_layer; ++il) {
     const LayerSpec& ls = spec_.layers[il];
     if (ls.head_dim > kernels::kAttnMaxHeadDim || ls.n_head / ls.n_head_kv > kernels::kAttnMaxGroup * 4)
@@ -272,6 +273,7 @@ void GemmaModel::forward(const ForwardBatch& b, KvCache& kv, float* logits) {
     attention(il, b, kv);
     ffn(il);
     if (spec_.ple_dim > 0) ple_block(il);
+    if (profile_) profile_->layer_tokens += T_;
     mark(OpClass::kOther);
   }
   if (T_ > 0) output(logits);
@@ -292,7 +294,7 @@ void GemmaModel::embed() {
 void GemmaModel::per_layer_inputs() {
   const int64_t d = spec_.n_embd, P = spec_.ple_dim, LP = static_cast<int64_t>(spec_.n_layer) * P;
   grow(ple_, static_cast<size_t>(T_ * LP));
-  ple_model_proj_.run(pool_, x_.data(), T_, ple_.data(), scratch_);
+  ple_model_proj_.run(pool_, x_.data(), T_, ple_.data(), scratch_, &isa_);
   if (profile_) profile_->bytes[static_cast<int>(OpClass::kOther)] += ple_model_proj_.stream_bytes();
   const float proj_scale = 1.0f / std::sqrt(static_cast<float>(d));
   const float tok_scale = std::sqrt(static_cast<float>(P));
@@ -390,7 +392,7 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
   const auto elem = kv.type() == KvType::F32 ? kernels::KvElem::kF32
                     : kv.type() == KvType::F16 ? kernels::KvElem::kF16 : kernels::KvElem::kBF16;
   const uint64_t es = kv_type_size(kv.type());
-  const kernels::AttnKernel attn = kernels::cpu_attention(kernels::cpu_kernels());
+  const kernels::AttnKernel attn = kernels::cpu_attention(isa_);
   const int32_t win = ls.window;
   auto item = [&](int64_t it, int ith) {
     const int64_t t = it / (Hkv * splits), hk = (it / splits) % Hkv, sp = it % splits;
@@ -477,9 +479,9 @@ void GemmaModel::ple_block(int il) {
   const LayerOps& lo = layer_ops_[il];
   const int64_t P = spec_.ple_dim, LP = static_cast<int64_t>(spec_.n_layer) * P;
   grow(pg_, static_cast<size_t>(T_ * P));
-  lo.inp_gate.run(pool_, x_.data(), T_, pg_.data(), scratch_);
+  lo.inp_gate.run(pool_, x_.data(), T_, pg_.data(), scratch_, &isa_);
   rows(T_, P * 8, [&](int64_t t) { ops_.gelu_mul(&pg_[t * P], &ple_[t * LP + il * P], &pg_[t * P], P); });
-  lo.proj.run(pool_, pg_.data(), T_, att_.data(), scratch_);
+  lo.proj.run(pool_, pg_.data(), T_, att_.data(), scratch_, &isa_);
   if (profile_) profile_->bytes[static_cast<int>(OpClass::kOther)] += lo.inp_gate.stream_bytes() + lo.proj.stream_bytes();
   end_layer(il, lw.post_norm);
 }
@@ -540,8 +542,9 @@ int64_t ForwardBatch::n_logit_rows() const {
   return n;
 }
 
-std::unique_ptr<Model> make_gemma_model(ModelSpec spec, GemmaWeights w, ThreadPool& pool) {
-  return std::make_unique<GemmaModel>(std::move(spec), std::move(w), pool);
+std::unique_ptr<Model> make_gemma_model(ModelSpec spec, GemmaWeights w, const LoadOptions& opt) {
+  const kernels::CpuKernels& isa = opt.isa ? *opt.isa : kernels::cpu_kernels();
+  return std::make_unique<GemmaModel>(std::move(spec), std::move(w), *opt.pool, isa);
 }
 
 }  // namespace sluice::models

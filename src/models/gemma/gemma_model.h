@@ -43,7 +43,7 @@ void assign_kv_groups(ModelSpec& spec);
 // Binds the tensors every Gemma layer has (norms, q/k/v/o, FFN); arch files add the rest.
 GemmaLayerWeights bind_gemma_layer(const WeightBinder& b, const ModelSpec& spec, int il);
 
-std::unique_ptr<Model> make_gemma_model(ModelSpec spec, GemmaWeights w, ThreadPool& pool);
+std::unique_ptr<Model> make_gemma_model(ModelSpec spec, GemmaWeights w, const LoadOptions& opt);
 
 // Architecture entry points (registry.cpp).
 std::unique_ptr<Model> load_gemma3(const gguf::GgufFile& f, const LoadOptions& opt);

@@ -5,6 +5,7 @@
 #include <random>
 
 #include "gguf/writer.h"
+#include "quant/quant.h"
 
 namespace sluice::test {
 
@@ -68,7 +69,15 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
     if (name == c.wrong_shape) ne[0] += 1;
     size_t n = 1;
     for (uint64_t x : ne) n *= x;
-    w.add_tensor(name, DType::F32, ne, g.f32(n, scale, mean));
+    std::vector<uint8_t> data = g.f32(n, scale, mean);
+    const uint32_t be = dtype_info(c.matrix_type).block_elems;
+    if (c.matrix_type != DType::F32 && ne.size() == 2 && ne[0] % be == 0) {
+      std::vector<uint8_t> q(dtype_row_bytes(c.matrix_type, ne[0]) * ne[1]);
+      quant::quantize_ref(c.matrix_type, reinterpret_cast<const float*>(data.data()), q.data(), static_cast<int64_t>(n));
+      w.add_tensor(name, c.matrix_type, ne, std::move(q));
+      return;
+    }
+    w.add_tensor(name, DType::F32, ne, std::move(data));
   };
   const uint64_t d = c.n_embd;
   add("token_embd.weight", {d, uint64_t(c.n_vocab)}, 0.3f);

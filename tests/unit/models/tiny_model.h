@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/dtype.h"
+
 namespace sluice::test {
 
 struct TinyConfig {
@@ -19,6 +21,9 @@ struct TinyConfig {
   std::set<std::string> omit;                 // tensor names to leave out
   std::string wrong_shape;                    // tensor name to write with a wrong shape
   uint64_t seed = 1;
+  // Type of the 2-D weight matrices (quantized from the random f32 values); matrices whose
+  // rows are not a multiple of the type's block stay F32.
+  DType matrix_type = DType::F32;
 };
 
 // Gemma 4: pattern [S,S,S,S,F] repeated; Gemma 3: layer l global iff (l+1) % 6 == 0.
