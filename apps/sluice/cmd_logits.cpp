@@ -1,6 +1,7 @@
 // `sluice logits -m FILE --ids 2,651,... --out F [--chunk N]`: runs the ids as one sequence
 // and writes float32 logits for every position, row-major [n_ids × vocab], little-endian.
 // --chunk N feeds N ids per step (prefill chunks, then decode-sized steps when N = 1).
+// `-f TEXT` instead of --ids tokenizes a text file (BOS first).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -11,13 +12,15 @@
 #include "apps/sluice/commands.h"
 #include "apps/sluice/model_session.h"
 #include "base/error.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sluice::app {
 
 namespace {
 struct LogitsArgs {
   SessionOptions session;
-  std::string ids;
+  std::string ids, text_file;
+  int max_tokens = 0;
   std::string out;
   int chunk = 0;
 };
@@ -48,17 +51,32 @@ void add_session_options(CLI::App* cmd, SessionOptions& o) {
   cmd->add_option("-t,--threads", o.threads, "worker threads (default: all cores)");
   cmd->add_option("-c,--ctx-size", o.ctx_size, "context size in tokens")->capture_default_str();
   cmd->add_option("--kv-type", o.kv_type, "KV cache precision: f32, bf16 or f16")->capture_default_str();
+  cmd->add_option("--lm-head", o.lm_head, "lm_head in memory: packed (the file's type), int8 (Q6_K codes as bytes), q4_0 (requantized, opt-in: logits drift)")
+      ->capture_default_str();
 }
 
 CommandFn add_logits_command(CLI::App& app) {
   auto args = std::make_shared<LogitsArgs>();
   CLI::App* cmd = app.add_subcommand("logits", "write the logits of every position of a token sequence");
   add_session_options(cmd, args->session);
-  cmd->add_option("--ids", args->ids, "comma-separated token ids")->required();
+  auto* ids_opt = cmd->add_option("--ids", args->ids, "comma-separated token ids");
+  auto* text_opt = cmd->add_option("-f,--file", args->text_file, "or: a text file, tokenized with the model's tokenizer (BOS first)");
+  ids_opt->excludes(text_opt);
+  cmd->add_option("--max-tokens", args->max_tokens, "with -f: keep at most this many tokens (0 = all)");
   cmd->add_option("--out", args->out, "output file: float32 [n_ids × vocab], little-endian")->required();
   cmd->add_option("--chunk", args->chunk, "feed this many ids per step (default: all at once)");
   return [args]() {
-    const std::vector<int32_t> ids = parse_ids(args->ids);
+    if (args->ids.empty() == args->text_file.empty()) fail("give exactly one of --ids and -f");
+    std::vector<int32_t> ids;
+    std::unique_ptr<gguf::GgufFile> vocab_file;
+    if (!args->ids.empty()) {
+      ids = parse_ids(args->ids);
+    } else {
+      vocab_file = gguf::GgufFile::open(args->session.model_path);
+      ids = Tokenizer::from_gguf(*vocab_file)->encode(read_prompt("", args->text_file), true, false);
+      if (args->max_tokens > 0 && ids.size() > static_cast<size_t>(args->max_tokens)) ids.resize(static_cast<size_t>(args->max_tokens));
+      if (ids.empty()) fail("%s: no tokens", args->text_file.c_str());
+    }
     if (args->session.ctx_size < static_cast<int>(ids.size())) args->session.ctx_size = static_cast<int>(ids.size());
     ModelSession sess(args->session);
     const int64_t V = sess.spec().n_vocab;

@@ -14,6 +14,7 @@ ModelSession::ModelSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size) 
   pool_ = std::make_unique<ThreadPool>(opt.threads > 0 ? opt.threads : ThreadPool::default_threads());
   models::LoadOptions lo;
   lo.pool = pool_.get();
+  lo.lm_head = models::parse_lm_head_format(opt.lm_head);
   model_ = models::load_model(*file_, lo);
   if (ctx_size_ <= 0) fail("--ctx-size must be positive");
   const auto& spec = model_->spec();

@@ -20,6 +20,7 @@ struct SessionOptions {
   int threads = 0;          // 0: ThreadPool::default_threads()
   int ctx_size = 4096;      // positions one sequence may use
   std::string kv_type = "f32";
+  std::string lm_head = "packed";   // packed | int8 | q4_0 (models::LmHeadFormat)
   int block_tokens = 16;
 };
 

@@ -22,7 +22,12 @@ extern const CpuKernels kCpuKernelsAvx512;
 
 namespace {
 
-const CpuKernels kScalar = {"scalar", {}, nullptr, {}, {}, {}, nullptr};
+constexpr CpuKernels make_scalar() {
+  CpuKernels k{};
+  k.isa = "scalar";
+  return k;
+}
+const CpuKernels kScalar = make_scalar();
 
 bool can_run_avx2(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
 bool can_run_avx512(const CpuFeatures& f) {
@@ -96,6 +101,20 @@ const RowOps& cpu_ops() {
 }
 
 AttnKernel cpu_attention(const CpuKernels& k) { return k.attention ? k.attention : attention_ref; }
+
+uint64_t cpu_stream_sum(const CpuKernels& k, const uint8_t* p, uint64_t bytes) {
+  if (k.stream_sum) return k.stream_sum(p, bytes);
+  uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (uint64_t i = 0; i + 32 <= bytes; i += 32) {
+    uint64_t w[4];
+    std::memcpy(w, p + i, 32);
+    s0 += w[0];
+    s1 += w[1];
+    s2 += w[2];
+    s3 += w[3];
+  }
+  return s0 + s1 + s2 + s3;
+}
 
 GemmKernel cpu_gemm(const CpuKernels& k, PackedFormat f) {
   const GemmKernel g = k.gemm[static_cast<int>(f)];

@@ -36,6 +36,9 @@ struct CpuKernels {
   // Row ops (rowops.h) and paged attention (attention.h); nullptr entries = the reference.
   RowOps ops;
   AttnKernel attention;
+  // A plain streaming read of `bytes` (a multiple of 256, 64-aligned) returning a checksum:
+  // the bandwidth probe of `sluice bench`. nullptr = the scalar loop.
+  uint64_t (*stream_sum)(const uint8_t* p, uint64_t bytes);
 };
 
 // The best set this CPU can run, chosen once. The environment variable SLUICE_ISA=scalar|avx2|avx512
@@ -49,6 +52,8 @@ std::vector<const CpuKernels*> runnable_cpu_kernels();
 RowOps merged_ops(const CpuKernels& k);
 const RowOps& cpu_ops();
 AttnKernel cpu_attention(const CpuKernels& k);
+
+uint64_t cpu_stream_sum(const CpuKernels& k, const uint8_t* p, uint64_t bytes);
 
 // The packed kernels of set k, with the scalar references filling its gaps.
 GemmKernel cpu_gemm(const CpuKernels& k, PackedFormat f);

@@ -114,6 +114,23 @@ float row_q6_k(const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t nb)
   return acc;
 }
 
+float row_q6_k8(const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t nb) {
+  const int8_t* qs = a.qs(m);
+  const float* d = a.d(m);
+  float acc = 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = g + b * 4384;
+    int32_t sumi = 0;
+    for (int sg = 0; sg < 16; ++sg) {
+      int32_t si = 0;
+      for (int e = 0; e < 16; ++e) si += (blk[288 + 256 * sg + 64 * (e / 4) + 4 * i + e % 4] - 32) * qs[256 * b + 16 * sg + e];
+      sumi += static_cast<int8_t>(blk[32 + 16 * sg + i]) * si;
+    }
+    acc += (ld_f16(blk + 2 * i) * d[b]) * static_cast<float>(sumi);
+  }
+  return acc;
+}
+
 float row_float(PackedFormat f, const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t k) {
   const float* x = a.f32(m);
   float acc = 0;
@@ -148,6 +165,7 @@ void gemm_ref(const GemmArgs& p, int64_t g0, int64_t g1) {
           case PackedFormat::kQ8_0: v = row_q8_0(g, i, p.a, m, nb); break;
           case PackedFormat::kQ4_K: v = row_q4_k(g, i, p.a, m, nb); break;
           case PackedFormat::kQ6_K: v = row_q6_k(g, i, p.a, m, nb); break;
+          case PackedFormat::kQ6_K8: v = row_q6_k8(g, i, p.a, m, nb); break;
           case PackedFormat::kF32: case PackedFormat::kF16: case PackedFormat::kBF16:
             v = row_float(p.format, g, i, p.a, m, p.k);
             break;

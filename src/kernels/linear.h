@@ -41,7 +41,8 @@ class Linear {
  public:
   Linear() = default;
   // Repacks `parts` (all with the same cols) using the pool. `name` is for messages/profiles.
-  static Linear build(std::span<const Mat> parts, ThreadPool& pool, std::string name);
+  // `wide_q6_k`: Q6_K parts get the byte-code layout (PackedFormat::kQ6_K8) instead.
+  static Linear build(std::span<const Mat> parts, ThreadPool& pool, std::string name, bool wide_q6_k = false);
 
   bool empty() const { return rows_ == 0; }
   int64_t rows() const { return rows_; }

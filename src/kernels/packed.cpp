@@ -41,15 +41,15 @@ PackedFormat packed_format(DType t) {
 }
 
 const char* packed_format_name(PackedFormat f) {
-  static const char* const kNames[kPackedFormatCount] = {"none", "q4_0x16", "q5_0x16", "q8_0x16", "q4_Kx16",
-                                                         "q6_Kx16", "f32x16", "f16x16", "bf16x16"};
+  static const char* const kNames[kPackedFormatCount] = {"none",    "q4_0x16", "q5_0x16", "q8_0x16", "q4_Kx16",
+                                                         "q6_Kx16", "f32x16",  "f16x16",  "bf16x16", "q6_K8x16"};
   return kNames[static_cast<int>(f)];
 }
 
 int64_t packed_block_elems(PackedFormat f) {
   switch (f) {
     case PackedFormat::kQ4_0: case PackedFormat::kQ5_0: case PackedFormat::kQ8_0: return 32;
-    case PackedFormat::kQ4_K: case PackedFormat::kQ6_K: return 256;
+    case PackedFormat::kQ4_K: case PackedFormat::kQ6_K: case PackedFormat::kQ6_K8: return 256;
     case PackedFormat::kF32: case PackedFormat::kF16: case PackedFormat::kBF16: return 1;
     case PackedFormat::kNone: break;
   }
@@ -63,6 +63,7 @@ int64_t packed_block_bytes(PackedFormat f) {
     case PackedFormat::kQ8_0: return 544;
     case PackedFormat::kQ4_K: return 2368;
     case PackedFormat::kQ6_K: return 3360;
+    case PackedFormat::kQ6_K8: return 4384;
     case PackedFormat::kF32: return 64;
     case PackedFormat::kF16: case PackedFormat::kBF16: return 32;
     case PackedFormat::kNone: break;
@@ -73,15 +74,20 @@ int64_t packed_block_bytes(PackedFormat f) {
 ActFormat packed_act_format(PackedFormat f) {
   switch (f) {
     case PackedFormat::kQ4_0: case PackedFormat::kQ5_0: case PackedFormat::kQ8_0: return ActFormat::kA8_32;
-    case PackedFormat::kQ4_K: case PackedFormat::kQ6_K: return ActFormat::kA8_256;
+    case PackedFormat::kQ4_K: case PackedFormat::kQ6_K: case PackedFormat::kQ6_K8: return ActFormat::kA8_256;
     default: return ActFormat::kF32;
   }
 }
 
-PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols) {
+PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols, PackedFormat format) {
   PackedMatrix m;
   m.format = packed_format(t);
   if (m.format == PackedFormat::kNone) fail("no packed layout for type %s", std::string(dtype_name(t)).c_str());
+  if (format != PackedFormat::kNone && format != m.format) {
+    if (!(t == DType::Q6_K && format == PackedFormat::kQ6_K8))
+      fail("type %s cannot be packed as %s", std::string(dtype_name(t)).c_str(), packed_format_name(format));
+    m.format = format;
+  }
   const int64_t be = packed_block_elems(m.format);
   if (cols <= 0 || rows <= 0 || cols % be != 0)
     fail("cannot pack a [%lld, %lld] %s matrix (columns must be a positive multiple of %lld)",
@@ -189,6 +195,18 @@ void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int
           sub[128 + 4 * i + t] = static_cast<uint8_t>((c[t] >> 4) | ((c[4 + t] >> 4) << 2) | ((c[8 + t] >> 4) << 4) |
                                                       ((c[12 + t] >> 4) << 6));
         }
+      }
+      break;
+    }
+    case PackedFormat::kQ6_K8: {
+      const auto x = load_block<BlockQ6_K>(row, b);
+      store_u16(dst + 2 * i, x.d);
+      uint8_t q[kQK_K];
+      q6_k_codes(x, q);
+      for (int g = 0; g < 16; ++g) {
+        dst[32 + 16 * g + i] = static_cast<uint8_t>(x.scales[g]);
+        for (int c = 0; c < 4; ++c)
+          for (int t = 0; t < 4; ++t) dst[288 + 256 * g + 64 * c + 4 * i + t] = q[16 * g + 4 * c + t];
       }
       break;
     }

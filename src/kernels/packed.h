@@ -19,6 +19,9 @@
 //                          2 × 64 B low nibbles (byte 4i+t = lo(i,4c+t) | lo(i,8+4c+t)<<4, c = 0,1)
 //                          then 64 B high bits (byte 4i+t = hi(i,t) | hi(i,4+t)<<2 | hi(i,8+t)<<4 | hi(i,12+t)<<6)
 //   F32 / F16 / BF16:      per column k, the 16 rows' values (64 / 32 / 32 B)
+//   Q6_K8 (4384 B per 256): Q6_K with its codes widened to bytes (an lm_head option, 1.3× the
+//                          bytes, no unpacking): d[16] | sc[16][16] | 16 sub-blocks of 4 × 64 B,
+//                          chunk c byte 4i+t = q(i, 4c+t) + 32
 // Rows past the end of the matrix (last group) are zero codes with zero scales.
 //
 // Exactness: every kernel over these layouts computes, per output, the same integer block
@@ -37,8 +40,8 @@ namespace sluice::kernels {
 
 inline constexpr int kGroupRows = 16;
 
-enum class PackedFormat : uint8_t { kNone, kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K, kF32, kF16, kBF16 };
-inline constexpr int kPackedFormatCount = 9;
+enum class PackedFormat : uint8_t { kNone, kQ4_0, kQ5_0, kQ8_0, kQ4_K, kQ6_K, kF32, kF16, kBF16, kQ6_K8 };
+inline constexpr int kPackedFormatCount = 10;
 
 // The packed format of a weight type (kNone: no packed kernel; the generic path is used).
 PackedFormat packed_format(DType t);
@@ -83,7 +86,8 @@ struct PackSource {
 // pack_alloc sizes a zeroed matrix of `rows` rows of type t; pack_groups fills groups
 // [first_group, last_group) from the sources stacked in order (their rows sum to m.rows), so a
 // repack can be split over threads by groups.
-PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols);
+// `format` kNone: packed_format(t); the only other choice is kQ6_K8 for Q6_K.
+PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols, PackedFormat format = PackedFormat::kNone);
 void pack_groups(PackedMatrix& m, const PackSource* sources, int n_sources, int64_t first_group, int64_t last_group);
 inline void pack_groups(PackedMatrix& m, const uint8_t* src, uint64_t src_row_bytes, int64_t first_group, int64_t last_group) {
   const PackSource s{src, src_row_bytes, m.rows};

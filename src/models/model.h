@@ -100,11 +100,20 @@ class Model {
   virtual std::vector<std::string> describe_weights() const = 0;
 };
 
+// How the (tied or separate) lm_head is held in memory (docs/performance.md has the numbers
+// behind the default):
+//   kPacked  the file's type, repacked (Q6_K: 6.56 bits/weight) — the default
+//   kInt8    Q6_K codes widened to bytes at load (same results, 30% more bytes, no unpacking)
+//   kQ4_0    requantized to Q4_0 at load (31% fewer bytes than Q6_K; logits drift, opt-in)
+enum class LmHeadFormat { kPacked, kInt8, kQ4_0 };
+LmHeadFormat parse_lm_head_format(const std::string& s);   // "packed" | "int8" | "q4_0"
+
 struct LoadOptions {
   ThreadPool* pool = nullptr;    // required
   // The ISA set the model computes with (kernels/cpu_kernels.h); nullptr: the best this CPU
   // runs (or SLUICE_ISA). Tests load the same file once per set to compare them.
   const kernels::CpuKernels* isa = nullptr;
+  LmHeadFormat lm_head = LmHeadFormat::kPacked;
   // Called with the spec derived from the file, before weights are bound: for experiments
   // and for tests that switch a feature off to show the golden comparison would catch it.
   std::function<void(ModelSpec&)> adjust_spec;

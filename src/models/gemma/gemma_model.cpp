@@ -17,6 +17,7 @@
 #include "kernels/linear.h"
 #include "kernels/ops.h"
 #include "models/gemma/gemma_model.h"
+#include "quant/quant.h"
 #include "threading/thread_pool.h"
 
 namespace sluice::models {
@@ -47,7 +48,7 @@ void grow(std::vector<T>& v, size_t n) {
 
 class GemmaModel final : public Model {
  public:
-  GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const kernels::CpuKernels& isa);
+  GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const kernels::CpuKernels& isa, LmHeadFormat lm_head);
 
   const ModelSpec& spec() const override { return spec_; }
   void forward(const ForwardBatch& batch, KvCache& kv, float* logits) override;
@@ -66,6 +67,7 @@ class GemmaModel final : public Model {
   void ple_block(int il);
   void end_layer(int il, const std::vector<float>& post_norm);
   void keep_only_output_rows();
+  Linear build_lm_head(LmHeadFormat f);
   void output(float* logits);
 
   // fn(t, i0, i1) over T rows of `len` elements: rows split over the threads, or, for fewer
@@ -146,7 +148,8 @@ class GemmaModel final : public Model {
   kernels::ActScratch scratch_;
 };
 
-GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const kernels::CpuKernels& isa)
+GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const kernels::CpuKernels& isa,
+                       LmHeadFormat lm_head)
     : spec_(std::move(spec)), w_(std::move(w)), pool_(pool), isa_(isa), ops_(kernels::merged_ops(isa)) {
   for (int il = 0; il < spec_.n_layer; ++il) {
     const LayerSpec& ls = spec_.layers[il];
@@ -176,7 +179,7 @@ GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const k
     }
     layer_ops_.push_back(std::move(ops));
   }
-  lm_head_ = Linear::build({&w_.lm_head, 1}, pool_, "lm_head");
+  lm_head_ = build_lm_head(lm_head);
   if (spec_.ple_dim > 0) ple_model_proj_ = Linear::build({&w_.ple_model_proj, 1}, pool_, "per_layer_model_proj");
 
   // RoPE configurations and their inverse frequencies.
@@ -205,6 +208,30 @@ GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const k
   tail_start_ = spec_.n_layer;
   while (tail_start_ > 0 && !spec_.layers[tail_start_ - 1].has_kv) --tail_start_;
   attn_scratch_.resize(static_cast<size_t>(kernels::attn_scratch_floats() * pool_.size()));
+}
+
+Linear GemmaModel::build_lm_head(LmHeadFormat f) {
+  const Mat& m = w_.lm_head;
+  if (f == LmHeadFormat::kPacked || (f == LmHeadFormat::kQ4_0 && m.type == DType::Q4_0))
+    return Linear::build({&m, 1}, pool_, "lm_head");
+  if (f == LmHeadFormat::kInt8) return Linear::build({&m, 1}, pool_, "lm_head", /*wide_q6_k=*/true);
+  // Q4_0: every row decoded and requantized (ggml's reference quantizer), then packed.
+  if (m.cols % 32 != 0) fail("--lm-head q4_0: rows of %lld columns are not a multiple of 32", static_cast<long long>(m.cols));
+  const uint64_t rb = dtype_row_bytes(DType::Q4_0, static_cast<uint64_t>(m.cols));
+  std::vector<uint8_t> q(rb * static_cast<uint64_t>(m.rows));
+  const auto to_f32 = quant::traits(m.type)->to_f32_ref;
+  std::vector<float> rows(static_cast<size_t>(m.cols) * pool_.size());
+  pool_.run([&](int ith, int nth) {
+    int64_t r0, r1;
+    split_range(m.rows, ith, nth, &r0, &r1);
+    float* row = rows.data() + static_cast<size_t>(ith) * m.cols;
+    for (int64_t r = r0; r < r1; ++r) {
+      to_f32(m.row(r), row, m.cols);
+      quant::quantize_ref(DType::Q4_0, row, q.data() + static_cast<uint64_t>(r) * rb, m.cols);
+    }
+  });
+  const Mat mq{"lm_head (q4_0 requantized)", DType::Q4_0, q.data(), m.cols, m.rows, rb};
+  return Linear::build({&mq, 1}, pool_, "lm_head");
 }
 
 std::vector<std::string> GemmaModel::describe_weights() const {
@@ -544,7 +571,14 @@ int64_t ForwardBatch::n_logit_rows() const {
 
 std::unique_ptr<Model> make_gemma_model(ModelSpec spec, GemmaWeights w, const LoadOptions& opt) {
   const kernels::CpuKernels& isa = opt.isa ? *opt.isa : kernels::cpu_kernels();
-  return std::make_unique<GemmaModel>(std::move(spec), std::move(w), *opt.pool, isa);
+  return std::make_unique<GemmaModel>(std::move(spec), std::move(w), *opt.pool, isa, opt.lm_head);
+}
+
+LmHeadFormat parse_lm_head_format(const std::string& s) {
+  if (s == "packed") return LmHeadFormat::kPacked;
+  if (s == "int8") return LmHeadFormat::kInt8;
+  if (s == "q4_0") return LmHeadFormat::kQ4_0;
+  fail("unknown lm_head format '%s' (expected packed, int8 or q4_0)", s.c_str());
 }
 
 }  // namespace sluice::models

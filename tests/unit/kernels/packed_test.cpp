@@ -74,8 +74,8 @@ struct Packed {
   ActRows rows;
 };
 
-Packed pack(const Problem& p, const CpuKernels& k) {
-  Packed out{pack_alloc(p.type, p.rows, p.k), {}, {}};
+Packed pack(const Problem& p, const CpuKernels& k, PackedFormat f = PackedFormat::kNone) {
+  Packed out{pack_alloc(p.type, p.rows, p.k, f), {}, {}};
   pack_groups(out.w, p.w.data(), p.row_bytes, 0, out.w.groups);
   const ActFormat af = packed_act_format(out.w.format);
   const uint64_t stride = act_row_stride(af, p.k);
@@ -124,13 +124,18 @@ TEST(PackedGemm, BitIdenticalToDotRefOnEveryIsa) {
           for (int64_t m : {1, 2, 3, 4, 5, 9}) {
             const Problem p = make_problem(t, rows, kk, m, ++seed);
             const std::vector<float> ref = reference(p);
-            const Packed pk = pack(p, *k);
-            for (int64_t split : {int64_t{0}, int64_t{1}, int64_t{3}}) {
-              const std::vector<float> got = run(*k, pk, p, split);
-              ASSERT_EQ(count_mismatch(got, ref), 0)
-                  << k->isa << " " << dtype_name(t) << " k=" << kk << " rows=" << rows << " m=" << m << " split=" << split
-                  << " first: got " << got[0] << " ref " << ref[0];
-              ++cases;
+            // Q6_K also in its byte-code layout (the int8 lm_head option).
+            std::vector<PackedFormat> formats = {PackedFormat::kNone};
+            if (t == DType::Q6_K) formats.push_back(PackedFormat::kQ6_K8);
+            for (PackedFormat f : formats) {
+              const Packed pk = pack(p, *k, f);
+              for (int64_t split : {int64_t{0}, int64_t{1}, int64_t{3}}) {
+                const std::vector<float> got = run(*k, pk, p, split);
+                ASSERT_EQ(count_mismatch(got, ref), 0)
+                    << k->isa << " " << packed_format_name(pk.w.format) << " k=" << kk << " rows=" << rows << " m=" << m
+                    << " split=" << split << " first: got " << got[0] << " ref " << ref[0];
+                ++cases;
+              }
             }
           }
         }

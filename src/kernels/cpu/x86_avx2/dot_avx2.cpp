@@ -72,7 +72,8 @@ float dot_q4_k(const void* w, const void* a, int64_t n) { return dot_q4_k_256(w,
 float dot_q6_k(const void* w, const void* a, int64_t n) { return dot_q6_k_256(w, a, n); }
 
 constexpr CpuKernels make() {
-  CpuKernels k{"avx2", {}, nullptr, {}, {}, {}, nullptr};
+  CpuKernels k{};
+  k.isa = "avx2";
   k.dot[static_cast<uint32_t>(DType::Q4_0)] = dot_q4_0;
   k.dot[static_cast<uint32_t>(DType::Q5_0)] = dot_q5_0;
   k.dot[static_cast<uint32_t>(DType::Q8_0)] = dot_q8_0;

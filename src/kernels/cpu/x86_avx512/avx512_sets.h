@@ -15,6 +15,7 @@ void gemm_q5_0(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_q8_0(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_q4_k(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_q6_k(const GemmArgs& p, int64_t g0, int64_t g1);
+void gemm_q6_k8(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_f32(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_f16(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_bf16(const GemmArgs& p, int64_t g0, int64_t g1);
@@ -29,5 +30,6 @@ void scale(float* x, int64_t n, float s);
 void rope(float* x, const float* cs, int64_t n_rot);
 int64_t argmax(const float* x, int64_t n);
 void attention(const AttnArgs& a);
+uint64_t stream_sum(const uint8_t* p, uint64_t bytes);
 
 }  // namespace sluice::kernels::avx512

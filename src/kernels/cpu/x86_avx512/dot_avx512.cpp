@@ -102,7 +102,8 @@ float dot_q4_k(const void* w, const void* a, int64_t n) { return dot_q4_k_256(w,
 float dot_q6_k(const void* w, const void* a, int64_t n) { return dot_q6_k_256(w, a, n); }
 
 constexpr CpuKernels make() {
-  CpuKernels k{"avx512", {}, nullptr, {}, {}, {}, nullptr};
+  CpuKernels k{};
+  k.isa = "avx512";
   k.dot[static_cast<uint32_t>(DType::Q4_0)] = dot_legacy<Q4_0>;
   k.dot[static_cast<uint32_t>(DType::Q5_0)] = dot_legacy<Q5_0>;
   k.dot[static_cast<uint32_t>(DType::Q8_0)] = dot_legacy<Q8_0>;
@@ -113,6 +114,7 @@ constexpr CpuKernels make() {
   k.gemm[static_cast<int>(PackedFormat::kQ8_0)] = avx512::gemm_q8_0;
   k.gemm[static_cast<int>(PackedFormat::kQ4_K)] = avx512::gemm_q4_k;
   k.gemm[static_cast<int>(PackedFormat::kQ6_K)] = avx512::gemm_q6_k;
+  k.gemm[static_cast<int>(PackedFormat::kQ6_K8)] = avx512::gemm_q6_k8;
   k.gemm[static_cast<int>(PackedFormat::kF32)] = avx512::gemm_f32;
   k.gemm[static_cast<int>(PackedFormat::kF16)] = avx512::gemm_f16;
   k.gemm[static_cast<int>(PackedFormat::kBF16)] = avx512::gemm_bf16;
@@ -121,6 +123,7 @@ constexpr CpuKernels make() {
   k.ops = RowOps{avx512::rms_norm, avx512::add_rms_norm, avx512::gelu_mul, avx512::softcap,
                  avx512::scale,    avx512::rope,         avx512::argmax};
   k.attention = avx512::attention;
+  k.stream_sum = avx512::stream_sum;
   return k;
 }
 

@@ -156,10 +156,11 @@ void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   for (int64_t b = 0; b < nb; ++b) {
     for (int j = 0; j < G; ++j) {
       const uint8_t* blk = base[j] + b * kBytes;
-      if (pf) prefetch_stream(base[j], b * kBytes, kBytes, p.group_bytes);
+      if (pf) prefetch_stream(base[j], b * kBytes, 320, p.group_bytes);
       __m512i sumi[MT], summ[MT];
       for (int mi = 0; mi < MT; ++mi) sumi[mi] = summ[mi] = _mm512_setzero_si512();
       for (int s = 0; s < 8; ++s) {
+        if (pf) prefetch_stream(base[j], b * kBytes + 320 + 256 * s, 256, p.group_bytes);
         __m512i c[8];
         nibbles(blk + 320 + 256 * s, c);
         const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 16 * s)));
@@ -187,9 +188,10 @@ void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
 
 // ---- Q6_K: 16 sub-blocks of 16 with an i8 scale per row; codes q + 32 in 0..63 ----
 
-template <int G, int MT>
+// Wide: the Q6_K8 layout (codes already bytes, 256 B per sub-block).
+template <int G, int MT, bool Wide = false>
 void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
-  constexpr int64_t kBytes = 3360;
+  constexpr int64_t kBytes = Wide ? 4384 : 3360, kSub = Wide ? 256 : 192;
   const int64_t nb = p.k / 256;
   const uint8_t* base[G];
   for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
@@ -201,17 +203,22 @@ void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   for (int64_t b = 0; b < nb; ++b) {
     for (int j = 0; j < G; ++j) {
       const uint8_t* blk = base[j] + b * kBytes;
-      if (pf) prefetch_stream(base[j], b * kBytes, kBytes, p.group_bytes);
+      if (pf) prefetch_stream(base[j], b * kBytes, 288, p.group_bytes);
       __m512i sumi[MT];
       for (int mi = 0; mi < MT; ++mi) sumi[mi] = _mm512_setzero_si512();
       for (int g = 0; g < 16; ++g) {
-        const uint8_t* sub = blk + 288 + 192 * g;
-        const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
+        const uint8_t* sub = blk + 288 + kSub * g;
+        if (pf) prefetch_stream(base[j], b * kBytes + 288 + kSub * g, kSub, p.group_bytes);
         __m512i c[4];
-        c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
-        c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
-        c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
-        c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+        if constexpr (Wide) {
+          for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
+        } else {
+          const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
+          c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+          c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+          c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
+          c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+        }
         const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
         for (int mi = 0; mi < MT; ++mi) {
           const int64_t m = m0 + mi;
@@ -300,6 +307,13 @@ void gemm_legacy(const GemmArgs& p, int64_t g0, int64_t g1) {
 void gemm_q4_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][2] = {{q4_k_tile<1, 1>, q4_k_tile<1, 2>}, {q4_k_tile<2, 1>, q4_k_tile<2, 2>}};
   drive<2>(p, g0, g1, kTiles);
+}
+
+void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
+  static constexpr TileFn kTiles[2][4] = {
+      {q6_k_tile<1, 1, true>, q6_k_tile<1, 2, true>, q6_k_tile<1, 3, true>, q6_k_tile<1, 4, true>},
+      {q6_k_tile<2, 1, true>, q6_k_tile<2, 2, true>, q6_k_tile<2, 3, true>, q6_k_tile<2, 4, true>}};
+  drive<4>(p, g0, g1, kTiles);
 }
 
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
@@ -394,6 +408,7 @@ void gemm_q5_0(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_legacy<Q5_0>(p,
 void gemm_q8_0(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_legacy<Q8_0>(p, g0, g1); }
 void gemm_q4_k(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q4_k_impl(p, g0, g1); }
 void gemm_q6_k(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q6_k_impl(p, g0, g1); }
+void gemm_q6_k8(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q6_k8_impl(p, g0, g1); }
 void gemm_f32(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_float<F32>(p, g0, g1); }
 void gemm_f16(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_float<F16>(p, g0, g1); }
 void gemm_bf16(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_float<BF16>(p, g0, g1); }

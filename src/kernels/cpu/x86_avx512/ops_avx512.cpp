@@ -307,4 +307,16 @@ void rope(float* x, const float* cs, int64_t n_rot) { rope_impl(x, cs, n_rot); }
 int64_t argmax(const float* x, int64_t n) { return argmax_impl(x, n); }
 void attention(const AttnArgs& a) { attention_impl(a); }
 
+// Four 64-byte loads per iteration into four accumulators: as fast as a core reads memory.
+uint64_t stream_sum(const uint8_t* p, uint64_t bytes) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (uint64_t i = 0; i + 256 <= bytes; i += 256) {
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
+  }
+  return static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+}
+
 }  // namespace sluice::kernels::avx512
