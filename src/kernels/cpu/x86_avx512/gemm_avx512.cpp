@@ -112,134 +112,194 @@ struct Q8_0 {
   }
 };
 
+// The activation rows of a tile, with their per-row pointers computed once.
+template <int MT>
+struct ActTile {
+  const int8_t* qs[MT];
+  const float* d[MT];
+  const int32_t* sums[MT];
+  const float* f32[MT];
+  ActTile(const ActRows& a, int64_t m0, int64_t block) {
+    for (int mi = 0; mi < MT; ++mi) {
+      qs[mi] = a_qs(a, m0 + mi);
+      d[mi] = a_d(a, m0 + mi);
+      sums[mi] = a_sums(a, m0 + mi, block);
+      f32[mi] = a_f32(a, m0 + mi);
+    }
+  }
+};
+
+#define SLUICE_INLINE __attribute__((always_inline)) inline
+#define SLUICE_UNROLL _Pragma("GCC unroll 16")
+
+// One legacy block of one group for MT activation rows: acc[mi] += (d_w·d_a)·sumi.
+template <class F, int MT>
+SLUICE_INLINE void legacy_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT]) {
+  __m512i c[8];
+  F::codes(blk, c);
+  const __m512 dw = ld_f16x16(blk);
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    __m512i s = dot8(c, at.qs[mi] + 32 * b);
+    s = _mm512_sub_epi32(s, _mm512_set1_epi32(F::kOff * at.sums[mi][b]));
+    const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(at.d[mi][b]));
+    acc[mi] = _mm512_add_ps(acc[mi], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
+  }
+}
+
 template <class F, int G, int MT>
 void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   const int64_t nb = p.k / 32;
-  const uint8_t* base[G];
-  for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
-  __m512 acc[G][MT];
-  for (int j = 0; j < G; ++j)
-    for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_setzero_ps();
+  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
+  const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
+  const ActTile<MT> at(p.a, m0, 32);
+  __m512 acc0[MT], acc1[MT];
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
   const bool pf = m0 == 0;
   for (int64_t b = 0; b < nb; ++b) {
-    for (int j = 0; j < G; ++j) {
-      const uint8_t* blk = base[j] + b * F::kBytes;
-      if (pf) prefetch_stream(base[j], b * F::kBytes, F::kBytes, p.group_bytes);
-      __m512i c[8];
-      F::codes(blk, c);
-      const __m512 dw = ld_f16x16(blk);
-      for (int mi = 0; mi < MT; ++mi) {
-        const int64_t m = m0 + mi;
-        __m512i s = dot8(c, a_qs(p.a, m) + 32 * b);
-        s = _mm512_sub_epi32(s, _mm512_set1_epi32(F::kOff * a_sums(p.a, m, 32)[b]));
-        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(a_d(p.a, m)[b]));
-        acc[j][mi] = _mm512_add_ps(acc[j][mi], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
-      }
+    if (pf) prefetch_stream(w0, b * F::kBytes, F::kBytes, p.group_bytes);
+    legacy_block<F, MT>(w0 + b * F::kBytes, b, at, acc0);
+    if constexpr (G == 2) {
+      if (pf) prefetch_stream(w1, b * F::kBytes, F::kBytes, p.group_bytes);
+      legacy_block<F, MT>(w1 + b * F::kBytes, b, at, acc1);
     }
   }
-  for (int j = 0; j < G; ++j)
-    for (int mi = 0; mi < MT; ++mi) store_rows(p, gi + j, m0 + mi, acc[j][mi]);
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    store_rows(p, gi, m0 + mi, acc0[mi]);
+    if constexpr (G == 2) store_rows(p, gi + 1, m0 + mi, acc1[mi]);
+  }
 }
 
 // ---- Q4_K: 8 sub-blocks of 32 with u8 scale and min per row ----
+
+// One Q4_K super-block of one group for MT rows: per row acc += (d·da)·sumi − (dmin·da)·summ.
+template <int MT>
+SLUICE_INLINE void q4_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT],
+                              bool pf, const uint8_t* gbase, int64_t off, uint64_t group_bytes) {
+  __m512i sumi[MT], summ[MT];
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) sumi[mi] = summ[mi] = _mm512_setzero_si512();
+  for (int s = 0; s < 8; ++s) {
+    if (pf) prefetch_stream(gbase, off + 320 + 256 * s, 256, group_bytes);
+    __m512i c[8];
+    nibbles(blk + 320 + 256 * s, c);
+    const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 16 * s)));
+    const __m512i mn = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192 + 16 * s)));
+    SLUICE_UNROLL
+    for (int mi = 0; mi < MT; ++mi) {
+      const __m512i si = dot8(c, at.qs[mi] + 256 * b + 32 * s);
+      sumi[mi] = _mm512_add_epi32(sumi[mi], _mm512_mullo_epi32(si, sc));
+      const int32_t* bs = at.sums[mi] + 16 * b + 2 * s;
+      summ[mi] = _mm512_add_epi32(summ[mi], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bs[0] + bs[1])));
+    }
+  }
+  const __m512 dw = ld_f16x16(blk), dmin = ld_f16x16(blk + 32);
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    const __m512 da = _mm512_set1_ps(at.d[mi][b]);
+    const __m512 t = _mm512_mul_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sumi[mi]));
+    const __m512 u = _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(summ[mi]));
+    acc[mi] = _mm512_add_ps(acc[mi], _mm512_sub_ps(t, u));
+  }
+}
 
 template <int G, int MT>
 void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   constexpr int64_t kBytes = 2368;
   const int64_t nb = p.k / 256;
-  const uint8_t* base[G];
-  for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
-  __m512 acc[G][MT];
-  for (int j = 0; j < G; ++j)
-    for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_setzero_ps();
+  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
+  const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
+  const ActTile<MT> at(p.a, m0, 256);
+  __m512 acc0[MT], acc1[MT];
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
   const bool pf = m0 == 0;
   for (int64_t b = 0; b < nb; ++b) {
-    for (int j = 0; j < G; ++j) {
-      const uint8_t* blk = base[j] + b * kBytes;
-      if (pf) prefetch_stream(base[j], b * kBytes, 320, p.group_bytes);
-      __m512i sumi[MT], summ[MT];
-      for (int mi = 0; mi < MT; ++mi) sumi[mi] = summ[mi] = _mm512_setzero_si512();
-      for (int s = 0; s < 8; ++s) {
-        if (pf) prefetch_stream(base[j], b * kBytes + 320 + 256 * s, 256, p.group_bytes);
-        __m512i c[8];
-        nibbles(blk + 320 + 256 * s, c);
-        const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 16 * s)));
-        const __m512i mn = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 192 + 16 * s)));
-        for (int mi = 0; mi < MT; ++mi) {
-          const int64_t m = m0 + mi;
-          const __m512i si = dot8(c, a_qs(p.a, m) + 256 * b + 32 * s);
-          sumi[mi] = _mm512_add_epi32(sumi[mi], _mm512_mullo_epi32(si, sc));
-          const int32_t* bs = a_sums(p.a, m, 256) + 16 * b + 2 * s;
-          summ[mi] = _mm512_add_epi32(summ[mi], _mm512_mullo_epi32(mn, _mm512_set1_epi32(bs[0] + bs[1])));
-        }
-      }
-      const __m512 dw = ld_f16x16(blk), dmin = ld_f16x16(blk + 32);
-      for (int mi = 0; mi < MT; ++mi) {
-        const __m512 da = _mm512_set1_ps(a_d(p.a, m0 + mi)[b]);
-        const __m512 t = _mm512_mul_ps(_mm512_mul_ps(dw, da), _mm512_cvtepi32_ps(sumi[mi]));
-        const __m512 u = _mm512_mul_ps(_mm512_mul_ps(dmin, da), _mm512_cvtepi32_ps(summ[mi]));
-        acc[j][mi] = _mm512_add_ps(acc[j][mi], _mm512_sub_ps(t, u));
-      }
+    if (pf) prefetch_stream(w0, b * kBytes, 320, p.group_bytes);
+    q4_k_block<MT>(w0 + b * kBytes, b, at, acc0, pf, w0, b * kBytes, p.group_bytes);
+    if constexpr (G == 2) {
+      if (pf) prefetch_stream(w1, b * kBytes, 320, p.group_bytes);
+      q4_k_block<MT>(w1 + b * kBytes, b, at, acc1, pf, w1, b * kBytes, p.group_bytes);
     }
   }
-  for (int j = 0; j < G; ++j)
-    for (int mi = 0; mi < MT; ++mi) store_rows(p, gi + j, m0 + mi, acc[j][mi]);
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    store_rows(p, gi, m0 + mi, acc0[mi]);
+    if constexpr (G == 2) store_rows(p, gi + 1, m0 + mi, acc1[mi]);
+  }
 }
 
 // ---- Q6_K: 16 sub-blocks of 16 with an i8 scale per row; codes q + 32 in 0..63 ----
 
-// Wide: the Q6_K8 layout (codes already bytes, 256 B per sub-block).
-template <int G, int MT, bool Wide = false>
-void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
-  constexpr int64_t kBytes = Wide ? 4384 : 3360, kSub = Wide ? 256 : 192;
-  const int64_t nb = p.k / 256;
-  const uint8_t* base[G];
-  for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
-  __m512 acc[G][MT];
-  for (int j = 0; j < G; ++j)
-    for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_setzero_ps();
+// One Q6_K super-block of one group for MT rows. Wide: the Q6_K8 layout (codes already
+// bytes, 256 B per sub-block instead of 192).
+template <int MT, bool Wide>
+SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT],
+                              bool pf, const uint8_t* gbase, int64_t off, uint64_t group_bytes) {
+  constexpr int64_t kSub = Wide ? 256 : 192;
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-  const bool pf = m0 == 0;
-  for (int64_t b = 0; b < nb; ++b) {
-    for (int j = 0; j < G; ++j) {
-      const uint8_t* blk = base[j] + b * kBytes;
-      if (pf) prefetch_stream(base[j], b * kBytes, 288, p.group_bytes);
-      __m512i sumi[MT];
-      for (int mi = 0; mi < MT; ++mi) sumi[mi] = _mm512_setzero_si512();
-      for (int g = 0; g < 16; ++g) {
-        const uint8_t* sub = blk + 288 + kSub * g;
-        if (pf) prefetch_stream(base[j], b * kBytes + 288 + kSub * g, kSub, p.group_bytes);
-        __m512i c[4];
-        if constexpr (Wide) {
-          for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
-        } else {
-          const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
-          c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
-          c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
-          c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
-          c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
-        }
-        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
-        for (int mi = 0; mi < MT; ++mi) {
-          const int64_t m = m0 + mi;
-          const int8_t* a = a_qs(p.a, m) + 256 * b + 16 * g;
-          __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], _mm512_set1_epi32(ld_i32(a)));
-          __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], _mm512_set1_epi32(ld_i32(a + 4)));
-          s0 = _mm512_dpbusd_epi32(s0, c[2], _mm512_set1_epi32(ld_i32(a + 8)));
-          s1 = _mm512_dpbusd_epi32(s1, c[3], _mm512_set1_epi32(ld_i32(a + 12)));
-          const __m512i si = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(32 * a_sums(p.a, m, 256)[16 * b + g]));
-          sumi[mi] = _mm512_add_epi32(sumi[mi], _mm512_mullo_epi32(si, sc));
-        }
-      }
-      const __m512 dw = ld_f16x16(blk);
-      for (int mi = 0; mi < MT; ++mi) {
-        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(a_d(p.a, m0 + mi)[b]));
-        acc[j][mi] = _mm512_add_ps(acc[j][mi], _mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[mi])));
-      }
+  __m512i sumi[MT];
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) sumi[mi] = _mm512_setzero_si512();
+  for (int g = 0; g < 16; ++g) {
+    const uint8_t* sub = blk + 288 + kSub * g;
+    if (pf) prefetch_stream(gbase, off + 288 + kSub * g, kSub, group_bytes);
+    __m512i c[4];
+    if constexpr (Wide) {
+      for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
+    } else {
+      const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
+      c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+      c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+      c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
+      c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+    }
+    const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
+    SLUICE_UNROLL
+    for (int mi = 0; mi < MT; ++mi) {
+      const int8_t* a = at.qs[mi] + 256 * b + 16 * g;
+      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], _mm512_set1_epi32(ld_i32(a)));
+      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], _mm512_set1_epi32(ld_i32(a + 4)));
+      s0 = _mm512_dpbusd_epi32(s0, c[2], _mm512_set1_epi32(ld_i32(a + 8)));
+      s1 = _mm512_dpbusd_epi32(s1, c[3], _mm512_set1_epi32(ld_i32(a + 12)));
+      const __m512i si = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(32 * at.sums[mi][16 * b + g]));
+      sumi[mi] = _mm512_add_epi32(sumi[mi], _mm512_mullo_epi32(si, sc));
     }
   }
-  for (int j = 0; j < G; ++j)
-    for (int mi = 0; mi < MT; ++mi) store_rows(p, gi + j, m0 + mi, acc[j][mi]);
+  const __m512 dw = ld_f16x16(blk);
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(at.d[mi][b]));
+    acc[mi] = _mm512_add_ps(acc[mi], _mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[mi])));
+  }
+}
+
+template <int G, int MT, bool Wide = false>
+void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
+  constexpr int64_t kBytes = Wide ? 4384 : 3360;
+  const int64_t nb = p.k / 256;
+  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
+  const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
+  const ActTile<MT> at(p.a, m0, 256);
+  __m512 acc0[MT], acc1[MT];
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
+  const bool pf = m0 == 0;
+  for (int64_t b = 0; b < nb; ++b) {
+    if (pf) prefetch_stream(w0, b * kBytes, 288, p.group_bytes);
+    q6_k_block<MT, Wide>(w0 + b * kBytes, b, at, acc0, pf, w0, b * kBytes, p.group_bytes);
+    if constexpr (G == 2) {
+      if (pf) prefetch_stream(w1, b * kBytes, 288, p.group_bytes);
+      q6_k_block<MT, Wide>(w1 + b * kBytes, b, at, acc1, pf, w1, b * kBytes, p.group_bytes);
+    }
+  }
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    store_rows(p, gi, m0 + mi, acc0[mi]);
+    if constexpr (G == 2) store_rows(p, gi + 1, m0 + mi, acc1[mi]);
+  }
 }
 
 // ---- float formats: per column, the 16 rows' weights times one activation, fused ----
@@ -262,72 +322,87 @@ struct BF16 {
 
 template <class F, int G, int MT>
 void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
-  const uint8_t* base[G];
-  for (int j = 0; j < G; ++j) base[j] = p.w + static_cast<uint64_t>(gi + j) * p.group_bytes;
-  __m512 acc[G][MT];
-  for (int j = 0; j < G; ++j)
-    for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_setzero_ps();
-  const float* x[MT];
-  for (int mi = 0; mi < MT; ++mi) x[mi] = a_f32(p.a, m0 + mi);
+  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
+  const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
+  const ActTile<MT> at(p.a, m0, 1);
+  __m512 acc0[MT], acc1[MT];
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
   const bool pf = m0 == 0;
   for (int64_t c = 0; c < p.k; ++c) {
-    for (int j = 0; j < G; ++j) {
-      if (pf && (c & 3) == 0) prefetch_stream(base[j], c * F::kBytes, 4 * F::kBytes, p.group_bytes);
-      const __m512 w = F::load(base[j] + c * F::kBytes);
-      for (int mi = 0; mi < MT; ++mi) acc[j][mi] = _mm512_fmadd_ps(w, _mm512_set1_ps(x[mi][c]), acc[j][mi]);
+    if (pf && (c & 3) == 0) prefetch_stream(w0, c * F::kBytes, 4 * F::kBytes, p.group_bytes);
+    const __m512 wa = F::load(w0 + c * F::kBytes);
+    SLUICE_UNROLL
+    for (int mi = 0; mi < MT; ++mi) acc0[mi] = _mm512_fmadd_ps(wa, _mm512_set1_ps(at.f32[mi][c]), acc0[mi]);
+    if constexpr (G == 2) {
+      if (pf && (c & 3) == 0) prefetch_stream(w1, c * F::kBytes, 4 * F::kBytes, p.group_bytes);
+      const __m512 wb = F::load(w1 + c * F::kBytes);
+      acc1[0] = _mm512_fmadd_ps(wb, _mm512_set1_ps(at.f32[0][c]), acc1[0]);
     }
   }
-  for (int j = 0; j < G; ++j)
-    for (int mi = 0; mi < MT; ++mi) store_rows(p, gi + j, m0 + mi, acc[j][mi]);
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    store_rows(p, gi, m0 + mi, acc0[mi]);
+    if constexpr (G == 2) store_rows(p, gi + 1, m0 + mi, acc1[mi]);
+  }
 }
 
 // ---- driver: pairs of groups × chunks of up to MT activation rows ----
 
 using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
 
+// A single activation row (decode) streams two groups side by side (memory-bound: two DRAM
+// streams); several rows are compute-bound, so each group is done alone with MTMax rows
+// sharing every decoded block (fewer live registers).
 template <int MTMax>
 void drive(const GemmArgs& p, int64_t g0, int64_t g1, const TileFn (&tiles)[2][MTMax]) {
-  for (int64_t gi = g0; gi < g1; gi += 2) {
-    const int ng = g1 - gi >= 2 ? 2 : 1;
+  if (p.m == 1) {
+    for (int64_t gi = g0; gi < g1; gi += 2) tiles[g1 - gi >= 2 ? 1 : 0][0](p, gi, 0);
+    return;
+  }
+  for (int64_t gi = g0; gi < g1; ++gi)
     for (int64_t m0 = 0; m0 < p.m; m0 += MTMax) {
       const int64_t mt = p.m - m0 < MTMax ? p.m - m0 : MTMax;
-      tiles[ng - 1][mt - 1](p, gi, m0);
+      tiles[0][mt - 1](p, gi, m0);
     }
-  }
 }
 
 template <class F>
 void gemm_legacy(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][4] = {
-      {legacy_tile<F, 1, 1>, legacy_tile<F, 1, 2>, legacy_tile<F, 1, 3>, legacy_tile<F, 1, 4>},
-      {legacy_tile<F, 2, 1>, legacy_tile<F, 2, 2>, legacy_tile<F, 2, 3>, legacy_tile<F, 2, 4>}};
-  drive<4>(p, g0, g1, kTiles);
+  static constexpr TileFn kTiles[2][8] = {
+      {legacy_tile<F, 1, 1>, legacy_tile<F, 1, 2>, legacy_tile<F, 1, 3>, legacy_tile<F, 1, 4>, legacy_tile<F, 1, 5>,
+       legacy_tile<F, 1, 6>, legacy_tile<F, 1, 7>, legacy_tile<F, 1, 8>},
+      {legacy_tile<F, 2, 1>}};
+  drive<8>(p, g0, g1, kTiles);
 }
 
 void gemm_q4_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][2] = {{q4_k_tile<1, 1>, q4_k_tile<1, 2>}, {q4_k_tile<2, 1>, q4_k_tile<2, 2>}};
-  drive<2>(p, g0, g1, kTiles);
+  static constexpr TileFn kTiles[2][4] = {{q4_k_tile<1, 1>, q4_k_tile<1, 2>, q4_k_tile<1, 3>, q4_k_tile<1, 4>}, {q4_k_tile<2, 1>}};
+  drive<4>(p, g0, g1, kTiles);
 }
 
 void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][4] = {
-      {q6_k_tile<1, 1, true>, q6_k_tile<1, 2, true>, q6_k_tile<1, 3, true>, q6_k_tile<1, 4, true>},
-      {q6_k_tile<2, 1, true>, q6_k_tile<2, 2, true>, q6_k_tile<2, 3, true>, q6_k_tile<2, 4, true>}};
-  drive<4>(p, g0, g1, kTiles);
+  static constexpr TileFn kTiles[2][8] = {
+      {q6_k_tile<1, 1, true>, q6_k_tile<1, 2, true>, q6_k_tile<1, 3, true>, q6_k_tile<1, 4, true>,
+       q6_k_tile<1, 5, true>, q6_k_tile<1, 6, true>, q6_k_tile<1, 7, true>, q6_k_tile<1, 8, true>},
+      {q6_k_tile<2, 1, true>}};
+  drive<8>(p, g0, g1, kTiles);
 }
 
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][4] = {{q6_k_tile<1, 1>, q6_k_tile<1, 2>, q6_k_tile<1, 3>, q6_k_tile<1, 4>},
-                                          {q6_k_tile<2, 1>, q6_k_tile<2, 2>, q6_k_tile<2, 3>, q6_k_tile<2, 4>}};
-  drive<4>(p, g0, g1, kTiles);
+  static constexpr TileFn kTiles[2][8] = {{q6_k_tile<1, 1>, q6_k_tile<1, 2>, q6_k_tile<1, 3>, q6_k_tile<1, 4>,
+                                           q6_k_tile<1, 5>, q6_k_tile<1, 6>, q6_k_tile<1, 7>, q6_k_tile<1, 8>},
+                                          {q6_k_tile<2, 1>}};
+  drive<8>(p, g0, g1, kTiles);
 }
 
 template <class F>
 void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][4] = {
-      {float_tile<F, 1, 1>, float_tile<F, 1, 2>, float_tile<F, 1, 3>, float_tile<F, 1, 4>},
-      {float_tile<F, 2, 1>, float_tile<F, 2, 2>, float_tile<F, 2, 3>, float_tile<F, 2, 4>}};
-  drive<4>(p, g0, g1, kTiles);
+  static constexpr TileFn kTiles[2][8] = {
+      {float_tile<F, 1, 1>, float_tile<F, 1, 2>, float_tile<F, 1, 3>, float_tile<F, 1, 4>, float_tile<F, 1, 5>,
+       float_tile<F, 1, 6>, float_tile<F, 1, 7>, float_tile<F, 1, 8>},
+      {float_tile<F, 2, 1>}};
+  drive<8>(p, g0, g1, kTiles);
 }
 
 // ---- activation quantizers (byte-identical to quantize_act_ref) ----
