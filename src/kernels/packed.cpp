@@ -2,6 +2,8 @@
 // per weight at load, split over the thread pool by groups.
 #include "kernels/packed.h"
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -12,16 +14,35 @@ namespace sluice::kernels {
 
 using namespace sluice::quant;
 
-void AlignedBytes::Free::operator()(uint8_t* p) const { std::free(p); }
+namespace {
+// Large buffers (repacked weights, the bandwidth probe) are mapped directly: the kernel hands
+// out zeroed pages, so no memset, and they may be backed by transparent huge pages (fewer TLB
+// misses while streaming gigabytes per token). Small ones come from the heap.
+constexpr uint64_t kMapThreshold = uint64_t{1} << 21;
+}  // namespace
+
+void AlignedFree::operator()(uint8_t* p) const {
+  if (mapped) munmap(p, size);
+  else std::free(p);
+}
 
 AlignedBytes AlignedBytes::alloc(uint64_t bytes) {
   AlignedBytes a;
   const uint64_t n = (bytes + 63) / 64 * 64;
   if (n == 0) return a;
+  if (n >= kMapThreshold) {
+    const uint64_t len = (n + kMapThreshold - 1) / kMapThreshold * kMapThreshold;
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) fail("out of memory mapping %llu bytes for repacked weights", static_cast<unsigned long long>(len));
+    madvise(p, len, MADV_HUGEPAGE);   // a hint: fine if the system says no
+    a.p = std::unique_ptr<uint8_t[], AlignedFree>(static_cast<uint8_t*>(p), AlignedFree{true, len});
+    a.size = n;
+    return a;
+  }
   auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, n));
   if (!p) fail("out of memory allocating %llu bytes for repacked weights", static_cast<unsigned long long>(n));
   std::memset(p, 0, n);
-  a.p.reset(p);
+  a.p = std::unique_ptr<uint8_t[], AlignedFree>(p, AlignedFree{false, n});
   a.size = n;
   return a;
 }
@@ -126,23 +147,34 @@ void q6_k_codes(const BlockQ6_K& x, uint8_t q[kQK_K]) {
   }
 }
 
+// q6_k_codes with the loops in the file's byte order (same result, no divisions).
+void q6_k_codes_fast(const BlockQ6_K& x, uint8_t q[kQK_K]) {
+  for (int h = 0; h < 2; ++h)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t a = x.ql[64 * h + l], c = x.ql[64 * h + 32 + l], hb = x.qh[32 * h + l];
+      uint8_t* o = q + 128 * h + l;
+      o[0] = static_cast<uint8_t>((a & 15) | ((hb & 3) << 4));
+      o[32] = static_cast<uint8_t>((c & 15) | (((hb >> 2) & 3) << 4));
+      o[64] = static_cast<uint8_t>((a >> 4) | (((hb >> 4) & 3) << 4));
+      o[96] = static_cast<uint8_t>((c >> 4) | (((hb >> 6) & 3) << 4));
+    }
+}
+
 void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int64_t b) {
   switch (f) {
     case PackedFormat::kQ4_0: {
-      const auto x = load_block<BlockQ4_0>(row, b);
-      store_u16(dst + 2 * i, x.d);
-      uint8_t code[32];
-      for (int e = 0; e < 32; ++e) code[e] = static_cast<uint8_t>(nib32(x.qs, e));
-      put_nibbles32(dst + 32, i, code);
+      // The file's qs[j] = q[j] | q[j+16] << 4 is exactly the x16 byte of chunk j/4, t = j%4:
+      // each row's 16 bytes move as 4 dwords.
+      const uint8_t* blk = row + 18 * b;
+      std::memcpy(dst + 2 * i, blk, 2);
+      for (int c = 0; c < 4; ++c) std::memcpy(dst + 32 + 64 * c + 4 * i, blk + 2 + 4 * c, 4);
       break;
     }
     case PackedFormat::kQ5_0: {
       const auto x = load_block<BlockQ5_0>(row, b);
       store_u16(dst + 2 * i, x.d);
       const uint32_t qh = load_u32(x.qh);
-      uint8_t code[32];
-      for (int e = 0; e < 32; ++e) code[e] = static_cast<uint8_t>(nib32(x.qs, e));
-      put_nibbles32(dst + 32, i, code);
+      for (int c = 0; c < 4; ++c) std::memcpy(dst + 32 + 64 * c + 4 * i, x.qs + 4 * c, 4);   // as Q4_0
       uint8_t* masks = dst + 32 + 256;
       for (int j = 0; j < 8; ++j) {
         uint64_t mask;
@@ -155,10 +187,14 @@ void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int
       break;
     }
     case PackedFormat::kQ8_0: {
-      const auto x = load_block<BlockQ8_0>(row, b);
-      store_u16(dst + 2 * i, x.d);
-      for (int c = 0; c < 8; ++c)
-        for (int t = 0; t < 4; ++t) dst[32 + 64 * c + 4 * i + t] = static_cast<uint8_t>(x.qs[4 * c + t] + 128);
+      const uint8_t* blk = row + 34 * b;
+      std::memcpy(dst + 2 * i, blk, 2);
+      for (int c = 0; c < 8; ++c) {
+        uint32_t v;
+        std::memcpy(&v, blk + 2 + 4 * c, 4);
+        v ^= 0x80808080u;   // q + 128 as u8, per byte
+        std::memcpy(dst + 32 + 64 * c + 4 * i, &v, 4);
+      }
       break;
     }
     case PackedFormat::kQ4_K: {
@@ -184,7 +220,7 @@ void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int
       const auto x = load_block<BlockQ6_K>(row, b);
       store_u16(dst + 2 * i, x.d);
       uint8_t q[kQK_K];
-      q6_k_codes(x, q);
+      q6_k_codes_fast(x, q);
       for (int g = 0; g < 16; ++g) {
         dst[32 + 16 * g + i] = static_cast<uint8_t>(x.scales[g]);
         const uint8_t* c = q + 16 * g;
