@@ -16,7 +16,8 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
   libcli11-dev libcpp-httplib-dev libxxhash-dev
 
-.PHONY: run test deps venv model build test-unit test-real test-python test-asan fuzz golden clean
+.PHONY: run test deps venv model build test-unit test-real test-python test-asan fuzz golden clean \
+  e2b-model bench-venv bench
 
 PROMPT ?= Write a short poem about a river that flows to the sea.
 run: deps venv model build
@@ -86,6 +87,31 @@ golden: deps $(GOLDEN_VENV)/.stamp model
 	$(GOLDEN_VENV)/bin/python python/make_golden.py
 	$(GOLDEN_VENV)/bin/python python/make_tokenizer_golden.py
 	$(GOLDEN_VENV)/bin/python python/make_llamacpp_golden.py $(MODEL)
+
+# Benchmarks (never part of `make test`; python/README.md "Benchmarks"). sluice against llama.cpp,
+# interleaved, on a Gemma 4 E2B-shaped file with random weights (3.35 GB, ~30 s to write) and on
+# the real Gemma 3 270M. BENCH_ARGS is passed to python/bench.py (e.g. BENCH_ARGS="--rounds 5").
+E2B_MODEL := models/gemma4-e2b-shaped-q4_0.gguf
+E2B_SEED ?= 0
+BENCH_VENV := .venv-bench
+BENCH_ARGS ?=
+e2b-model: $(E2B_MODEL)
+$(E2B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
+	mkdir -p models
+	$(VENV)/bin/python python/make_e2b_shaped.py $@ --seed $(E2B_SEED)
+
+# llama-cpp-python built from source for THIS CPU (GGML_NATIVE=ON: AVX-512 where present).
+$(BENCH_VENV)/.stamp: python/requirements-bench.txt
+	$(PY) -m venv $(BENCH_VENV)
+	@echo "building llama-cpp-python from source with -DGGML_NATIVE=ON (~10 min on 2 cores)"
+	PIP_CONSTRAINT=$(abspath python/requirements-bench.txt) CMAKE_ARGS="-DGGML_NATIVE=ON" \
+	  CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BENCH_VENV)/bin/pip install -q --disable-pip-version-check \
+	  -r python/requirements-bench.txt
+	touch $@
+bench-venv: $(BENCH_VENV)/.stamp
+
+bench: deps build e2b-model model bench-venv
+	$(BENCH_VENV)/bin/python python/bench.py --model $(E2B_MODEL) --model $(MODEL) $(BENCH_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

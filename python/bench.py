@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""`make bench`: sluice against llama.cpp on the same GGUF files, same threads, prompt length,
+KV depths and KV type, run interleaved (sluice, llama.cpp, sluice, llama.cpp, ... for --rounds
+rounds) so that a change in machine load hits both alike.
+
+    python/bench.py [--model F ...] [--threads 2] [--prompt 512] [--depths 0,512] [--n-decode 32]
+                    [--rounds 3] [--repeats 1] [--kv-type f16] [--out bench-results.json]
+
+Each round runs `sluice bench ... --json` (build/apps/sluice/sluice) and
+`python/llamacpp_bench.py ... --json` (in .venv-bench) once per model; each reports medians over
+its own --repeats. The table shows, per model, the median over the rounds: prefill tokens/s,
+decode ms/token at each depth, the speedup of sluice (llama.cpp time / sluice time), and
+sluice's measured bandwidth, decode floor (bytes per token / bandwidth) and efficiency
+(floor / measured), plus llama.cpp's efficiency against the same floor. Everything, including
+each round's raw output, goes to --out. Only the standard library is needed.
+
+The only place that knows the shape of `sluice bench --json` is parse_sluice(); the one for
+llamacpp_bench.py is parse_llamacpp().
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pathlib
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+DEFAULT_MODEL = ROOT / "models" / "gemma4-e2b-shaped-q4_0.gguf"
+DEFAULT_SLUICE = ROOT / "build" / "apps" / "sluice" / "sluice"
+DEFAULT_LLAMACPP = f"{ROOT / '.venv-bench' / 'bin' / 'python'} {ROOT / 'python' / 'llamacpp_bench.py'}"
+
+
+class BenchError(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------
+# Parsing: one function per engine, returning the same normalized record
+#   {"prefill_tokens", "prefill_ms", "prefill_tps", "decode_ms": {depth: ms},
+#    "bandwidth_gbs", "bytes_per_token", "floor_ms", "efficiency": {depth: e},
+#    "classes": {depth: {...}}, "info": {...}}
+# ---------------------------------------------------------------------------------------
+def _one_json_object(stdout: str, who: str) -> dict:
+    text = stdout.strip()
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError:
+        # tolerate log lines before the object: take the last line that parses
+        obj = None
+        for line in reversed(text.splitlines()):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    obj = json.loads(line)
+                    break
+                except json.JSONDecodeError:
+                    continue
+        if obj is None:
+            raise BenchError(f"{who} printed no JSON object on stdout; it printed:\n{text[:2000]}")
+    if not isinstance(obj, dict):
+        raise BenchError(f"{who} printed JSON that is not an object: {text[:200]}")
+    return obj
+
+
+def _need(obj: dict, path: str, who: str):
+    cur = obj
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            raise BenchError(f"{who} JSON has no '{path}'")
+        cur = cur[part]
+    return cur
+
+
+def parse_sluice(stdout: str) -> dict:
+    """`sluice bench --json` (contract in python/README.md, "Benchmarks")."""
+    who = "sluice bench"
+    j = _one_json_object(stdout, who)
+    decode = _need(j, "decode", who)
+    if not isinstance(decode, list) or not decode:
+        raise BenchError(f"{who} JSON 'decode' is not a non-empty list")
+    return {
+        "prefill_tokens": _need(j, "prefill.tokens", who),
+        "prefill_ms": _need(j, "prefill.ms", who),
+        "prefill_tps": _need(j, "prefill.tokens_per_s", who),
+        "decode_ms": {int(d["depth"]): float(d["ms_per_token"]) for d in decode},
+        "bandwidth_gbs": j.get("bandwidth_gbs"),
+        "bytes_per_token": j.get("bytes_per_token"),
+        "floor_ms": j.get("floor_ms"),
+        "efficiency": {int(d["depth"]): d.get("efficiency") for d in decode},
+        "floor_ms_at": {int(d["depth"]): d.get("floor_ms", j.get("floor_ms")) for d in decode},
+        "classes": {int(d["depth"]): d.get("classes") for d in decode if d.get("classes")},
+        "info": {k: j.get(k) for k in ("model", "file", "threads", "isa", "kv_type")},
+    }
+
+
+def parse_llamacpp(stdout: str) -> dict:
+    """python/llamacpp_bench.py --json."""
+    who = "llamacpp_bench.py"
+    j = _one_json_object(stdout, who)
+    decode = _need(j, "decode", who)
+    return {
+        "prefill_tokens": _need(j, "prefill.tokens", who),
+        "prefill_ms": _need(j, "prefill.ms", who),
+        "prefill_tps": _need(j, "prefill.tokens_per_s", who),
+        "decode_ms": {int(d["depth"]): float(d["ms_per_token"]) for d in decode},
+        "info": {k: j.get(k) for k in ("model", "llama_cpp_python", "llama_cpp_commit", "ggml_version",
+                                       "threads", "kv_type", "flash_attn", "system_info")},
+    }
+
+
+# ---------------------------------------------------------------------------------------
+# Running
+# ---------------------------------------------------------------------------------------
+def run_tool(cmd: list[str], who: str, timeout: float) -> tuple[str, float]:
+    t0 = time.perf_counter()
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError:
+        raise BenchError(f"{who}: cannot run {cmd[0]} (not found)")
+    except PermissionError:
+        raise BenchError(f"{who}: cannot run {cmd[0]} (not executable)")
+    except subprocess.TimeoutExpired:
+        raise BenchError(f"{who}: still running after {timeout:.0f} s: {shlex.join(cmd)}")
+    wall = time.perf_counter() - t0
+    if p.returncode != 0:
+        tail = "\n".join((p.stderr or p.stdout).strip().splitlines()[-15:])
+        raise BenchError(f"{who} failed (exit {p.returncode}): {shlex.join(cmd)}\n{tail}")
+    return p.stdout, wall
+
+
+def common_args(a) -> list[str]:
+    return ["-t", str(a.threads), "-p", str(a.prompt), "-n", str(a.n_decode),
+            "--depths", ",".join(map(str, a.depths)), "--repeats", str(a.repeats), "--kv-type", a.kv_type, "--json"]
+
+
+def sluice_cmd(a, model) -> list[str]:
+    return [str(a.sluice), "bench", "-m", str(model)] + common_args(a)
+
+
+def llamacpp_cmd(a, model) -> list[str]:
+    return shlex.split(a.llamacpp) + ["--model", str(model)] + common_args(a)
+
+
+def median_or_none(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
+
+
+def summarize(runs: list[dict], depths: list[int]) -> dict:
+    """Median over rounds of each number (and min/max of the headline ones)."""
+    if not runs:
+        return {}
+    s = {
+        "rounds": len(runs),
+        "prefill_tps": median_or_none([r["prefill_tps"] for r in runs]),
+        "prefill_tps_range": [min(r["prefill_tps"] for r in runs), max(r["prefill_tps"] for r in runs)],
+        "decode_ms": {}, "decode_ms_range": {},
+    }
+    for d in depths:
+        v = [r["decode_ms"][d] for r in runs if d in r["decode_ms"]]
+        if not v:
+            raise BenchError(f"no decode result at depth {d}")
+        s["decode_ms"][d] = statistics.median(v)
+        s["decode_ms_range"][d] = [min(v), max(v)]
+    if "bandwidth_gbs" in runs[0]:
+        s["bandwidth_gbs"] = median_or_none([r["bandwidth_gbs"] for r in runs])
+        s["bytes_per_token"] = runs[0]["bytes_per_token"]
+        s["floor_ms"] = {d: median_or_none([r["floor_ms_at"].get(d) for r in runs]) for d in depths}
+        s["efficiency"] = {d: median_or_none([r["efficiency"].get(d) for r in runs]) for d in depths}
+        s["classes"] = runs[len(runs) // 2].get("classes", {})   # one round's breakdown (the middle one)
+    return s
+
+
+def bench_model(a, model: pathlib.Path, log) -> dict:
+    runs = {"sluice": [], "llama.cpp": []}
+    raw = []
+    for r in range(a.rounds):
+        for engine in ("sluice", "llama.cpp"):
+            if engine in a.skip:
+                continue
+            cmd = sluice_cmd(a, model) if engine == "sluice" else llamacpp_cmd(a, model)
+            who = "sluice bench" if engine == "sluice" else "llamacpp_bench.py"
+            log(f"[{model.name}] round {r + 1}/{a.rounds}: {engine} ...")
+            out, wall = run_tool(cmd, who, a.timeout)
+            parsed = parse_sluice(out) if engine == "sluice" else parse_llamacpp(out)
+            runs[engine].append(parsed)
+            raw.append({"round": r + 1, "engine": engine, "cmd": cmd, "wall_s": wall,
+                        "output": _one_json_object(out, who)})
+    summary = {e: summarize(v, a.depths) for e, v in runs.items() if v}
+    sl, ll = summary.get("sluice"), summary.get("llama.cpp")
+    if sl and ll:
+        summary["speedup"] = {
+            "prefill": sl["prefill_tps"] / ll["prefill_tps"],
+            "decode": {d: ll["decode_ms"][d] / sl["decode_ms"][d] for d in a.depths},
+        }
+        if sl.get("floor_ms"):
+            ll["efficiency_vs_sluice_floor"] = {
+                d: (sl["floor_ms"][d] / ll["decode_ms"][d]) if sl["floor_ms"].get(d) else None for d in a.depths}
+    info = {e: v[0]["info"] for e, v in runs.items() if v}
+    return {"model": str(model), "summary": summary, "info": info, "runs": raw}
+
+
+def fmt(x, spec):
+    return "-" if x is None else format(x, spec)
+
+
+def print_table(res: dict, a, out=sys.stdout) -> None:
+    s = res["summary"]
+    sl, ll, sp = s.get("sluice"), s.get("llama.cpp"), s.get("speedup")
+    name = pathlib.Path(res["model"]).name
+    print(f"\n{name}: {a.threads} threads, prompt {a.prompt}, {a.n_decode} decodes per depth, KV {a.kv_type}, "
+          f"median of {a.rounds} interleaved round(s)", file=out)
+    print(f"  {'':24s} {'sluice':>10s} {'llama.cpp':>10s} {'speedup':>9s}", file=out)
+    rows = [("prefill tokens/s", sl and sl["prefill_tps"], ll and ll["prefill_tps"], sp and sp["prefill"])]
+    for d in a.depths:
+        rows.append((f"decode ms/token @{d}", sl and sl["decode_ms"][d], ll and ll["decode_ms"][d],
+                     sp and sp["decode"][d]))
+    for label, x, y, r in rows:
+        print(f"  {label:24s} {fmt(x, '10.2f')} {fmt(y, '10.2f')} {fmt(r, '8.2f')}{'x' if r else ' '}", file=out)
+    if sl and sl.get("bandwidth_gbs") is not None:
+        bpt = sl.get("bytes_per_token")
+        print(f"  sluice: bandwidth {fmt(sl['bandwidth_gbs'], '.1f')} GB/s, "
+              f"{fmt(bpt / 1e6 if bpt else None, '.1f')} MB/token", file=out)
+        for d in a.depths:
+            e_ll = (ll or {}).get("efficiency_vs_sluice_floor", {}).get(d)
+            print(f"    depth {d:5d}: floor {fmt(sl['floor_ms'].get(d), '.2f')} ms, "
+                  f"efficiency sluice {fmt(sl['efficiency'].get(d), '.2f')}, llama.cpp {fmt(e_ll, '.2f')}", file=out)
+        for d, classes in sorted(sl.get("classes", {}).items()):
+            parts = []
+            for cname, c in classes.items():
+                if isinstance(c, dict):
+                    parts.append(f"{cname} {fmt(c.get('ms'), '.1f')} ms/{fmt(c.get('gbs'), '.1f')} GB/s")
+            if parts:
+                print(f"    classes @{d}: " + ", ".join(parts), file=out)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", "-m", action="append", type=pathlib.Path,
+                   help=f"GGUF file; repeat for several (default {DEFAULT_MODEL.relative_to(ROOT)})")
+    p.add_argument("--threads", "-t", type=int, default=2)
+    p.add_argument("--prompt", "-p", type=int, default=512)
+    p.add_argument("--depths", default="0,512")
+    p.add_argument("--n-decode", "-n", type=int, default=32)
+    p.add_argument("--rounds", type=int, default=3, help="interleaved sluice/llama.cpp rounds")
+    p.add_argument("--repeats", type=int, default=1, help="repeats inside each tool run")
+    p.add_argument("--kv-type", default="f16")
+    p.add_argument("--sluice", type=pathlib.Path, default=DEFAULT_SLUICE, help="the sluice binary")
+    p.add_argument("--llamacpp", default=DEFAULT_LLAMACPP,
+                   help="command that runs llamacpp_bench.py (default: .venv-bench's python + the script)")
+    p.add_argument("--skip", action="append", default=[], choices=["sluice", "llama.cpp"],
+                   help="leave one engine out")
+    p.add_argument("--timeout", type=float, default=3600, help="seconds per tool run")
+    p.add_argument("--out", type=pathlib.Path, default=ROOT / "bench-results.json")
+    a = p.parse_args(argv)
+    try:
+        a.depths = [int(x) for x in a.depths.split(",") if x.strip()]
+    except ValueError:
+        p.error(f"--depths wants comma-separated integers, got {a.depths!r}")
+    if not a.depths or any(d < 0 for d in a.depths):
+        p.error("--depths wants non-negative integers")
+    for n in ("threads", "prompt", "n_decode", "rounds", "repeats"):
+        if getattr(a, n) < 1:
+            p.error(f"--{n.replace('_', '-')} must be >= 1")
+    models = a.model or [DEFAULT_MODEL]
+
+    def log(msg):
+        print(msg, file=sys.stderr, flush=True)
+
+    problems = [f"model file {m} does not exist" for m in models if not m.is_file()]
+    if "sluice" not in a.skip and not (a.sluice.is_file() and os.access(a.sluice, os.X_OK)):
+        problems.append(f"sluice binary {a.sluice} is missing: run `make build`")
+    if "llama.cpp" not in a.skip:
+        exe = shlex.split(a.llamacpp)[0]
+        if not (pathlib.Path(exe).is_file() and os.access(exe, os.X_OK)):
+            problems.append(f"{exe} is missing: run `make bench-venv` (builds llama-cpp-python, ~10 min)")
+    if problems:
+        print("bench: " + "\nbench: ".join(problems), file=sys.stderr)
+        return 1
+
+    results = {"config": {"threads": a.threads, "prompt": a.prompt, "depths": a.depths, "n_decode": a.n_decode,
+                          "rounds": a.rounds, "repeats": a.repeats, "kv_type": a.kv_type,
+                          "sluice": str(a.sluice), "llamacpp": a.llamacpp},
+               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "models": []}
+    try:
+        for m in models:
+            res = bench_model(a, m, log)
+            results["models"].append(res)
+            print_table(res, a)
+    except BenchError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if results["models"]:
+            a.out.write_text(json.dumps(results, indent=1) + "\n")
+            log(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

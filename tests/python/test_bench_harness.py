@@ -1,0 +1,102 @@
+"""python/bench.py (the `make bench` harness) driven by two stand-in tools written by this test:
+a fake `sluice bench` printing the JSON contract of python/README.md "Benchmarks", and a fake
+llamacpp_bench.py. They are test doubles for the harness's interleaving, argument passing,
+parsing and arithmetic; nothing is timed."""
+import json
+import os
+import sys
+import textwrap
+
+from conftest import ROOT, run
+
+BENCH = [sys.executable, str(ROOT / "python" / "bench.py")]
+
+FAKE = textwrap.dedent("""\
+    #!{py}
+    # TEST DOUBLE ({who}): records its arguments and prints fixed numbers.
+    import json, sys
+    args = sys.argv[1:]
+    with open({log!r}, "a") as f:
+        f.write(json.dumps([{who!r}] + args) + "\\n")
+    if {fail!r}:
+        print("The following argument was not expected: bench", file=sys.stderr)
+        sys.exit(109)
+    depths = [int(x) for x in args[args.index("--depths") + 1].split(",")]
+    n_prompt = int(args[args.index("-p") + 1])
+    ms = {decode_ms!r}
+    out = {{"prefill": {{"tokens": n_prompt, "ms": 1000.0, "tokens_per_s": {prefill_tps!r}}},
+           "decode": [{{"depth": d, "ms_per_token": ms + d / 512}} for d in depths]}}
+    if {who!r} == "sluice":
+        out.update({{"model": "fake", "threads": 2, "isa": "avx512", "kv_type": "f16", "bandwidth_gbs": 27.0,
+                     "bytes_per_token": 1.35e9, "floor_ms": 50.0}})
+        for d in out["decode"]:
+            d["floor_ms"] = 50.0
+            d["efficiency"] = 50.0 / d["ms_per_token"]
+            d["classes"] = {{"ffn_gate_up": {{"ms": 20.0, "bytes": 5.4e8, "gbs": 27.0}}}}
+        print("a log line before the object")
+    print(json.dumps(out))
+""")
+
+
+def fake(tmp_path, who, log, fail=False, decode_ms=50.0, prefill_tps=250.0):
+    p = tmp_path / f"fake-{who}"
+    p.write_text(FAKE.format(py=sys.executable, who=who, log=str(log), fail=fail, decode_ms=decode_ms,
+                             prefill_tps=prefill_tps))
+    p.chmod(0o755)
+    return p
+
+
+def setup(tmp_path, sluice_fail=False):
+    log = tmp_path / "calls.log"
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"GGUF")
+    s = fake(tmp_path, "sluice", log, fail=sluice_fail, decode_ms=50.0, prefill_tps=250.0)
+    ll = fake(tmp_path, "llama", log, decode_ms=60.0, prefill_tps=100.0)
+    return log, model, s, ll
+
+
+def test_interleaves_and_reports_speedups(tmp_path):
+    log, model, s, ll = setup(tmp_path)
+    out = tmp_path / "res.json"
+    r = run(BENCH + ["--model", model, "--sluice", s, "--llamacpp", str(ll), "--rounds", "3", "--threads", "2",
+                     "--prompt", "128", "--depths", "0,512", "--n-decode", "8", "--kv-type", "f16", "--out", out])
+    assert r.returncode == 0, r.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c[0] for c in calls] == ["sluice", "llama"] * 3
+    for c in calls:
+        args = c[1:]
+        if c[0] == "sluice":
+            assert args[:3] == ["bench", "-m", str(model)]
+        else:
+            assert args[:2] == ["--model", str(model)]
+        tail = args[-13:]   # same settings for both engines
+        assert tail == ["-t", "2", "-p", "128", "-n", "8", "--depths", "0,512", "--repeats", "1",
+                        "--kv-type", "f16", "--json"]
+    res = json.loads(out.read_text())
+    summ = res["models"][0]["summary"]
+    assert summ["speedup"]["prefill"] == 2.5
+    assert abs(summ["speedup"]["decode"]["0"] - 60 / 50) < 1e-12
+    assert abs(summ["speedup"]["decode"]["512"] - 61 / 51) < 1e-12
+    assert summ["sluice"]["bandwidth_gbs"] == 27.0
+    assert abs(summ["sluice"]["efficiency"]["512"] - 50 / 51) < 1e-12
+    assert abs(summ["llama.cpp"]["efficiency_vs_sluice_floor"]["0"] - 50 / 60) < 1e-12
+    assert len(res["models"][0]["runs"]) == 6
+    assert "1.20x" in r.stdout and "2.50x" in r.stdout and "27.0 GB/s" in r.stdout
+
+
+def test_missing_binaries_are_named(tmp_path):
+    log, model, s, ll = setup(tmp_path)
+    r = run(BENCH + ["--model", model, "--sluice", tmp_path / "nope", "--llamacpp", f"{tmp_path / 'nopy'} x.py"])
+    assert r.returncode == 1
+    assert "make build" in r.stderr and "make bench-venv" in r.stderr
+    r = run(BENCH + ["--model", tmp_path / "none.gguf", "--sluice", s, "--llamacpp", str(ll)])
+    assert r.returncode == 1 and "none.gguf does not exist" in r.stderr
+    assert not log.exists()
+
+
+def test_failing_tool_stops_with_its_message(tmp_path):
+    log, model, s, ll = setup(tmp_path, sluice_fail=True)
+    r = run(BENCH + ["--model", model, "--sluice", s, "--llamacpp", str(ll), "--out", tmp_path / "r.json"])
+    assert r.returncode == 1
+    assert "sluice bench failed (exit 109)" in r.stderr and "not expected: bench" in r.stderr
+    assert not os.path.exists(tmp_path / "r.json")
