@@ -66,16 +66,17 @@ struct LinearSet {
 };
 
 // `copies` matrices of the shape, enough to exceed the LLC when copies > 1.
-const LinearSet& linears(DType t, int64_t cols, int64_t rows, int copies) {
+const LinearSet& linears(DType t, int64_t cols, int64_t rows, int copies, bool wide) {
   static std::vector<std::pair<std::string, std::unique_ptr<LinearSet>>> cache;
-  const std::string key = std::string(dtype_name(t)) + std::to_string(cols) + "x" + std::to_string(rows) + "c" + std::to_string(copies);
+  const std::string key = std::string(dtype_name(t)) + std::to_string(cols) + "x" + std::to_string(rows) + "c" +
+                          std::to_string(copies) + (wide ? "w" : "");
   for (auto& [k, v] : cache)
     if (k == key) return *v;
   auto s = std::make_unique<LinearSet>();
   for (int c = 0; c < copies; ++c) {
     s->raw.push_back(random_rows(t, cols, rows, 7 + c));
     Mat m{"bench", t, s->raw.back().data(), cols, rows, dtype_row_bytes(t, static_cast<uint64_t>(cols))};
-    s->lin.push_back(Linear::build({&m, 1}, pool(), "bench"));
+    s->lin.push_back(Linear::build({&m, 1}, pool(), "bench", wide));
     s->raw.back() = {};   // the repacked copy is what is read
   }
   s->bytes_each = s->lin[0].stream_bytes();
@@ -83,10 +84,12 @@ const LinearSet& linears(DType t, int64_t cols, int64_t rows, int copies) {
   return *cache.back().second;
 }
 
-void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_t m) {
+// hot: one copy, re-read every iteration (it stays in the last-level cache): the kernel's
+// compute speed with memory out of the way.
+void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_t m, bool hot = false, bool wide = false) {
   const uint64_t one = dtype_row_bytes(t, static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
-  const int copies = static_cast<int>(std::max<uint64_t>(1, (uint64_t{1} << 30) / one + 1));
-  const LinearSet& s = linears(t, cols, rows, copies);
+  const int copies = hot ? 1 : static_cast<int>(std::max<uint64_t>(1, (uint64_t{1} << 30) / one + 1));
+  const LinearSet& s = linears(t, cols, rows, copies, wide);
   std::vector<float> x(static_cast<size_t>(m * cols)), y(static_cast<size_t>(m * rows));
   std::mt19937 rng(3);
   std::normal_distribution<float> n(0.0f, 1.0f);
@@ -144,6 +147,17 @@ int register_all() {
     for (int64_t m : {1, 4, 8, 64})
       benchmark::RegisterBenchmark((std::string("Linear/") + s.name + "/M" + std::to_string(m)).c_str(),
                                    [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, m); })
+          ->Unit(benchmark::kMicrosecond)
+          ->UseRealTime();
+  for (int64_t m : {1, 8})
+    benchmark::RegisterBenchmark((std::string("Linear/q6_K8/lm_head_1536x262144/M") + std::to_string(m)).c_str(),
+                                 [=](benchmark::State& st) { BM_Linear(st, DType::Q6_K, 1536, 262144, m, false, true); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+  for (const Shape& s : {Shape{"q6_K/hot_1536x8192", DType::Q6_K, 1536, 8192}, Shape{"q4_0/hot_1536x8192", DType::Q4_0, 1536, 8192}})
+    for (int64_t m : {1, 8})
+      benchmark::RegisterBenchmark((std::string("Linear/") + s.name + "/M" + std::to_string(m)).c_str(),
+                                   [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, m, true); })
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
   for (const CpuKernels* k : runnable_cpu_kernels())

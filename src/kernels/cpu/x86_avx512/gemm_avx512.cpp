@@ -147,8 +147,48 @@ SLUICE_INLINE void legacy_block(const uint8_t* blk, int64_t b, const ActTile<MT>
   }
 }
 
+// Decode (one activation row, two groups side by side): each block's activation dwords,
+// offset and scale are broadcast once for both groups.
+template <class F>
+void legacy_pair(const GemmArgs& p, int64_t gi) {
+  const int64_t nb = p.k / 32;
+  const uint8_t* w[2] = {p.w + static_cast<uint64_t>(gi) * p.group_bytes, p.w + static_cast<uint64_t>(gi + 1) * p.group_bytes};
+  const int8_t* qs = a_qs(p.a, 0);
+  const float* da = a_d(p.a, 0);
+  const int32_t* sums = a_sums(p.a, 0, 32);
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i av[8];
+    for (int k = 0; k < 8; ++k) av[k] = _mm512_set1_epi32(ld_i32(qs + 32 * b + 4 * k));
+    const __m512i off = _mm512_set1_epi32(F::kOff * sums[b]);
+    const __m512 vda = _mm512_set1_ps(da[b]);
+    SLUICE_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const uint8_t* blk = w[j] + b * F::kBytes;
+      prefetch_stream(w[j], b * F::kBytes, F::kBytes, p.group_bytes);
+      __m512i c[8];
+      F::codes(blk, c);
+      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], av[0]);
+      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[4], av[4]);
+      for (int k = 1; k < 4; ++k) {
+        s0 = _mm512_dpbusd_epi32(s0, c[k], av[k]);
+        s1 = _mm512_dpbusd_epi32(s1, c[4 + k], av[4 + k]);
+      }
+      const __m512i si = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), off);
+      const __m512 d = _mm512_mul_ps(ld_f16x16(blk), vda);
+      acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(d, _mm512_cvtepi32_ps(si)));
+    }
+  }
+  store_rows(p, gi, 0, acc[0]);
+  store_rows(p, gi + 1, 0, acc[1]);
+}
+
 template <class F, int G, int MT>
 void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
+  if constexpr (G == 2 && MT == 1) {
+    legacy_pair<F>(p, gi);
+    return;
+  }
   const int64_t nb = p.k / 32;
   const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
@@ -276,8 +316,66 @@ SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
   }
 }
 
+// Decode (one activation row, two groups): the two streams advance sub-block by sub-block,
+// so both keep prefetches in flight at the same pace.
+template <bool Wide>
+void q6_k_pair(const GemmArgs& p, int64_t gi) {
+  constexpr int64_t kBytes = Wide ? 4384 : 3360, kSub = Wide ? 256 : 192;
+  const int64_t nb = p.k / 256;
+  const uint8_t* w[2] = {p.w + static_cast<uint64_t>(gi) * p.group_bytes, p.w + static_cast<uint64_t>(gi + 1) * p.group_bytes};
+  const int8_t* qs = a_qs(p.a, 0);
+  const float* da = a_d(p.a, 0);
+  const int32_t* bsum = a_sums(p.a, 0, 256);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t b = 0; b < nb; ++b) {
+    __m512i sumi[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+    for (int j = 0; j < 2; ++j) prefetch_stream(w[j], b * kBytes, 288, p.group_bytes);
+    for (int g = 0; g < 16; ++g) {
+      const int8_t* a = qs + 256 * b + 16 * g;
+      const __m512i a0 = _mm512_set1_epi32(ld_i32(a)), a1 = _mm512_set1_epi32(ld_i32(a + 4));
+      const __m512i a2 = _mm512_set1_epi32(ld_i32(a + 8)), a3 = _mm512_set1_epi32(ld_i32(a + 12));
+      const __m512i off = _mm512_set1_epi32(32 * bsum[16 * b + g]);
+      SLUICE_UNROLL
+      for (int j = 0; j < 2; ++j) {
+        const uint8_t* blk = w[j] + b * kBytes;
+        const uint8_t* sub = blk + 288 + kSub * g;
+        prefetch_stream(w[j], b * kBytes + 288 + kSub * g, kSub, p.group_bytes);
+        __m512i c[4];
+        if constexpr (Wide) {
+          for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
+        } else {
+          const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
+          c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+          c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+          c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
+          c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+        }
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
+        __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], a0);
+        __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], a1);
+        s0 = _mm512_dpbusd_epi32(s0, c[2], a2);
+        s1 = _mm512_dpbusd_epi32(s1, c[3], a3);
+        const __m512i si = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), off);
+        sumi[j] = _mm512_add_epi32(sumi[j], _mm512_mullo_epi32(si, sc));
+      }
+    }
+    SLUICE_UNROLL
+    for (int j = 0; j < 2; ++j) {
+      const __m512 d = _mm512_mul_ps(ld_f16x16(w[j] + b * kBytes), _mm512_set1_ps(da[b]));
+      acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[j])));
+    }
+  }
+  store_rows(p, gi, 0, acc[0]);
+  store_rows(p, gi + 1, 0, acc[1]);
+}
+
 template <int G, int MT, bool Wide = false>
 void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
+  if constexpr (G == 2 && MT == 1) {
+    q6_k_pair<Wide>(p, gi);
+    return;
+  }
   constexpr int64_t kBytes = Wide ? 4384 : 3360;
   const int64_t nb = p.k / 256;
   const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
