@@ -18,6 +18,8 @@
 namespace sluice::kernels::avx512 {
 namespace {
 
+#define SLUICE_INLINE __attribute__((always_inline)) inline
+
 inline __mmask16 tail_mask(int64_t r) { return static_cast<__mmask16>((1u << r) - 1); }
 inline __m512 ld(const float* p, int64_t n) { return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(n), p); }
 inline void st(float* p, __m512 v, int64_t n) {
@@ -179,31 +181,89 @@ void score_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, fl
   }
 }
 
-// o_c of NG heads: Σ_j p[g][j]·v_j in key order (attention.h), 32 output elements at a time
-// so two independent accumulation chains per head are in flight.
+// o_c of NG heads: Σ_j p[g][j]·v_j in key order (attention.h), 16·W output elements at a
+// time (NG·W accumulators), so each V load feeds NG fused multiply-adds.
 template <int NG, KvElem E>
 void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, const float* s, float* oc) {
+  constexpr int W = NG <= 2 ? 8 : NG <= 4 ? 4 : 2;
   const int64_t hd = a.hd;
-  for (int64_t i = 0; i < hd; i += 32) {
-    const int64_t r0 = hd - i, r1 = hd - i - 16;
-    const __mmask16 m0 = r0 >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(r0);
-    const __mmask16 m1 = r1 >= 16 ? static_cast<__mmask16>(0xFFFF) : r1 > 0 ? tail_mask(r1) : static_cast<__mmask16>(0);
-    __m512 acc0[NG], acc1[NG];
-    for (int g = 0; g < NG; ++g) acc0[g] = acc1[g] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < hd; i += 16 * W) {
+    __mmask16 m[W];
+    for (int w = 0; w < W; ++w) {
+      const int64_t r = hd - i - 16 * w;
+      m[w] = r >= 16 ? static_cast<__mmask16>(0xFFFF) : r > 0 ? tail_mask(r) : static_cast<__mmask16>(0);
+    }
+    __m512 acc[NG][W];
+    for (int g = 0; g < NG; ++g)
+      for (int w = 0; w < W; ++w) acc[g][w] = _mm512_setzero_ps();
     for (int j = 0; j < n; ++j) {
       const uint8_t* vrow = rows[j] + a.v_off;
-      const __m512 v0 = kv16m<E>(vrow, i, m0), v1 = kv16m<E>(vrow, i + 16, m1);
+      __m512 v[W];
+      for (int w = 0; w < W; ++w) v[w] = kv16m<E>(vrow, i + 16 * w, m[w]);
       for (int g = 0; g < NG; ++g) {
         const __m512 p = _mm512_set1_ps(s[(g0 + g) * kAttnChunk + j]);
-        acc0[g] = _mm512_fmadd_ps(p, v0, acc0[g]);
-        acc1[g] = _mm512_fmadd_ps(p, v1, acc1[g]);
+        for (int w = 0; w < W; ++w) acc[g][w] = _mm512_fmadd_ps(p, v[w], acc[g][w]);
       }
     }
-    for (int g = 0; g < NG; ++g) {
-      _mm512_mask_storeu_ps(oc + (g0 + g) * hd + i, m0, acc0[g]);
-      if (m1) _mm512_mask_storeu_ps(oc + (g0 + g) * hd + i + 16, m1, acc1[g]);
+    for (int g = 0; g < NG; ++g)
+      for (int w = 0; w < W; ++w)
+        if (m[w]) _mm512_mask_storeu_ps(oc + (g0 + g) * hd + i + 16 * w, m[w], acc[g][w]);
+  }
+}
+
+// tree16 of 16 vectors at once (the same pairings and additions per vector, so the same
+// bits): v[4·kk + g] -> lane 4·g + kk of the result. 30 shuffles and 15 adds instead of 16
+// separate trees.
+SLUICE_INLINE __m512 tree16x16(const __m512 (&v)[16]) {
+  __m512 w[8], z[4], y[2];
+  for (int p = 0; p < 8; ++p)   // (l, l+8): lanes 0-7 from v[2p], 8-15 from v[2p+1]
+    w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44), _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
+  for (int r = 0; r < 4; ++r)   // (l, l+4): quarter c holds item 4r + c
+    z[r] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0x88), _mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0xDD));
+  for (int t = 0; t < 2; ++t)   // (l, l+2) within each quarter
+    y[t] = _mm512_add_ps(_mm512_shuffle_ps(z[2 * t], z[2 * t + 1], 0x44), _mm512_shuffle_ps(z[2 * t], z[2 * t + 1], 0xEE));
+  // (l, l+1): quarter k, position c = item 4c + k
+  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
+}
+
+// Scores of 4 heads × 4 keys at once: 16 accumulators, each K row and q chunk loaded once
+// per 16 products, one transposed reduction. The lane order of tree16x16 puts head g's four
+// keys in quarter g, stored with one 128-bit store per head.
+template <KvElem E>
+void score_tile_4x4(const AttnArgs& a, const uint8_t* const* rows, int j0, int g0, float* s) {
+  const int64_t hd = a.hd;
+  const float* q = a.q + g0 * hd;
+  const uint8_t* kr[4] = {rows[j0] + a.k_off, rows[j0 + 1] + a.k_off, rows[j0 + 2] + a.k_off, rows[j0 + 3] + a.k_off};
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= hd; i += 16) {
+    __m512 k[4];
+    for (int kk = 0; kk < 4; ++kk) k[kk] = kv16m<E>(kr[kk], i, static_cast<__mmask16>(0xFFFF));
+    for (int g = 0; g < 4; ++g) {
+      const __m512 qv = _mm512_loadu_ps(q + g * hd + i);
+      for (int kk = 0; kk < 4; ++kk) acc[4 * kk + g] = _mm512_fmadd_ps(qv, k[kk], acc[4 * kk + g]);
     }
   }
+  if (i < hd) {
+    const __mmask16 m = tail_mask(hd - i);
+    __m512 k[4];
+    for (int kk = 0; kk < 4; ++kk) k[kk] = kv16m<E>(kr[kk], i, m);
+    for (int g = 0; g < 4; ++g) {
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + g * hd + i);
+      for (int kk = 0; kk < 4; ++kk) acc[4 * kk + g] = _mm512_fmadd_ps(qv, k[kk], acc[4 * kk + g]);
+    }
+  }
+  const __m512 r = _mm512_mul_ps(_mm512_set1_ps(a.scale), tree16x16(acc));
+  _mm_storeu_ps(s + (g0 + 0) * kAttnChunk + j0, _mm512_castps512_ps128(r));
+  _mm_storeu_ps(s + (g0 + 1) * kAttnChunk + j0, _mm512_extractf32x4_ps(r, 1));
+  _mm_storeu_ps(s + (g0 + 2) * kAttnChunk + j0, _mm512_extractf32x4_ps(r, 2));
+  _mm_storeu_ps(s + (g0 + 3) * kAttnChunk + j0, _mm512_extractf32x4_ps(r, 3));
+}
+
+template <KvElem E>
+void scores_4x4(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, float* s) {
+  for (int j = 0; j + 4 <= n; j += 4) score_tile_4x4<E>(a, rows, j, g0, s);
 }
 
 using ScoreTile = void (*)(const AttnArgs&, const uint8_t* const*, int, int, float*);
@@ -217,6 +277,10 @@ struct Tiles {
 };
 inline const ScoreTile* score_tiles(KvElem e) {
   return e == KvElem::kF32 ? Tiles<KvElem::kF32>::score : e == KvElem::kF16 ? Tiles<KvElem::kF16>::score : Tiles<KvElem::kBF16>::score;
+}
+using Scores4x4 = void (*)(const AttnArgs&, const uint8_t* const*, int, int, float*);
+inline Scores4x4 scores_4x4_for(KvElem e) {
+  return e == KvElem::kF32 ? scores_4x4<KvElem::kF32> : e == KvElem::kF16 ? scores_4x4<KvElem::kF16> : scores_4x4<KvElem::kBF16>;
 }
 inline const ValueTile* value_tiles(KvElem e) {
   return e == KvElem::kF32 ? Tiles<KvElem::kF32>::value : e == KvElem::kF16 ? Tiles<KvElem::kF16>::value : Tiles<KvElem::kBF16>::value;
@@ -245,8 +309,14 @@ void attention_impl(const AttnArgs& a) {
         }
       }
     }
-    // Scores: each K row loaded once (16 floats at a time) for up to 8 heads at a time.
-    for (int g0 = 0; g0 < gs; g0 += 8) {
+    // Scores: 4 heads × 4 keys per tile where both fit, else up to 8 heads per key.
+    int g0 = 0;
+    const int n4 = n / 4 * 4;
+    for (; g0 + 4 <= gs && n4 > 0; g0 += 4) {
+      scores_4x4_for(a.elem)(a, rows, n4, g0, s);
+      if (n4 < n) score_tiles(a.elem)[3](a, rows + n4, n - n4, g0, s + n4);
+    }
+    for (; g0 < gs; g0 += 8) {
       const int ng = gs - g0 < 8 ? gs - g0 : 8;
       score_tiles(a.elem)[ng - 1](a, rows, n, g0, s);
     }
@@ -263,9 +333,9 @@ void attention_impl(const AttnArgs& a) {
       lc[g] = sum;
     }
     // Values: o_c[g] = Σ_j p[g][j]·v_j, each V row loaded once for up to 8 heads at a time.
-    for (int g0 = 0; g0 < gs; g0 += 8) {
-      const int ng = gs - g0 < 8 ? gs - g0 : 8;
-      value_tiles(a.elem)[ng - 1](a, rows, n, g0, s, oc);
+    for (int vg0 = 0; vg0 < gs; vg0 += 8) {
+      const int ng = gs - vg0 < 8 ? gs - vg0 : 8;
+      value_tiles(a.elem)[ng - 1](a, rows, n, vg0, s, oc);
     }
     for (int g = 0; g < gs; ++g) {
       float* out = a.out + g * hd;
