@@ -25,9 +25,6 @@ struct CpuKernels {
   // Dot of one weight row (raw blocks of the type with this id) with one activation row made by
   // quantize_act_row (formats as dot_ref). nullptr = use dot_ref for that type.
   DotKernel dot[kDTypeIdCount];
-  // Optional SIMD activation quantizer with the SAME output bytes as quantize_act_row;
-  // nullptr = use quantize_act_row.
-  void (*quantize_dot_act)(DType weight_type, const float* x, void* out, int64_t n);
   // Packed matmul per packed format (gemm.h); nullptr = gemm_ref.
   GemmKernel gemm[kPackedFormatCount];
   // Activation quantizers per act format (act.h), byte-identical to quantize_act_ref;

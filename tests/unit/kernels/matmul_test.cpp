@@ -1,15 +1,21 @@
-// kernels::matmul_act_quant: every element is dot_ref of its weight row and its quantized activation
-// row (dot for F32 weights), and the result does not depend on the batch size or the thread
-// count, bit for bit.
+// kernels::Linear, the model's matmul: for every weight type (packed formats and the generic
+// path alike) each output is dot_ref of its weight row and its quantized activation row
+// (sequential fused multiply-adds for float types), bit for bit, whatever the batch size or the
+// thread count; fused parts (q|k|v, gate|up, of equal or different types) land at their row
+// offsets; the activation scratch is reused across calls without leaking state.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/dot_ref.h"
+#include "base/error.h"
+#include "kernels/linear.h"
 #include "kernels/ops.h"
+#include "quant/quant.h"
 #include "tensor/weights.h"
 #include "threading/thread_pool.h"
 #include "unit/kernels/kernels_test_util.h"
@@ -18,7 +24,6 @@
 namespace sluice::kernels {
 namespace {
 
-constexpr int64_t kRows = 37;   // not a multiple of the thread count
 constexpr int64_t kCols = 512;  // two K-quant super-blocks
 
 struct Weights {
@@ -26,17 +31,13 @@ struct Weights {
   Mat mat;
 };
 
-Weights make_weights(DType t, uint64_t seed) {
+Weights make_weights(DType t, int64_t rows, uint64_t seed) {
   Weights w;
-  for (int64_t r = 0; r < kRows; ++r) {
+  for (int64_t r = 0; r < rows; ++r) {
     const auto row = testing::weight_row(t, kCols, seed + static_cast<uint64_t>(r), /*sane=*/true);
     w.data.insert(w.data.end(), row.begin(), row.end());
   }
-  w.mat.type = t;
-  w.mat.cols = kCols;
-  w.mat.rows = kRows;
-  w.mat.row_bytes = dtype_row_bytes(t, kCols);
-  w.mat.data = w.data.data();
+  w.mat = Mat{"w" + std::to_string(seed), t, w.data.data(), kCols, rows, dtype_row_bytes(t, kCols)};
   return w;
 }
 
@@ -49,57 +50,102 @@ std::vector<float> activations(int64_t m, uint64_t seed) {
   return x;
 }
 
-class Matmul : public ::testing::TestWithParam<DType> {};
+// The definition: dot_ref on the activation quantized as dot_ref's format; f32/f16/bf16
+// weights (packed float formats) as sequential fused multiply-adds on f32 activations.
+float expected(const Mat& w, int64_t r, const float* x) {
+  if (packed_act_format(packed_format(w.type)) == ActFormat::kF32 && packed_format(w.type) != PackedFormat::kNone) {
+    std::vector<float> wf(static_cast<size_t>(kCols));
+    quant::dequantize_ref(w.type, w.row(r), wf.data(), kCols);
+    float v = 0;
+    for (int64_t c = 0; c < kCols; ++c) v = std::fma(wf[c], x[c], v);
+    return v;
+  }
+  std::vector<uint8_t> act(act_row_bytes(w.type, kCols));
+  quantize_act_row(w.type, x, act.data(), kCols);
+  return dot_ref(w.type, w.row(r), act.data(), kCols);
+}
 
-TEST_P(Matmul, BatchAndThreadInvariantAndEqualToDotRef) {
+class LinearTypes : public ::testing::TestWithParam<DType> {};
+
+TEST_P(LinearTypes, EqualToDotRefForAnyBatchAndThreadCount) {
   const DType t = GetParam();
-  const Weights w = make_weights(t, 1000 + static_cast<uint64_t>(t));
+  const int64_t rows = 37;   // not a multiple of 16 nor of the thread count
+  const Weights w = make_weights(t, rows, 1000 + static_cast<uint64_t>(t));
   ThreadPool one(1), two(2);
+  const Linear lin = Linear::build({&w.mat, 1}, two, "w");
   const int64_t kMaxM = 17;
   const std::vector<float> x = activations(kMaxM, 42);
-
-  // Row i alone (M = 1, one thread): the reference for every other configuration.
-  std::vector<float> alone(kMaxM * kRows);
-  for (int64_t i = 0; i < kMaxM; ++i) matmul_act_quant(one, w.mat, x.data() + i * kCols, 1, alone.data() + i * kRows);
-
+  ActScratch scratch;
   for (int64_t m : {1, 3, 17}) {
     for (ThreadPool* pool : {&one, &two}) {
-      std::vector<float> y(m * kRows, -1.0f);
-      matmul_act_quant(*pool, w.mat, x.data(), m, y.data());
-      ASSERT_EQ(std::memcmp(y.data(), alone.data(), y.size() * sizeof(float)), 0)
-          << dtype_name(t) << " M " << m << " threads " << pool->size();
-    }
-  }
-
-  // Each element is the dot product of its two rows by the kernel set in use (bit for bit).
-  std::vector<uint8_t> act(act_row_bytes(t, kCols));
-  for (int64_t i = 0; i < kMaxM; ++i) {
-    quantize_act_row(t, x.data() + i * kCols, act.data(), kCols);
-    for (int64_t r = 0; r < kRows; ++r) {
-      const float want = t == DType::F32
-                             ? dot(reinterpret_cast<const float*>(w.mat.row(r)), x.data() + i * kCols, kCols)
-                             : cpu_dot(cpu_kernels(), t, w.mat.row(r), act.data(), kCols);
-      ASSERT_EQ(quant::testing::bits(alone[i * kRows + r]), quant::testing::bits(want))
-          << dtype_name(t) << " row " << r << " act " << i;
+      std::vector<float> y(m * rows, -1.0f);
+      lin.run(*pool, x.data(), m, y.data(), scratch);
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t r = 0; r < rows; ++r)
+          ASSERT_EQ(quant::testing::bits(y[i * rows + r]), quant::testing::bits(expected(w.mat, r, x.data() + i * kCols)))
+              << dtype_name(t) << " M " << m << " threads " << pool->size() << " row " << r << " act " << i;
     }
   }
 }
 
-// The scratch buffer is reused across calls of different sizes and types without leaking
-// state: a small call after a big one gives the same bits as before it.
-TEST(MatmulScratch, ReuseAcrossCallsAndTypes) {
+INSTANTIATE_TEST_SUITE_P(AllTypes, LinearTypes, ::testing::ValuesIn(quant::testing::supported_types()),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
+
+// q|k|v-style fusion: parts of the same type become one packed matrix, parts of other types
+// (here also one without a packed format) follow; every output row lands at its offset.
+TEST(LinearFusion, MixedPartsLandAtTheirRowOffsets) {
   ThreadPool pool(2);
-  const Weights a = make_weights(DType::Q4_K, 7), b = make_weights(DType::Q8_0, 8);
+  const Weights q = make_weights(DType::Q5_0, 40, 1), k = make_weights(DType::Q5_0, 8, 2),
+                v = make_weights(DType::Q8_0, 24, 3), g = make_weights(DType::Q4_1, 5, 4);
+  const Mat parts[4] = {q.mat, k.mat, v.mat, g.mat};
+  const Linear lin = Linear::build(parts, pool, "qkvg");
+  ASSERT_EQ(lin.rows(), 40 + 8 + 24 + 5);
+  EXPECT_NE(lin.describe().find("q5_0x16 [48]"), std::string::npos) << lin.describe();
+  EXPECT_NE(lin.describe().find("q4_1 (generic)"), std::string::npos) << lin.describe();
+  const int64_t m = 5;
+  const std::vector<float> x = activations(m, 7);
+  std::vector<float> y(m * lin.rows());
+  ActScratch scratch;
+  lin.run(pool, x.data(), m, y.data(), scratch);
+  for (int64_t i = 0; i < m; ++i) {
+    int64_t row0 = 0;
+    for (const Mat& p : parts) {
+      for (int64_t r = 0; r < p.rows; ++r)
+        ASSERT_EQ(quant::testing::bits(y[i * lin.rows() + row0 + r]), quant::testing::bits(expected(p, r, x.data() + i * kCols)))
+            << p.name << " row " << r << " act " << i;
+      row0 += p.rows;
+    }
+  }
+  // Q5_0 / Q8_0 repack to the file's bytes plus the zero rows that pad a group to 16; the
+  // generic Q4_1 part streams its file rows.
+  auto rb = [](DType t) { return dtype_row_bytes(t, kCols); };
+  EXPECT_EQ(lin.file_bytes(), 48 * rb(DType::Q5_0) + 24 * rb(DType::Q8_0) + 5 * rb(DType::Q4_1));
+  EXPECT_EQ(lin.stream_bytes(), 48 * rb(DType::Q5_0) + 32 * rb(DType::Q8_0) + 5 * rb(DType::Q4_1));
+}
+
+TEST(LinearFusion, RejectsDifferentInputWidths) {
+  ThreadPool pool(1);
+  const Weights a = make_weights(DType::Q8_0, 16, 1);
+  std::vector<uint8_t> raw(dtype_row_bytes(DType::Q8_0, 256) * 16);
+  const Mat b{"narrow", DType::Q8_0, raw.data(), 256, 16, dtype_row_bytes(DType::Q8_0, 256)};
+  const Mat parts[2] = {a.mat, b};
+  EXPECT_THROW(Linear::build(parts, pool, "bad"), sluice::Error);
+}
+
+// The scratch buffer is reused across calls of different sizes and formats without leaking
+// state: a small call after a big one gives the same bits as before it.
+TEST(LinearScratch, ReuseAcrossCallsAndTypes) {
+  ThreadPool pool(2);
+  const Weights a = make_weights(DType::Q4_K, 37, 7), b = make_weights(DType::Q8_0, 37, 8);
+  const Linear la = Linear::build({&a.mat, 1}, pool, "a"), lb = Linear::build({&b.mat, 1}, pool, "b");
   const std::vector<float> x = activations(17, 9);
-  std::vector<float> y1(kRows), y2(kRows), big(17 * kRows);
-  matmul_act_quant(pool, a.mat, x.data(), 1, y1.data());
-  matmul_act_quant(pool, b.mat, x.data(), 17, big.data());
-  matmul_act_quant(pool, a.mat, x.data(), 1, y2.data());
+  std::vector<float> y1(37), y2(37), big(17 * 37);
+  ActScratch scratch;
+  la.run(pool, x.data(), 1, y1.data(), scratch);
+  lb.run(pool, x.data(), 17, big.data(), scratch);
+  la.run(pool, x.data(), 1, y2.data(), scratch);
   EXPECT_EQ(y1, y2);
 }
-
-INSTANTIATE_TEST_SUITE_P(AllTypes, Matmul, ::testing::ValuesIn(quant::testing::supported_types()),
-                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 }  // namespace
 }  // namespace sluice::kernels
