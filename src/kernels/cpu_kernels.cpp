@@ -92,6 +92,8 @@ RowOps merged_ops(const CpuKernels& k) {
   if (!o.scale) o.scale = r.scale;
   if (!o.rope) o.rope = r.rope;
   if (!o.argmax) o.argmax = r.argmax;
+  if (!o.to_f16) o.to_f16 = r.to_f16;
+  if (!o.to_bf16) o.to_bf16 = r.to_bf16;
   return o;
 }
 

@@ -27,6 +27,9 @@ struct RowOps {
   void (*rope)(float* x, const float* cs, int64_t n_rot);
   // Index of the largest element (the first on ties). Any n >= 1.
   int64_t (*argmax)(const float* x, int64_t n);
+  // out[i] = x[i] rounded to IEEE half / bfloat16 (nearest even; base/fp16.h's conversions).
+  void (*to_f16)(const float* x, uint16_t* out, int64_t n);
+  void (*to_bf16)(const float* x, uint16_t* out, int64_t n);
 };
 
 // The scalar reference set.

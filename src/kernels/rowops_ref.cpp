@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "base/fp16.h"
 #include "kernels/rowops.h"
 
 namespace sluice::kernels {
@@ -81,6 +82,13 @@ int64_t argmax_ref(const float* x, int64_t n) {
   return best;
 }
 
+void to_f16_ref(const float* x, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16(x[i]);
+}
+void to_bf16_ref(const float* x, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(x[i]);
+}
+
 }  // namespace
 
 float exp_ref(float x) {
@@ -111,7 +119,8 @@ float tanh_ref(float x) {
 }
 
 const RowOps& rowops_ref() {
-  static const RowOps k = {rms_norm_ref, add_rms_norm_ref, gelu_mul_ref, softcap_ref, scale_ref, rope_ref, argmax_ref};
+  static const RowOps k = {rms_norm_ref, add_rms_norm_ref, gelu_mul_ref, softcap_ref, scale_ref,
+                           rope_ref,     argmax_ref,       to_f16_ref,   to_bf16_ref};
   return k;
 }
 

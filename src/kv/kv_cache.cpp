@@ -52,7 +52,7 @@ uint8_t* KvCache::row_ptr(int32_t g, int32_t layer, BlockId b, int32_t kv, int32
   return storage_[g].get() + idx * row_bytes;
 }
 
-KvCache::Layout KvCache::layout(int32_t g) const {
+KvCache::Layout KvCache::layout(int32_t g) {
   const KvGroupSpec& gs = groups_[g];
   const uint64_t row = gs.row_elems() * kv_type_size(type_);
   const uint64_t kv = row * static_cast<uint64_t>(block_tokens_);

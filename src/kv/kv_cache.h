@@ -43,11 +43,16 @@ class KvCache {
   // The raw layout of group g, for kernels that read rows in place: the K (kv = 0) or V (1)
   // row of layer `layer`, block b, slot s is at
   //   base + b·block_stride + layer·layer_stride + kv·kv_stride + s·slot_stride.
+  // Kernels may write rows in place through it (element type: type()).
   struct Layout {
-    const uint8_t* base;
+    uint8_t* base;
     uint64_t block_stride, layer_stride, kv_stride, slot_stride;
+    uint8_t* row(int32_t layer, BlockId b, int32_t kv, int32_t slot) const {
+      return base + static_cast<uint64_t>(b) * block_stride + static_cast<uint64_t>(layer) * layer_stride +
+             static_cast<uint64_t>(kv) * kv_stride + static_cast<uint64_t>(slot) * slot_stride;
+    }
   };
-  Layout layout(int32_t g) const;
+  Layout layout(int32_t g);
 
   // Writes one position's K and V rows (f32 in, converted to the cache type).
   void store(int32_t g, int32_t layer, BlockId b, int32_t slot, const float* k, const float* v);

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 
 #include "base/error.h"
 #include "kernels/attention.h"
@@ -67,6 +68,7 @@ class GemmaModel final : public Model {
   void ple_block(int il);
   void end_layer(int il, const std::vector<float>& post_norm);
   void keep_only_output_rows();
+  void store_kv(KvCache& kv, const LayerSpec& ls, BlockId blk, int32_t slot, const float* k, const float* v, int64_t n);
   Linear build_lm_head(LmHeadFormat f);
   void output(float* logits);
 
@@ -402,7 +404,7 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
     }
     const int32_t pos = ref_[t].pos;
     const BlockId blk = b.seqs[ref_[t].seq].block_tables[ls.kv_group][pos / bt];
-    kv.store(ls.kv_group, ls.kv_index, blk, pos % bt, row + qw, row + qw + kvw);
+    store_kv(kv, ls, blk, pos % bt, row + qw, row + qw + kvw, kvw);
   });
   mark(OpClass::kOther);
 
@@ -464,6 +466,21 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
     ops_.rms_norm(&x_[t * d], lw.ffn_norm.data(), &xn_[t * d], d, spec_.eps);
   });
   mark(OpClass::kOther);
+}
+
+// One position's K and V rows into the cache, converted with the ISA set's row ops.
+void GemmaModel::store_kv(KvCache& kv, const LayerSpec& ls, BlockId blk, int32_t slot, const float* k, const float* v,
+                          int64_t n) {
+  const KvCache::Layout lay = kv.layout(ls.kv_group);
+  for (int32_t part = 0; part < 2; ++part) {
+    uint8_t* dst = lay.row(ls.kv_index, blk, part, slot);
+    const float* src = part == 0 ? k : v;
+    switch (kv.type()) {
+      case KvType::F32: std::memcpy(dst, src, 4 * static_cast<size_t>(n)); break;
+      case KvType::F16: ops_.to_f16(src, reinterpret_cast<uint16_t*>(dst), n); break;
+      case KvType::BF16: ops_.to_bf16(src, reinterpret_cast<uint16_t*>(dst), n); break;
+    }
+  }
 }
 
 // x += RMSNorm(Wdown · (gelu_tanh(Wgate·m) ⊙ Wup·m)),  m = xn (ffn_norm applied by attention())

@@ -109,6 +109,15 @@ TEST(RowOps, EveryIsaBitIdenticalToReference) {
         EXPECT_TRUE(same_bits(a, b)) << k->isa << " rope " << n;
       }
       EXPECT_EQ(ref.argmax(x.data(), n), o.argmax(x.data(), n)) << k->isa << " argmax " << n;
+      std::vector<uint16_t> h1(n), h2(n);
+      std::vector<float> wide = x;
+      for (int64_t i = 0; i < n; i += 7) wide[i] *= (i % 3 == 0) ? 1e-6f : 3e4f;   // subnormal and large halves
+      ref.to_f16(wide.data(), h1.data(), n);
+      o.to_f16(wide.data(), h2.data(), n);
+      EXPECT_EQ(h1, h2) << k->isa << " to_f16 " << n;
+      ref.to_bf16(wide.data(), h1.data(), n);
+      o.to_bf16(wide.data(), h2.data(), n);
+      EXPECT_EQ(h1, h2) << k->isa << " to_bf16 " << n;
     }
     std::printf("row ops: %s checked\n", k->isa);
   }

@@ -29,6 +29,8 @@ void softcap(float* x, int64_t n, float cap);
 void scale(float* x, int64_t n, float s);
 void rope(float* x, const float* cs, int64_t n_rot);
 int64_t argmax(const float* x, int64_t n);
+void to_f16(const float* x, uint16_t* out, int64_t n);
+void to_bf16(const float* x, uint16_t* out, int64_t n);
 void attention(const AttnArgs& a);
 uint64_t stream_sum(const uint8_t* p, uint64_t bytes);
 

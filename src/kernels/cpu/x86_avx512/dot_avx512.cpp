@@ -120,8 +120,8 @@ constexpr CpuKernels make() {
   k.gemm[static_cast<int>(PackedFormat::kBF16)] = avx512::gemm_bf16;
   k.quantize_act[static_cast<int>(ActFormat::kA8_32)] = avx512::quantize_a8_32;
   k.quantize_act[static_cast<int>(ActFormat::kA8_256)] = avx512::quantize_a8_256;
-  k.ops = RowOps{avx512::rms_norm, avx512::add_rms_norm, avx512::gelu_mul, avx512::softcap,
-                 avx512::scale,    avx512::rope,         avx512::argmax};
+  k.ops = RowOps{avx512::rms_norm, avx512::add_rms_norm, avx512::gelu_mul, avx512::softcap, avx512::scale,
+                 avx512::rope,     avx512::argmax,       avx512::to_f16,   avx512::to_bf16};
   k.attention = avx512::attention;
   k.stream_sum = avx512::stream_sum;
   return k;

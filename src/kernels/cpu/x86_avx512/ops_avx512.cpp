@@ -136,6 +136,31 @@ int64_t argmax_impl(const float* x, int64_t n) {
   return 0;   // only when every element is NaN (the reference also answers 0)
 }
 
+// F16C rounds to nearest even, subnormals included: the reference's f32_to_f16 for every
+// finite value. bf16: round to nearest even on the bits, NaN kept quiet (f32_to_bf16).
+void to_f16_impl(const float* x, uint16_t* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+  if (i < n) {
+    const __mmask16 m = tail_mask(n - i);
+    _mm256_mask_storeu_epi16(out + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
+void to_bf16_impl(const float* x, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n - i);
+    const __m512i u = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, x + i));
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), lsb)), 16);
+    const __m512i absu = _mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF));
+    const __mmask16 nan = _mm512_cmpgt_epu32_mask(absu, _mm512_set1_epi32(0x7F800000));
+    r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(u, 16), _mm512_set1_epi32(0x40));
+    _mm256_mask_storeu_epi16(out + i, m, _mm512_cvtepi32_epi16(r));
+  }
+}
+
 // ---- attention ----
 
 // One K or V row as f32 (16 elements at offset i, masked tail).
@@ -375,6 +400,8 @@ void softcap(float* x, int64_t n, float cap) { softcap_impl(x, n, cap); }
 void scale(float* x, int64_t n, float s) { scale_impl(x, n, s); }
 void rope(float* x, const float* cs, int64_t n_rot) { rope_impl(x, cs, n_rot); }
 int64_t argmax(const float* x, int64_t n) { return argmax_impl(x, n); }
+void to_f16(const float* x, uint16_t* out, int64_t n) { to_f16_impl(x, out, n); }
+void to_bf16(const float* x, uint16_t* out, int64_t n) { to_bf16_impl(x, out, n); }
 void attention(const AttnArgs& a) { attention_impl(a); }
 
 // Four 64-byte loads per iteration into four accumulators: as fast as a core reads memory.
