@@ -239,47 +239,52 @@ void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, co
 // tree16 of 16 vectors at once (the same pairings and additions per vector, so the same
 // bits): v[4·kk + g] -> lane 4·g + kk of the result. 30 shuffles and 15 adds instead of 16
 // separate trees.
-SLUICE_INLINE __m512 tree16x16(const __m512 (&v)[16]) {
-  __m512 w[8], z[4], y[2];
-  for (int p = 0; p < 8; ++p)   // (l, l+8): lanes 0-7 from v[2p], 8-15 from v[2p+1]
-    w[p] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0x44), _mm512_shuffle_f32x4(v[2 * p], v[2 * p + 1], 0xEE));
-  for (int r = 0; r < 4; ++r)   // (l, l+4): quarter c holds item 4r + c
-    z[r] = _mm512_add_ps(_mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0x88), _mm512_shuffle_f32x4(w[2 * r], w[2 * r + 1], 0xDD));
-  for (int t = 0; t < 2; ++t)   // (l, l+2) within each quarter
-    y[t] = _mm512_add_ps(_mm512_shuffle_ps(z[2 * t], z[2 * t + 1], 0x44), _mm512_shuffle_ps(z[2 * t], z[2 * t + 1], 0xEE));
-  // (l, l+1): quarter k, position c = item 4c + k
-  return _mm512_add_ps(_mm512_shuffle_ps(y[0], y[1], 0x88), _mm512_shuffle_ps(y[0], y[1], 0xDD));
-}
-
+// tree16 of 16 vectors at once (the same pairings and additions per vector, so the same
+// bits): v[4·kk + g] -> lane 4·g + kk of the result. 30 shuffles and 15 adds instead of 16
+// separate trees: (l, l+8) puts v[2p] in lanes 0-7 and v[2p+1] in 8-15; (l, l+4) leaves
+// item 4r + c in quarter c; then (l, l+2) and (l, l+1) inside each quarter, so quarter k,
+// position c holds item 4c + k.
 // Scores of 4 heads × 4 keys at once: 16 accumulators, each K row and q chunk loaded once
 // per 16 products, one transposed reduction. The lane order of tree16x16 puts head g's four
 // keys in quarter g, stored with one 128-bit store per head.
 template <KvElem E>
 void score_tile_4x4(const AttnArgs& a, const uint8_t* const* rows, int j0, int g0, float* s) {
   const int64_t hd = a.hd;
-  const float* q = a.q + g0 * hd;
-  const uint8_t* kr[4] = {rows[j0] + a.k_off, rows[j0 + 1] + a.k_off, rows[j0 + 2] + a.k_off, rows[j0 + 3] + a.k_off};
-  __m512 acc[16];
-  for (int i = 0; i < 16; ++i) acc[i] = _mm512_setzero_ps();
-  int64_t i = 0;
-  for (; i + 16 <= hd; i += 16) {
-    __m512 k[4];
-    for (int kk = 0; kk < 4; ++kk) k[kk] = kv16m<E>(kr[kk], i, static_cast<__mmask16>(0xFFFF));
-    for (int g = 0; g < 4; ++g) {
-      const __m512 qv = _mm512_loadu_ps(q + g * hd + i);
-      for (int kk = 0; kk < 4; ++kk) acc[4 * kk + g] = _mm512_fmadd_ps(qv, k[kk], acc[4 * kk + g]);
-    }
+  const float* q0 = a.q + g0 * hd;
+  const float* q1 = q0 + hd;
+  const float* q2 = q1 + hd;
+  const float* q3 = q2 + hd;
+  const uint8_t* k0 = rows[j0] + a.k_off;
+  const uint8_t* k1 = rows[j0 + 1] + a.k_off;
+  const uint8_t* k2 = rows[j0 + 2] + a.k_off;
+  const uint8_t* k3 = rows[j0 + 3] + a.k_off;
+  // Named accumulators (key kk, head g): GCC kept an array of them on the stack, storing all
+  // 16 every iteration.
+  __m512 c00 = _mm512_setzero_ps(), c01 = c00, c02 = c00, c03 = c00, c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+  __m512 c20 = c00, c21 = c00, c22 = c00, c23 = c00, c30 = c00, c31 = c00, c32 = c00, c33 = c00;
+  const __mmask16 all = static_cast<__mmask16>(0xFFFF);
+  // hd is a multiple of 16 here (the caller's condition).
+  for (int64_t i = 0; i < hd; i += 16) {
+    const __m512 x0 = kv16m<E>(k0, i, all), x1 = kv16m<E>(k1, i, all), x2 = kv16m<E>(k2, i, all), x3 = kv16m<E>(k3, i, all);
+    __m512 qv = _mm512_loadu_ps(q0 + i);
+    c00 = _mm512_fmadd_ps(qv, x0, c00); c10 = _mm512_fmadd_ps(qv, x1, c10); c20 = _mm512_fmadd_ps(qv, x2, c20); c30 = _mm512_fmadd_ps(qv, x3, c30);
+    qv = _mm512_loadu_ps(q1 + i);
+    c01 = _mm512_fmadd_ps(qv, x0, c01); c11 = _mm512_fmadd_ps(qv, x1, c11); c21 = _mm512_fmadd_ps(qv, x2, c21); c31 = _mm512_fmadd_ps(qv, x3, c31);
+    qv = _mm512_loadu_ps(q2 + i);
+    c02 = _mm512_fmadd_ps(qv, x0, c02); c12 = _mm512_fmadd_ps(qv, x1, c12); c22 = _mm512_fmadd_ps(qv, x2, c22); c32 = _mm512_fmadd_ps(qv, x3, c32);
+    qv = _mm512_loadu_ps(q3 + i);
+    c03 = _mm512_fmadd_ps(qv, x0, c03); c13 = _mm512_fmadd_ps(qv, x1, c13); c23 = _mm512_fmadd_ps(qv, x2, c23); c33 = _mm512_fmadd_ps(qv, x3, c33);
   }
-  if (i < hd) {
-    const __mmask16 m = tail_mask(hd - i);
-    __m512 k[4];
-    for (int kk = 0; kk < 4; ++kk) k[kk] = kv16m<E>(kr[kk], i, m);
-    for (int g = 0; g < 4; ++g) {
-      const __m512 qv = _mm512_maskz_loadu_ps(m, q + g * hd + i);
-      for (int kk = 0; kk < 4; ++kk) acc[4 * kk + g] = _mm512_fmadd_ps(qv, k[kk], acc[4 * kk + g]);
-    }
-  }
-  const __m512 r = _mm512_mul_ps(_mm512_set1_ps(a.scale), tree16x16(acc));
+  // tree16 of all 16 at once, v[4·kk + g] = c<kk><g> (see tree16x16).
+  auto l1 = [](__m512 x, __m512 y) { return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xEE)); };
+  auto l2 = [](__m512 x, __m512 y) { return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xDD)); };
+  auto l3 = [](__m512 x, __m512 y) { return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x44), _mm512_shuffle_ps(x, y, 0xEE)); };
+  auto l4 = [](__m512 x, __m512 y) { return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD)); };
+  const __m512 w0 = l1(c00, c01), w1 = l1(c02, c03), w2 = l1(c10, c11), w3 = l1(c12, c13);
+  const __m512 w4 = l1(c20, c21), w5 = l1(c22, c23), w6 = l1(c30, c31), w7 = l1(c32, c33);
+  const __m512 z0 = l2(w0, w1), z1 = l2(w2, w3), z2 = l2(w4, w5), z3 = l2(w6, w7);
+  const __m512 y0 = l3(z0, z1), y1 = l3(z2, z3);
+  const __m512 r = _mm512_mul_ps(_mm512_set1_ps(a.scale), l4(y0, y1));
   _mm_storeu_ps(s + (g0 + 0) * kAttnChunk + j0, _mm512_castps512_ps128(r));
   _mm_storeu_ps(s + (g0 + 1) * kAttnChunk + j0, _mm512_extractf32x4_ps(r, 1));
   _mm_storeu_ps(s + (g0 + 2) * kAttnChunk + j0, _mm512_extractf32x4_ps(r, 2));
@@ -337,7 +342,7 @@ void attention_impl(const AttnArgs& a) {
     // Scores: 4 heads × 4 keys per tile where both fit, else up to 8 heads per key.
     int g0 = 0;
     const int n4 = n / 4 * 4;
-    for (; g0 + 4 <= gs && n4 > 0; g0 += 4) {
+    for (; g0 + 4 <= gs && n4 > 0 && hd % 16 == 0; g0 += 4) {
       scores_4x4_for(a.elem)(a, rows, n4, g0, s);
       if (n4 < n) score_tiles(a.elem)[3](a, rows + n4, n - n4, g0, s + n4);
     }
