@@ -25,5 +25,6 @@ CommandFn add_run_command(CLI::App& app);
 CommandFn add_chat_command(CLI::App& app);
 CommandFn add_perplexity_command(CLI::App& app);
 CommandFn add_quantize_command(CLI::App& app);
+CommandFn add_serve_command(CLI::App& app);
 
 }  // namespace sluice::app

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   commands["chat"] = sluice::app::add_chat_command(app);
   commands["perplexity"] = sluice::app::add_perplexity_command(app);
   commands["quantize"] = sluice::app::add_quantize_command(app);
+  commands["serve"] = sluice::app::add_serve_command(app);
 
   CLI11_PARSE(app, argc, argv);
   try {
