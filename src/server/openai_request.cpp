@@ -48,7 +48,7 @@ void reject_unsupported(const json& j) {
     if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string())
       bad_param("response_format", "must be an object with a string 'type'");
     if (rf.at("type").get<std::string>() != "text")
-      throw ApiError(400, "response_format: only type 'text' is supported yet (no JSON mode or schemas)",
+      throw ApiError(400, "response_format: non-text formats (JSON mode, schemas) are not supported yet",
                      "invalid_request_error", "response_format");
   }
   if (present(j, "logit_bias") && !(j.at("logit_bias").is_object() && j.at("logit_bias").empty()))
