@@ -3,6 +3,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "base/error.h"
 
@@ -179,7 +182,16 @@ void Engine::loop() {
   std::vector<std::pair<EngineRequest, std::shared_ptr<StreamState>>> adds;
   std::vector<RequestId> cancels;
   std::vector<TokenOutput> outs;
+  bool was_busy = false;
   for (;;) {
+    if (was_busy && !core_.has_work()) {
+      // Going idle: hand freed heap pages back to the OS, so a server's resident memory
+      // after a burst of requests returns to where it was (glibc keeps them per arena).
+#if defined(__GLIBC__)
+      malloc_trim(0);
+#endif
+    }
+    was_busy = core_.has_work();
     {
       std::unique_lock<std::mutex> lk(inbox_->mu);
       inbox_->cv.wait(lk, [&] {
