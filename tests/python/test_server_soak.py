@@ -66,10 +66,12 @@ def round_of(server, client, first, count):
 
 
 def test_soak(sluice_bin):
-    s = Server(sluice_bin, TINY, "-c", 512, "--parallel", 8, "--max-queue", 32, "--batch-tokens", 64)
+    # 8 running + 16 queued = 32 HTTP worker threads. The warm-up round is long enough for
+    # every worker to have served requests (its stack pages stay resident once touched).
+    s = Server(sluice_bin, TINY, "-c", 512, "--parallel", 8, "--max-queue", 16, "--batch-tokens", 64)
     try:
         client = openai.OpenAI(base_url=s.base_url, api_key="x", max_retries=0, timeout=120)
-        warm = round_of(s, client, 10_000, 80)
+        warm = round_of(s, client, 10_000, 200)
         assert all(ok for _, ok in warm), [k for k, ok in warm if not ok]
         assert s.wait_blocks_free()
         rss0 = s.rss_anon_kib()
