@@ -16,14 +16,14 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
   libcli11-dev libcpp-httplib-dev libxxhash-dev
 
-.PHONY: run test deps venv model build test-unit test-real test-python test-asan fuzz golden clean \
+.PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden clean \
   e2b-model bench-venv bench
 
 PROMPT ?= Write a short poem about a river that flows to the sea.
 run: deps venv model build
 	$(SLUICE) run -m $(MODEL) --chat -p "$(PROMPT)" -n 128 --seed 1 --repeat-penalty 1.15
 
-test: deps venv model build test-unit test-real test-python test-asan fuzz
+test: deps venv model build test-unit test-real test-python test-asan test-server-asan fuzz
 	@echo "all test suites passed"
 
 # System packages: installs only what is missing (needs root or sudo).
@@ -63,10 +63,17 @@ test-python: build venv model
 	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/pytest -q tests/python
 
 # Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (separate build).
-test-asan:
+test-asan: build-asan
+	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -LE real
+
+build-asan:
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-asan -j $(JOBS)
-	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -LE real
+
+# The tiny-model server tests (API + soak) against the ASan build: every server they start
+# must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
+test-server-asan: build-asan venv
+	SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py
 
 # libFuzzer on the GGUF reader for FUZZ_SECONDS, seeded with the malformed corpus.
 fuzz:

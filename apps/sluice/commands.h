@@ -26,5 +26,6 @@ CommandFn add_chat_command(CLI::App& app);
 CommandFn add_perplexity_command(CLI::App& app);
 CommandFn add_quantize_command(CLI::App& app);
 CommandFn add_bench_command(CLI::App& app);
+CommandFn add_serve_command(CLI::App& app);
 
 }  // namespace sluice::app

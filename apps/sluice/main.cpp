@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   commands["perplexity"] = sluice::app::add_perplexity_command(app);
   commands["quantize"] = sluice::app::add_quantize_command(app);
   commands["bench"] = sluice::app::add_bench_command(app);
+  commands["serve"] = sluice::app::add_serve_command(app);
 
   CLI11_PARSE(app, argc, argv);
   try {

@@ -7,13 +7,18 @@
 
 namespace sluice {
 
-Sampler::Sampler(const SamplingParams& p, int32_t n_vocab) : p_(p), n_vocab_(n_vocab), rng_(p.seed) {
-  if (n_vocab <= 0) fail("sampler: empty vocabulary");
+void Sampler::validate(const SamplingParams& p) {
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail("top_p must be in (0, 1], got %g", p.top_p);
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) fail("min_p must be in [0, 1], got %g", p.min_p);
   if (p.top_k < 0) fail("top_k must be >= 0, got %d", p.top_k);
   if (!(p.repeat_penalty > 0.0f)) fail("repeat_penalty must be > 0, got %g", p.repeat_penalty);
   if (!std::isfinite(p.temperature)) fail("temperature must be finite");
+  if (!std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty)) fail("penalties must be finite");
+}
+
+Sampler::Sampler(const SamplingParams& p, int32_t n_vocab) : p_(p), n_vocab_(n_vocab), rng_(p.seed) {
+  if (n_vocab <= 0) fail("sampler: empty vocabulary");
+  validate(p);
   cand_.reserve(n_vocab);
   counts_.assign(n_vocab, 0);
 }

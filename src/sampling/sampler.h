@@ -27,6 +27,8 @@ struct SamplingParams {
 class Sampler {
  public:
   Sampler(const SamplingParams& p, int32_t n_vocab);
+  // Throws sluice::Error naming the first parameter out of range (what the constructor checks).
+  static void validate(const SamplingParams& p);
 
   // Picks a token from logits[0 .. n_vocab) (modified in place); history = tokens so far.
   int32_t sample(float* logits, std::span<const int32_t> history);

@@ -19,6 +19,10 @@ ALLOWED = {
     "tokenizer": {"gguf", "base"},
     "chat": {"tokenizer", "gguf", "base"},
     "models": {"kernels", "kv", "tensor", "gguf", "quant", "threading", "base"},
+    "engine": {"models", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
+    "api": {"engine", "models", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
+    # The HTTP layer sees the engine only through api/ (style.md §9): never engine/ internals.
+    "server": {"api", "sampling", "kv", "chat", "tokenizer", "gguf", "base"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
@@ -50,4 +54,13 @@ def test_nothing_in_src_includes_tests_or_apps():
     bad = [f"{f.relative_to(ROOT)}: {inc}"
            for f in (ROOT / "src").rglob("*") if f.suffix in (".h", ".cpp")
            for inc in includes(f) if inc.split("/")[0] in ("tests", "apps", "bench")]
+    assert not bad, "\n".join(bad)
+
+
+def test_server_reaches_the_engine_only_through_api():
+    """server/ may include api/engine.h; everything it needs from engine/ comes through it
+    (request and output types), so it never names scheduler or runner internals."""
+    bad = [f"{f.relative_to(ROOT)}: {inc}"
+           for f in (ROOT / "src" / "server").rglob("*") if f.suffix in (".h", ".cpp")
+           for inc in includes(f) if inc.split("/")[0] in ("engine", "models")]
     assert not bad, "\n".join(bad)

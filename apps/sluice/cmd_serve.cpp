@@ -1,0 +1,146 @@
+// `sluice serve -m FILE`: an OpenAI-compatible HTTP server (docs/serving.md).
+//   threads: main (HTTP accept loop) · HTTP workers (JSON, templates, tokenize, detokenize,
+//   stop strings, SSE) · one engine thread (schedule → forward → sample) · one signal thread
+//   (SIGTERM/SIGINT: stop the engine, then the HTTP server, then exit 0).
+#include <CLI/CLI.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <pthread.h>
+#include <thread>
+
+#include "api/engine.h"
+#include "apps/sluice/commands.h"
+#include "apps/sluice/model_session.h"
+#include "base/error.h"
+#include "engine/kv_budget.h"
+#include "gguf/reader.h"
+#include "models/model.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/model_context.h"
+#include "server/openai_service.h"
+#include "threading/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sluice::app {
+
+namespace {
+
+struct ServeArgs {
+  SessionOptions session;
+  server::HttpOptions http;
+  std::string alias, kv_memory;
+  int parallel = 4, max_queue = 64, batch_tokens = 256, max_tokens = 0;
+  bool no_prefix_cache = false;
+};
+
+// "1073741824", "512M", "2G", "800K" (binary units).
+uint64_t parse_bytes(const std::string& s) {
+  if (s.empty()) return 0;
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (...) {
+    fail("--kv-memory '%s' is not a size (e.g. 512M, 2G)", s.c_str());
+  }
+  const std::string unit = s.substr(used);
+  double mul = 1;
+  if (unit == "K" || unit == "KiB" || unit == "k") mul = 1024.0;
+  else if (unit == "M" || unit == "MiB" || unit == "m") mul = 1048576.0;
+  else if (unit == "G" || unit == "GiB" || unit == "g") mul = 1073741824.0;
+  else if (!unit.empty()) fail("--kv-memory '%s': unknown unit '%s' (K, M or G)", s.c_str(), unit.c_str());
+  if (!(v > 0)) fail("--kv-memory must be positive");
+  return static_cast<uint64_t>(v * mul);
+}
+
+}  // namespace
+
+CommandFn add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API");
+  add_session_options(cmd, a->session);
+  cmd->add_option("--host", a->http.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", a->http.port, "port (0: any free port, printed at start)")->capture_default_str();
+  cmd->add_option("--api-key", a->http.api_key, "require 'Authorization: Bearer KEY' (not for /health, /metrics)");
+  cmd->add_option("--alias", a->alias, "model name clients use (default: general.name)");
+  cmd->add_option("-P,--parallel", a->parallel, "sequences decoded together")->capture_default_str();
+  cmd->add_option("--max-queue", a->max_queue, "requests waiting beyond --parallel; more get 429")->capture_default_str();
+  cmd->add_option("--batch-tokens", a->batch_tokens, "tokens per engine step (decodes + prefill chunks)")->capture_default_str();
+  cmd->add_option("--kv-memory", a->kv_memory, "KV cache budget (e.g. 512M, 2G); default --ctx-size x --parallel");
+  cmd->add_option("--max-tokens", a->max_tokens, "cap on generated tokens per request (0: up to the context end)")->capture_default_str();
+  cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "recompute every prompt in full");
+  cmd->add_option("--timeout", a->http.read_timeout_s, "seconds a client may stay silent while sending a request")->capture_default_str();
+  return [a]() {
+    // Signals go to the signal thread only: block them before any thread exists.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);   // a vanished client is a failed write, not a dead server
+
+    if (a->parallel < 1) fail("--parallel must be at least 1");
+    if (a->max_queue < 0) fail("--max-queue must be >= 0");
+    if (a->batch_tokens < 1) fail("--batch-tokens must be at least 1");
+    if (a->max_tokens < 0) fail("--max-tokens must be >= 0");
+    const SessionOptions& so = a->session;
+    std::fprintf(stderr, "loading %s ...\n", so.model_path.c_str());
+    auto file = gguf::GgufFile::open(so.model_path);
+    auto tok = Tokenizer::from_gguf(*file);
+    ThreadPool pool(so.threads > 0 ? so.threads : ThreadPool::default_threads());
+    models::LoadOptions lo;
+    lo.pool = &pool;
+    auto model = models::load_model(*file, lo);
+    const auto& spec = model->spec();
+    if (so.ctx_size < 2) fail("--ctx-size must be at least 2");
+
+    engine::KvBudget budget;
+    budget.ctx_size = so.ctx_size;
+    budget.parallel = a->parallel;
+    budget.block_tokens = so.block_tokens;
+    budget.chunk = a->batch_tokens;
+    budget.memory_bytes = parse_bytes(a->kv_memory);
+    budget.type = parse_kv_type(so.kv_type);
+    KvCache kv(spec.kv_groups, so.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, budget), budget.type);
+
+    api::EngineOptions eo;
+    eo.core.sched.max_running = a->parallel;
+    eo.core.sched.token_budget = a->batch_tokens;
+    eo.core.sched.ctx_size = so.ctx_size;
+    eo.core.prefix_caching = !a->no_prefix_cache;
+    eo.max_waiting = a->max_queue;
+    api::Engine engine(*model, kv, eo);
+
+    server::ModelContext mctx(*file, *tok, a->alias, so.ctx_size, a->max_tokens);
+    server::Metrics metrics;
+    server::OpenAiService service(engine, mctx, metrics);
+    server::HttpOptions ho = a->http;
+    ho.n_threads = a->parallel + a->max_queue + 8;   // every stream the engine may hold, plus room for probes
+    server::HttpServer http(service, ho);
+    if (!http.bind()) fail("cannot listen on %s:%d", ho.host.c_str(), ho.port);
+
+    std::thread signals([&] {
+      int sig = 0;
+      sigwait(&sigs, &sig);
+      std::fprintf(stderr, "sluice serve: signal %d, shutting down\n", sig);
+      engine.shutdown();   // running requests end now; their streams close
+      http.stop();
+    });
+    std::fprintf(stderr, "sluice serve: model '%s' (%s), ctx %d, parallel %d, KV %.1f MiB (%s), %d threads\n",
+                 mctx.alias().c_str(), spec.arch.c_str(), so.ctx_size, a->parallel, kv.bytes() / 1048576.0,
+                 kv_type_name(kv.type()), pool.size());
+    std::fprintf(stderr, "sluice serve: listening on http://%s:%d\n", ho.host.c_str(), http.bound_port());
+    std::fflush(stderr);
+    http.serve();
+    pthread_kill(signals.native_handle(), SIGTERM);   // serve() ended on its own: wake the signal thread
+    signals.join();
+    engine.shutdown();
+    std::fprintf(stderr, "sluice serve: stopped\n");
+    return 0;
+  };
+}
+
+}  // namespace sluice::app

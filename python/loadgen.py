@@ -1,0 +1,137 @@
+"""Load generator for `sluice serve`: N concurrent streaming clients on loopback, a bounded
+number of requests, through the official openai SDK.
+
+Reports aggregate decode throughput (generated tokens / wall time), time to first token and
+inter-token latency percentiles. --sweep 1,4,8 runs one round per concurrency — the
+acceptance measurement "aggregate decode tokens/s with 1, 4 and 8 streams".
+
+  python python/loadgen.py --url http://127.0.0.1:8080/v1 --model NAME -c 8 -n 32 --max-tokens 128
+  python python/loadgen.py --url ... --sweep 1,4,8 --json out.json
+
+Only loopback addresses are accepted: this tool is for local measurement.
+"""
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+import urllib.parse
+
+import openai
+
+
+def percentile(xs, p):
+    if not xs:
+        return float("nan")
+    xs = sorted(xs)
+    k = (len(xs) - 1) * p / 100
+    lo, hi = int(k), min(int(k) + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
+
+
+def one_stream(client, args, i, out):
+    t0 = time.perf_counter()
+    first, last, itl, n_tok, ok = None, None, [], 0, False
+    try:
+        kw = dict(model=args.model, max_tokens=args.max_tokens, temperature=args.temperature, stream=True,
+                  stream_options={"include_usage": True}, seed=i, extra_body={"ignore_eos": args.ignore_eos})
+        if args.chat:
+            stream = client.chat.completions.create(messages=[{"role": "user", "content": args.prompt}], **kw)
+        else:
+            stream = client.completions.create(prompt=args.prompt, **kw)
+        for chunk in stream:
+            now = time.perf_counter()
+            if chunk.usage is not None:
+                n_tok = chunk.usage.completion_tokens
+            if not chunk.choices:
+                continue
+            c = chunk.choices[0]
+            text = (c.delta.content if args.chat else c.text) or ""
+            if text:
+                if first is None:
+                    first = now
+                else:
+                    itl.append(now - last)
+                last = now
+        ok = True
+    except Exception as e:   # counted, reported, never fatal
+        print(f"request {i}: {type(e).__name__}: {e}", file=sys.stderr)
+    out.append({"ok": ok, "ttft": (first - t0) if first else None, "itl": itl, "tokens": n_tok,
+                "seconds": time.perf_counter() - t0})
+
+
+def run_round(client, args, concurrency):
+    results, lock, next_i = [], threading.Lock(), [0]
+
+    def worker():
+        while True:
+            with lock:
+                i = next_i[0]
+                if i >= args.requests:
+                    return
+                next_i[0] += 1
+            one_stream(client, args, i, results)
+
+    t0 = time.perf_counter()
+    threads = [threading.Thread(target=worker) for _ in range(concurrency)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    wall = time.perf_counter() - t0
+    ok = [r for r in results if r["ok"]]
+    ttft = [r["ttft"] for r in ok if r["ttft"] is not None]
+    itl = [x for r in ok for x in r["itl"]]
+    tokens = sum(r["tokens"] for r in ok)
+    return {
+        "concurrency": concurrency, "requests": len(results), "failed": len(results) - len(ok),
+        "wall_s": wall, "generated_tokens": tokens, "throughput_tok_s": tokens / wall if wall > 0 else 0.0,
+        "ttft_s": {p: percentile(ttft, p) for p in (50, 90, 99)},
+        "itl_s": {p: percentile(itl, p) for p in (50, 90, 99)},
+        "itl_mean_s": statistics.fmean(itl) if itl else float("nan"),
+    }
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--url", default="http://127.0.0.1:8080/v1")
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--api-key", default="none")
+    ap.add_argument("-c", "--concurrency", type=int, default=4)
+    ap.add_argument("--sweep", help="comma-separated concurrencies, one round each (overrides -c)")
+    ap.add_argument("-n", "--requests", type=int, default=16, help="requests per round")
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--prompt", default="Write a long story about a river that flows to the sea.")
+    ap.add_argument("--chat", action="store_true", help="use /v1/chat/completions")
+    ap.add_argument("--temperature", type=float, default=0.0)
+    ap.add_argument("--ignore-eos", action="store_true", default=True)
+    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--json", help="also write the results here")
+    args = ap.parse_args(argv)
+    host = urllib.parse.urlparse(args.url).hostname
+    if host not in ("127.0.0.1", "localhost", "::1") and not (host or "").startswith("127."):
+        ap.error("only loopback servers may be loaded")
+    if args.requests < 1 or args.requests > 100000:
+        ap.error("--requests must be in [1, 100000]")
+    client = openai.OpenAI(base_url=args.url, api_key=args.api_key, max_retries=0, timeout=args.timeout)
+    levels = [int(x) for x in args.sweep.split(",")] if args.sweep else [args.concurrency]
+    rounds = [run_round(client, args, c) for c in levels]
+    print(f"{'conc':>4} {'reqs':>5} {'fail':>4} {'tok':>7} {'tok/s':>8} {'ttft p50':>9} {'p90':>7} {'p99':>7} "
+          f"{'itl p50':>8} {'p90':>7} {'p99':>7}")
+    for r in rounds:
+        t, l = r["ttft_s"], r["itl_s"]
+        print(f"{r['concurrency']:>4} {r['requests']:>5} {r['failed']:>4} {r['generated_tokens']:>7} "
+              f"{r['throughput_tok_s']:>8.1f} {t[50]:>9.3f} {t[90]:>7.3f} {t[99]:>7.3f} "
+              f"{l[50] * 1e3:>7.1f}m {l[90] * 1e3:>6.1f}m {l[99] * 1e3:>6.1f}m")
+    if len(rounds) > 1 and rounds[0]["throughput_tok_s"] > 0:
+        for r in rounds[1:]:
+            print(f"aggregate speed-up at {r['concurrency']} streams: {r['throughput_tok_s'] / rounds[0]['throughput_tok_s']:.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rounds, f, indent=1)
+    return 0 if all(r["failed"] == 0 for r in rounds) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

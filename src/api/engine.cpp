@@ -1,0 +1,256 @@
+#include "api/engine.h"
+
+#include <condition_variable>
+#include <cstdio>
+#include <deque>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "base/error.h"
+
+namespace sluice::api {
+
+using Clock = std::chrono::steady_clock;
+
+// One request's outputs on their way from the engine thread to the consumer.
+struct StreamState {
+  RequestId id = 0;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<TokenOutput> q;
+  bool done = false;             // the final output is in q (or was taken)
+  Clock::time_point t_submit, t_last;
+  bool got_token = false;        // engine thread only
+};
+
+// Everything other threads hand to the engine thread.
+struct Inbox {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::pair<EngineRequest, std::shared_ptr<StreamState>>> adds;
+  std::vector<RequestId> cancels;
+  bool stop = false;
+  RequestId next_id = 1;
+  int32_t n_queued = 0;          // adds + scheduler's waiting, refreshed by the engine thread
+};
+
+RequestHandle::RequestHandle(std::shared_ptr<StreamState> s, std::shared_ptr<Inbox> inbox)
+    : s_(std::move(s)), inbox_(std::move(inbox)) {}
+
+RequestHandle::~RequestHandle() { cancel(); }
+
+RequestId RequestHandle::id() const { return s_->id; }
+
+bool RequestHandle::finished() const { return finished_; }
+
+void RequestHandle::cancel() {
+  {
+    std::lock_guard<std::mutex> lk(s_->mu);
+    if (s_->done) return;   // nothing left to stop
+  }
+  std::lock_guard<std::mutex> lk(inbox_->mu);
+  inbox_->cancels.push_back(s_->id);
+  inbox_->cv.notify_one();
+}
+
+std::vector<TokenOutput> RequestHandle::wait(std::chrono::milliseconds timeout) {
+  std::vector<TokenOutput> out;
+  std::unique_lock<std::mutex> lk(s_->mu);
+  s_->cv.wait_for(lk, timeout, [&] { return !s_->q.empty(); });
+  while (!s_->q.empty()) {
+    out.push_back(std::move(s_->q.front()));
+    s_->q.pop_front();
+    if (out.back().finish) finished_ = true;
+  }
+  return out;
+}
+
+static std::vector<double> ttft_buckets() { return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}; }
+static std::vector<double> itl_buckets() { return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}; }
+
+Engine::Engine(models::Model& model, KvCache& kv, const EngineOptions& opt)
+    : opt_(opt), core_(model, kv, opt.core), inbox_(std::make_shared<Inbox>()), ttft_(ttft_buckets()),
+      itl_(itl_buckets()) {
+  if (opt.max_waiting < 0) fail("the waiting queue length must be >= 0");
+  publish_stats();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() { shutdown(); }
+
+void Engine::shutdown() {
+  {
+    std::lock_guard<std::mutex> lk(inbox_->mu);
+    inbox_->stop = true;
+    inbox_->cv.notify_one();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+SubmitResult Engine::submit(EngineRequest r) {
+  SubmitResult res;
+  if (auto why = core_.check_admissible(static_cast<int32_t>(r.prompt.size()))) {
+    res.status = SubmitStatus::kInvalid;
+    res.error = *why;
+    return res;
+  }
+  if (r.max_tokens < 1) {
+    res.status = SubmitStatus::kInvalid;
+    res.error = "max_tokens must be at least 1";
+    return res;
+  }
+  try {
+    Sampler::validate(r.sampling);
+  } catch (const Error& e) {
+    res.status = SubmitStatus::kInvalid;
+    res.error = e.what();
+    return res;
+  }
+  auto st = std::make_shared<StreamState>();
+  st->t_submit = Clock::now();
+  int32_t n_running = 0;
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    n_running = stats_.n_running;
+  }
+  std::lock_guard<std::mutex> lk(inbox_->mu);
+  if (inbox_->stop) {
+    res.status = SubmitStatus::kShuttingDown;
+    return res;
+  }
+  if (inbox_->n_queued >= opt_.max_waiting + std::max(0, opt_.core.sched.max_running - n_running)) {
+    // Full: more would only wait. (Free running slots count as queue room: a request that
+    // arrives while the batch has space is never refused.)
+    res.status = SubmitStatus::kQueueFull;
+    return res;
+  }
+  r.id = inbox_->next_id++;
+  st->id = r.id;
+  ++inbox_->n_queued;
+  inbox_->adds.emplace_back(std::move(r), st);
+  inbox_->cv.notify_one();
+  res.handle = std::make_unique<RequestHandle>(st, inbox_);
+  return res;
+}
+
+void Engine::dispatch(std::vector<TokenOutput>& outs) {
+  const auto now = Clock::now();
+  for (TokenOutput& o : outs) {
+    auto it = streams_.find(o.id);
+    if (it == streams_.end()) continue;
+    StreamState& s = *it->second;
+    if (o.token >= 0 && !o.is_stop_token) {
+      if (!s.got_token) ttft_.observe(std::chrono::duration<double>(now - s.t_submit).count());
+      else itl_.observe(std::chrono::duration<double>(now - s.t_last).count());
+      s.got_token = true;
+      s.t_last = now;
+    }
+    const bool last = o.finish.has_value();
+    {
+      std::lock_guard<std::mutex> lk(s.mu);
+      s.q.push_back(std::move(o));
+      if (last) s.done = true;
+    }
+    s.cv.notify_all();
+    if (last) streams_.erase(it);
+  }
+  outs.clear();
+}
+
+void Engine::publish_stats() {
+  std::lock_guard<std::mutex> lk(stats_mu_);
+  stats_ = core_.stats();
+}
+
+EngineSnapshot Engine::snapshot() const {
+  EngineSnapshot s;
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    s.stats = stats_;
+  }
+  {
+    std::lock_guard<std::mutex> lk(inbox_->mu);
+    s.n_queued = inbox_->n_queued;
+  }
+  s.ttft = ttft_.snapshot();
+  s.itl = itl_.snapshot();
+  return s;
+}
+
+void Engine::loop() {
+  std::vector<std::pair<EngineRequest, std::shared_ptr<StreamState>>> adds;
+  std::vector<RequestId> cancels;
+  std::vector<TokenOutput> outs;
+  bool was_busy = false;
+  for (;;) {
+    if (was_busy && !core_.has_work()) {
+      // Going idle: hand freed heap pages back to the OS, so a server's resident memory
+      // after a burst of requests returns to where it was (glibc keeps them per arena).
+#if defined(__GLIBC__)
+      malloc_trim(0);
+#endif
+    }
+    was_busy = core_.has_work();
+    {
+      std::unique_lock<std::mutex> lk(inbox_->mu);
+      inbox_->cv.wait(lk, [&] {
+        return inbox_->stop || !inbox_->adds.empty() || !inbox_->cancels.empty() || core_.has_work();
+      });
+      if (inbox_->stop) break;
+      adds.swap(inbox_->adds);
+      cancels.swap(inbox_->cancels);
+    }
+    for (auto& [req, st] : adds) {
+      const RequestId id = req.id;
+      streams_.emplace(id, st);
+      try {
+        core_.add(std::move(req));
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "sluice: request %llu rejected by the engine: %s\n", static_cast<unsigned long long>(id), e.what());
+        TokenOutput o;
+        o.id = id;
+        o.finish = FinishReason::kError;
+        outs.push_back(o);
+      }
+    }
+    adds.clear();
+    for (RequestId id : cancels) core_.abort(id);
+    cancels.clear();
+    try {
+      std::vector<TokenOutput> step_out = core_.has_work() ? core_.step() : core_.take_outputs();
+      outs.insert(outs.end(), std::make_move_iterator(step_out.begin()), std::make_move_iterator(step_out.end()));
+    } catch (const std::exception& e) {
+      // A failed step must not take the server down: end every request, keep serving.
+      std::fprintf(stderr, "sluice: engine step failed: %s; ending all requests\n", e.what());
+      core_.abort_all(FinishReason::kError);
+      std::vector<TokenOutput> rest = core_.take_outputs();
+      outs.insert(outs.end(), rest.begin(), rest.end());
+    }
+    dispatch(outs);
+    publish_stats();
+    {
+      std::lock_guard<std::mutex> lk(inbox_->mu);
+      inbox_->n_queued = core_.scheduler().n_waiting() + static_cast<int32_t>(inbox_->adds.size());
+    }
+  }
+  core_.abort_all(FinishReason::kAbort);
+  outs = core_.take_outputs();
+  // Requests submitted but never picked up end too.
+  {
+    std::lock_guard<std::mutex> lk(inbox_->mu);
+    for (auto& [req, st] : inbox_->adds) {
+      streams_.emplace(req.id, st);
+      TokenOutput o;
+      o.id = req.id;
+      o.finish = FinishReason::kAbort;
+      outs.push_back(o);
+    }
+    inbox_->adds.clear();
+    inbox_->n_queued = 0;
+  }
+  dispatch(outs);
+  publish_stats();
+}
+
+}  // namespace sluice::api

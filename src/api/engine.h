@@ -1,0 +1,112 @@
+// The engine as a service: one engine thread runs EngineCore's step loop; any thread may
+// submit requests and read their outputs through a RequestHandle. This is the only header
+// the HTTP server uses — it never reaches into the scheduler or the model.
+//
+//   HTTP thread                         engine thread
+//   submit(EngineRequest) ──inbox──▶    core.add / core.abort, core.step()
+//   handle.wait(timeout)  ◀─stream──    outputs of every step, per request
+//   ~RequestHandle / cancel() ──────▶   abort: blocks freed before the next step runs
+//
+// The engine thread sleeps on a condition variable while there is no work.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api/latency.h"
+#include "engine/engine_core.h"
+#include "engine/request.h"
+
+namespace sluice::api {
+
+using engine::EngineRequest;
+using engine::FinishReason;
+using engine::RequestId;
+using engine::TokenOutput;
+
+struct StreamState;
+struct Inbox;
+
+// The consumer's end of one request. Destroying it (or cancel()) aborts the request if it
+// has not finished, so a handler that returns early — client gone, exception — leaks nothing.
+class RequestHandle {
+ public:
+  RequestHandle(std::shared_ptr<StreamState> s, std::shared_ptr<Inbox> inbox);
+  ~RequestHandle();
+  RequestHandle(const RequestHandle&) = delete;
+  RequestHandle& operator=(const RequestHandle&) = delete;
+
+  RequestId id() const;
+  // Outputs that arrived, waiting up to `timeout` for the first; empty on timeout.
+  std::vector<TokenOutput> wait(std::chrono::milliseconds timeout);
+  bool finished() const;   // the final output has been returned by wait()
+  void cancel();           // idempotent
+
+ private:
+  std::shared_ptr<StreamState> s_;
+  std::shared_ptr<Inbox> inbox_;
+  bool finished_ = false;
+};
+
+enum class SubmitStatus { kOk, kInvalid, kQueueFull, kShuttingDown };
+
+struct SubmitResult {
+  SubmitStatus status = SubmitStatus::kOk;
+  std::string error;                       // for kInvalid
+  std::unique_ptr<RequestHandle> handle;   // for kOk
+};
+
+struct EngineOptions {
+  engine::EngineConfig core;
+  int32_t max_waiting = 64;   // requests queued beyond the running ones; more get kQueueFull
+};
+
+struct EngineSnapshot {
+  engine::EngineStats stats;
+  int32_t n_queued = 0;       // waiting in the scheduler or not yet picked up
+  LatencySnapshot ttft, itl;  // seconds
+};
+
+class Engine {
+ public:
+  Engine(models::Model& model, KvCache& kv, const EngineOptions& opt);
+  ~Engine();   // shutdown()
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Validates what the engine can (prompt length against context and pool, sampling
+  // parameters) on the caller's thread, then queues the request. Assigns r.id.
+  SubmitResult submit(EngineRequest r);
+  std::optional<std::string> check_admissible(int32_t n_prompt) const { return core_.check_admissible(n_prompt); }
+
+  EngineSnapshot snapshot() const;
+  const engine::EngineConfig& config() const { return core_.config(); }
+  const models::ModelSpec& spec() const { return core_.spec(); }
+  int32_t max_waiting() const { return opt_.max_waiting; }
+
+  // Stops the loop: queued and running requests end with kAbort. Idempotent.
+  void shutdown();
+
+ private:
+  void loop();
+  void dispatch(std::vector<TokenOutput>& outs);
+  void publish_stats();
+
+  EngineOptions opt_;
+  engine::EngineCore core_;   // touched only by the engine thread after construction
+  std::shared_ptr<Inbox> inbox_;
+  std::unordered_map<RequestId, std::shared_ptr<StreamState>> streams_;   // engine thread only
+  mutable std::mutex stats_mu_;
+  engine::EngineStats stats_;
+  LatencyHistogram ttft_, itl_;
+  std::thread thread_;
+};
+
+}  // namespace sluice::api

@@ -1,0 +1,70 @@
+#include "engine/engine_core.h"
+
+#include "base/error.h"
+
+namespace sluice::engine {
+
+EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cfg)
+    : model_(model), cfg_(cfg), blocks_(kv, cfg.prefix_caching), sched_(cfg.sched, blocks_), runner_(model, kv) {}
+
+EngineCore::~EngineCore() = default;
+
+std::optional<std::string> EngineCore::check_admissible(int32_t n_prompt) const {
+  const int32_t ctx = cfg_.sched.ctx_size;
+  if (n_prompt <= 0) return std::string("the prompt is empty");
+  if (n_prompt >= ctx)
+    return strfmt("the prompt has %d tokens, but the context holds %d (prompt plus at least one generated token)",
+                  n_prompt, ctx);
+  // Room for the prompt and one generated token, computed in chunks of the token budget.
+  if (!blocks_.fits_alone(n_prompt + 1, cfg_.sched.token_budget))
+    return strfmt("the prompt has %d tokens, more than the KV cache memory can ever hold", n_prompt);
+  return std::nullopt;
+}
+
+void EngineCore::add(EngineRequest r) {
+  if (auto why = check_admissible(static_cast<int32_t>(r.prompt.size()))) fail("%s", why->c_str());
+  if (r.max_tokens < 1) fail("max_tokens must be >= 1");
+  auto s = std::make_unique<Sequence>(std::move(r), model_.spec().n_vocab, arrivals_++);
+  sched_.add(std::move(s));
+}
+
+void EngineCore::abort(RequestId id) { sched_.abort(id, pending_); }
+
+void EngineCore::abort_all(FinishReason why) { sched_.abort_all(why, pending_); }
+
+std::vector<TokenOutput> EngineCore::take_outputs() {
+  std::vector<TokenOutput> out;
+  out.swap(pending_);
+  return out;
+}
+
+std::vector<TokenOutput> EngineCore::step() {
+  ScheduledBatch batch = sched_.schedule(pending_);
+  if (!batch.empty()) {
+    const std::vector<SampledToken> sampled = runner_.execute(batch);
+    sched_.update(batch, sampled, pending_);
+  }
+  return take_outputs();
+}
+
+EngineStats EngineCore::stats() const {
+  EngineStats st;
+  st.n_running = sched_.n_running();
+  st.n_waiting = sched_.n_waiting();
+  for (int32_t g = 0; g < blocks_.n_groups(); ++g) {
+    st.kv_blocks_used += blocks_.n_used(g);
+    st.kv_blocks_total += blocks_.n_total(g);
+  }
+  const auto& c = sched_.counters();
+  st.steps = c.steps;
+  st.preemptions = c.preemptions;
+  st.prompt_tokens_computed = c.prompt_tokens_computed;
+  st.generated_tokens = c.generated_tokens;
+  const auto& p = blocks_.prefix_stats();
+  st.prefix_queries = p.queries;
+  st.prefix_query_tokens = p.query_tokens;
+  st.prefix_hit_tokens = p.hit_tokens;
+  return st;
+}
+
+}  // namespace sluice::engine

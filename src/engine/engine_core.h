@@ -1,0 +1,66 @@
+// The engine step on one thread, with no threads of its own (the api layer runs it in a
+// loop): add/abort requests, then step() = schedule → execute → update (style.md §5.4).
+// Synchronous and deterministic, so tests drive it step by step with a fake model.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/model_runner.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+#include "kv/block_manager.h"
+#include "models/model.h"
+
+namespace sluice::engine {
+
+struct EngineConfig {
+  SchedulerConfig sched;
+  bool prefix_caching = true;
+};
+
+struct EngineStats {
+  int32_t n_running = 0, n_waiting = 0;
+  int32_t kv_blocks_used = 0, kv_blocks_total = 0;   // all groups together
+  int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
+  int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
+};
+
+class EngineCore {
+ public:
+  EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cfg);
+  ~EngineCore();
+
+  // Why a request can never run (prompt empty or too long for the context or the pool), or
+  // nullopt. Reads only constants, so the HTTP threads may call it.
+  std::optional<std::string> check_admissible(int32_t n_prompt) const;
+
+  void add(EngineRequest r);          // throws sluice::Error on a request check_admissible rejects
+  void abort(RequestId id);           // its kAbort output comes with the next step()/take_outputs()
+  bool has_work() const { return sched_.has_work(); }
+
+  // One step; returns every output produced since the last call (aborts included).
+  std::vector<TokenOutput> step();
+  std::vector<TokenOutput> take_outputs();
+  void abort_all(FinishReason why);   // shutdown: every request ends with `why`
+
+  EngineStats stats() const;
+  const EngineConfig& config() const { return cfg_; }
+  const models::ModelSpec& spec() const { return model_.spec(); }
+  BlockManager& blocks() { return blocks_; }
+  const Scheduler& scheduler() const { return sched_; }
+
+ private:
+  models::Model& model_;
+  EngineConfig cfg_;
+  BlockManager blocks_;
+  Scheduler sched_;
+  ModelRunner runner_;
+  std::vector<TokenOutput> pending_;
+  uint64_t arrivals_ = 0;
+};
+
+}  // namespace sluice::engine

@@ -1,0 +1,66 @@
+#include "engine/model_runner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "base/error.h"
+
+namespace sluice::engine {
+
+ModelRunner::ModelRunner(models::Model& model, KvCache& kv) : model_(model), kv_(kv) {
+  if (kv.n_groups() > models::kMaxKvGroups) fail("model runner: %d KV groups, at most %d", kv.n_groups(), models::kMaxKvGroups);
+}
+
+void ModelRunner::logprobs_of(const float* row, int32_t n_vocab, int32_t token, int32_t k, SampledToken& out) {
+  float mx = -std::numeric_limits<float>::infinity();
+  for (int32_t i = 0; i < n_vocab; ++i) mx = std::max(mx, row[i]);
+  double sum = 0;
+  for (int32_t i = 0; i < n_vocab; ++i) sum += std::exp(static_cast<double>(row[i]) - mx);
+  const double lse = mx + std::log(sum);
+  out.logprob = TokenLogprob{token, static_cast<float>(row[token] - lse)};
+  out.top.clear();
+  if (k <= 0) return;
+  k = std::min(k, n_vocab);
+  std::vector<int32_t> ids(n_vocab);
+  for (int32_t i = 0; i < n_vocab; ++i) ids[i] = i;
+  std::partial_sort(ids.begin(), ids.begin() + k, ids.end(),
+                    [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  for (int32_t i = 0; i < k; ++i) out.top.push_back({ids[i], static_cast<float>(row[ids[i]] - lse)});
+}
+
+std::vector<SampledToken> ModelRunner::execute(const ScheduledBatch& batch) {
+  const int32_t V = model_.spec().n_vocab;
+  models::ForwardBatch fb;
+  fb.seqs.reserve(batch.slices.size());
+  for (const ScheduledSlice& sl : batch.slices) {
+    models::SeqSlice s;
+    s.tokens = std::span<const int32_t>(sl.seq->tokens.data() + sl.pos0, static_cast<size_t>(sl.n_tokens));
+    s.pos0 = sl.pos0;
+    for (int32_t g = 0; g < kv_.n_groups(); ++g) s.block_tables[g] = sl.seq->blocks.tables[g];
+    s.logits = sl.sample ? models::LogitsWanted::kLast : models::LogitsWanted::kNone;
+    fb.seqs.push_back(s);
+  }
+  logits_.resize(static_cast<size_t>(std::max<int64_t>(fb.n_logit_rows(), 1)) * V);
+  model_.forward(fb, kv_, logits_.data());
+
+  std::vector<SampledToken> out;
+  size_t row = 0;
+  for (const ScheduledSlice& sl : batch.slices) {
+    if (!sl.sample) continue;
+    Sequence& s = *sl.seq;
+    float* l = logits_.data() + row++ * static_cast<size_t>(V);
+    const bool want_lp = s.req.top_logprobs >= 0;
+    if (want_lp) raw_.assign(l, l + V);
+    if (s.n_generated < s.req.min_tokens)
+      for (int32_t id : s.req.stop_ids)
+        if (id >= 0 && id < V) l[id] = -std::numeric_limits<float>::infinity();
+    SampledToken st;
+    st.token = s.sampler.sample(l, s.tokens);
+    if (want_lp) logprobs_of(raw_.data(), V, st.token, s.req.top_logprobs, st);
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+}  // namespace sluice::engine

@@ -1,0 +1,34 @@
+// Turns a ScheduledBatch into ONE Model::forward call — every running decode and every
+// prefill chunk of the step together, so the weights are streamed once per step — and
+// samples one token for each slice that reached its sequence's end.
+//
+// Per sampled row: logprobs (when asked) are taken from the raw logits, before penalties,
+// bans and temperature — the model's own distribution, as vLLM reports by default; then stop
+// ids are banned while fewer than min_tokens were generated; then the sequence's Sampler.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "models/model.h"
+
+namespace sluice::engine {
+
+class ModelRunner {
+ public:
+  ModelRunner(models::Model& model, KvCache& kv);
+
+  std::vector<SampledToken> execute(const ScheduledBatch& batch);
+
+  // Log-softmax bits of one row: the chosen token's logprob and the k best (ties: lower id).
+  static void logprobs_of(const float* row, int32_t n_vocab, int32_t token, int32_t k, SampledToken& out);
+
+ private:
+  models::Model& model_;
+  KvCache& kv_;
+  std::vector<float> logits_;   // [rows, n_vocab], reused
+  std::vector<float> raw_;      // one row before sampling touched it
+};
+
+}  // namespace sluice::engine

@@ -1,0 +1,53 @@
+// What goes into the engine and what comes out of it: token ids and numbers only, never
+// JSON or text (style.md §5.7). The HTTP layer turns a request into an EngineRequest on its
+// own thread; the engine thread answers with TokenOutputs.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "sampling/sampler.h"
+
+namespace sluice::engine {
+
+using RequestId = uint64_t;
+
+enum class FinishReason : uint8_t {
+  kStop,     // a stop token was sampled (or, decided outside the engine, a stop string)
+  kLength,   // max_tokens, the end of the context, or the pool cannot hold the sequence
+  kAbort,    // cancelled by the caller (client gone, stop string seen) or engine shutdown
+  kError,    // the step failed; the message went to the log
+};
+const char* finish_reason_name(FinishReason r);   // "stop", "length", "abort", "error"
+
+struct EngineRequest {
+  RequestId id = 0;
+  std::vector<int32_t> prompt;          // token ids, BOS included when wanted
+  SamplingParams sampling;              // validated before submission (Sampler::validate)
+  int32_t max_tokens = 1;               // >= 1, already clamped to the context
+  int32_t min_tokens = 0;               // stop ids are banned until this many were generated
+  std::vector<int32_t> stop_ids;        // end-of-generation ids plus the request's own
+  int32_t top_logprobs = -1;            // -1: no logprobs; 0: the chosen token's; k: plus k best
+};
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0;
+};
+
+// One generated token of one request (or, with no token, only a finish notice).
+struct TokenOutput {
+  RequestId id = 0;
+  int32_t token = -1;                   // -1: no new token in this output
+  bool is_stop_token = false;           // the token that ended generation (not text)
+  std::optional<TokenLogprob> logprob;  // the chosen token's, when asked for
+  std::vector<TokenLogprob> top;        // best alternatives, when asked for
+  std::optional<FinishReason> finish;   // set on the last output of a request
+  int32_t n_prompt = 0;                 // prompt tokens
+  int32_t n_cached = 0;                 // of which came from the prefix cache (first admission)
+  int32_t n_generated = 0;              // tokens generated so far, this one included
+};
+
+}  // namespace sluice::engine

@@ -1,0 +1,194 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace sluice::engine {
+
+const char* finish_reason_name(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kAbort: return "abort";
+    case FinishReason::kError: return "error";
+  }
+  return "?";
+}
+
+Scheduler::Scheduler(const SchedulerConfig& cfg, BlockManager& blocks) : cfg_(cfg), blocks_(blocks) {
+  if (cfg.max_running < 1) fail("scheduler: max_running must be >= 1");
+  if (cfg.token_budget < 1) fail("scheduler: token budget must be >= 1");
+  if (cfg.ctx_size < 2) fail("scheduler: context must hold at least 2 positions");
+}
+
+Scheduler::~Scheduler() {
+  for (auto& [id, s] : seqs_) blocks_.free(s->blocks);
+}
+
+void Scheduler::add(std::unique_ptr<Sequence> seq) {
+  if (seq->tokens.empty()) fail("scheduler: empty prompt");
+  Sequence* s = seq.get();
+  if (!seqs_.emplace(s->req.id, std::move(seq)).second) fail("scheduler: duplicate request id");
+  s->state = SeqState::kWaiting;
+  waiting_.push_back(s);
+}
+
+const Sequence* Scheduler::find(RequestId id) const {
+  auto it = seqs_.find(id);
+  return it == seqs_.end() ? nullptr : it->second.get();
+}
+
+void Scheduler::remove_running(Sequence* s) {
+  running_.erase(std::find(running_.begin(), running_.end(), s));
+}
+
+void Scheduler::insert_running(Sequence* s) {
+  auto at = std::upper_bound(running_.begin(), running_.end(), s,
+                             [](const Sequence* a, const Sequence* b) { return a->arrival < b->arrival; });
+  running_.insert(at, s);
+  s->state = SeqState::kRunning;
+}
+
+void Scheduler::preempt(Sequence* s) {
+  // Recompute, not swap: free everything, keep the tokens. The full blocks stay in the prefix
+  // cache, so if memory frees up before they are evicted the recompute is mostly hits.
+  blocks_.free(s->blocks);
+  s->n_computed = 0;
+  ++s->n_preempted;
+  ++counters_.preemptions;
+  remove_running(s);
+  s->state = SeqState::kWaiting;
+  waiting_.push_front(s);
+}
+
+void Scheduler::finish(Sequence* s, FinishReason why, std::vector<TokenOutput>& out, TokenOutput* last) {
+  TokenOutput o;
+  if (last) o = *last;
+  o.id = s->req.id;
+  o.finish = why;
+  o.n_prompt = s->n_prompt();
+  o.n_cached = s->n_cached;
+  o.n_generated = s->n_generated;
+  out.push_back(std::move(o));
+  blocks_.free(s->blocks);
+  if (s->state == SeqState::kRunning) remove_running(s);
+  else if (s->state == SeqState::kWaiting) waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
+  s->state = SeqState::kFinished;
+  seqs_.erase(s->req.id);   // destroys *s
+}
+
+void Scheduler::abort(RequestId id, std::vector<TokenOutput>& out) {
+  auto it = seqs_.find(id);
+  if (it == seqs_.end()) return;
+  finish(it->second.get(), FinishReason::kAbort, out);
+}
+
+void Scheduler::abort_all(FinishReason why, std::vector<TokenOutput>& out) {
+  while (!seqs_.empty()) finish(seqs_.begin()->second.get(), why, out);
+}
+
+bool Scheduler::try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch) {
+  if (s->blocks.empty() && s->n_computed == 0) {
+    s->n_computed = blocks_.match_prefix(s->blocks, s->tokens);
+    if (!s->admitted_once) s->n_cached = s->n_computed;
+  }
+  const int32_t n = std::min(s->n_pending(), budget);
+  blocks_.release_outside_window(s->blocks, s->n_computed);
+  if (!blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n)) {
+    // Not now: give the cache hits back (they stay cached) so they pin no memory meanwhile.
+    blocks_.free(s->blocks);
+    s->n_computed = 0;
+    return false;
+  }
+  s->admitted_once = true;
+  batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens()});
+  batch.n_tokens += n;
+  return true;
+}
+
+ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
+  ScheduledBatch batch;
+  int32_t budget = cfg_.token_budget;
+  const int64_t preempted_before = counters_.preemptions;
+  // 1. Running sequences, oldest first, so preemption always hits the newest.
+  for (size_t i = 0; i < running_.size() && budget > 0;) {
+    Sequence* s = running_[i];
+    const int32_t n = std::min(s->n_pending(), budget);
+    blocks_.release_outside_window(s->blocks, s->n_computed);
+    bool ok = blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n);
+    while (!ok && running_.back() != s) {
+      preempt(running_.back());
+      ok = blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n);
+    }
+    if (!ok) {
+      if (i == 0) {
+        // Alone (everything newer was preempted, nothing older runs) and still too big: the
+        // pool cannot hold this sequence any longer.
+        finish(s, FinishReason::kLength, out);
+      } else {
+        preempt(s);
+      }
+      continue;   // running_[i] is now the next sequence, if any
+    }
+    batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens()});
+    batch.n_tokens += n;
+    budget -= n;
+    ++i;
+  }
+  // 2. Waiting sequences, FIFO, with what is left of the budget. Not in a step that had to
+  // preempt: memory is short, and re-admitting the victim at once would only thrash.
+  const bool preempted_now = counters_.preemptions != preempted_before;
+  while (!preempted_now && !waiting_.empty() && budget > 0 && n_running() < cfg_.max_running) {
+    Sequence* s = waiting_.front();
+    if (!try_admit(s, budget, batch)) {
+      if (running_.empty() && batch.empty()) {
+        // Even the whole pool cannot hold it (a preempted sequence that grew too long).
+        finish(s, FinishReason::kLength, out);
+        continue;
+      }
+      break;   // head-of-line: wait for memory rather than let newer requests overtake
+    }
+    waiting_.pop_front();
+    insert_running(s);
+    budget -= batch.slices.back().n_tokens;
+  }
+  if (!batch.empty()) ++counters_.steps;
+  return batch;
+}
+
+void Scheduler::update(const ScheduledBatch& batch, std::span<const SampledToken> sampled,
+                       std::vector<TokenOutput>& out) {
+  size_t si = 0;
+  for (const ScheduledSlice& sl : batch.slices) {
+    Sequence* s = sl.seq;
+    if (sl.pos0 < s->n_prompt()) counters_.prompt_tokens_computed += std::min(s->n_prompt(), sl.pos0 + sl.n_tokens) - sl.pos0;
+    s->n_computed = sl.pos0 + sl.n_tokens;
+    blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+    if (!sl.sample) continue;
+    if (si >= sampled.size()) fail("scheduler: runner returned %zu tokens for more sampling slices", sampled.size());
+    const SampledToken& st = sampled[si++];
+    s->tokens.push_back(st.token);
+    ++s->n_generated;
+    ++counters_.generated_tokens;
+    TokenOutput o;
+    o.id = s->req.id;
+    o.token = st.token;
+    o.logprob = st.logprob;
+    o.top = st.top;
+    o.n_prompt = s->n_prompt();
+    o.n_cached = s->n_cached;
+    o.n_generated = s->n_generated;
+    const auto& stops = s->req.stop_ids;
+    if (std::find(stops.begin(), stops.end(), st.token) != stops.end()) {
+      o.is_stop_token = true;
+      finish(s, FinishReason::kStop, out, &o);
+    } else if (s->n_generated >= s->req.max_tokens || s->n_tokens() >= cfg_.ctx_size) {
+      finish(s, FinishReason::kLength, out, &o);
+    } else {
+      out.push_back(std::move(o));
+    }
+  }
+}
+
+}  // namespace sluice::engine

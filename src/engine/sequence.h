@@ -1,0 +1,43 @@
+// The engine's state for one request: its tokens (prompt, then generated), how many of them
+// have K/V in the cache (n_computed), its blocks, its sampler, and its lifecycle.
+//
+// The scheduler only ever asks "how many tokens does this sequence still need computed":
+// n_tokens() - n_computed. A prefix-cache hit raises n_computed without compute; a
+// preemption drops it to 0 (blocks freed, recomputed later, output so far kept); a
+// speculative draft would append tokens and roll n_computed back on rejection.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/request.h"
+#include "kv/block_manager.h"
+#include "sampling/sampler.h"
+
+namespace sluice::engine {
+
+enum class SeqState : uint8_t { kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  Sequence(EngineRequest r, int32_t n_vocab, uint64_t arrival_order)
+      : req(std::move(r)), tokens(req.prompt), sampler(req.sampling, n_vocab), arrival(arrival_order) {}
+
+  EngineRequest req;
+  std::vector<int32_t> tokens;     // prompt + generated; the last one may not be computed yet
+  int32_t n_computed = 0;          // positions [0, n_computed) have K/V in the cache
+  int32_t n_generated = 0;
+  int32_t n_cached = 0;            // prompt positions the first admission took from the cache
+  bool admitted_once = false;
+  int32_t n_preempted = 0;
+  SeqBlocks blocks;
+  Sampler sampler;                 // private seeded stream: same seed, same tokens
+  uint64_t arrival;                // admission order: higher = newer
+  SeqState state = SeqState::kWaiting;
+
+  int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
+  int32_t n_prompt() const { return static_cast<int32_t>(req.prompt.size()); }
+  int32_t n_pending() const { return n_tokens() - n_computed; }
+};
+
+}  // namespace sluice::engine

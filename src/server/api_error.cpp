@@ -1,0 +1,20 @@
+#include "server/api_error.h"
+
+namespace sluice::server {
+
+nlohmann::json ApiError::to_json() const {
+  nlohmann::json e = {{"message", what()}, {"type", type_}, {"param", nullptr}, {"code", nullptr}};
+  if (!param_.empty()) e["param"] = param_;
+  if (!code_.empty()) e["code"] = code_;
+  return {{"error", e}};
+}
+
+void bad_param(const std::string& param, const std::string& message) {
+  throw ApiError(400, param + ": " + message, "invalid_request_error", param);
+}
+
+std::string dump_json(const nlohmann::json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace sluice::server

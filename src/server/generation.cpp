@@ -1,0 +1,115 @@
+#include "server/generation.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "server/api_error.h"
+
+namespace sluice::server {
+
+Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt,
+                       const GenerationParams& p, bool split_reasoning) {
+  n_prompt_ = static_cast<int32_t>(prompt.size());
+  want_logprobs_ = p.top_logprobs >= 0;
+  if (auto why = engine.check_admissible(n_prompt_))
+    throw ApiError(400, *why, "invalid_request_error", "messages", "context_length_exceeded");
+  // Default: up to the end of the context, or the server's cap.
+  int32_t limit = m.ctx_size() - n_prompt_;
+  if (m.max_tokens_cap() > 0) limit = std::min(limit, m.max_tokens_cap());
+  const int32_t max_tokens = p.max_tokens ? std::min(*p.max_tokens, limit) : limit;
+
+  api::EngineRequest base;
+  base.prompt = std::move(prompt);
+  base.sampling = p.sampling;
+  base.max_tokens = max_tokens;
+  base.min_tokens = p.min_tokens;
+  base.top_logprobs = p.top_logprobs;
+  if (!p.ignore_eos) base.stop_ids = m.tokenizer().eog_ids();
+  base.stop_ids.insert(base.stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
+
+  for (int32_t i = 0; i < p.n; ++i) {
+    api::EngineRequest r = base;
+    r.sampling.seed = p.sampling.seed + static_cast<uint64_t>(i);   // choice i: its own stream
+    api::SubmitResult sr = engine.submit(std::move(r));
+    switch (sr.status) {
+      case api::SubmitStatus::kOk: break;
+      case api::SubmitStatus::kInvalid: throw ApiError(400, sr.error);
+      case api::SubmitStatus::kQueueFull:
+        throw ApiError(429, "the server is busy: the waiting queue is full; retry later", "rate_limit_error", "",
+                       "queue_full");
+      case api::SubmitStatus::kShuttingDown:
+        throw ApiError(503, "the server is shutting down", "server_error");
+    }
+    Choice c;
+    c.handle = std::move(sr.handle);
+    c.text = std::make_unique<ChoiceText>(m.tokenizer(), p.stop, split_reasoning, p.min_tokens);
+    choices_.push_back(std::move(c));   // earlier choices are cancelled by ~Generation if a later submit throws
+    ++n_alive_;
+  }
+}
+
+Generation::~Generation() { cancel_all(); }
+
+void Generation::cancel_all() {
+  for (Choice& c : choices_)
+    if (!c.finished && c.handle) c.handle->cancel();
+}
+
+void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std::vector<ChoiceEvent>& events) {
+  Choice& c = choices_[index];
+  ChoiceEvent ev;
+  ev.index = index;
+  auto append = [&](const TextDelta& d) {
+    ev.text.content += d.content;
+    ev.text.reasoning += d.reasoning;
+  };
+  for (api::TokenOutput& o : outs) {
+    if (c.finished) break;   // outputs after a stop string are dropped
+    n_prompt_ = o.n_prompt;
+    if (index == 0) n_cached_ = o.n_cached;
+    if (o.token >= 0) {
+      ++n_completion_;
+      if (want_logprobs_ && o.logprob) ev.logprobs.push_back({o.token, o.logprob->logprob, std::move(o.top)});
+      if (!o.is_stop_token) {
+        const TextDelta d = c.text->push(o.token);
+        append(d);
+        if (d.stopped) {
+          c.finished = true;
+          ev.finish_reason = "stop";
+          c.handle->cancel();   // the engine frees its blocks before its next step
+          break;
+        }
+      }
+    }
+    if (o.finish) {
+      append(c.text->finish());
+      c.finished = true;
+      switch (*o.finish) {
+        case api::FinishReason::kStop: ev.finish_reason = "stop"; break;
+        case api::FinishReason::kLength: ev.finish_reason = "length"; break;
+        default: ev.finish_reason = "abort"; ev.aborted = true; break;
+      }
+    }
+  }
+  if (c.finished) --n_alive_;
+  if (!ev.text.content.empty() || !ev.text.reasoning.empty() || !ev.logprobs.empty() || ev.finish_reason)
+    events.push_back(std::move(ev));
+}
+
+std::vector<ChoiceEvent> Generation::poll(std::chrono::milliseconds timeout) {
+  std::vector<ChoiceEvent> events;
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    for (int32_t i = 0; i < n_choices(); ++i) {
+      Choice& c = choices_[i];
+      if (c.finished) continue;
+      // One live choice: block on it. Several: look at each without blocking.
+      auto outs = c.handle->wait(n_alive_ == 1 ? timeout : std::chrono::milliseconds(0));
+      if (!outs.empty()) absorb(i, outs, events);
+    }
+    if (!events.empty() || n_alive_ <= 1 || done() || std::chrono::steady_clock::now() >= until) return events;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+}
+
+}  // namespace sluice::server

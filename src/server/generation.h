@@ -1,0 +1,66 @@
+// One request's n choices in flight, seen from the HTTP thread: submits them to the engine,
+// then turns each choice's token outputs into text deltas (ChoiceText), logprob items and
+// finish reasons. Destroying it cancels every choice that has not finished.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/engine.h"
+#include "server/choice_text.h"
+#include "server/model_context.h"
+#include "server/openai_request.h"
+
+namespace sluice::server {
+
+struct LogprobItem {
+  int32_t token = 0;
+  float logprob = 0;
+  std::vector<engine::TokenLogprob> top;
+};
+
+struct ChoiceEvent {
+  int32_t index = 0;
+  TextDelta text;
+  std::vector<LogprobItem> logprobs;
+  std::optional<std::string> finish_reason;   // "stop" | "length" on the choice's last event
+  bool aborted = false;                        // the engine ended it (shutdown, failed step)
+};
+
+class Generation {
+ public:
+  // Throws ApiError: 400 (prompt too long for the context or the KV memory, bad sampling
+  // values), 429 (waiting queue full), 503 (shutting down).
+  Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt, const GenerationParams& p,
+             bool split_reasoning);
+  ~Generation();
+
+  // Waits up to `timeout` for outputs of any choice; returns the events they made.
+  std::vector<ChoiceEvent> poll(std::chrono::milliseconds timeout);
+  bool done() const { return n_alive_ == 0; }
+  void cancel_all();
+
+  int32_t n_prompt() const { return n_prompt_; }
+  int32_t n_cached() const { return n_cached_; }
+  int64_t n_completion_tokens() const { return n_completion_; }
+  int32_t n_choices() const { return static_cast<int32_t>(choices_.size()); }
+
+ private:
+  struct Choice {
+    std::unique_ptr<api::RequestHandle> handle;
+    std::unique_ptr<ChoiceText> text;
+    bool finished = false;
+  };
+  void absorb(int32_t index, std::vector<api::TokenOutput>& outs, std::vector<ChoiceEvent>& events);
+
+  std::vector<Choice> choices_;
+  int32_t n_alive_ = 0, n_prompt_ = 0, n_cached_ = 0;
+  int64_t n_completion_ = 0;
+  bool want_logprobs_ = false;
+};
+
+}  // namespace sluice::server

@@ -1,0 +1,45 @@
+#include "server/model_context.h"
+
+#include <ctime>
+
+#include "base/error.h"
+#include "gguf/reader.h"
+
+namespace sluice::server {
+
+SamplingDefaults SamplingDefaults::from_gguf(const gguf::GgufFile& f) {
+  SamplingDefaults d;
+  auto fl = [&](const char* key, std::optional<float>& out) {
+    if (f.has(key)) out = static_cast<float>(f.get_float(key));
+  };
+  auto in = [&](const char* key, std::optional<int32_t>& out) {
+    if (f.has(key)) out = static_cast<int32_t>(f.get_int(key));
+  };
+  fl("general.sampling.temp", d.temperature);
+  fl("general.sampling.top_p", d.top_p);
+  fl("general.sampling.min_p", d.min_p);
+  fl("general.sampling.penalty_repeat", d.repeat_penalty);
+  in("general.sampling.top_k", d.top_k);
+  in("general.sampling.penalty_last_n", d.penalty_last_n);
+  return d;
+}
+
+ModelContext::ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::string alias, int32_t ctx_size,
+                           int32_t max_tokens_cap)
+    : tok_(tok), alias_(std::move(alias)), arch_(chat::chat_arch_from_gguf(f.get_string("general.architecture"))),
+      ctx_size_(ctx_size), max_tokens_cap_(max_tokens_cap), defaults_(SamplingDefaults::from_gguf(f)),
+      created_(static_cast<int64_t>(std::time(nullptr))) {
+  if (alias_.empty()) alias_ = std::string(f.get_string_or("general.name", f.get_string("general.architecture")));
+  std::string source(f.get_string_or("tokenizer.chat_template", ""));
+  if (source.empty()) source = chat::builtin_template(arch_);
+  const std::string bos = tok.bos() >= 0 ? std::string(tok.token_text(tok.bos())) : "";
+  const std::string eos = tok.eos() >= 0 ? std::string(tok.token_text(tok.eos())) : "";
+  tmpl_ = std::make_unique<chat::ChatTemplate>(source, bos, eos);
+}
+
+std::string ModelContext::render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs) const {
+  std::lock_guard<std::mutex> lk(tmpl_mu_);
+  return tmpl_->render(messages, true, template_kwargs);
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,60 @@
+// What the HTTP layer knows about the served model: its name, tokenizer, chat template,
+// context and the sampling defaults from the GGUF (general.sampling.*). Built once at start;
+// read-only afterwards, so every HTTP thread may use it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "chat/builtin_templates.h"
+#include "chat/chat_template.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sluice::gguf {
+class GgufFile;
+}
+
+namespace sluice::server {
+
+// general.sampling.* of the file, each only if present.
+struct SamplingDefaults {
+  std::optional<float> temperature, top_p, min_p, repeat_penalty;
+  std::optional<int32_t> top_k, penalty_last_n;
+  static SamplingDefaults from_gguf(const gguf::GgufFile& f);
+};
+
+class ModelContext {
+ public:
+  // `alias` empty: general.name of the file (or its architecture when it has none).
+  ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::string alias, int32_t ctx_size, int32_t max_tokens_cap);
+
+  const std::string& alias() const { return alias_; }
+  const Tokenizer& tokenizer() const { return tok_; }
+  chat::ChatArch arch() const { return arch_; }
+  int32_t ctx_size() const { return ctx_size_; }
+  int32_t max_tokens_cap() const { return max_tokens_cap_; }   // 0: none
+  const SamplingDefaults& defaults() const { return defaults_; }
+  int64_t created() const { return created_; }
+
+  // The chat prompt (file's template, else the built-in one). Throws sluice::Error when the
+  // template rejects the conversation (e.g. roles that do not alternate).
+  std::string render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs) const;
+
+ private:
+  const Tokenizer& tok_;
+  std::string alias_;
+  chat::ChatArch arch_;
+  int32_t ctx_size_, max_tokens_cap_;
+  SamplingDefaults defaults_;
+  std::unique_ptr<chat::ChatTemplate> tmpl_;
+  mutable std::mutex tmpl_mu_;   // rendering is cheap; one at a time keeps the interpreter simple
+  int64_t created_;
+};
+
+}  // namespace sluice::server

@@ -1,0 +1,243 @@
+#include "server/openai_request.h"
+
+#include <cmath>
+#include <random>
+
+#include "server/api_error.h"
+
+namespace sluice::server {
+
+using nlohmann::json;
+
+namespace {
+
+bool present(const json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
+
+std::optional<double> get_number(const json& j, const char* key) {
+  if (!present(j, key)) return std::nullopt;
+  const json& v = j.at(key);
+  if (!v.is_number() || v.is_boolean()) bad_param(key, "must be a number");
+  const double d = v.get<double>();
+  if (!std::isfinite(d)) bad_param(key, "must be finite");
+  return d;
+}
+
+std::optional<int64_t> get_int(const json& j, const char* key) {
+  if (!present(j, key)) return std::nullopt;
+  const json& v = j.at(key);
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
+  }
+  bad_param(key, "must be an integer");
+}
+
+std::optional<bool> get_bool(const json& j, const char* key) {
+  if (!present(j, key)) return std::nullopt;
+  if (!j.at(key).is_boolean()) bad_param(key, "must be true or false");
+  return j.at(key).get<bool>();
+}
+
+void reject_unsupported(const json& j) {
+  for (const char* k : {"tools", "tool_choice", "functions", "function_call"})
+    if (present(j, k))
+      throw ApiError(400, std::string(k) + ": tool calls are not supported yet by this server", "invalid_request_error", k);
+  if (present(j, "response_format")) {
+    const json& rf = j.at("response_format");
+    if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string())
+      bad_param("response_format", "must be an object with a string 'type'");
+    if (rf.at("type").get<std::string>() != "text")
+      throw ApiError(400, "response_format: non-text formats (JSON mode, schemas) are not supported yet",
+                     "invalid_request_error", "response_format");
+  }
+  if (present(j, "logit_bias") && !(j.at("logit_bias").is_object() && j.at("logit_bias").empty()))
+    throw ApiError(400, "logit_bias is not supported yet", "invalid_request_error", "logit_bias");
+}
+
+int32_t bounded_int(const json& j, const char* key, int64_t lo, int64_t hi, int32_t def) {
+  const auto v = get_int(j, key);
+  if (!v) return def;
+  if (*v < lo || *v > hi) bad_param(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+  return static_cast<int32_t>(*v);
+}
+
+GenerationParams parse_generation(const json& j, const ModelContext& m) {
+  reject_unsupported(j);
+  GenerationParams g;
+  SamplingParams& s = g.sampling;
+  const SamplingDefaults& d = m.defaults();
+  // Request value, else the file's recommendation, else OpenAI's default.
+  s.temperature = static_cast<float>(get_number(j, "temperature").value_or(d.temperature.value_or(1.0f)));
+  if (s.temperature < 0) bad_param("temperature", "must be >= 0");
+  s.top_p = static_cast<float>(get_number(j, "top_p").value_or(d.top_p.value_or(1.0f)));
+  if (!(s.top_p > 0 && s.top_p <= 1)) bad_param("top_p", "must be in (0, 1]");
+  s.min_p = static_cast<float>(get_number(j, "min_p").value_or(d.min_p.value_or(0.0f)));
+  if (!(s.min_p >= 0 && s.min_p <= 1)) bad_param("min_p", "must be in [0, 1]");
+  {
+    const auto k = get_int(j, "top_k");
+    int64_t top_k = k.value_or(d.top_k.value_or(0));
+    if (top_k < -1) bad_param("top_k", "must be -1 or 0 (off) or positive");
+    s.top_k = top_k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(top_k, 1 << 30));
+  }
+  s.presence_penalty = static_cast<float>(get_number(j, "presence_penalty").value_or(0.0));
+  s.frequency_penalty = static_cast<float>(get_number(j, "frequency_penalty").value_or(0.0));
+  if (std::fabs(s.presence_penalty) > 2) bad_param("presence_penalty", "must be between -2 and 2");
+  if (std::fabs(s.frequency_penalty) > 2) bad_param("frequency_penalty", "must be between -2 and 2");
+  s.repeat_penalty = static_cast<float>(get_number(j, "repetition_penalty").value_or(d.repeat_penalty.value_or(1.0f)));
+  if (!(s.repeat_penalty > 0)) bad_param("repetition_penalty", "must be > 0");
+  s.penalty_last_n = d.penalty_last_n.value_or(64);
+  if (const auto seed = get_int(j, "seed")) {
+    s.seed = static_cast<uint64_t>(*seed);
+    g.seed_given = true;
+  } else {
+    thread_local std::mt19937_64 rng{std::random_device{}()};
+    s.seed = rng();
+  }
+  std::optional<int64_t> mt = get_int(j, "max_completion_tokens");
+  const char* mt_name = "max_completion_tokens";
+  if (!mt) {
+    mt = get_int(j, "max_tokens");
+    mt_name = "max_tokens";
+  }
+  if (mt) {
+    if (*mt < 1) bad_param(mt_name, "must be at least 1");
+    g.max_tokens = static_cast<int32_t>(std::min<int64_t>(*mt, 1 << 30));
+  }
+  g.min_tokens = bounded_int(j, "min_tokens", 0, 1 << 30, 0);
+  if (present(j, "stop")) {
+    const json& st = j.at("stop");
+    if (st.is_string()) g.stop.push_back(st.get<std::string>());
+    else if (st.is_array()) {
+      if (st.size() > kMaxStops) bad_param("stop", "at most " + std::to_string(kMaxStops) + " stop strings");
+      for (const json& x : st) {
+        if (!x.is_string()) bad_param("stop", "must be a string or an array of strings");
+        g.stop.push_back(x.get<std::string>());
+      }
+    } else {
+      bad_param("stop", "must be a string or an array of strings");
+    }
+    for (const auto& x : g.stop)
+      if (x.empty()) bad_param("stop", "stop strings must not be empty");
+  }
+  if (present(j, "stop_token_ids")) {
+    const json& st = j.at("stop_token_ids");
+    if (!st.is_array()) bad_param("stop_token_ids", "must be an array of token ids");
+    for (const json& x : st) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= m.tokenizer().n_vocab())
+        bad_param("stop_token_ids", "must hold token ids below " + std::to_string(m.tokenizer().n_vocab()));
+      g.stop_token_ids.push_back(x.get<int32_t>());
+    }
+  }
+  g.ignore_eos = get_bool(j, "ignore_eos").value_or(false);
+  g.n = bounded_int(j, "n", 1, kMaxN, 1);
+  if (present(j, "best_of") && bounded_int(j, "best_of", 1, kMaxN, 1) != g.n)
+    bad_param("best_of", "is not supported (only best_of == n)");
+  g.stream = get_bool(j, "stream").value_or(false);
+  if (present(j, "stream_options")) {
+    const json& so = j.at("stream_options");
+    if (!so.is_object()) bad_param("stream_options", "must be an object");
+    if (!g.stream) bad_param("stream_options", "is only allowed with stream: true");
+    g.include_usage = get_bool(so, "include_usage").value_or(false);
+  }
+  return g;
+}
+
+}  // namespace
+
+json parse_body(const std::string& body, const ModelContext& m, bool need_model) {
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
+  if (need_model) {
+    if (!present(j, "model") || !j.at("model").is_string()) bad_param("model", "is required (a string)");
+    const std::string name = j.at("model").get<std::string>();
+    if (name != m.alias())
+      throw ApiError(404, "The model '" + name + "' does not exist (this server serves '" + m.alias() + "')",
+                     "invalid_request_error", "model", "model_not_found");
+  }
+  return j;
+}
+
+CompletionRequest parse_completion_request(const json& j, const ModelContext& m) {
+  CompletionRequest r;
+  r.gen = parse_generation(j, m);
+  if (get_bool(j, "echo").value_or(false)) bad_param("echo", "is not supported");
+  if (present(j, "suffix")) bad_param("suffix", "is not supported");
+  if (present(j, "logprobs")) r.gen.top_logprobs = bounded_int(j, "logprobs", 0, kMaxTopLogprobs, 0);
+  if (!present(j, "prompt")) bad_param("prompt", "is required");
+  json p = j.at("prompt");
+  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = p[0];   // one prompt in a list
+  const Tokenizer& tok = m.tokenizer();
+  if (p.is_string()) {
+    r.prompt = tok.encode(p.get<std::string>(), true, true);   // as `sluice run` does: BOS, specials parsed
+  } else if (p.is_array() && !p.empty() && p[0].is_number_integer()) {
+    for (const json& x : p) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= tok.n_vocab())
+        bad_param("prompt", "token ids must be integers below " + std::to_string(tok.n_vocab()));
+      r.prompt.push_back(x.get<int32_t>());
+    }
+  } else if (p.is_array() && p.size() > 1) {
+    bad_param("prompt", "several prompts in one request are not supported; send one request per prompt");
+  } else {
+    bad_param("prompt", "must be a string or an array of token ids");
+  }
+  if (r.prompt.empty()) bad_param("prompt", "is empty");
+  return r;
+}
+
+ChatRequest parse_chat_request(const json& j, const ModelContext& m) {
+  ChatRequest r;
+  r.gen = parse_generation(j, m);
+  if (get_bool(j, "logprobs").value_or(false)) r.gen.top_logprobs = bounded_int(j, "top_logprobs", 0, kMaxTopLogprobs, 0);
+  else if (present(j, "top_logprobs")) bad_param("top_logprobs", "needs logprobs: true");
+  if (!present(j, "messages") || !j.at("messages").is_array() || j.at("messages").empty())
+    bad_param("messages", "must be a non-empty array");
+  r.messages = json::array();
+  for (const json& msg : j.at("messages")) {
+    if (!msg.is_object() || !msg.contains("role") || !msg.at("role").is_string())
+      bad_param("messages", "each message needs a string 'role'");
+    std::string role = msg.at("role").get<std::string>();
+    if (role == "developer") role = "system";   // the Gemma templates know only system
+    if (role == "tool" || role == "function")
+      throw ApiError(400, "messages: role '" + role + "' needs tool calls, which are not supported yet",
+                     "invalid_request_error", "messages");
+    if (role != "system" && role != "user" && role != "assistant")
+      bad_param("messages", "unknown role '" + role + "' (system, developer, user, assistant)");
+    if (present(msg, "tool_calls")) throw ApiError(400, "messages: tool calls are not supported yet", "invalid_request_error", "messages");
+    std::string text;
+    const json c = msg.contains("content") ? msg.at("content") : json();
+    if (c.is_string()) {
+      text = c.get<std::string>();
+    } else if (c.is_array()) {
+      for (const json& part : c) {
+        if (!part.is_object() || !part.contains("type") || !part.at("type").is_string())
+          bad_param("messages", "content parts need a string 'type'");
+        if (part.at("type") != "text")
+          bad_param("messages", "content part type '" + part.at("type").get<std::string>() + "' is not supported (text only)");
+        if (!part.contains("text") || !part.at("text").is_string()) bad_param("messages", "a text part needs a string 'text'");
+        text += part.at("text").get<std::string>();
+      }
+    } else if (!(c.is_null() && role == "assistant")) {
+      bad_param("messages", "content must be a string or an array of text parts");
+    }
+    r.messages.push_back({{"role", role}, {"content", text}});
+  }
+  r.template_kwargs = json::object();
+  if (present(j, "chat_template_kwargs")) {
+    if (!j.at("chat_template_kwargs").is_object()) bad_param("chat_template_kwargs", "must be an object");
+    r.template_kwargs = j.at("chat_template_kwargs");
+  }
+  if (r.template_kwargs.contains("enable_thinking")) {
+    if (!r.template_kwargs.at("enable_thinking").is_boolean()) bad_param("chat_template_kwargs.enable_thinking", "must be true or false");
+    r.enable_thinking = r.template_kwargs.at("enable_thinking").get<bool>();
+  }
+  r.template_kwargs["enable_thinking"] = r.enable_thinking;   // thinking is off unless asked for
+  return r;
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,54 @@
+// OpenAI request bodies → native, validated structs (the only place request JSON is read).
+// Every problem is an ApiError naming the parameter; nothing here touches the engine.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "server/model_context.h"
+
+namespace sluice::server {
+
+// What /v1/completions and /v1/chat/completions share.
+struct GenerationParams {
+  SamplingParams sampling;            // request values over GGUF defaults over OpenAI defaults
+  bool seed_given = false;
+  std::optional<int32_t> max_tokens;  // max_completion_tokens, else max_tokens
+  int32_t min_tokens = 0;
+  std::vector<std::string> stop;
+  std::vector<int32_t> stop_token_ids;
+  bool ignore_eos = false;
+  int32_t n = 1;
+  bool stream = false;
+  bool include_usage = false;
+  int32_t top_logprobs = -1;          // -1: no logprobs
+};
+
+struct CompletionRequest {
+  std::vector<int32_t> prompt;        // token ids (text prompts are tokenized here, with BOS)
+  GenerationParams gen;
+};
+
+struct ChatRequest {
+  nlohmann::json messages;            // normalized: [{role, content: string}], developer -> system
+  nlohmann::json template_kwargs;     // chat_template_kwargs, enable_thinking defaulted to false
+  bool enable_thinking = false;
+  GenerationParams gen;
+};
+
+inline constexpr int32_t kMaxN = 16;
+inline constexpr int32_t kMaxTopLogprobs = 20;
+inline constexpr size_t kMaxStops = 16;
+
+// Parses the body text (400 on bad JSON or a body that is not an object) and checks the
+// model name (404 for another model).
+nlohmann::json parse_body(const std::string& body, const ModelContext& m, bool need_model);
+
+CompletionRequest parse_completion_request(const nlohmann::json& j, const ModelContext& m);
+ChatRequest parse_chat_request(const nlohmann::json& j, const ModelContext& m);
+
+}  // namespace sluice::server

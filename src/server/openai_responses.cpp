@@ -1,0 +1,86 @@
+#include "server/openai_responses.h"
+
+#include <mutex>
+#include <random>
+
+#include "server/api_error.h"
+
+namespace sluice::server {
+
+using nlohmann::json;
+
+std::string new_response_id(const char* prefix) {
+  static std::mutex mu;
+  static std::mt19937_64 rng{std::random_device{}()};
+  uint64_t a, b;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    a = rng();
+    b = rng();
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b & 0xffffffffull));
+  return std::string(prefix) + buf;
+}
+
+json usage_json(const Generation& g) {
+  return {{"prompt_tokens", g.n_prompt()},
+          {"completion_tokens", g.n_completion_tokens()},
+          {"total_tokens", g.n_prompt() + g.n_completion_tokens()},
+          {"prompt_tokens_details", {{"cached_tokens", g.n_cached()}}}};
+}
+
+static json bytes_of(const std::string& s) {
+  json b = json::array();
+  for (unsigned char c : s) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+json chat_logprobs_json(const std::vector<LogprobItem>& items, const Tokenizer& tok) {
+  json content = json::array();
+  for (const LogprobItem& it : items) {
+    const std::string piece = tok.token_to_piece(it.token, true);
+    json top = json::array();
+    for (const auto& t : it.top) {
+      const std::string p = tok.token_to_piece(t.token, true);
+      top.push_back({{"token", p}, {"logprob", t.logprob}, {"bytes", bytes_of(p)}});
+    }
+    content.push_back({{"token", piece}, {"logprob", it.logprob}, {"bytes", bytes_of(piece)}, {"top_logprobs", top}});
+  }
+  return {{"content", content}};
+}
+
+json completion_logprobs_json(const std::vector<LogprobItem>& items, const Tokenizer& tok, int64_t text_offset0) {
+  json tokens = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  int64_t off = text_offset0;
+  for (const LogprobItem& it : items) {
+    const std::string piece = tok.token_to_piece(it.token, true);
+    tokens.push_back(piece);
+    lps.push_back(it.logprob);
+    json top = json::object();
+    for (const auto& t : it.top) top[tok.token_to_piece(t.token, true)] = t.logprob;
+    tops.push_back(top);
+    offsets.push_back(off);
+    off += static_cast<int64_t>(piece.size());
+  }
+  return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
+}
+
+json chat_chunk(const ResponseMeta& m, json choice, bool with_usage_field) {
+  json j = {{"id", m.id}, {"object", "chat.completion.chunk"}, {"created", m.created}, {"model", m.model},
+            {"system_fingerprint", "sluice"}, {"choices", json::array({std::move(choice)})}};
+  if (with_usage_field) j["usage"] = nullptr;
+  return j;
+}
+
+json completion_chunk(const ResponseMeta& m, json choice, bool with_usage_field) {
+  json j = {{"id", m.id}, {"object", "text_completion"}, {"created", m.created}, {"model", m.model},
+            {"system_fingerprint", "sluice"}, {"choices", json::array({std::move(choice)})}};
+  if (with_usage_field) j["usage"] = nullptr;
+  return j;
+}
+
+std::string sse_data(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
+
+}  // namespace sluice::server

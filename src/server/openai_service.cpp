@@ -1,0 +1,280 @@
+#include "server/openai_service.h"
+
+#include <chrono>
+#include <memory>
+
+#include "base/error.h"
+#include "server/api_error.h"
+#include "server/generation.h"
+#include "server/openai_request.h"
+#include "server/openai_responses.h"
+
+namespace sluice::server {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+namespace {
+
+Reply json_reply(const json& j, int status = 200) {
+  Reply r;
+  r.status = status;
+  r.body = dump_json(j);
+  return r;
+}
+
+Reply api_error_reply(const ApiError& e) {
+  Reply r = json_reply(e.to_json(), e.status());
+  if (e.status() == 429) r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+// A stream that ends badly (engine shutdown, failed step): an error event, as OpenAI's
+// servers send one; the SDK raises it as an APIError.
+std::string sse_error(const std::string& message) {
+  return sse_data(json{{"error", {{"message", message}, {"type", "server_error"}, {"param", nullptr}, {"code", nullptr}}}});
+}
+
+constexpr auto kPoll = 1000ms;   // with no output for this long, a stream writes a keep-alive
+                                 // comment, which is also how a vanished client is noticed
+
+}  // namespace
+
+OpenAiService::OpenAiService(api::Engine& engine, const ModelContext& model, Metrics& metrics)
+    : engine_(engine), model_(model), metrics_(metrics) {}
+
+Reply OpenAiService::error_reply(int status, const std::string& message, const std::string& type) {
+  return api_error_reply(ApiError(status, message, type));
+}
+
+template <class Fn>
+Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
+  Reply r;
+  try {
+    r = fn();
+  } catch (const ApiError& e) {
+    r = api_error_reply(e);
+  } catch (const Error& e) {   // tokenizer, template: the input was at fault
+    r = api_error_reply(ApiError(400, e.what()));
+  } catch (const std::exception& e) {
+    r = api_error_reply(ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
+  }
+  metrics_.count_request(endpoint, r.status);
+  return r;
+}
+
+Reply OpenAiService::completions(const std::string& body) {
+  return guarded("/v1/completions", [&]() -> Reply {
+    const json j = parse_body(body, model_, true);
+    CompletionRequest req = parse_completion_request(j, model_);
+    const GenerationParams gp = req.gen;
+    auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), gp, false);
+    ResponseMeta meta{new_response_id("cmpl-"), static_cast<int64_t>(std::time(nullptr)), model_.alias()};
+    const Tokenizer& tok = model_.tokenizer();
+    if (!gp.stream) {
+      std::vector<std::string> text(gen->n_choices());
+      std::vector<std::vector<LogprobItem>> lps(gen->n_choices());
+      std::vector<std::string> finish(gen->n_choices(), "stop");
+      bool aborted = false;
+      while (!gen->done())
+        for (ChoiceEvent& ev : gen->poll(kPoll)) {
+          text[ev.index] += ev.text.content;
+          lps[ev.index].insert(lps[ev.index].end(), ev.logprobs.begin(), ev.logprobs.end());
+          if (ev.finish_reason) finish[ev.index] = *ev.finish_reason;
+          aborted |= ev.aborted;
+        }
+      if (aborted) throw ApiError(503, "the request was ended by the server (shutting down or failed)", "server_error");
+      json choices = json::array();
+      for (int32_t i = 0; i < gen->n_choices(); ++i)
+        choices.push_back({{"index", i}, {"text", text[i]},
+                           {"logprobs", gp.top_logprobs >= 0 ? completion_logprobs_json(lps[i], tok, 0) : json(nullptr)},
+                           {"finish_reason", finish[i]}});
+      metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
+      return json_reply({{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model},
+                         {"system_fingerprint", "sluice"}, {"choices", choices}, {"usage", usage_json(*gen)}});
+    }
+    Reply r;
+    r.content_type = "text/event-stream";
+    r.stream = [gen, meta, gp, &tok, this](const StreamWriter& write) {
+      std::vector<int64_t> offset(gen->n_choices(), 0);
+      while (!gen->done()) {
+        std::vector<ChoiceEvent> evs = gen->poll(kPoll);
+        if (evs.empty() && !write(": keep-alive\n\n")) return;   // client gone: ~Generation cancels
+        for (ChoiceEvent& ev : evs) {
+          if (ev.aborted) {
+            write(sse_error("the request was ended by the server (shutting down or failed)"));
+            return;
+          }
+          json lp = nullptr;
+          if (gp.top_logprobs >= 0 && !ev.logprobs.empty()) lp = completion_logprobs_json(ev.logprobs, tok, offset[ev.index]);
+          offset[ev.index] += static_cast<int64_t>(ev.text.content.size());
+          json choice = {{"index", ev.index}, {"text", ev.text.content}, {"logprobs", lp},
+                         {"finish_reason", ev.finish_reason ? json(*ev.finish_reason) : json(nullptr)}};
+          if (!write(sse_data(completion_chunk(meta, choice, gp.include_usage)))) return;
+        }
+      }
+      metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
+      if (gp.include_usage) {
+        json u = {{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model},
+                  {"system_fingerprint", "sluice"}, {"choices", json::array()}, {"usage", usage_json(*gen)}};
+        if (!write(sse_data(u))) return;
+      }
+      write("data: [DONE]\n\n");
+    };
+    return r;
+  });
+}
+
+Reply OpenAiService::chat_completions(const std::string& body) {
+  return guarded("/v1/chat/completions", [&]() -> Reply {
+    const json j = parse_body(body, model_, true);
+    ChatRequest req = parse_chat_request(j, model_);
+    const GenerationParams gp = req.gen;
+    std::string prompt_text;
+    try {
+      prompt_text = model_.render_chat(req.messages, req.template_kwargs);
+    } catch (const Error& e) {
+      throw ApiError(400, std::string("messages: the chat template rejected the conversation: ") + e.what(),
+                     "invalid_request_error", "messages");
+    }
+    const Tokenizer& tok = model_.tokenizer();
+    // The template writes <bos> itself: tokenize without adding specials, parsing them.
+    std::vector<int32_t> prompt = tok.encode(prompt_text, false, true);
+    const bool reasoning = model_.arch() == chat::ChatArch::Gemma4;
+    auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), gp, reasoning);
+    ResponseMeta meta{new_response_id("chatcmpl-"), static_cast<int64_t>(std::time(nullptr)), model_.alias()};
+    if (!gp.stream) {
+      const int32_t n = gen->n_choices();
+      std::vector<std::string> content(n), thinking(n), finish(n, "stop");
+      std::vector<std::vector<LogprobItem>> lps(n);
+      bool aborted = false;
+      while (!gen->done())
+        for (ChoiceEvent& ev : gen->poll(kPoll)) {
+          content[ev.index] += ev.text.content;
+          thinking[ev.index] += ev.text.reasoning;
+          lps[ev.index].insert(lps[ev.index].end(), ev.logprobs.begin(), ev.logprobs.end());
+          if (ev.finish_reason) finish[ev.index] = *ev.finish_reason;
+          aborted |= ev.aborted;
+        }
+      if (aborted) throw ApiError(503, "the request was ended by the server (shutting down or failed)", "server_error");
+      json choices = json::array();
+      for (int32_t i = 0; i < n; ++i) {
+        json msg = {{"role", "assistant"}, {"content", content[i]}};
+        if (!thinking[i].empty()) msg["reasoning_content"] = thinking[i];
+        choices.push_back({{"index", i}, {"message", msg},
+                           {"logprobs", gp.top_logprobs >= 0 ? chat_logprobs_json(lps[i], tok) : json(nullptr)},
+                           {"finish_reason", finish[i]}});
+      }
+      metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
+      return json_reply({{"id", meta.id}, {"object", "chat.completion"}, {"created", meta.created}, {"model", meta.model},
+                         {"system_fingerprint", "sluice"}, {"choices", choices}, {"usage", usage_json(*gen)}});
+    }
+    Reply r;
+    r.content_type = "text/event-stream";
+    r.stream = [gen, meta, gp, &tok, this](const StreamWriter& write) {
+      // The role comes first, once per choice, in a delta of its own.
+      for (int32_t i = 0; i < gen->n_choices(); ++i) {
+        json choice = {{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+                       {"finish_reason", nullptr}};
+        if (!write(sse_data(chat_chunk(meta, choice, gp.include_usage)))) return;
+      }
+      while (!gen->done()) {
+        std::vector<ChoiceEvent> evs = gen->poll(kPoll);
+        if (evs.empty() && !write(": keep-alive\n\n")) return;
+        for (ChoiceEvent& ev : evs) {
+          if (ev.aborted) {
+            write(sse_error("the request was ended by the server (shutting down or failed)"));
+            return;
+          }
+          json delta = json::object();
+          if (!ev.text.reasoning.empty()) delta["reasoning_content"] = ev.text.reasoning;
+          if (!ev.text.content.empty()) delta["content"] = ev.text.content;
+          json lp = nullptr;
+          if (gp.top_logprobs >= 0 && !ev.logprobs.empty()) lp = chat_logprobs_json(ev.logprobs, tok);
+          if (!delta.empty() || !lp.is_null()) {
+            json choice = {{"index", ev.index}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", nullptr}};
+            if (!write(sse_data(chat_chunk(meta, choice, gp.include_usage)))) return;
+          }
+          if (ev.finish_reason) {
+            json choice = {{"index", ev.index}, {"delta", json::object()}, {"logprobs", nullptr},
+                           {"finish_reason", *ev.finish_reason}};
+            if (!write(sse_data(chat_chunk(meta, choice, gp.include_usage)))) return;
+          }
+        }
+      }
+      metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
+      if (gp.include_usage) {
+        json u = {{"id", meta.id}, {"object", "chat.completion.chunk"}, {"created", meta.created}, {"model", meta.model},
+                  {"system_fingerprint", "sluice"}, {"choices", json::array()}, {"usage", usage_json(*gen)}};
+        if (!write(sse_data(u))) return;
+      }
+      write("data: [DONE]\n\n");
+    };
+    return r;
+  });
+}
+
+Reply OpenAiService::models() const {
+  json m = {{"id", model_.alias()}, {"object", "model"}, {"created", model_.created()}, {"owned_by", "sluice"}};
+  return json_reply({{"object", "list"}, {"data", json::array({m})}});
+}
+
+Reply OpenAiService::model(const std::string& id) const {
+  if (id != model_.alias())
+    return api_error_reply(ApiError(404, "The model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
+  return json_reply({{"id", model_.alias()}, {"object", "model"}, {"created", model_.created()}, {"owned_by", "sluice"}});
+}
+
+Reply OpenAiService::tokenize(const std::string& body) const {
+  try {
+    const json j = parse_body(body, model_, false);
+    if (!j.contains("content") || !j.at("content").is_string()) bad_param("content", "is required (a string)");
+    bool add_special = true, with_pieces = false;
+    if (j.contains("add_special")) {
+      if (!j.at("add_special").is_boolean()) bad_param("add_special", "must be true or false");
+      add_special = j.at("add_special").get<bool>();
+    }
+    if (j.contains("with_pieces")) {
+      if (!j.at("with_pieces").is_boolean()) bad_param("with_pieces", "must be true or false");
+      with_pieces = j.at("with_pieces").get<bool>();
+    }
+    const Tokenizer& tok = model_.tokenizer();
+    const auto ids = tok.encode(j.at("content").get<std::string>(), add_special, true);
+    json tokens = json::array();
+    for (int32_t id : ids) {
+      if (with_pieces) tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+      else tokens.push_back(id);
+    }
+    return json_reply({{"tokens", tokens}});
+  } catch (const ApiError& e) {
+    return api_error_reply(e);
+  }
+}
+
+Reply OpenAiService::detokenize(const std::string& body) const {
+  try {
+    const json j = parse_body(body, model_, false);
+    if (!j.contains("tokens") || !j.at("tokens").is_array()) bad_param("tokens", "is required (an array of token ids)");
+    const Tokenizer& tok = model_.tokenizer();
+    std::vector<int32_t> ids;
+    for (const json& x : j.at("tokens")) {
+      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= tok.n_vocab())
+        bad_param("tokens", "token ids must be integers below " + std::to_string(tok.n_vocab()));
+      ids.push_back(x.get<int32_t>());
+    }
+    return json_reply({{"content", tok.decode(ids, false, false)}});
+  } catch (const ApiError& e) {
+    return api_error_reply(e);
+  }
+}
+
+Reply OpenAiService::health() const { return json_reply({{"status", "ok"}}); }
+
+Reply OpenAiService::metrics() const {
+  Reply r;
+  r.content_type = "text/plain; version=0.0.4";
+  r.body = metrics_.render(engine_.snapshot(), engine_.config().sched.max_running);
+  return r;
+}
+
+}  // namespace sluice::server

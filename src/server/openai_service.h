@@ -1,0 +1,58 @@
+// The endpoints, independent of the HTTP library: each takes the request body and returns a
+// Reply — a whole body, or a stream function the HTTP layer calls once the headers are out.
+//
+//   POST /v1/completions, /v1/chat/completions   (stream or not; n choices)
+//   GET  /v1/models, /v1/models/{id}
+//   POST /tokenize, /detokenize
+//   GET  /health, /metrics
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "api/engine.h"
+#include "server/metrics.h"
+#include "server/model_context.h"
+
+namespace sluice::server {
+
+// Writes bytes to the client; false once the client is gone (the stream must then end).
+using StreamWriter = std::function<bool(std::string_view)>;
+
+struct Reply {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::function<void(const StreamWriter&)> stream;   // set: body is streamed as SSE
+};
+
+class OpenAiService {
+ public:
+  OpenAiService(api::Engine& engine, const ModelContext& model, Metrics& metrics);
+
+  Reply completions(const std::string& body);
+  Reply chat_completions(const std::string& body);
+  Reply models() const;
+  Reply model(const std::string& id) const;
+  Reply tokenize(const std::string& body) const;
+  Reply detokenize(const std::string& body) const;
+  Reply health() const;
+  Reply metrics() const;
+
+  // An ApiError (or any exception) as a JSON reply with its status.
+  static Reply error_reply(int status, const std::string& message, const std::string& type = "invalid_request_error");
+
+ private:
+  template <class Fn>
+  Reply guarded(const char* endpoint, Fn&& fn);
+
+  api::Engine& engine_;
+  const ModelContext& model_;
+  Metrics& metrics_;
+};
+
+}  // namespace sluice::server

@@ -1,0 +1,116 @@
+// Stop strings and OpenAI request parsing (no HTTP, no engine).
+#include <gtest/gtest.h>
+
+#include "gguf/reader.h"
+#include "server/api_error.h"
+#include "server/model_context.h"
+#include "server/openai_request.h"
+#include "server/stop_strings.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sluice::server {
+namespace {
+
+std::string feed(StopStringMatcher& m, const std::vector<std::string>& pieces, bool* hit) {
+  std::string out;
+  *hit = false;
+  for (const auto& p : pieces) {
+    auto r = m.push(p);
+    out += r.emit;
+    if (r.hit) {
+      *hit = true;
+      return out;
+    }
+  }
+  return out + m.flush();
+}
+
+TEST(StopStrings, StopSpanningPiecesIsCutAndNeverEmitted) {
+  StopStringMatcher m({"END", "xyz"});
+  bool hit;
+  EXPECT_EQ(feed(m, {"hello E", "N", "D and more"}, &hit), "hello ");
+  EXPECT_TRUE(hit);
+  StopStringMatcher m2({"END"});
+  EXPECT_EQ(feed(m2, {"hello E", "N", "d"}, &hit), "hello ENd");   // a near miss is released
+  EXPECT_FALSE(hit);
+}
+
+TEST(StopStrings, HoldsBackOnlyWhatCouldStillMatch) {
+  StopStringMatcher m({"abc"});
+  EXPECT_EQ(m.push("xxab").emit, "xx");
+  EXPECT_EQ(m.push("x").emit, "abx");
+  StopStringMatcher none({});
+  EXPECT_EQ(none.push("abc").emit, "abc");
+}
+
+TEST(StopStrings, EarliestStopWins) {
+  StopStringMatcher m({"world", "lo w"});
+  auto r = m.push("hello world");
+  EXPECT_TRUE(r.hit);
+  EXPECT_EQ(r.emit, "hel");
+}
+
+class RequestParsing : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    file_ = gguf::GgufFile::open(std::string(SLUICE_SOURCE_DIR) + "/tests/data/golden/tiny-gemma3.q8_0.gguf");
+    tok_ = Tokenizer::from_gguf(*file_);
+    ctx_ = std::make_unique<ModelContext>(*file_, *tok_, "", 256, 0);
+  }
+  int status_of(const std::string& body, bool chat) {
+    try {
+      auto j = parse_body(body, *ctx_, true);
+      if (chat) parse_chat_request(j, *ctx_);
+      else parse_completion_request(j, *ctx_);
+    } catch (const ApiError& e) {
+      return e.status();
+    }
+    return 200;
+  }
+  std::unique_ptr<gguf::GgufFile> file_;
+  std::unique_ptr<Tokenizer> tok_;
+  std::unique_ptr<ModelContext> ctx_;
+};
+
+TEST_F(RequestParsing, AliasDefaultsToGeneralName) { EXPECT_EQ(ctx_->alias(), "tiny-gemma3"); }
+
+TEST_F(RequestParsing, ValidRequestsParse) {
+  auto j = parse_body(R"({"model":"tiny-gemma3","messages":[{"role":"developer","content":[{"type":"text","text":"a"}]},
+    {"role":"user","content":"b"}],"max_completion_tokens":5,"max_tokens":9,"stop":"x","seed":3,"n":2,
+    "logprobs":true,"top_logprobs":2,"temperature":0.5,"stream":true,"stream_options":{"include_usage":true}})",
+                      *ctx_, true);
+  ChatRequest r = parse_chat_request(j, *ctx_);
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[0]["content"], "a");
+  EXPECT_EQ(*r.gen.max_tokens, 5);   // max_completion_tokens wins
+  EXPECT_EQ(r.gen.stop, std::vector<std::string>{"x"});
+  EXPECT_EQ(r.gen.sampling.seed, 3u);
+  EXPECT_EQ(r.gen.n, 2);
+  EXPECT_EQ(r.gen.top_logprobs, 2);
+  EXPECT_FLOAT_EQ(r.gen.sampling.temperature, 0.5f);
+  EXPECT_TRUE(r.gen.include_usage);
+  EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
+  auto c = parse_completion_request(parse_body(R"({"model":"tiny-gemma3","prompt":[5,6,7]})", *ctx_, true), *ctx_);
+  EXPECT_EQ(c.prompt, (std::vector<int32_t>{5, 6, 7}));
+  EXPECT_FLOAT_EQ(c.gen.sampling.temperature, 1.0f);   // OpenAI's default (the file has none)
+}
+
+TEST_F(RequestParsing, BadRequestsGetTheirStatus) {
+  const std::string m = R"("model":"tiny-gemma3","messages":[{"role":"user","content":"hi"}])";
+  EXPECT_EQ(status_of("{", true), 400);
+  EXPECT_EQ(status_of(R"({"model":"other","messages":[]})", true), 404);
+  EXPECT_EQ(status_of("{" + m + R"(,"max_tokens":-1})", true), 400);
+  EXPECT_EQ(status_of("{" + m + R"(,"n":0})", true), 400);
+  EXPECT_EQ(status_of("{" + m + R"(,"top_p":1.5})", true), 400);
+  EXPECT_EQ(status_of("{" + m + R"(,"stop":[1]})", true), 400);
+  EXPECT_EQ(status_of("{" + m + R"(,"tools":[]})", true), 400);
+  EXPECT_EQ(status_of("{" + m + R"(,"top_logprobs":2})", true), 400);   // needs logprobs
+  EXPECT_EQ(status_of("{" + m + R"(,"stream_options":{"include_usage":true}})", true), 400);   // needs stream
+  EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":["a","b"]})", false), 400);
+  EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":""})", false), 200);   // BOS alone
+  EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":[]})", false), 400);
+  EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":"x","echo":true})", false), 400);
+}
+
+}  // namespace
+}  // namespace sluice::server
