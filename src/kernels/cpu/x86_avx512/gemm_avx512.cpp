@@ -7,9 +7,11 @@
 // Σ q·a = Σ q_u·a − off·Σa. Then, per block and row, acc += (d_w·d_a)·sumi as separate f32 mul,
 // mul, add — the operations of dot_ref, in its order, so results are bit-identical to it.
 //
-// Two row groups are streamed side by side (two independent DRAM streams keep more misses in
-// flight than one), with software prefetch kPrefetch bytes ahead in each; up to 4 activation
-// rows share each decoded block (small-M batches; prefill re-reads the group from cache).
+// Decode (one activation row) streams one row group at a time, front to back: measured on
+// Zen 4, one sequential stream per core with the hardware prefetchers alone reaches 90-100% of
+// a plain streaming read, while two interleaved streams or software prefetch reached 50-75%
+// (bench/kernels_bench, docs/performance.md). With several activation rows, up to 8 share
+// each decoded block (small-M batches; prefill re-reads the group from cache).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -24,6 +26,10 @@
 
 namespace sluice::kernels::avx512 {
 namespace {
+
+#define SLUICE_INLINE __attribute__((always_inline)) inline
+#define SLUICE_INLINE_LAMBDA __attribute__((always_inline))
+#define SLUICE_UNROLL _Pragma("GCC unroll 16")
 
 constexpr int64_t kPrefetch = 2048;
 
@@ -63,9 +69,9 @@ inline void store_rows(const GemmArgs& p, int64_t gi, int64_t mi, __m512 v) {
   else _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << n) - 1), v);
 }
 
-// Σ over 8 code vectors c[j] · activation dwords a[j] (exact int32, two chains).
-inline __m512i dot8(const __m512i c[8], const int8_t* a) {
-  __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], _mm512_set1_epi32(ld_i32(a)));
+// init + Σ over 8 code vectors c[j] · activation dwords a[j] (exact int32, two chains).
+inline __m512i dot8(const __m512i c[8], const int8_t* a, int32_t init = 0) {
+  __m512i s0 = _mm512_dpbusd_epi32(_mm512_set1_epi32(init), c[0], _mm512_set1_epi32(ld_i32(a)));
   __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[4], _mm512_set1_epi32(ld_i32(a + 16)));
   s0 = _mm512_dpbusd_epi32(s0, c[1], _mm512_set1_epi32(ld_i32(a + 4)));
   s1 = _mm512_dpbusd_epi32(s1, c[5], _mm512_set1_epi32(ld_i32(a + 20)));
@@ -88,10 +94,29 @@ inline void nibbles(const uint8_t* chunks, __m512i c[8]) {
 
 // ---- legacy 32-element formats ----
 
+// F::dot1(blk, a, init): init + Σ codes·a of one block for one activation row (decode).
 struct Q4_0 {
   static constexpr int64_t kBytes = 288;
   static constexpr int32_t kOff = 8;
   static void codes(const uint8_t* blk, __m512i c[8]) { nibbles(blk + 32, c); }
+  // High nibbles are used in place (byte & 0xF0 = 16·hi): their sum is exactly 16× the
+  // wanted one and is shifted back, saving a shift per code vector.
+  static SLUICE_INLINE __m512i dot1(const uint8_t* blk, const int8_t* a, int32_t init) {
+    const __m512i m4 = _mm512_set1_epi8(0x0F);
+    __m512i lo[4], hi[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m512i v = ld512(blk + 32 + 64 * k);
+      lo[k] = _mm512_and_si512(v, m4);
+      hi[k] = _mm512_andnot_si512(m4, v);
+    }
+    __m512i s0 = _mm512_dpbusd_epi32(_mm512_set1_epi32(init), lo[0], _mm512_set1_epi32(ld_i32(a)));
+    __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi[0], _mm512_set1_epi32(ld_i32(a + 16)));
+    for (int k = 1; k < 4; ++k) {
+      s0 = _mm512_dpbusd_epi32(s0, lo[k], _mm512_set1_epi32(ld_i32(a + 4 * k)));
+      s1 = _mm512_dpbusd_epi32(s1, hi[k], _mm512_set1_epi32(ld_i32(a + 16 + 4 * k)));
+    }
+    return _mm512_add_epi32(s0, _mm512_srai_epi32(s1, 4));
+  }
 };
 struct Q5_0 {
   static constexpr int64_t kBytes = 352;
@@ -101,6 +126,11 @@ struct Q5_0 {
     const __m512i sixteen = _mm512_set1_epi8(16);
     for (int j = 0; j < 8; ++j) c[j] = _mm512_mask_add_epi8(c[j], ld_u64(blk + 288 + 8 * j), c[j], sixteen);
   }
+  static SLUICE_INLINE __m512i dot1(const uint8_t* blk, const int8_t* a, int32_t init) {
+    __m512i c[8];
+    codes(blk, c);
+    return dot8(c, a, init);
+  }
 };
 struct Q8_0 {
   static constexpr int64_t kBytes = 544;
@@ -109,6 +139,11 @@ struct Q8_0 {
     // chunk j holds elements 4j+t; dot8 pairs c[j] with activation dword j (j < 4) and
     // c[4+j] with dword 4+j, so chunk j (j >= 4) goes to c[j] directly.
     for (int j = 0; j < 8; ++j) c[j] = ld512(blk + 32 + 64 * j);
+  }
+  static SLUICE_INLINE __m512i dot1(const uint8_t* blk, const int8_t* a, int32_t init) {
+    __m512i c[8];
+    codes(blk, c);
+    return dot8(c, a, init);
   }
 };
 
@@ -129,8 +164,6 @@ struct ActTile {
   }
 };
 
-#define SLUICE_INLINE __attribute__((always_inline)) inline
-#define SLUICE_UNROLL _Pragma("GCC unroll 16")
 
 // One legacy block of one group for MT activation rows: acc[mi] += (d_w·d_a)·sumi.
 template <class F, int MT>
@@ -147,48 +180,33 @@ SLUICE_INLINE void legacy_block(const uint8_t* blk, int64_t b, const ActTile<MT>
   }
 }
 
-// Decode (one activation row, two groups side by side): each block's activation dwords,
-// offset and scale are broadcast once for both groups.
+// Decode: one activation row, one group, two blocks per iteration. The block's integer sum
+// starts at −off·Σa (the offset removal folded into the first VPDPBUSD).
 template <class F>
-void legacy_pair(const GemmArgs& p, int64_t gi) {
+void legacy_row(const GemmArgs& p, int64_t gi, int64_t) {
   const int64_t nb = p.k / 32;
-  const uint8_t* w[2] = {p.w + static_cast<uint64_t>(gi) * p.group_bytes, p.w + static_cast<uint64_t>(gi + 1) * p.group_bytes};
+  const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const int8_t* qs = a_qs(p.a, 0);
   const float* da = a_d(p.a, 0);
   const int32_t* sums = a_sums(p.a, 0, 32);
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
-  for (int64_t b = 0; b < nb; ++b) {
-    __m512i av[8];
-    for (int k = 0; k < 8; ++k) av[k] = _mm512_set1_epi32(ld_i32(qs + 32 * b + 4 * k));
-    const __m512i off = _mm512_set1_epi32(F::kOff * sums[b]);
-    const __m512 vda = _mm512_set1_ps(da[b]);
-    SLUICE_UNROLL
-    for (int j = 0; j < 2; ++j) {
-      const uint8_t* blk = w[j] + b * F::kBytes;
-      prefetch_stream(w[j], b * F::kBytes, F::kBytes, p.group_bytes);
-      __m512i c[8];
-      F::codes(blk, c);
-      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], av[0]);
-      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[4], av[4]);
-      for (int k = 1; k < 4; ++k) {
-        s0 = _mm512_dpbusd_epi32(s0, c[k], av[k]);
-        s1 = _mm512_dpbusd_epi32(s1, c[4 + k], av[4 + k]);
-      }
-      const __m512i si = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), off);
-      const __m512 d = _mm512_mul_ps(ld_f16x16(blk), vda);
-      acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(d, _mm512_cvtepi32_ps(si)));
-    }
+  __m512 acc = _mm512_setzero_ps();
+  auto one = [&](int64_t b) SLUICE_INLINE_LAMBDA {
+    const uint8_t* blk = w + b * F::kBytes;
+    const __m512i si = F::dot1(blk, qs + 32 * b, -F::kOff * sums[b]);
+    const __m512 d = _mm512_mul_ps(ld_f16x16(blk), _mm512_set1_ps(da[b]));
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(d, _mm512_cvtepi32_ps(si)));
+  };
+  int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    one(b);
+    one(b + 1);
   }
-  store_rows(p, gi, 0, acc[0]);
-  store_rows(p, gi + 1, 0, acc[1]);
+  if (b < nb) one(b);
+  store_rows(p, gi, 0, acc);
 }
 
 template <class F, int G, int MT>
 void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
-  if constexpr (G == 2 && MT == 1) {
-    legacy_pair<F>(p, gi);
-    return;
-  }
   const int64_t nb = p.k / 32;
   const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
@@ -196,7 +214,7 @@ void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   __m512 acc0[MT], acc1[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
-  const bool pf = m0 == 0;
+  const bool pf = m0 == 0 && p.m > 1;
   for (int64_t b = 0; b < nb; ++b) {
     if (pf) prefetch_stream(w0, b * F::kBytes, F::kBytes, p.group_bytes);
     legacy_block<F, MT>(w0 + b * F::kBytes, b, at, acc0);
@@ -255,7 +273,7 @@ void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   __m512 acc0[MT], acc1[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
-  const bool pf = m0 == 0;
+  const bool pf = m0 == 0 && p.m > 1;
   for (int64_t b = 0; b < nb; ++b) {
     if (pf) prefetch_stream(w0, b * kBytes, 320, p.group_bytes);
     q4_k_block<MT>(w0 + b * kBytes, b, at, acc0, pf, w0, b * kBytes, p.group_bytes);
@@ -316,66 +334,50 @@ SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
   }
 }
 
-// Decode (one activation row, two groups): the two streams advance sub-block by sub-block,
-// so both keep prefetches in flight at the same pace.
+// Decode (one activation row, one group): each sub-block's activation dwords and offset are
+// broadcast straight into the VPDPBUSDs.
 template <bool Wide>
-void q6_k_pair(const GemmArgs& p, int64_t gi) {
+void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
   constexpr int64_t kBytes = Wide ? 4384 : 3360, kSub = Wide ? 256 : 192;
   const int64_t nb = p.k / 256;
-  const uint8_t* w[2] = {p.w + static_cast<uint64_t>(gi) * p.group_bytes, p.w + static_cast<uint64_t>(gi + 1) * p.group_bytes};
+  const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const int8_t* qs = a_qs(p.a, 0);
   const float* da = a_d(p.a, 0);
   const int32_t* bsum = a_sums(p.a, 0, 256);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
-    __m512i sumi[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-    for (int j = 0; j < 2; ++j) prefetch_stream(w[j], b * kBytes, 288, p.group_bytes);
+    const uint8_t* blk = w + b * kBytes;
+    __m512i sumi = _mm512_setzero_si512();
+    SLUICE_UNROLL
     for (int g = 0; g < 16; ++g) {
       const int8_t* a = qs + 256 * b + 16 * g;
-      const __m512i a0 = _mm512_set1_epi32(ld_i32(a)), a1 = _mm512_set1_epi32(ld_i32(a + 4));
-      const __m512i a2 = _mm512_set1_epi32(ld_i32(a + 8)), a3 = _mm512_set1_epi32(ld_i32(a + 12));
-      const __m512i off = _mm512_set1_epi32(32 * bsum[16 * b + g]);
-      SLUICE_UNROLL
-      for (int j = 0; j < 2; ++j) {
-        const uint8_t* blk = w[j] + b * kBytes;
-        const uint8_t* sub = blk + 288 + kSub * g;
-        prefetch_stream(w[j], b * kBytes + 288 + kSub * g, kSub, p.group_bytes);
-        __m512i c[4];
-        if constexpr (Wide) {
-          for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
-        } else {
-          const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
-          c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
-          c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
-          c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
-          c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
-        }
-        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
-        __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], a0);
-        __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], a1);
-        s0 = _mm512_dpbusd_epi32(s0, c[2], a2);
-        s1 = _mm512_dpbusd_epi32(s1, c[3], a3);
-        const __m512i si = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), off);
-        sumi[j] = _mm512_add_epi32(sumi[j], _mm512_mullo_epi32(si, sc));
+      const uint8_t* sub = blk + 288 + kSub * g;
+      __m512i c[4];
+      if constexpr (Wide) {
+        for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
+      } else {
+        const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
+        c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+        c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+        c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
+        c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
       }
+      const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
+      __m512i s0 = _mm512_dpbusd_epi32(_mm512_set1_epi32(-32 * bsum[16 * b + g]), c[0], _mm512_set1_epi32(ld_i32(a)));
+      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], _mm512_set1_epi32(ld_i32(a + 4)));
+      s0 = _mm512_dpbusd_epi32(s0, c[2], _mm512_set1_epi32(ld_i32(a + 8)));
+      s1 = _mm512_dpbusd_epi32(s1, c[3], _mm512_set1_epi32(ld_i32(a + 12)));
+      sumi = _mm512_add_epi32(sumi, _mm512_mullo_epi32(_mm512_add_epi32(s0, s1), sc));
     }
-    SLUICE_UNROLL
-    for (int j = 0; j < 2; ++j) {
-      const __m512 d = _mm512_mul_ps(ld_f16x16(w[j] + b * kBytes), _mm512_set1_ps(da[b]));
-      acc[j] = _mm512_add_ps(acc[j], _mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[j])));
-    }
+    const __m512 d = _mm512_mul_ps(ld_f16x16(blk), _mm512_set1_ps(da[b]));
+    acc = _mm512_add_ps(acc, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi)));
   }
-  store_rows(p, gi, 0, acc[0]);
-  store_rows(p, gi + 1, 0, acc[1]);
+  store_rows(p, gi, 0, acc);
 }
 
 template <int G, int MT, bool Wide = false>
 void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
-  if constexpr (G == 2 && MT == 1) {
-    q6_k_pair<Wide>(p, gi);
-    return;
-  }
   constexpr int64_t kBytes = Wide ? 4384 : 3360;
   const int64_t nb = p.k / 256;
   const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
@@ -384,7 +386,7 @@ void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   __m512 acc0[MT], acc1[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
-  const bool pf = m0 == 0;
+  const bool pf = m0 == 0 && p.m > 1;
   for (int64_t b = 0; b < nb; ++b) {
     if (pf) prefetch_stream(w0, b * kBytes, 288, p.group_bytes);
     q6_k_block<MT, Wide>(w0 + b * kBytes, b, at, acc0, pf, w0, b * kBytes, p.group_bytes);
@@ -426,7 +428,7 @@ void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   __m512 acc0[MT], acc1[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
-  const bool pf = m0 == 0;
+  const bool pf = m0 == 0 && p.m > 1;
   for (int64_t c = 0; c < p.k; ++c) {
     if (pf && (c & 3) == 0) prefetch_stream(w0, c * F::kBytes, 4 * F::kBytes, p.group_bytes);
     const __m512 wa = F::load(w0 + c * F::kBytes);
@@ -449,13 +451,13 @@ void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
 
 using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
 
-// A single activation row (decode) streams two groups side by side (memory-bound: two DRAM
-// streams); several rows are compute-bound, so each group is done alone with MTMax rows
-// sharing every decoded block (fewer live registers).
+// tiles[1][0] is the decode kernel (one activation row, one group at a time: one sequential
+// stream per thread); several rows are compute-bound, so each group is done with up to MTMax
+// rows sharing every decoded block.
 template <int MTMax>
 void drive(const GemmArgs& p, int64_t g0, int64_t g1, const TileFn (&tiles)[2][MTMax]) {
   if (p.m == 1) {
-    for (int64_t gi = g0; gi < g1; gi += 2) tiles[g1 - gi >= 2 ? 1 : 0][0](p, gi, 0);
+    for (int64_t gi = g0; gi < g1; ++gi) tiles[1][0](p, gi, 0);
     return;
   }
   for (int64_t gi = g0; gi < g1; ++gi)
@@ -470,12 +472,12 @@ void gemm_legacy(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
       {legacy_tile<F, 1, 1>, legacy_tile<F, 1, 2>, legacy_tile<F, 1, 3>, legacy_tile<F, 1, 4>, legacy_tile<F, 1, 5>,
        legacy_tile<F, 1, 6>, legacy_tile<F, 1, 7>, legacy_tile<F, 1, 8>},
-      {legacy_tile<F, 2, 1>}};
+      {legacy_row<F>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
 void gemm_q4_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][4] = {{q4_k_tile<1, 1>, q4_k_tile<1, 2>, q4_k_tile<1, 3>, q4_k_tile<1, 4>}, {q4_k_tile<2, 1>}};
+  static constexpr TileFn kTiles[2][4] = {{q4_k_tile<1, 1>, q4_k_tile<1, 2>, q4_k_tile<1, 3>, q4_k_tile<1, 4>}, {q4_k_tile<1, 1>}};
   drive<4>(p, g0, g1, kTiles);
 }
 
@@ -483,14 +485,14 @@ void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
       {q6_k_tile<1, 1, true>, q6_k_tile<1, 2, true>, q6_k_tile<1, 3, true>, q6_k_tile<1, 4, true>,
        q6_k_tile<1, 5, true>, q6_k_tile<1, 6, true>, q6_k_tile<1, 7, true>, q6_k_tile<1, 8, true>},
-      {q6_k_tile<2, 1, true>}};
+      {q6_k_row<true>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {{q6_k_tile<1, 1>, q6_k_tile<1, 2>, q6_k_tile<1, 3>, q6_k_tile<1, 4>,
                                            q6_k_tile<1, 5>, q6_k_tile<1, 6>, q6_k_tile<1, 7>, q6_k_tile<1, 8>},
-                                          {q6_k_tile<2, 1>}};
+                                          {q6_k_row<false>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
@@ -499,7 +501,7 @@ void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
       {float_tile<F, 1, 1>, float_tile<F, 1, 2>, float_tile<F, 1, 3>, float_tile<F, 1, 4>, float_tile<F, 1, 5>,
        float_tile<F, 1, 6>, float_tile<F, 1, 7>, float_tile<F, 1, 8>},
-      {float_tile<F, 2, 1>}};
+      {float_tile<F, 1, 1>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
