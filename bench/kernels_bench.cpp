@@ -3,8 +3,8 @@
 //     dispatch on the engine's thread pool (2 threads), E2B shapes; reports GB/s of weight
 //     bytes streamed. "dram" working sets cycle through copies larger than the last-level
 //     cache, as decode does (every layer's weights are read once per token).
-//   * Attention/<isa>/hd/depth: one decode token's paged GQA attention (8 query heads on one
-//     KV head, f16 cache), all heads on one thread.
+//   * Attention/<isa>/hd/depth/{hot,cold}: one decode token's paged GQA attention (8 query
+//     heads on one KV head, f16 cache), all heads on one thread; cold: the KV starts in DRAM.
 // Build: cmake -DSLUICE_BUILD_BENCH=ON; run build/bench/kernels_bench [--benchmark_filter=...].
 #include <benchmark/benchmark.h>
 
@@ -106,7 +106,7 @@ void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_
 }
 
 // One decode token: 8 heads on one KV head, f16 cache of `depth` positions in 16-slot blocks.
-void BM_Attention(benchmark::State& st, const CpuKernels* k, int hd, int depth) {
+void BM_Attention(benchmark::State& st, const CpuKernels* k, int hd, int depth, bool cold) {
   const int gs = 8, bt = 16;
   const int64_t nb = (depth + bt - 1) / bt;
   const uint64_t slot = 2 * static_cast<uint64_t>(hd), block = 2 * slot * bt;
@@ -125,7 +125,15 @@ void BM_Attention(benchmark::State& st, const CpuKernels* k, int hd, int depth) 
   a.base = mem.data(); a.block_stride = block; a.k_off = 0; a.v_off = slot * bt; a.slot_stride = slot;
   a.table = table.data(); a.block_tokens = bt; a.elem = KvElem::kF16; a.lo = 0; a.hi = depth - 1; a.scratch = scratch.data();
   const AttnKernel f = cpu_attention(*k);
+  // cold: the KV rows start in DRAM, as in a decode step (every weight of the model passed
+  // through the caches since the layer last ran): 64 MiB are read between calls, untimed.
+  std::vector<uint8_t> flush(cold ? size_t{64} << 20 : 0, 1);
   for (auto _ : st) {
+    if (cold) {
+      st.PauseTiming();
+      benchmark::DoNotOptimize(cpu_stream_sum(*k, flush.data(), flush.size()));
+      st.ResumeTiming();
+    }
     f(a);
     benchmark::DoNotOptimize(out.data());
   }
@@ -163,9 +171,11 @@ int register_all() {
   for (const CpuKernels* k : runnable_cpu_kernels())
     for (int hd : {256, 512})
       for (int depth : {64, 512})
-        benchmark::RegisterBenchmark((std::string("Attention/") + k->isa + "/hd" + std::to_string(hd) + "/depth" + std::to_string(depth)).c_str(),
-                                     [=](benchmark::State& st) { BM_Attention(st, k, hd, depth); })
-            ->Unit(benchmark::kMicrosecond);
+        for (bool cold : {false, true})
+          benchmark::RegisterBenchmark((std::string("Attention/") + k->isa + "/hd" + std::to_string(hd) + "/depth" +
+                                        std::to_string(depth) + (cold ? "/cold" : "/hot")).c_str(),
+                                       [=](benchmark::State& st) { BM_Attention(st, k, hd, depth, cold); })
+              ->Unit(benchmark::kMicrosecond);
   return 0;
 }
 const int registered = register_all();

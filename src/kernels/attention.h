@@ -8,6 +8,10 @@
 // l_c = Σ_j p_j in key order, o_c = Σ_j p_j·v_j (fused multiply-adds in key order); chunks
 // merge in order: m' = max(m, m_c), a = exp(m − m'), b = exp(m_c − m'), l = l·a + l_c·b,
 // o = fma(o_c, b, o·a); finally o ·= 1/l.
+//
+// The same computation split in two (decode spreads one token's keys over the threads): the
+// chunk states (m_c, l_c, o_c) of any chunks, computed independently, then merged in chunk
+// order — bit-identical to the one-call kernel, whoever computed which chunk.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +38,9 @@ struct AttnArgs {
   KvElem elem = KvElem::kF32;
   int64_t lo = 0, hi = 0;       // inclusive key range
   float* scratch = nullptr;     // attn_scratch_floats() floats, owned by the calling thread
+  // A hint (no effect on results): the first chunk's K/V rows are likely in DRAM, not brought
+  // in by a previous call's prefetching. Kernels may load them ahead of the computation.
+  bool cold = true;
 };
 
 // Floats of per-thread scratch one call needs.
@@ -44,5 +51,22 @@ constexpr int64_t attn_scratch_floats() {
 using AttnKernel = void (*)(const AttnArgs& a);
 
 void attention_ref(const AttnArgs& a);
+
+// Chunk c (0-based) of a call covers keys [max(lo, c0), min(c0 + kAttnChunk − 1, hi)] with
+// c0 = (lo / kAttnChunk + c)·kAttnChunk; a call has attn_chunks(lo, hi) of them.
+inline int64_t attn_chunks(int64_t lo, int64_t hi) { return hi / kAttnChunk - lo / kAttnChunk + 1; }
+
+// One chunk's state: m[gs] | l[gs] | o[gs × hd] (o not yet divided by l).
+constexpr int64_t attn_state_floats(int gs, int hd) { return int64_t{gs} * (hd + 2); }
+
+// States of chunks [c_begin, c_end) of the call: chunk c at states + (c − c_begin)·attn_state_floats.
+// a.out is not used; a.scratch is.
+using AttnChunksKernel = void (*)(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states);
+// out[g] for heads g in [g0, g1) of `n` consecutive chunk states (gs heads of hd each): the
+// in-order merge and the final 1/l.
+using AttnMergeKernel = void (*)(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out);
+
+void attention_chunks_ref(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states);
+void attention_merge_ref(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out);
 
 }  // namespace sluice::kernels

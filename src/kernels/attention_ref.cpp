@@ -25,66 +25,101 @@ void load_row(KvElem e, const uint8_t* p, float* out, int hd) {
 
 }  // namespace
 
-void attention_ref(const AttnArgs& a) {
+namespace {
+
+// Chunk c's state: scores → probabilities (m_c, l_c) and o_c = Σ p·v (attention.h).
+void chunk_state(const AttnArgs& a, int64_t c, float* mc, float* lc, float* oc) {
   const int gs = a.gs, hd = a.hd;
   float* s = a.scratch;                        // [gs × kAttnChunk] scores, then probabilities
-  float* oc = s + kAttnMaxGroup * kAttnChunk;  // [gs × hd] chunk output
-  float* m = oc + kAttnMaxGroup * kAttnMaxHeadDim;
-  float* l = m + kAttnMaxGroup;
-  float* row = l + kAttnMaxGroup;              // [hd] one K or V row
-  bool first = true;
-  for (int64_t c0 = a.lo / kAttnChunk * kAttnChunk; c0 <= a.hi; c0 += kAttnChunk) {
-    const int64_t j0 = std::max(c0, a.lo), j1 = std::min(c0 + kAttnChunk - 1, a.hi);
-    const int n = static_cast<int>(j1 - j0 + 1);
-    auto at = [&](int64_t pos, uint64_t off) {
-      const int32_t blk = a.table[pos / a.block_tokens];
-      return a.base + static_cast<uint64_t>(blk) * a.block_stride + off +
-             static_cast<uint64_t>(pos % a.block_tokens) * a.slot_stride;
-    };
-    for (int j = 0; j < n; ++j) {
-      load_row(a.elem, at(j0 + j, a.k_off), row, hd);
-      for (int g = 0; g < gs; ++g) s[g * kAttnChunk + j] = a.scale * dot16_ref(a.q + g * hd, row, hd);
-    }
-    float mc[kAttnMaxGroup], lc[kAttnMaxGroup];
-    for (int g = 0; g < gs; ++g) {
-      float* sg = s + g * kAttnChunk;
-      mc[g] = *std::max_element(sg, sg + n);
-      lc[g] = 0.0f;
-      for (int j = 0; j < n; ++j) {
-        sg[j] = exp_ref(sg[j] - mc[g]);
-        lc[g] = lc[g] + sg[j];
-      }
-      std::fill_n(oc + g * hd, hd, 0.0f);
-    }
-    for (int j = 0; j < n; ++j) {
-      load_row(a.elem, at(j0 + j, a.v_off), row, hd);
-      for (int g = 0; g < gs; ++g) {
-        const float p = s[g * kAttnChunk + j];
-        float* o = oc + g * hd;
-        for (int i = 0; i < hd; ++i) o[i] = std::fma(p, row[i], o[i]);
-      }
-    }
-    for (int g = 0; g < gs; ++g) {
-      float* out = a.out + g * hd;
-      const float* o = oc + g * hd;
-      if (first) {
-        m[g] = mc[g];
-        l[g] = lc[g];
-        std::memcpy(out, o, 4 * static_cast<size_t>(hd));
-        continue;
-      }
-      const float mn = std::max(m[g], mc[g]);
-      const float ea = exp_ref(m[g] - mn), eb = exp_ref(mc[g] - mn);
-      l[g] = l[g] * ea + lc[g] * eb;
-      for (int i = 0; i < hd; ++i) out[i] = std::fma(o[i], eb, out[i] * ea);
-      m[g] = mn;
-    }
-    first = false;
+  float* row = s + kAttnMaxGroup * kAttnChunk; // [hd] one K or V row
+  const int64_t c0 = (a.lo / kAttnChunk + c) * kAttnChunk;
+  const int64_t j0 = std::max(c0, a.lo), j1 = std::min(c0 + kAttnChunk - 1, a.hi);
+  const int n = static_cast<int>(j1 - j0 + 1);
+  auto at = [&](int64_t pos, uint64_t off) {
+    const int32_t blk = a.table[pos / a.block_tokens];
+    return a.base + static_cast<uint64_t>(blk) * a.block_stride + off +
+           static_cast<uint64_t>(pos % a.block_tokens) * a.slot_stride;
+  };
+  for (int j = 0; j < n; ++j) {
+    load_row(a.elem, at(j0 + j, a.k_off), row, hd);
+    for (int g = 0; g < gs; ++g) s[g * kAttnChunk + j] = a.scale * dot16_ref(a.q + g * hd, row, hd);
   }
   for (int g = 0; g < gs; ++g) {
-    const float inv = 1.0f / l[g];
-    float* out = a.out + g * hd;
-    for (int i = 0; i < hd; ++i) out[i] = out[i] * inv;
+    float* sg = s + g * kAttnChunk;
+    mc[g] = *std::max_element(sg, sg + n);
+    lc[g] = 0.0f;
+    for (int j = 0; j < n; ++j) {
+      sg[j] = exp_ref(sg[j] - mc[g]);
+      lc[g] = lc[g] + sg[j];
+    }
+    std::fill_n(oc + g * hd, hd, 0.0f);
+  }
+  for (int j = 0; j < n; ++j) {
+    load_row(a.elem, at(j0 + j, a.v_off), row, hd);
+    for (int g = 0; g < gs; ++g) {
+      const float p = s[g * kAttnChunk + j];
+      float* o = oc + g * hd;
+      for (int i = 0; i < hd; ++i) o[i] = std::fma(p, row[i], o[i]);
+    }
+  }
+}
+
+// Merges chunk state (mc, lc, o) of one head into (m, l, out).
+void merge_one(float& m, float& l, float* out, float mc, float lc, const float* o, int hd) {
+  const float mn = std::max(m, mc);
+  const float ea = exp_ref(m - mn), eb = exp_ref(mc - mn);
+  l = l * ea + lc * eb;
+  for (int i = 0; i < hd; ++i) out[i] = std::fma(o[i], eb, out[i] * ea);
+  m = mn;
+}
+
+void finish(float l, float* out, int hd) {
+  const float inv = 1.0f / l;
+  for (int i = 0; i < hd; ++i) out[i] = out[i] * inv;
+}
+
+}  // namespace
+
+void attention_ref(const AttnArgs& a) {
+  const int gs = a.gs, hd = a.hd;
+  float* oc = a.scratch + kAttnMaxGroup * kAttnChunk + kAttnMaxHeadDim;   // [gs × hd] chunk output
+  float m[kAttnMaxGroup], l[kAttnMaxGroup], mc[kAttnMaxGroup], lc[kAttnMaxGroup];
+  const int64_t nc = attn_chunks(a.lo, a.hi);
+  for (int64_t c = 0; c < nc; ++c) {
+    chunk_state(a, c, mc, lc, oc);
+    for (int g = 0; g < gs; ++g) {
+      float* out = a.out + g * hd;
+      if (c == 0) {
+        m[g] = mc[g];
+        l[g] = lc[g];
+        std::memcpy(out, oc + g * hd, 4 * static_cast<size_t>(hd));
+      } else {
+        merge_one(m[g], l[g], out, mc[g], lc[g], oc + g * hd, hd);
+      }
+    }
+  }
+  for (int g = 0; g < gs; ++g) finish(l[g], a.out + g * hd, hd);
+}
+
+void attention_chunks_ref(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states) {
+  const int64_t sf = attn_state_floats(a.gs, a.hd);
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    float* st = states + (c - c_begin) * sf;
+    chunk_state(a, c, st, st + a.gs, st + 2 * a.gs);
+  }
+}
+
+void attention_merge_ref(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out) {
+  const int64_t sf = attn_state_floats(gs, hd);
+  for (int g = g0; g < g1; ++g) {
+    float m = states[g], l = states[gs + g];
+    float* o = out + g * hd;
+    std::memcpy(o, states + 2 * gs + g * hd, 4 * static_cast<size_t>(hd));
+    for (int64_t c = 1; c < n; ++c) {
+      const float* st = states + c * sf;
+      merge_one(m, l, o, st[g], st[gs + g], st + 2 * gs + g * hd, hd);
+    }
+    finish(l, o, hd);
   }
 }
 

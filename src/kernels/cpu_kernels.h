@@ -33,6 +33,8 @@ struct CpuKernels {
   // Row ops (rowops.h) and paged attention (attention.h); nullptr entries = the reference.
   RowOps ops;
   AttnKernel attention;
+  AttnChunksKernel attention_chunks;
+  AttnMergeKernel attention_merge;
   // A plain streaming read of `bytes` (a multiple of 256, 64-aligned) returning a checksum:
   // the bandwidth probe of `sluice bench`. nullptr = the scalar loop.
   uint64_t (*stream_sum)(const uint8_t* p, uint64_t bytes);
@@ -49,6 +51,8 @@ std::vector<const CpuKernels*> runnable_cpu_kernels();
 RowOps merged_ops(const CpuKernels& k);
 const RowOps& cpu_ops();
 AttnKernel cpu_attention(const CpuKernels& k);
+AttnChunksKernel cpu_attention_chunks(const CpuKernels& k);
+AttnMergeKernel cpu_attention_merge(const CpuKernels& k);
 
 uint64_t cpu_stream_sum(const CpuKernels& k, const uint8_t* p, uint64_t bytes);
 

@@ -223,5 +223,43 @@ TEST(Attention, EveryIsaBitIdenticalToReference) {
   }
 }
 
+// Decode spreads a token's keys over the threads: chunk states computed in any split, then
+// merged in order, must give the one-call kernel's bits (attention.h).
+TEST(Attention, SplitChunksThenMergeBitIdenticalToOneCall) {
+  std::vector<float> s1(attn_scratch_floats()), s2(attn_scratch_floats());
+  int cases = 0;
+  for (const CpuKernels* k : runnable_cpu_kernels()) {
+    const AttnChunksKernel chunks = cpu_attention_chunks(*k);
+    const AttnMergeKernel merge = cpu_attention_merge(*k);
+    for (KvElem e : {KvElem::kF32, KvElem::kF16}) {
+      for (int hd : {64, 256, 40}) {
+        for (int gs : {1, 4, 8}) {
+          PagedKv kv(e, hd, 16, 300, 300 + hd + gs);
+          const auto q = randn(gs * hd, 9 + hd, 0.3f);
+          for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 0}, {0, 70}, {17, 299}, {128, 191}, {5, 263}}) {
+            std::vector<float> a(gs * hd), b(gs * hd, 1.0f);
+            attention_ref(kv.args(q.data(), a.data(), gs, lo, hi, s1.data()));
+            const int64_t nc = attn_chunks(lo, hi), sf = attn_state_floats(gs, hd);
+            std::vector<float> states(static_cast<size_t>(nc * sf), -1.0f);
+            // Uneven pieces, computed out of order.
+            const int64_t cut1 = nc / 3, cut2 = nc - nc / 4;
+            const AttnArgs args = kv.args(q.data(), nullptr, gs, lo, hi, s2.data());
+            chunks(args, cut2, nc, states.data() + cut2 * sf);
+            chunks(args, 0, cut1, states.data());
+            chunks(args, cut1, cut2, states.data() + cut1 * sf);
+            // Heads merged in two pieces.
+            merge(states.data(), nc, gs, hd, 0, gs / 2, b.data());
+            merge(states.data(), nc, gs, hd, gs / 2, gs, b.data());
+            ASSERT_TRUE(same_bits(a, b)) << k->isa << " elem " << int(e) << " hd " << hd << " gs " << gs << " [" << lo << "," << hi << "]";
+            ++cases;
+          }
+        }
+      }
+    }
+    std::printf("attention split+merge: %s checked\n", k->isa);
+  }
+  EXPECT_GT(cases, 0);
+}
+
 }  // namespace
 }  // namespace sluice::kernels

@@ -123,6 +123,8 @@ constexpr CpuKernels make() {
   k.ops = RowOps{avx512::rms_norm, avx512::add_rms_norm, avx512::gelu_mul, avx512::softcap, avx512::scale,
                  avx512::rope,     avx512::argmax,       avx512::to_f16,   avx512::to_bf16};
   k.attention = avx512::attention;
+  k.attention_chunks = avx512::attention_chunks;
+  k.attention_merge = avx512::attention_merge;
   k.stream_sum = avx512::stream_sum;
   return k;
 }

@@ -183,6 +183,30 @@ inline __m512 kv16m(const uint8_t* row, int64_t i, __mmask16 m) {
   return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i)), 16));
 }
 
+// Software prefetch of the next chunk's K and V lines, one line per call of step(), woven
+// into the compute loops: this CPU drops prefetches issued faster than its miss buffers
+// drain (measured: a burst of a chunk's 1024 prefetches brought nothing in).
+struct Prefetcher {
+  const uint8_t* const* rows = nullptr;   // the next chunk's rows
+  int n = 0, j = 0;
+  uint64_t k_off = 0, v_off = 0, bytes = 0, o = 0;
+  bool v = false;
+  SLUICE_INLINE void step() {
+    if (j >= n) return;
+    _mm_prefetch(reinterpret_cast<const char*>(rows[j] + (v ? v_off : k_off) + o), _MM_HINT_T0);
+    if (v) {
+      v = false;
+      o += 64;
+      if (o >= bytes) {
+        o = 0;
+        ++j;
+      }
+    } else {
+      v = true;
+    }
+  }
+};
+
 // Scores of NG heads (g0 ..) against the chunk's n keys; accumulators stay in registers.
 template <int NG, KvElem E>
 void score_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, float* s) {
@@ -209,7 +233,7 @@ void score_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, fl
 // o_c of NG heads: Σ_j p[g][j]·v_j in key order (attention.h), 16·W output elements at a
 // time (NG·W accumulators), so each V load feeds NG fused multiply-adds.
 template <int NG, KvElem E>
-void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, const float* s, float* oc) {
+void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, const float* s, float* oc, Prefetcher* pf) {
   constexpr int W = NG <= 2 ? 8 : NG <= 4 ? 4 : 2;
   const int64_t hd = a.hd;
   for (int64_t i = 0; i < hd; i += 16 * W) {
@@ -222,6 +246,7 @@ void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, co
     for (int g = 0; g < NG; ++g)
       for (int w = 0; w < W; ++w) acc[g][w] = _mm512_setzero_ps();
     for (int j = 0; j < n; ++j) {
+      pf->step();
       const uint8_t* vrow = rows[j] + a.v_off;
       __m512 v[W];
       for (int w = 0; w < W; ++w) v[w] = kv16m<E>(vrow, i + 16 * w, m[w]);
@@ -248,7 +273,7 @@ void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, co
 // per 16 products, one transposed reduction. The lane order of tree16x16 puts head g's four
 // keys in quarter g, stored with one 128-bit store per head.
 template <KvElem E>
-void score_tile_4x4(const AttnArgs& a, const uint8_t* const* rows, int j0, int g0, float* s) {
+void score_tile_4x4(const AttnArgs& a, const uint8_t* const* rows, int j0, int g0, float* s, Prefetcher* pf) {
   const int64_t hd = a.hd;
   const float* q0 = a.q + g0 * hd;
   const float* q1 = q0 + hd;
@@ -265,6 +290,7 @@ void score_tile_4x4(const AttnArgs& a, const uint8_t* const* rows, int j0, int g
   const __mmask16 all = static_cast<__mmask16>(0xFFFF);
   // hd is a multiple of 16 here (the caller's condition).
   for (int64_t i = 0; i < hd; i += 16) {
+    pf->step();
     const __m512 x0 = kv16m<E>(k0, i, all), x1 = kv16m<E>(k1, i, all), x2 = kv16m<E>(k2, i, all), x3 = kv16m<E>(k3, i, all);
     __m512 qv = _mm512_loadu_ps(q0 + i);
     c00 = _mm512_fmadd_ps(qv, x0, c00); c10 = _mm512_fmadd_ps(qv, x1, c10); c20 = _mm512_fmadd_ps(qv, x2, c20); c30 = _mm512_fmadd_ps(qv, x3, c30);
@@ -292,12 +318,12 @@ void score_tile_4x4(const AttnArgs& a, const uint8_t* const* rows, int j0, int g
 }
 
 template <KvElem E>
-void scores_4x4(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, float* s) {
-  for (int j = 0; j + 4 <= n; j += 4) score_tile_4x4<E>(a, rows, j, g0, s);
+void scores_4x4(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, float* s, Prefetcher* pf) {
+  for (int j = 0; j + 4 <= n; j += 4) score_tile_4x4<E>(a, rows, j, g0, s, pf);
 }
 
 using ScoreTile = void (*)(const AttnArgs&, const uint8_t* const*, int, int, float*);
-using ValueTile = void (*)(const AttnArgs&, const uint8_t* const*, int, int, const float*, float*);
+using ValueTile = void (*)(const AttnArgs&, const uint8_t* const*, int, int, const float*, float*, Prefetcher*);
 template <KvElem E>
 struct Tiles {
   static constexpr ScoreTile score[8] = {score_tile<1, E>, score_tile<2, E>, score_tile<3, E>, score_tile<4, E>,
@@ -308,7 +334,7 @@ struct Tiles {
 inline const ScoreTile* score_tiles(KvElem e) {
   return e == KvElem::kF32 ? Tiles<KvElem::kF32>::score : e == KvElem::kF16 ? Tiles<KvElem::kF16>::score : Tiles<KvElem::kBF16>::score;
 }
-using Scores4x4 = void (*)(const AttnArgs&, const uint8_t* const*, int, int, float*);
+using Scores4x4 = void (*)(const AttnArgs&, const uint8_t* const*, int, int, float*, Prefetcher*);
 inline Scores4x4 scores_4x4_for(KvElem e) {
   return e == KvElem::kF32 ? scores_4x4<KvElem::kF32> : e == KvElem::kF16 ? scores_4x4<KvElem::kF16> : scores_4x4<KvElem::kBF16>;
 }
@@ -316,83 +342,134 @@ inline const ValueTile* value_tiles(KvElem e) {
   return e == KvElem::kF32 ? Tiles<KvElem::kF32>::value : e == KvElem::kF16 ? Tiles<KvElem::kF16>::value : Tiles<KvElem::kBF16>::value;
 }
 
+// Chunk c's state (attention.h): probabilities in s, (mc, lc) per head, oc = Σ p·v. A decode
+// step finds the K/V rows in DRAM: every layer's weights passed through the caches since this
+// layer last ran.
+void chunk_state(const AttnArgs& a, int64_t c, float* s, float* mc, float* lc, float* oc, bool touch) {
+  const int gs = a.gs, hd = a.hd;
+  const int64_t c0 = (a.lo / kAttnChunk + c) * kAttnChunk;
+  const int64_t j0 = c0 > a.lo ? c0 : a.lo;
+  const int64_t j1 = c0 + kAttnChunk - 1 < a.hi ? c0 + kAttnChunk - 1 : a.hi;
+  const int n = static_cast<int>(j1 - j0 + 1);
+  // Row addresses of the chunk's keys (one table lookup per key, not per use).
+  const uint8_t* rows[kAttnChunk];
+  auto row_at = [&](int64_t pos) {
+    return a.base + static_cast<uint64_t>(a.table[pos / a.block_tokens]) * a.block_stride +
+           static_cast<uint64_t>(pos % a.block_tokens) * a.slot_stride;
+  };
+  for (int j = 0; j < n; ++j) rows[j] = row_at(j0 + j);
+  if (touch) {
+    // Nothing prefetched these rows: bring them in with plain loads first, all misses in
+    // flight at once (the compute loops walk 4 rows at a time and keep few).
+    const uint64_t bytes = static_cast<uint64_t>(hd) * (a.elem == KvElem::kF32 ? 4 : 2);
+    __m128i t = _mm_setzero_si128();
+    for (int j = 0; j < n; ++j)
+      for (uint64_t o = 0; o < bytes; o += 64) {
+        t = _mm_or_si128(t, _mm_loadu_si32(rows[j] + a.k_off + o));
+        t = _mm_or_si128(t, _mm_loadu_si32(rows[j] + a.v_off + o));
+      }
+    asm volatile("" : : "x"(t));
+  }
+  const uint8_t* next[kAttnChunk];
+  Prefetcher pf;
+  {
+    const int64_t p1 = j1 + kAttnChunk < a.hi ? j1 + kAttnChunk : a.hi;
+    for (int64_t pos = j1 + 1; pos <= p1; ++pos) next[pos - j1 - 1] = row_at(pos);
+    pf.rows = next;
+    pf.n = static_cast<int>(p1 - j1);
+    pf.k_off = a.k_off;
+    pf.v_off = a.v_off;
+    pf.bytes = static_cast<uint64_t>(hd) * (a.elem == KvElem::kF32 ? 4 : 2);
+  }
+  // Scores: 4 heads × 4 keys per tile where both fit, else up to 8 heads per key.
+  int g0 = 0;
+  const int n4 = n / 4 * 4;
+  for (; g0 + 4 <= gs && n4 > 0 && hd % 16 == 0; g0 += 4) {
+    scores_4x4_for(a.elem)(a, rows, n4, g0, s, &pf);
+    if (n4 < n) score_tiles(a.elem)[3](a, rows + n4, n - n4, g0, s + n4);
+  }
+  for (; g0 < gs; g0 += 8) {
+    const int ng = gs - g0 < 8 ? gs - g0 : 8;
+    score_tiles(a.elem)[ng - 1](a, rows, n, g0, s);
+  }
+  for (int g = 0; g < gs; ++g) {
+    float* sg = s + g * kAttnChunk;
+    float mx = sg[0];
+    for (int j = 1; j < n; ++j) mx = sg[j] > mx ? sg[j] : mx;
+    mc[g] = mx;
+    const __m512 vm = _mm512_set1_ps(mx);
+    for (int j = 0; j < n; j += 16) st(sg + j, exp16(_mm512_sub_ps(ld(sg + j, n - j), vm)), n - j);
+    float sum = 0.0f;
+    for (int j = 0; j < n; ++j) sum = sum + sg[j];
+    lc[g] = sum;
+  }
+  // Values: o_c[g] = Σ_j p[g][j]·v_j, each V row loaded once for up to 8 heads at a time.
+  for (int vg0 = 0; vg0 < gs; vg0 += 8) {
+    const int ng = gs - vg0 < 8 ? gs - vg0 : 8;
+    value_tiles(a.elem)[ng - 1](a, rows, n, vg0, s, oc, &pf);
+  }
+}
+
+// (m, l, out) ← merge with a chunk's (mc, lc, o) for one head (attention.h).
+void merge_one(float& m, float& l, float* out, float mc, float lc, const float* o, int64_t hd) {
+  const float mn = m > mc ? m : mc;
+  const __m512 e = exp16(_mm512_set_ps(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, mc - mn, m - mn));
+  float ev[16];
+  _mm512_storeu_ps(ev, e);
+  const float ea = ev[0], eb = ev[1];
+  l = l * ea + lc * eb;
+  const __m512 va = _mm512_set1_ps(ea), vb = _mm512_set1_ps(eb);
+  for (int64_t i = 0; i < hd; i += 16)
+    st(out + i, _mm512_fmadd_ps(ld(o + i, hd - i), vb, _mm512_mul_ps(ld(out + i, hd - i), va)), hd - i);
+  m = mn;
+}
+
+void finish(float l, float* out, int64_t hd) {
+  const __m512 inv = _mm512_set1_ps(1.0f / l);
+  for (int64_t i = 0; i < hd; i += 16) st(out + i, _mm512_mul_ps(ld(out + i, hd - i), inv), hd - i);
+}
+
 void attention_impl(const AttnArgs& a) {
   const int gs = a.gs, hd = a.hd;
   float* s = a.scratch;
   float* oc = s + kAttnMaxGroup * kAttnChunk;
-  float* m = oc + kAttnMaxGroup * kAttnMaxHeadDim;
-  float* l = m + kAttnMaxGroup;
-  bool first = true;
-  for (int64_t c0 = a.lo / kAttnChunk * kAttnChunk; c0 <= a.hi; c0 += kAttnChunk) {
-    const int64_t j0 = c0 > a.lo ? c0 : a.lo;
-    const int64_t j1 = c0 + kAttnChunk - 1 < a.hi ? c0 + kAttnChunk - 1 : a.hi;
-    const int n = static_cast<int>(j1 - j0 + 1);
-    // Row addresses of the chunk's keys (one table lookup per key, not per use).
-    const uint8_t* rows[kAttnChunk];
-    {
-      int64_t blk_i = j0 / a.block_tokens, slot = j0 % a.block_tokens;
-      for (int j = 0; j < n; ++j) {
-        rows[j] = a.base + static_cast<uint64_t>(a.table[blk_i]) * a.block_stride + static_cast<uint64_t>(slot) * a.slot_stride;
-        if (++slot == a.block_tokens) {
-          slot = 0;
-          ++blk_i;
-        }
-      }
-    }
-    // Scores: 4 heads × 4 keys per tile where both fit, else up to 8 heads per key.
-    int g0 = 0;
-    const int n4 = n / 4 * 4;
-    for (; g0 + 4 <= gs && n4 > 0 && hd % 16 == 0; g0 += 4) {
-      scores_4x4_for(a.elem)(a, rows, n4, g0, s);
-      if (n4 < n) score_tiles(a.elem)[3](a, rows + n4, n - n4, g0, s + n4);
-    }
-    for (; g0 < gs; g0 += 8) {
-      const int ng = gs - g0 < 8 ? gs - g0 : 8;
-      score_tiles(a.elem)[ng - 1](a, rows, n, g0, s);
-    }
-    float mc[kAttnMaxGroup], lc[kAttnMaxGroup];
-    for (int g = 0; g < gs; ++g) {
-      float* sg = s + g * kAttnChunk;
-      float mx = sg[0];
-      for (int j = 1; j < n; ++j) mx = sg[j] > mx ? sg[j] : mx;
-      mc[g] = mx;
-      const __m512 vm = _mm512_set1_ps(mx);
-      for (int j = 0; j < n; j += 16) st(sg + j, exp16(_mm512_sub_ps(ld(sg + j, n - j), vm)), n - j);
-      float sum = 0.0f;
-      for (int j = 0; j < n; ++j) sum = sum + sg[j];
-      lc[g] = sum;
-    }
-    // Values: o_c[g] = Σ_j p[g][j]·v_j, each V row loaded once for up to 8 heads at a time.
-    for (int vg0 = 0; vg0 < gs; vg0 += 8) {
-      const int ng = gs - vg0 < 8 ? gs - vg0 : 8;
-      value_tiles(a.elem)[ng - 1](a, rows, n, vg0, s, oc);
-    }
+  float m[kAttnMaxGroup], l[kAttnMaxGroup], mc[kAttnMaxGroup], lc[kAttnMaxGroup];
+  const int64_t nc = attn_chunks(a.lo, a.hi);
+  for (int64_t c = 0; c < nc; ++c) {
+    chunk_state(a, c, s, mc, lc, oc, c == 0 && a.cold);
     for (int g = 0; g < gs; ++g) {
       float* out = a.out + g * hd;
-      const float* o = oc + g * hd;
-      if (first) {
+      if (c == 0) {
         m[g] = mc[g];
         l[g] = lc[g];
-        std::memcpy(out, o, 4 * static_cast<size_t>(hd));
-        continue;
+        std::memcpy(out, oc + g * hd, 4 * static_cast<size_t>(hd));
+      } else {
+        merge_one(m[g], l[g], out, mc[g], lc[g], oc + g * hd, hd);
       }
-      const float mn = m[g] > mc[g] ? m[g] : mc[g];
-      const __m512 e = exp16(_mm512_set_ps(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, mc[g] - mn, m[g] - mn));
-      float ev[16];
-      _mm512_storeu_ps(ev, e);
-      const float ea = ev[0], eb = ev[1];
-      l[g] = l[g] * ea + lc[g] * eb;
-      const __m512 va = _mm512_set1_ps(ea), vb = _mm512_set1_ps(eb);
-      for (int64_t i = 0; i < hd; i += 16)
-        st(out + i, _mm512_fmadd_ps(ld(o + i, hd - i), vb, _mm512_mul_ps(ld(out + i, hd - i), va)), hd - i);
-      m[g] = mn;
     }
-    first = false;
   }
-  for (int g = 0; g < gs; ++g) {
-    const __m512 inv = _mm512_set1_ps(1.0f / l[g]);
-    float* out = a.out + g * hd;
-    for (int64_t i = 0; i < hd; i += 16) st(out + i, _mm512_mul_ps(ld(out + i, hd - i), inv), hd - i);
+  for (int g = 0; g < gs; ++g) finish(l[g], a.out + g * hd, hd);
+}
+
+void attention_chunks_impl(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states) {
+  const int64_t sf = attn_state_floats(a.gs, a.hd);
+  for (int64_t c = c_begin; c < c_end; ++c) {
+    float* st = states + (c - c_begin) * sf;
+    chunk_state(a, c, a.scratch, st, st + a.gs, st + 2 * a.gs, c == c_begin && a.cold);
+  }
+}
+
+void attention_merge_impl(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out) {
+  const int64_t sf = attn_state_floats(gs, hd);
+  for (int g = g0; g < g1; ++g) {
+    float m = states[g], l = states[gs + g];
+    float* o = out + g * hd;
+    std::memcpy(o, states + 2 * gs + g * hd, 4 * static_cast<size_t>(hd));
+    for (int64_t c = 1; c < n; ++c) {
+      const float* st = states + c * sf;
+      merge_one(m, l, o, st[g], st[gs + g], st + 2 * gs + g * hd, hd);
+    }
+    finish(l, o, hd);
   }
 }
 
@@ -408,6 +485,12 @@ int64_t argmax(const float* x, int64_t n) { return argmax_impl(x, n); }
 void to_f16(const float* x, uint16_t* out, int64_t n) { to_f16_impl(x, out, n); }
 void to_bf16(const float* x, uint16_t* out, int64_t n) { to_bf16_impl(x, out, n); }
 void attention(const AttnArgs& a) { attention_impl(a); }
+void attention_chunks(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states) {
+  attention_chunks_impl(a, c_begin, c_end, states);
+}
+void attention_merge(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out) {
+  attention_merge_impl(states, n, gs, hd, g0, g1, out);
+}
 
 // Four 64-byte loads per iteration into four accumulators: as fast as a core reads memory.
 uint64_t stream_sum(const uint8_t* p, uint64_t bytes) {
