@@ -2,8 +2,6 @@
 // per weight at load, split over the thread pool by groups.
 #include "kernels/packed.h"
 
-#include <sys/mman.h>
-
 #include <cstdlib>
 #include <cstring>
 
@@ -13,39 +11,6 @@
 namespace sluice::kernels {
 
 using namespace sluice::quant;
-
-namespace {
-// Large buffers (repacked weights, the bandwidth probe) are mapped directly: the kernel hands
-// out zeroed pages, so no memset, and they may be backed by transparent huge pages (fewer TLB
-// misses while streaming gigabytes per token). Small ones come from the heap.
-constexpr uint64_t kMapThreshold = uint64_t{1} << 21;
-}  // namespace
-
-void AlignedFree::operator()(uint8_t* p) const {
-  if (mapped) munmap(p, size);
-  else std::free(p);
-}
-
-AlignedBytes AlignedBytes::alloc(uint64_t bytes) {
-  AlignedBytes a;
-  const uint64_t n = (bytes + 63) / 64 * 64;
-  if (n == 0) return a;
-  if (n >= kMapThreshold) {
-    const uint64_t len = (n + kMapThreshold - 1) / kMapThreshold * kMapThreshold;
-    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) fail("out of memory mapping %llu bytes for repacked weights", static_cast<unsigned long long>(len));
-    madvise(p, len, MADV_HUGEPAGE);   // a hint: fine if the system says no
-    a.p = std::unique_ptr<uint8_t[], AlignedFree>(static_cast<uint8_t*>(p), AlignedFree{true, len});
-    a.size = n;
-    return a;
-  }
-  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, n));
-  if (!p) fail("out of memory allocating %llu bytes for repacked weights", static_cast<unsigned long long>(n));
-  std::memset(p, 0, n);
-  a.p = std::unique_ptr<uint8_t[], AlignedFree>(p, AlignedFree{false, n});
-  a.size = n;
-  return a;
-}
 
 PackedFormat packed_format(DType t) {
   switch (t) {

@@ -34,6 +34,7 @@
 #include <memory>
 #include <string>
 
+#include "base/aligned_bytes.h"
 #include "base/dtype.h"
 
 namespace sluice::kernels {
@@ -55,22 +56,7 @@ int64_t packed_block_bytes(PackedFormat f);
 enum class ActFormat : uint8_t { kF32, kA8_32, kA8_256 };
 ActFormat packed_act_format(PackedFormat f);
 
-// The deleter of AlignedBytes (a namespace-scope class: a nested one with default member
-// initializers is not default-constructible inside its enclosing class).
-struct AlignedFree {
-  bool mapped = false;
-  uint64_t size = 0;
-  void operator()(uint8_t* p) const;
-};
-
-// Zeroed bytes aligned to 64 (every packed group starts on a cache line); large ones are
-// page-mapped (huge pages where the system allows).
-struct AlignedBytes {
-  std::unique_ptr<uint8_t[], AlignedFree> p;
-  uint64_t size = 0;
-  static AlignedBytes alloc(uint64_t bytes);   // zero-filled
-  uint8_t* data() const { return p.get(); }
-};
+using sluice::AlignedBytes;
 
 // One repacked matrix: `rows` outputs of `cols` inputs in groups of 16.
 struct PackedMatrix {

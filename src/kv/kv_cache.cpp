@@ -33,7 +33,7 @@ KvCache::KvCache(std::vector<KvGroupSpec> groups, int32_t block_tokens, std::vec
     pools_.emplace_back(blocks[g]);
     const uint64_t n = static_cast<uint64_t>(blocks[g]) * groups_[g].n_layers * 2 * block_tokens_ *
                        groups_[g].row_elems() * kv_type_size(type_);
-    storage_.emplace_back(new uint8_t[n]());   // zeroed: never read uninitialized memory
+    storage_.push_back(AlignedBytes::alloc(n));   // zeroed: never read uninitialized memory
   }
 }
 
@@ -49,14 +49,14 @@ uint8_t* KvCache::row_ptr(int32_t g, int32_t layer, BlockId b, int32_t kv, int32
   const KvGroupSpec& gs = groups_[g];
   const uint64_t row_bytes = gs.row_elems() * kv_type_size(type_);
   const uint64_t idx = ((static_cast<uint64_t>(b) * gs.n_layers + layer) * 2 + kv) * block_tokens_ + slot;
-  return storage_[g].get() + idx * row_bytes;
+  return storage_[g].data() + idx * row_bytes;
 }
 
 KvCache::Layout KvCache::layout(int32_t g) {
   const KvGroupSpec& gs = groups_[g];
   const uint64_t row = gs.row_elems() * kv_type_size(type_);
   const uint64_t kv = row * static_cast<uint64_t>(block_tokens_);
-  return Layout{storage_[g].get(), kv * 2 * static_cast<uint64_t>(gs.n_layers), kv * 2, kv, row};
+  return Layout{storage_[g].data(), kv * 2 * static_cast<uint64_t>(gs.n_layers), kv * 2, kv, row};
 }
 
 static void put_row(KvType t, uint8_t* dst, const float* src, int64_t n) {

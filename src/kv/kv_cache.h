@@ -6,10 +6,10 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/aligned_bytes.h"
 #include "kv/block_pool.h"
 
 namespace sluice {
@@ -67,7 +67,7 @@ class KvCache {
   int32_t block_tokens_;
   KvType type_;
   std::vector<BlockPool> pools_;
-  std::vector<std::unique_ptr<uint8_t[]>> storage_;
+  std::vector<AlignedBytes> storage_;
 };
 
 }  // namespace sluice
