@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "base/error.h"
-#include "base/error.h"
 #include "kernels/act.h"
 #include "kernels/cpu_kernels.h"
 #include "kernels/dot_ref.h"
@@ -73,6 +72,11 @@ Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string n
     l.stream_bytes_ += p.bytes;
     l.parts_.push_back(std::move(p));
   }
+  for (Part& p : l.parts_) {
+    p.unit0 = l.units_;
+    p.units = p.packed.format != PackedFormat::kNone ? p.packed.groups : p.rows;
+    l.units_ += p.units;
+  }
   return l;
 }
 
@@ -95,6 +99,12 @@ void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScrat
   acts[static_cast<int>(ActFormat::kF32)] =
       ActRows{ActFormat::kF32, reinterpret_cast<const uint8_t*>(x), 4 * static_cast<uint64_t>(cols_), cols_};
   bool quantize[3] = {false, false, false};
+  // Fewer rows than threads (decode): every thread quantizes all rows into its own copy — no
+  // barrier, nobody idle while one thread quantizes, and its copy stays in its own cache.
+  // Otherwise the rows are split over the threads and shared after a barrier.
+  const int nth_all = pool.size();
+  const bool private_copies = m < nth_all;
+  uint64_t copy_bytes[4] = {0, 0, 0, 0};
   const Part* generic = nullptr;
   for (const Part& p : parts_) {
     if (p.packed.format == PackedFormat::kNone) {
@@ -106,63 +116,61 @@ void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScrat
     if (f == ActFormat::kF32 || quantize[fi]) continue;
     quantize[fi] = true;
     const uint64_t stride = act_row_stride(f, cols_);
-    acts[fi] = ActRows{f, scratch.get(fi, stride * static_cast<uint64_t>(m)), stride, cols_};
+    copy_bytes[fi] = stride * static_cast<uint64_t>(m);
+    acts[fi] = ActRows{f, scratch.get(fi, copy_bytes[fi] * (private_copies ? nth_all : 1)), stride, cols_};
   }
   uint8_t* generic_act = nullptr;
   uint64_t generic_stride = 0;
   if (generic) {
     generic_stride = (act_row_bytes(generic->raw.type, cols_) + 63) / 64 * 64;
-    generic_act = scratch.get(kGenericSlot, generic_stride * static_cast<uint64_t>(m));
+    copy_bytes[kGenericSlot] = generic_stride * static_cast<uint64_t>(m);
+    generic_act = scratch.get(kGenericSlot, copy_bytes[kGenericSlot] * (private_copies ? nth_all : 1));
   }
   const bool any_quant = quantize[1] || quantize[2] || generic;
 
+  WorkSplit& split = scratch.split();
+  split.reset(units_, nth_all);
   pool.run([&](int ith, int nth) {
+    ActRows my[3] = {acts[0], acts[1], acts[2]};
+    uint8_t* my_generic = generic_act;
+    if (private_copies) {
+      for (int fi = 1; fi < 3; ++fi) my[fi].base += copy_bytes[fi] * static_cast<uint64_t>(ith);
+      if (generic) my_generic += copy_bytes[kGenericSlot] * static_cast<uint64_t>(ith);
+    }
     if (any_quant) {
-      int64_t r0, r1;
-      split_range(m, ith, nth, &r0, &r1);
+      int64_t r0 = 0, r1 = m;
+      if (!private_copies) split_range(m, ith, nth, &r0, &r1);
       for (int64_t r = r0; r < r1; ++r) {
         const float* xr = x + r * cols_;
         for (int fi = 1; fi < 3; ++fi)
           if (quantize[fi])
-            cpu_quantize_act(k, static_cast<ActFormat>(fi), xr, cols_, const_cast<uint8_t*>(acts[fi].base) + r * acts[fi].stride);
-        if (generic) quantize_act_row(generic->raw.type, xr, generic_act + r * generic_stride, cols_);
+            cpu_quantize_act(k, static_cast<ActFormat>(fi), xr, cols_, const_cast<uint8_t*>(my[fi].base) + r * my[fi].stride);
+        if (generic) quantize_act_row(generic->raw.type, xr, my_generic + r * generic_stride, cols_);
       }
-      pool.barrier();
+      if (!private_copies) pool.barrier();
     }
-    // This thread's share of the weight bytes: [b0, b1) of all parts laid end to end.
-    const uint64_t b0 = stream_bytes_ * static_cast<uint64_t>(ith) / static_cast<uint64_t>(nth);
-    const uint64_t b1 = stream_bytes_ * static_cast<uint64_t>(ith + 1) / static_cast<uint64_t>(nth);
-    uint64_t start = 0;
-    for (const Part& p : parts_) {
-      const bool packed = p.packed.format != PackedFormat::kNone;
-      const int64_t units = packed ? p.packed.groups : p.rows;
-      const uint64_t unit_bytes = p.bytes / static_cast<uint64_t>(units);
-      // Unit boundary nearest to a byte boundary (the same function for both sides of it, so
-      // the threads' ranges tile the part exactly).
-      auto unit_at = [&](uint64_t b) -> int64_t {
-        if (b <= start) return 0;
-        const uint64_t u = (b - start + unit_bytes / 2) / unit_bytes;
-        return static_cast<int64_t>(std::min<uint64_t>(u, static_cast<uint64_t>(units)));
-      };
-      const int64_t u0 = unit_at(b0), u1 = unit_at(b1);
-      start += p.bytes;
-      if (u0 >= u1) continue;
-      if (packed) {
-        GemmArgs a;
-        a.format = p.packed.format;
-        a.w = p.packed.data.data();
-        a.group_bytes = p.packed.group_bytes;
-        a.k = cols_;
-        a.rows = p.rows;
-        a.a = acts[static_cast<int>(packed_act_format(p.packed.format))];
-        a.m = m;
-        a.y = y + p.row0;
-        a.ldy = rows_;
-        cpu_gemm(k, p.packed.format)(a, u0, u1);
-      } else {
-        for (int64_t r = u0; r < u1; ++r)
-          for (int64_t i = 0; i < m; ++i)
-            y[i * rows_ + p.row0 + r] = cpu_dot(k, p.raw.type, p.raw.row(r), generic_act + i * generic_stride, cols_);
+    int64_t b, e;
+    while (split.next(ith, &b, &e)) {
+      for (const Part& p : parts_) {
+        const int64_t u0 = std::max(b, p.unit0) - p.unit0, u1 = std::min(e, p.unit0 + p.units) - p.unit0;
+        if (u0 >= u1) continue;
+        if (p.packed.format != PackedFormat::kNone) {
+          GemmArgs a;
+          a.format = p.packed.format;
+          a.w = p.packed.data.data();
+          a.group_bytes = p.packed.group_bytes;
+          a.k = cols_;
+          a.rows = p.rows;
+          a.a = my[static_cast<int>(packed_act_format(p.packed.format))];
+          a.m = m;
+          a.y = y + p.row0;
+          a.ldy = rows_;
+          cpu_gemm(k, p.packed.format)(a, u0, u1);
+        } else {
+          for (int64_t r = u0; r < u1; ++r)
+            for (int64_t i = 0; i < m; ++i)
+              y[i * rows_ + p.row0 + r] = cpu_dot(k, p.raw.type, p.raw.row(r), my_generic + i * generic_stride, cols_);
+        }
       }
     }
   });

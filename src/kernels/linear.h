@@ -9,6 +9,10 @@
 // then the row groups of all parts are split over the threads by bytes, so every thread
 // streams an equal share. Results depend only on (row, activation row): batch and thread
 // invariant.
+//
+// A call hands the row groups (rows, for generic parts) of all parts, numbered end to end, to
+// the threads through a WorkSplit: each thread streams its own contiguous run front to back,
+// and one that finishes early takes groups from the back of another's.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +22,7 @@
 
 #include "kernels/packed.h"
 #include "tensor/weights.h"
+#include "threading/work_split.h"
 
 namespace sluice {
 class ThreadPool;
@@ -27,14 +32,16 @@ namespace sluice::kernels {
 
 struct CpuKernels;
 
-// Growable 64-byte aligned scratch for activation rows; reused across calls so a steady-state
-// step allocates nothing.
+// Per-caller state of Linear::run, reused across calls so a steady-state step allocates
+// nothing: growable 64-byte aligned activation rows and the dynamic work split.
 class ActScratch {
  public:
   uint8_t* get(int fmt, uint64_t bytes);
+  WorkSplit& split() { return split_; }
 
  private:
   AlignedBytes buf_[4];
+  WorkSplit split_;
 };
 
 class Linear {
@@ -65,8 +72,10 @@ class Linear {
     PackedMatrix packed;     // format kNone: generic rows below
     Mat raw;                 // generic path: the file's rows
     uint64_t bytes = 0;      // weight bytes streamed
+    int64_t unit0 = 0, units = 0;   // its row groups (rows) in the call's numbering
   };
   std::vector<Part> parts_;
+  int64_t units_ = 0;
   int64_t rows_ = 0, cols_ = 0;
   uint64_t stream_bytes_ = 0, file_bytes_ = 0;
   std::string name_;

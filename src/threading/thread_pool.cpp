@@ -56,12 +56,15 @@ void ThreadPool::run_job(Job job) {
   }
   job_ = job;
   pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-  {
-    // The lock pairs with a sleeping worker's predicate check, so no wake-up is lost.
+  // Spinning workers see the new generation; the mutex and the condition variable are only
+  // touched when a worker may be asleep. Both sides use sequentially consistent operations
+  // (here: generation then sleepers; a worker: sleepers then generation, under the lock), so
+  // either we see its sleepers_ increment and wake it, or it sees the new generation.
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  if (sleepers_.load(std::memory_order_seq_cst) > 0) {
     std::lock_guard<std::mutex> lk(mu_);
-    generation_.fetch_add(1, std::memory_order_release);
+    cv_.notify_all();
   }
-  cv_.notify_all();
   job.call(job.obj, 0, n_threads_);
   spin_until([&] { return pending_.load(std::memory_order_acquire) == 0; });
 }
@@ -88,7 +91,9 @@ void ThreadPool::worker(int ith) {
     }
     if (generation_.load(std::memory_order_acquire) == seen) {
       std::unique_lock<std::mutex> lk(mu_);
-      cv_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      cv_.wait(lk, [&] { return generation_.load(std::memory_order_seq_cst) != seen; });
+      sleepers_.fetch_sub(1, std::memory_order_relaxed);
     }
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load()) return;

@@ -1,0 +1,52 @@
+// Dynamic division of a job's units among the threads of a ThreadPool job, for work whose
+// units cost about the same but whose threads do not run at the same speed (a shared VM's
+// cores, DRAM contention): a static split leaves the faster thread spinning at the end.
+//
+// [0, n) starts cut into nth contiguous ranges (sized by `split_range`). A thread takes runs
+// of units from the FRONT of its own range, in order — so each thread streams one contiguous
+// run of memory, as the hardware prefetchers want — and when its range is empty it takes
+// runs from the BACK of the range with the most units left. A take is one compare-and-swap
+// and claims a quarter of what is left in that range (at least one unit): few takes while
+// much is left, single units at the end, so the threads finish within about one unit of
+// each other.
+//
+// Results must not depend on which thread computes a unit (true of every kernel here: each
+// output is a pure function of its inputs), so the split changes only the timing.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+namespace sluice {
+
+class WorkSplit {
+ public:
+  WorkSplit() = default;
+  explicit WorkSplit(int max_threads) { reserve(max_threads); }
+
+  // Room for nth threads (allocates only when nth exceeds what it has).
+  void reserve(int nth);
+  // Before the job (one thread): n units over nth threads (reserves room for them).
+  void reset(int64_t n, int nth);
+  // Inside the job: the next run [*begin, *end) for thread ith; false when every unit has been
+  // taken.
+  bool next(int ith, int64_t* begin, int64_t* end);
+  // One unit at a time (the same order).
+  bool next(int ith, int64_t* unit);
+
+ private:
+  struct alignas(64) Range {
+    std::atomic<uint64_t> v{0};   // lo | hi << 32: units [lo, hi) not yet taken
+  };
+  static uint64_t pack(uint32_t lo, uint32_t hi) { return lo | static_cast<uint64_t>(hi) << 32; }
+  bool take(int ith, int64_t max_run, int64_t* begin, int64_t* end);   // max_run 0: no limit
+  bool take_front(int r, int64_t max_run, int64_t* begin, int64_t* end);
+  bool take_back(int r, int64_t max_run, int64_t* begin, int64_t* end);
+
+  int max_threads_ = 0;
+  int nth_ = 0;
+  std::unique_ptr<Range[]> ranges_;
+};
+
+}  // namespace sluice
