@@ -7,6 +7,12 @@
 // each on a fresh sequence. Decode at depth D: D tokens are prefilled untimed, then N
 // single-token steps are timed one by one; the reported ms/token is the median over every
 // timed step of every repeat. Token ids are random (seeded) — speed does not depend on them.
+//
+// Our machines share their memory bus with other tenants: the bandwidth a run can get drifts
+// by 30% within seconds. So decode is measured in bursts of --burst steps, each between two
+// bandwidth probes, and every ratio to the bandwidth (efficiency, each op class's share of
+// it) is taken per burst against the mean of its two probes, then the median over bursts is
+// reported. The headline bandwidth and floor are the medians over all probes.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -36,7 +42,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct BenchArgs {
   SessionOptions session;
-  int prompt = 512, n_decode = 32, repeats = 3;
+  int prompt = 512, n_decode = 32, repeats = 3, burst = 8;
   std::string depths = "0,512";
   double bandwidth_gib = 1.0;
   bool json = false;
@@ -76,7 +82,7 @@ std::vector<int> parse_depths(const std::string& s) {
 class BandwidthProbe {
  public:
   BandwidthProbe(ThreadPool& pool, uint64_t bytes) : pool_(pool), bytes_(bytes / (256 * 64) * (256 * 64)) {
-    buf_ = kernels::AlignedBytes::alloc(bytes_);
+    buf_ = AlignedBytes::alloc(bytes_);
     pool_.run([&](int ith, int nth) {
       int64_t a, b;
       split_range(static_cast<int64_t>(bytes_ / 8), ith, nth, &a, &b);
@@ -103,7 +109,7 @@ class BandwidthProbe {
  private:
   ThreadPool& pool_;
   uint64_t bytes_;
-  kernels::AlignedBytes buf_;
+  AlignedBytes buf_;
   uint64_t sink_ = 0;
 };
 
@@ -119,6 +125,11 @@ struct DecodeResult {
   double ms_per_token = 0;
   models::StepProfile prof;   // summed over all timed steps
   int64_t steps = 0;
+  std::vector<double> bw;     // probes taken around this depth's bursts
+  // Per burst: floor at the burst's bandwidth ÷ its median step; each class's GB/s ÷ that
+  // bandwidth; attention + other as a share of the step.
+  std::vector<double> efficiency, rest_share;
+  std::vector<double> class_bw_fraction[models::kOpClassCount];
 };
 
 }  // namespace
@@ -131,11 +142,13 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_option("-n,--n-decode", args->n_decode, "timed decode steps per depth and repeat")->capture_default_str();
   cmd->add_option("--depths", args->depths, "comma-separated KV depths to decode at")->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "repeats of every measurement")->capture_default_str();
+  cmd->add_option("--burst", args->burst, "decode steps between two bandwidth probes")->capture_default_str();
   cmd->add_option("--bandwidth-gib", args->bandwidth_gib, "size of the bandwidth probe's buffer")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object instead of tables");
   return [args]() {
     const std::vector<int> depths = parse_depths(args->depths);
-    if (args->prompt < 1 || args->n_decode < 1 || args->repeats < 1) fail("--prompt, --n-decode and --repeats must be >= 1");
+    if (args->prompt < 1 || args->n_decode < 1 || args->repeats < 1 || args->burst < 1)
+      fail("--prompt, --n-decode, --repeats and --burst must be >= 1");
     if (args->bandwidth_gib < 0.0625) fail("--bandwidth-gib must be at least 0.0625");
     const int max_depth = *std::max_element(depths.begin(), depths.end());
     args->session.ctx_size = std::max(args->prompt, max_depth + args->n_decode) + 1;
@@ -182,19 +195,46 @@ CommandFn add_bench_command(CLI::App& app) {
         sess.reset();
         const auto ids = random_ids(depth + args->n_decode, V, rng);
         if (depth > 0) sess.eval({ids.data(), static_cast<size_t>(depth)}, 0, models::LogitsWanted::kLast, logits);
-        sess.model().set_profile(&d.prof);
-        for (int i = 0; i < args->n_decode; ++i) {
-          const int32_t one[1] = {ids[static_cast<size_t>(depth + i)]};
-          const auto t0 = clock_type::now();
-          sess.eval(one, depth + i, models::LogitsWanted::kLast, logits);
-          step_ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+        double bw_before = probe.measure();
+        d.bw.push_back(bw_before);
+        for (int i0 = 0; i0 < args->n_decode; i0 += args->burst) {
+          const int i1 = std::min(args->n_decode, i0 + args->burst);
+          models::StepProfile burst_prof;
+          std::vector<double> burst_ms;
+          sess.model().set_profile(&burst_prof);
+          for (int i = i0; i < i1; ++i) {
+            const int32_t one[1] = {ids[static_cast<size_t>(depth + i)]};
+            const auto t0 = clock_type::now();
+            sess.eval(one, depth + i, models::LogitsWanted::kLast, logits);
+            burst_ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+          }
+          sess.model().set_profile(nullptr);
+          const double bw_after = probe.measure();
+          d.bw.push_back(bw_after);
+          const double burst_bw = 0.5 * (bw_before + bw_after);
+          bw_before = bw_after;
+          const double ms = median(burst_ms);
+          d.efficiency.push_back(static_cast<double>(acct.streamed_bytes) / (burst_bw * 1e9) * 1e3 / ms);
+          const double n = static_cast<double>(i1 - i0);
+          double profiled = 0;
+          for (int c = 0; c < models::kOpClassCount; ++c) profiled += burst_prof.seconds[c];
+          for (int c = 0; c < models::kOpClassCount; ++c) {
+            const double sec = burst_prof.seconds[c] / n, bytes = static_cast<double>(burst_prof.bytes[c]) / n;
+            d.class_bw_fraction[c].push_back(sec > 0 ? bytes / sec / 1e9 / burst_bw : 0.0);
+            d.prof.seconds[c] += burst_prof.seconds[c];
+            d.prof.bytes[c] += burst_prof.bytes[c];
+          }
+          d.prof.steps += burst_prof.steps;
+          const double rest = burst_prof.seconds[static_cast<int>(models::OpClass::kAttention)] +
+                              burst_prof.seconds[static_cast<int>(models::OpClass::kOther)];
+          d.rest_share.push_back(profiled > 0 ? rest / profiled : 0.0);
+          step_ms.insert(step_ms.end(), burst_ms.begin(), burst_ms.end());
         }
-        sess.model().set_profile(nullptr);
       }
+      bw.insert(bw.end(), d.bw.begin(), d.bw.end());
       d.steps = static_cast<int64_t>(step_ms.size());
       d.ms_per_token = median(step_ms);
       dec.push_back(d);
-      probe_bw();
     }
 
     const double bandwidth = median(bw);
@@ -222,13 +262,19 @@ CommandFn add_bench_command(CLI::App& app) {
         const double ms = d.prof.seconds[c] * 1e3 / static_cast<double>(d.steps);
         const double bytes = static_cast<double>(d.prof.bytes[c]) / static_cast<double>(d.steps);
         classes[models::op_class_name(static_cast<models::OpClass>(c))] = {
-            {"ms", ms}, {"bytes", bytes}, {"gbs", ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0}};
+            {"ms", ms}, {"bytes", bytes}, {"gbs", ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0},
+            {"bw_fraction", median(d.class_bw_fraction[c])}};
         named += ms;
       }
+      const double dbw = median(d.bw);
+      const double dfloor = static_cast<double>(acct.streamed_bytes) / (dbw * 1e9) * 1e3;
       j["decode"].push_back({{"depth", d.depth},
                              {"ms_per_token", d.ms_per_token},
-                             {"floor_ms", floor_ms},
-                             {"efficiency", floor_ms / d.ms_per_token},
+                             {"bandwidth_gbs", dbw},
+                             {"floor_ms", dfloor},
+                             {"efficiency", median(d.efficiency)},
+                             {"efficiency_bursts", d.efficiency},
+                             {"attention_other_share", median(d.rest_share)},
                              {"profiled_ms_per_token", named},
                              {"steps", d.steps},
                              {"classes", classes}});
@@ -242,13 +288,17 @@ CommandFn add_bench_command(CLI::App& app) {
                 kernels::cpu_kernels().isa);
     std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", args->prompt, pre_s * 1e3, args->prompt / pre_s);
     for (const auto& d : j["decode"]) {
-      std::printf("\ndecode at depth %d: %.2f ms/token (floor %.2f, efficiency %.0f%%)\n", d["depth"].get<int>(),
-                  d["ms_per_token"].get<double>(), floor_ms, 100 * d["efficiency"].get<double>());
-      std::printf("  %-12s %9s %10s %8s\n", "op class", "ms/token", "MB/token", "GB/s");
+      std::printf("\ndecode at depth %d: %.2f ms/token | bandwidth around it %.1f GB/s, floor %.2f ms | efficiency %.0f%% "
+                  "(median of %zu bursts) | attention + other %.1f%% of a step\n",
+                  d["depth"].get<int>(), d["ms_per_token"].get<double>(), d["bandwidth_gbs"].get<double>(),
+                  d["floor_ms"].get<double>(), 100 * d["efficiency"].get<double>(), d["efficiency_bursts"].size(),
+                  100 * d["attention_other_share"].get<double>());
+      std::printf("  %-12s %9s %10s %8s %10s\n", "op class", "ms/token", "MB/token", "GB/s", "of bw");
       for (int c = 0; c < models::kOpClassCount; ++c) {
         const auto& e = d["classes"][models::op_class_name(static_cast<models::OpClass>(c))];
-        std::printf("  %-12s %9.3f %10.1f %8.1f\n", models::op_class_name(static_cast<models::OpClass>(c)), e["ms"].get<double>(),
-                    e["bytes"].get<double>() / 1e6, e["gbs"].get<double>());
+        std::printf("  %-12s %9.3f %10.1f %8.1f %9.0f%%\n", models::op_class_name(static_cast<models::OpClass>(c)),
+                    e["ms"].get<double>(), e["bytes"].get<double>() / 1e6, e["gbs"].get<double>(),
+                    100 * e["bw_fraction"].get<double>());
       }
     }
     return 0;

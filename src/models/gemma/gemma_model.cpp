@@ -147,6 +147,9 @@ class GemmaModel final : public Model {
   std::vector<int64_t> out_rows_;   // tokens whose logits the batch wants, in slice order
   std::vector<float> x_, xn_, qkv_, o_, att_, gu_, act_, ple_, pg_, rope_cs_, ple_row_;
   std::vector<float> attn_scratch_;   // one attn_scratch_floats() area per thread
+  void reserve_attention_states(const KvCache& kv);
+  std::vector<int64_t> attn_first_;   // decode attention: first chunk state of each (token, KV head)
+  std::vector<float> attn_states_;    // decode attention: chunk states (kernels/attention.h)
   kernels::ActScratch scratch_;
 };
 
@@ -269,8 +272,24 @@ void GemmaModel::check_batch(const ForwardBatch& b, const KvCache& kv) const {
   }
 }
 
+// Decode attention keeps the chunk states of up to nth − 1 (token, KV head) pairs; sized once
+// for the longest key range the cache can hold, so decode steps never allocate.
+void GemmaModel::reserve_attention_states(const KvCache& kv) {
+  if (pool_.size() == 1) return;
+  int64_t need = 0;
+  for (const LayerSpec& ls : spec_.layers) {
+    const int64_t cap = static_cast<int64_t>(kv.pool(ls.kv_group).n_total()) * kv.block_tokens();
+    const int64_t visible = ls.window > 0 ? std::min<int64_t>(ls.window, cap) : cap;
+    const int64_t chunks = visible / kernels::kAttnChunk + 2;
+    need = std::max(need, chunks * kernels::attn_state_floats(ls.n_head / ls.n_head_kv, ls.head_dim));
+  }
+  grow(attn_states_, static_cast<size_t>(need * (pool_.size() - 1)));
+  grow(attn_first_, static_cast<size_t>(pool_.size()));
+}
+
 void GemmaModel::forward(const ForwardBatch& b, KvCache& kv, float* logits) {
   check_batch(b, kv);
+  reserve_attention_states(kv);
   T_ = b.n_tokens();
   if (T_ == 0) return;
   ThreadPool::StepScope hot(pool_);
@@ -408,24 +427,20 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
   });
   mark(OpClass::kOther);
 
-  // o[t, h] = Σ_j softmax_j(scale · q[t,h]·K[j]) · V[j] over the visible keys j of t. A work
-  // item is (token, KV head, a subset of its query heads): each K/V row is read once per item
-  // for all of its heads; with few tokens the heads are split so every thread has work.
+  // o[t, h] = Σ_j softmax_j(scale · q[t,h]·K[j]) · V[j] over the visible keys j of t, each
+  // K/V row read once for all query heads of its KV head. With many (token, KV head) pairs
+  // each is one work item; with few (decode), every pair's keys are cut into chunks spread
+  // over the threads, whose states are then merged in order — bit-identical either way
+  // (kernels/attention.h), and each K/V byte is read from memory once per step.
   grow(o_, static_cast<size_t>(T_ * qw));
   const int64_t G = H / Hkv;
-  int64_t per = std::min<int64_t>(G, kernels::kAttnMaxGroup);
-  while (per > 1 && T_ * Hkv * ((G + per - 1) / per) < pool_.size()) per = (per + 1) / 2;
-  const int64_t splits = (G + per - 1) / per;
-  const int64_t items = T_ * Hkv * splits;
   const KvCache::Layout lay = kv.layout(ls.kv_group);
   const auto elem = kv.type() == KvType::F32 ? kernels::KvElem::kF32
                     : kv.type() == KvType::F16 ? kernels::KvElem::kF16 : kernels::KvElem::kBF16;
   const uint64_t es = kv_type_size(kv.type());
-  const kernels::AttnKernel attn = kernels::cpu_attention(isa_);
   const int32_t win = ls.window;
-  auto item = [&](int64_t it, int ith) {
-    const int64_t t = it / (Hkv * splits), hk = (it / splits) % Hkv, sp = it % splits;
-    const int64_t g0 = sp * per, gs = std::min(per, G - g0);
+  // Arguments for token t, KV head hk, query heads [g0, g0 + gs) of it.
+  auto args = [&](int64_t t, int64_t hk, int64_t g0, int64_t gs, int ith) {
     const SeqSlice& s = b.seqs[ref_[t].seq];
     const int64_t p = ref_[t].pos;
     kernels::AttnArgs a;
@@ -445,15 +460,71 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
     a.lo = win > 0 ? std::max<int64_t>(0, p - win + 1) : 0;
     a.hi = p;
     a.scratch = &attn_scratch_[static_cast<size_t>(ith) * kernels::attn_scratch_floats()];
-    attn(a);
+    return a;
   };
-  if (pool_.size() == 1 || items == 1) {
-    for (int64_t it = 0; it < items; ++it) item(it, 0);
+  const int nth = pool_.size();
+  const int64_t pairs = T_ * Hkv;
+  // Chunks per (token, KV head) pair, laid end to end (only needed for the split below).
+  int64_t units = 0;
+  if (nth > 1 && pairs < nth) {
+    attn_first_[0] = 0;
+    for (int64_t pr = 0; pr < pairs; ++pr) {
+      const int64_t p = ref_[pr / Hkv].pos;
+      attn_first_[pr + 1] = attn_first_[pr] + kernels::attn_chunks(win > 0 ? std::max<int64_t>(0, p - win + 1) : 0, p);
+    }
+    units = attn_first_[pairs];
+  }
+  if (units < 2 * nth) {
+    // One item per (token, KV head, some of its query heads): all of them when there are
+    // enough pairs, else fewer so every thread has work.
+    int64_t per = std::min<int64_t>(G, kernels::kAttnMaxGroup);
+    while (per > 1 && pairs * ((G + per - 1) / per) < nth) per = (per + 1) / 2;
+    const int64_t splits = (G + per - 1) / per;
+    const int64_t items = pairs * splits;
+    const kernels::AttnKernel attn = kernels::cpu_attention(isa_);
+    auto item = [&](int64_t it, int ith) {
+      const int64_t sp = it % splits, g0 = sp * per;
+      attn(args(it / (Hkv * splits), (it / splits) % Hkv, g0, std::min(per, G - g0), ith));
+    };
+    if (nth == 1) {
+      for (int64_t it = 0; it < items; ++it) item(it, 0);
+    } else {
+      // Later tokens of a prefill see more keys: a static split would leave threads idle.
+      WorkSplit& split = scratch_.split();
+      split.reset(items, nth);
+      pool_.run([&](int ith, int) {
+        int64_t it;
+        while (split.next(ith, &it)) item(it, ith);
+      });
+    }
   } else {
-    pool_.run([&](int ith, int nth) {
-      int64_t i0, i1;
-      split_range(items, ith, nth, &i0, &i1);
-      for (int64_t it = i0; it < i1; ++it) item(it, ith);
+    // Few pairs with many keys (decode): the chunk states of every pair, spread over the
+    // threads, then merged per query head.
+    const int64_t sf = kernels::attn_state_floats(static_cast<int>(G), static_cast<int>(hd));
+    if (static_cast<size_t>(units * sf) > attn_states_.size()) fail("internal: attention states not reserved");
+    const kernels::AttnChunksKernel chunks = kernels::cpu_attention_chunks(isa_);
+    const kernels::AttnMergeKernel merge = kernels::cpu_attention_merge(isa_);
+    WorkSplit& split = scratch_.split();
+    split.reset(units, nth);
+    pool_.run([&](int ith, int n) {
+      // Units (chunks) of this thread's run in order, then others' from their backs.
+      int64_t u, prev = -2;
+      while (split.next(ith, &u)) {
+        const int64_t pr = std::upper_bound(attn_first_.begin(), attn_first_.begin() + pairs + 1, u) - attn_first_.begin() - 1;
+        kernels::AttnArgs a = args(pr / Hkv, pr % Hkv, 0, G, ith);
+        a.cold = u != prev + 1 || u == attn_first_[pr];   // else the previous chunk prefetched it
+        chunks(a, u - attn_first_[pr], u + 1 - attn_first_[pr], &attn_states_[u * sf]);
+        prev = u;
+      }
+      pool_.barrier();
+      int64_t h0, h1;
+      split_range(pairs * G, ith, n, &h0, &h1);
+      for (int64_t h = h0; h < h1;) {
+        const int64_t pr2 = h / G, g0 = h % G, g1 = std::min<int64_t>(G, g0 + (h1 - h));
+        merge(&attn_states_[attn_first_[pr2] * sf], attn_first_[pr2 + 1] - attn_first_[pr2], static_cast<int>(G),
+              static_cast<int>(hd), static_cast<int>(g0), static_cast<int>(g1), &o_[(pr2 / Hkv) * qw + (pr2 % Hkv) * G * hd]);
+        h += g1 - g0;
+      }
     });
   }
   mark(OpClass::kAttention);
