@@ -92,6 +92,7 @@ def parse_sluice(stdout: str) -> dict:
         "bytes_per_token": j.get("bytes_per_token"),
         "floor_ms": j.get("floor_ms"),
         "efficiency": {int(d["depth"]): d.get("efficiency") for d in decode},
+        "rest_share": {int(d["depth"]): d.get("attention_other_share") for d in decode},
         "floor_ms_at": {int(d["depth"]): d.get("floor_ms", j.get("floor_ms")) for d in decode},
         "classes": {int(d["depth"]): d.get("classes") for d in decode if d.get("classes")},
         "info": {k: j.get(k) for k in ("model", "file", "threads", "isa", "kv_type")},
@@ -172,8 +173,47 @@ def summarize(runs: list[dict], depths: list[int]) -> dict:
         s["bytes_per_token"] = runs[0]["bytes_per_token"]
         s["floor_ms"] = {d: median_or_none([r["floor_ms_at"].get(d) for r in runs]) for d in depths}
         s["efficiency"] = {d: median_or_none([r["efficiency"].get(d) for r in runs]) for d in depths}
+        s["rest_share"] = {d: median_or_none([r.get("rest_share", {}).get(d) for r in runs]) for d in depths}
+        s["bw_fraction"] = {
+            d: {c: median_or_none([(r["classes"].get(d) or {}).get(c, {}).get("bw_fraction") for r in runs])
+                for c in WEIGHT_CLASSES}
+            for d in depths}
         s["classes"] = runs[len(runs) // 2].get("classes", {})   # one round's breakdown (the middle one)
     return s
+
+
+# Op classes that stream weights, with the share of the measured read bandwidth each must reach
+# (the performance issue's acceptance), and the other checks it states.
+WEIGHT_CLASSES = {"ffn_gate_up": 0.85, "ffn_down": 0.85, "attn_qkv": 0.85, "attn_output": 0.85, "lm_head": 0.90}
+MAX_REST_SHARE = 0.08          # attention + everything else, of a decode step at the deepest depth
+MIN_EFFICIENCY = 1 / 1.10      # decode within 1.10x of the floor
+MIN_DECODE_SPEEDUP = {0: 1.15, 512: 1.25}
+MIN_PREFILL_SPEEDUP = 2.0
+
+
+def checks(res: dict, depths: list[int]) -> list[tuple[str, float, float, bool]]:
+    """(what, measured, threshold, ok) for the acceptance points of the performance issue."""
+    s = res["summary"]
+    sl, sp = s.get("sluice") or {}, s.get("speedup")
+    out = []
+    for d in depths:
+        for c, need in WEIGHT_CLASSES.items():
+            v = (sl.get("bw_fraction") or {}).get(d, {}).get(c)
+            if v is not None:
+                out.append((f"{c} share of bandwidth @{d}", v, need, v >= need))
+        e = (sl.get("efficiency") or {}).get(d)
+        if e is not None:
+            out.append((f"decode efficiency (floor / measured) @{d}", e, MIN_EFFICIENCY, e >= MIN_EFFICIENCY))
+    deepest = max(depths)
+    r = (sl.get("rest_share") or {}).get(deepest)
+    if r is not None:
+        out.append((f"attention + other share of a step @{deepest}", r, MAX_REST_SHARE, r < MAX_REST_SHARE))
+    if sp:
+        for d in depths:
+            need = MIN_DECODE_SPEEDUP.get(d, 1.0)
+            out.append((f"decode speedup over llama.cpp @{d}", sp["decode"][d], need, sp["decode"][d] >= need))
+        out.append(("prefill speedup over llama.cpp", sp["prefill"], MIN_PREFILL_SPEEDUP, sp["prefill"] >= MIN_PREFILL_SPEEDUP))
+    return out
 
 
 def bench_model(a, model: pathlib.Path, log) -> dict:
@@ -202,7 +242,9 @@ def bench_model(a, model: pathlib.Path, log) -> dict:
             ll["efficiency_vs_sluice_floor"] = {
                 d: (sl["floor_ms"][d] / ll["decode_ms"][d]) if sl["floor_ms"].get(d) else None for d in a.depths}
     info = {e: v[0]["info"] for e, v in runs.items() if v}
-    return {"model": str(model), "summary": summary, "info": info, "runs": raw}
+    res = {"model": str(model), "summary": summary, "info": info, "runs": raw}
+    res["checks"] = [{"what": w, "value": v, "threshold": t, "ok": ok} for w, v, t, ok in checks(res, a.depths)]
+    return res
 
 
 def fmt(x, spec):
@@ -230,6 +272,11 @@ def print_table(res: dict, a, out=sys.stdout) -> None:
             e_ll = (ll or {}).get("efficiency_vs_sluice_floor", {}).get(d)
             print(f"    depth {d:5d}: floor {fmt(sl['floor_ms'].get(d), '.2f')} ms, "
                   f"efficiency sluice {fmt(sl['efficiency'].get(d), '.2f')}, llama.cpp {fmt(e_ll, '.2f')}", file=out)
+        for d in a.depths:
+            fr = (sl.get("bw_fraction") or {}).get(d, {})
+            if fr:
+                print(f"    share of the bandwidth @{d} (median of per-burst ratios): " +
+                      ", ".join(f"{c} {fmt(v, '.2f')}" for c, v in fr.items()), file=out)
         for d, classes in sorted(sl.get("classes", {}).items()):
             parts = []
             for cname, c in classes.items():
@@ -237,6 +284,12 @@ def print_table(res: dict, a, out=sys.stdout) -> None:
                     parts.append(f"{cname} {fmt(c.get('ms'), '.1f')} ms/{fmt(c.get('gbs'), '.1f')} GB/s")
             if parts:
                 print(f"    classes @{d}: " + ", ".join(parts), file=out)
+    cks = checks(res, a.depths)
+    if cks:
+        print("  checks (performance issue's thresholds):", file=out)
+        for what, v, need, ok in cks:
+            print(f"    {'PASS' if ok else 'FAIL'}  {what}: {v:.3f} (needs {'<' if 'share of a step' in what else '>='} {need:.3f})",
+                  file=out)
 
 
 def main(argv=None) -> int:
