@@ -2,7 +2,9 @@
 // linkage rules of these files). Legacy 32-element blocks: per block an exact int32 sum in 8
 // lanes (sign trick + maddubs + madd), converted to f32 and accumulated as
 // acc_lane += (d_w·d_a)·sum_lane, two interleaved accumulators (even / odd blocks), reduced
-// in a fixed order at the end: a pure function of the two rows.
+// in a fixed order at the end: a pure function of the two rows. The set's packed matmul kernels
+// and activation quantizers are in gemm_avx2.cpp, its row ops in ops_avx2.cpp (avx2_sets.h).
+#include "kernels/cpu/x86_avx2/avx2_sets.h"
 #include "kernels/cpu/x86_common.h"
 #include "kernels/cpu_kernels.h"
 
@@ -79,6 +81,19 @@ constexpr CpuKernels make() {
   k.dot[static_cast<uint32_t>(DType::Q8_0)] = dot_q8_0;
   k.dot[static_cast<uint32_t>(DType::Q4_K)] = dot_q4_k;
   k.dot[static_cast<uint32_t>(DType::Q6_K)] = dot_q6_k;
+  k.gemm[static_cast<int>(PackedFormat::kQ4_0)] = avx2::gemm_q4_0;
+  k.gemm[static_cast<int>(PackedFormat::kQ5_0)] = avx2::gemm_q5_0;
+  k.gemm[static_cast<int>(PackedFormat::kQ8_0)] = avx2::gemm_q8_0;
+  k.gemm[static_cast<int>(PackedFormat::kQ4_K)] = avx2::gemm_q4_k;
+  k.gemm[static_cast<int>(PackedFormat::kQ6_K)] = avx2::gemm_q6_k;
+  k.gemm[static_cast<int>(PackedFormat::kQ6_K8)] = avx2::gemm_q6_k8;
+  k.gemm[static_cast<int>(PackedFormat::kF32)] = avx2::gemm_f32;
+  k.gemm[static_cast<int>(PackedFormat::kF16)] = avx2::gemm_f16;
+  k.gemm[static_cast<int>(PackedFormat::kBF16)] = avx2::gemm_bf16;
+  k.quantize_act[static_cast<int>(ActFormat::kA8_32)] = avx2::quantize_a8_32;
+  k.quantize_act[static_cast<int>(ActFormat::kA8_256)] = avx2::quantize_a8_256;
+  k.ops = RowOps{avx2::rms_norm, avx2::add_rms_norm, avx2::gelu_mul, avx2::softcap, avx2::scale,
+                 avx2::rope,     avx2::argmax,       avx2::to_f16,   avx2::to_bf16};
   return k;
 }
 
