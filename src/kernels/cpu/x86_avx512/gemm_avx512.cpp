@@ -54,12 +54,13 @@ inline const int32_t* a_sums(const ActRows& a, int64_t m, int64_t block) {
 inline const float* a_f32(const ActRows& a, int64_t m) { return reinterpret_cast<const float*>(a.base + m * a.stride); }
 inline __m512 ld_f16x16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
-// Prefetches the bytes a stream will read `kPrefetch` bytes later; past the end of its group
-// the stream continues in the group two ahead (the next pair's same-side group).
-inline void prefetch_stream(const uint8_t* g, int64_t off, int64_t bytes, uint64_t group_bytes) {
-  int64_t o = off + kPrefetch;
-  if (o >= static_cast<int64_t>(group_bytes)) o += static_cast<int64_t>(group_bytes);
-  for (int64_t l = 0; l < bytes; l += 64) _mm_prefetch(reinterpret_cast<const char*>(g + o + l), _MM_HINT_T0);
+// Prefetches the bytes a tile will read kPrefetch bytes later (the groups a thread takes are
+// consecutive, so past the end of this group is the next one). For the compute-bound tiles of
+// several activation rows only: the decode kernel streams faster than prefetches can be
+// issued, and this CPU drops them when its miss buffers are full.
+inline void prefetch_stream(const uint8_t* g, int64_t off, int64_t bytes) {
+  const char* p = reinterpret_cast<const char*>(g + off + kPrefetch);
+  for (int64_t l = 0; l < bytes; l += 64) _mm_prefetch(p + l, _MM_HINT_T0);
 }
 
 inline void store_rows(const GemmArgs& p, int64_t gi, int64_t mi, __m512 v) {
@@ -69,16 +70,25 @@ inline void store_rows(const GemmArgs& p, int64_t gi, int64_t mi, __m512 v) {
   else _mm512_mask_storeu_ps(dst, static_cast<__mmask16>((1u << n) - 1), v);
 }
 
+// acc + codes (u8) · the activation dword at a (s8, broadcast to the 16 lanes), with the
+// broadcast folded into the instruction's memory operand. GCC emits a separate VPBROADCASTD
+// per intrinsic call instead: in the tiles of several activation rows that was a quarter of
+// all instructions.
+SLUICE_INLINE __m512i dpbusd_bcast(__m512i acc, __m512i codes, const int8_t* a) {
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(codes), "m"(*reinterpret_cast<const int32_t*>(a)));
+  return acc;
+}
+
 // init + Σ over 8 code vectors c[j] · activation dwords a[j] (exact int32, two chains).
-inline __m512i dot8(const __m512i c[8], const int8_t* a, int32_t init = 0) {
-  __m512i s0 = _mm512_dpbusd_epi32(_mm512_set1_epi32(init), c[0], _mm512_set1_epi32(ld_i32(a)));
-  __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[4], _mm512_set1_epi32(ld_i32(a + 16)));
-  s0 = _mm512_dpbusd_epi32(s0, c[1], _mm512_set1_epi32(ld_i32(a + 4)));
-  s1 = _mm512_dpbusd_epi32(s1, c[5], _mm512_set1_epi32(ld_i32(a + 20)));
-  s0 = _mm512_dpbusd_epi32(s0, c[2], _mm512_set1_epi32(ld_i32(a + 8)));
-  s1 = _mm512_dpbusd_epi32(s1, c[6], _mm512_set1_epi32(ld_i32(a + 24)));
-  s0 = _mm512_dpbusd_epi32(s0, c[3], _mm512_set1_epi32(ld_i32(a + 12)));
-  s1 = _mm512_dpbusd_epi32(s1, c[7], _mm512_set1_epi32(ld_i32(a + 28)));
+SLUICE_INLINE __m512i dot8(const __m512i c[8], const int8_t* a, int32_t init = 0) {
+  __m512i s0 = dpbusd_bcast(_mm512_set1_epi32(init), c[0], a);
+  __m512i s1 = dpbusd_bcast(_mm512_setzero_si512(), c[4], a + 16);
+  s0 = dpbusd_bcast(s0, c[1], a + 4);
+  s1 = dpbusd_bcast(s1, c[5], a + 20);
+  s0 = dpbusd_bcast(s0, c[2], a + 8);
+  s1 = dpbusd_bcast(s1, c[6], a + 24);
+  s0 = dpbusd_bcast(s0, c[3], a + 12);
+  s1 = dpbusd_bcast(s1, c[7], a + 28);
   return _mm512_add_epi32(s0, s1);
 }
 
@@ -173,8 +183,7 @@ SLUICE_INLINE void legacy_block(const uint8_t* blk, int64_t b, const ActTile<MT>
   const __m512 dw = ld_f16x16(blk);
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) {
-    __m512i s = dot8(c, at.qs[mi] + 32 * b);
-    s = _mm512_sub_epi32(s, _mm512_set1_epi32(F::kOff * at.sums[mi][b]));
+    const __m512i s = dot8(c, at.qs[mi] + 32 * b, -F::kOff * at.sums[mi][b]);
     const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(at.d[mi][b]));
     acc[mi] = _mm512_add_ps(acc[mi], _mm512_mul_ps(d, _mm512_cvtepi32_ps(s)));
   }
@@ -205,29 +214,23 @@ void legacy_row(const GemmArgs& p, int64_t gi, int64_t) {
   store_rows(p, gi, 0, acc);
 }
 
-template <class F, int G, int MT>
+// One group for MT activation rows (the prefill and batched-decode tile): each decoded block
+// feeds MT rows. Compute-bound, so the hardware prefetchers fall behind: prefetch ahead.
+template <class F, int MT>
 void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   const int64_t nb = p.k / 32;
-  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
-  const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
+  const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const ActTile<MT> at(p.a, m0, 32);
-  __m512 acc0[MT], acc1[MT];
+  __m512 acc[MT];
   SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
-  const bool pf = m0 == 0 && p.m > 1;
+  for (int mi = 0; mi < MT; ++mi) acc[mi] = _mm512_setzero_ps();
+  const bool pf = m0 == 0;   // later row chunks of the same group find it in cache
   for (int64_t b = 0; b < nb; ++b) {
-    if (pf) prefetch_stream(w0, b * F::kBytes, F::kBytes, p.group_bytes);
-    legacy_block<F, MT>(w0 + b * F::kBytes, b, at, acc0);
-    if constexpr (G == 2) {
-      if (pf) prefetch_stream(w1, b * F::kBytes, F::kBytes, p.group_bytes);
-      legacy_block<F, MT>(w1 + b * F::kBytes, b, at, acc1);
-    }
+    if (pf) prefetch_stream(w, b * F::kBytes, F::kBytes);
+    legacy_block<F, MT>(w + b * F::kBytes, b, at, acc);
   }
   SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) {
-    store_rows(p, gi, m0 + mi, acc0[mi]);
-    if constexpr (G == 2) store_rows(p, gi + 1, m0 + mi, acc1[mi]);
-  }
+  for (int mi = 0; mi < MT; ++mi) store_rows(p, gi, m0 + mi, acc[mi]);
 }
 
 // ---- Q4_K: 8 sub-blocks of 32 with u8 scale and min per row ----
@@ -235,12 +238,12 @@ void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
 // One Q4_K super-block of one group for MT rows: per row acc += (d·da)·sumi − (dmin·da)·summ.
 template <int MT>
 SLUICE_INLINE void q4_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT],
-                              bool pf, const uint8_t* gbase, int64_t off, uint64_t group_bytes) {
+                              bool pf, const uint8_t* gbase, int64_t off) {
   __m512i sumi[MT], summ[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) sumi[mi] = summ[mi] = _mm512_setzero_si512();
   for (int s = 0; s < 8; ++s) {
-    if (pf) prefetch_stream(gbase, off + 320 + 256 * s, 256, group_bytes);
+    if (pf) prefetch_stream(gbase, off + 320 + 256 * s, 256);
     __m512i c[8];
     nibbles(blk + 320 + 256 * s, c);
     const __m512i sc = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 64 + 16 * s)));
@@ -263,30 +266,22 @@ SLUICE_INLINE void q4_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
   }
 }
 
-template <int G, int MT>
+template <int MT>
 void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   constexpr int64_t kBytes = 2368;
   const int64_t nb = p.k / 256;
-  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
-  const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
+  const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const ActTile<MT> at(p.a, m0, 256);
-  __m512 acc0[MT], acc1[MT];
+  __m512 acc[MT];
   SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
+  for (int mi = 0; mi < MT; ++mi) acc[mi] = _mm512_setzero_ps();
   const bool pf = m0 == 0 && p.m > 1;
   for (int64_t b = 0; b < nb; ++b) {
-    if (pf) prefetch_stream(w0, b * kBytes, 320, p.group_bytes);
-    q4_k_block<MT>(w0 + b * kBytes, b, at, acc0, pf, w0, b * kBytes, p.group_bytes);
-    if constexpr (G == 2) {
-      if (pf) prefetch_stream(w1, b * kBytes, 320, p.group_bytes);
-      q4_k_block<MT>(w1 + b * kBytes, b, at, acc1, pf, w1, b * kBytes, p.group_bytes);
-    }
+    if (pf) prefetch_stream(w, b * kBytes, 320);
+    q4_k_block<MT>(w + b * kBytes, b, at, acc, pf, w, b * kBytes);
   }
   SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) {
-    store_rows(p, gi, m0 + mi, acc0[mi]);
-    if constexpr (G == 2) store_rows(p, gi + 1, m0 + mi, acc1[mi]);
-  }
+  for (int mi = 0; mi < MT; ++mi) store_rows(p, gi, m0 + mi, acc[mi]);
 }
 
 // ---- Q6_K: 16 sub-blocks of 16 with an i8 scale per row; codes q + 32 in 0..63 ----
@@ -294,8 +289,7 @@ void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
 // One Q6_K super-block of one group for MT rows. Wide: the Q6_K8 layout (codes already
 // bytes, 256 B per sub-block instead of 192).
 template <int MT, bool Wide>
-SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT],
-                              bool pf, const uint8_t* gbase, int64_t off, uint64_t group_bytes) {
+SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT]) {
   constexpr int64_t kSub = Wide ? 256 : 192;
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   __m512i sumi[MT];
@@ -303,7 +297,6 @@ SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
   for (int mi = 0; mi < MT; ++mi) sumi[mi] = _mm512_setzero_si512();
   for (int g = 0; g < 16; ++g) {
     const uint8_t* sub = blk + 288 + kSub * g;
-    if (pf) prefetch_stream(gbase, off + 288 + kSub * g, kSub, group_bytes);
     __m512i c[4];
     if constexpr (Wide) {
       for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
@@ -317,12 +310,12 @@ SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
     const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
     SLUICE_UNROLL
     for (int mi = 0; mi < MT; ++mi) {
+      // One chain per row: the MT rows' chains interleave, so its latency is hidden.
       const int8_t* a = at.qs[mi] + 256 * b + 16 * g;
-      __m512i s0 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[0], _mm512_set1_epi32(ld_i32(a)));
-      __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], _mm512_set1_epi32(ld_i32(a + 4)));
-      s0 = _mm512_dpbusd_epi32(s0, c[2], _mm512_set1_epi32(ld_i32(a + 8)));
-      s1 = _mm512_dpbusd_epi32(s1, c[3], _mm512_set1_epi32(ld_i32(a + 12)));
-      const __m512i si = _mm512_sub_epi32(_mm512_add_epi32(s0, s1), _mm512_set1_epi32(32 * at.sums[mi][16 * b + g]));
+      __m512i si = dpbusd_bcast(_mm512_set1_epi32(-32 * at.sums[mi][16 * b + g]), c[0], a);
+      si = dpbusd_bcast(si, c[1], a + 4);
+      si = dpbusd_bcast(si, c[2], a + 8);
+      si = dpbusd_bcast(si, c[3], a + 12);
       sumi[mi] = _mm512_add_epi32(sumi[mi], _mm512_mullo_epi32(si, sc));
     }
   }
@@ -376,30 +369,20 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
   store_rows(p, gi, 0, acc);
 }
 
-template <int G, int MT, bool Wide = false>
+// Q6_K tiles of several activation rows: no software prefetch (measured: with it, 15-35%
+// slower at M = 2..8; this format's decode work per byte hides the DRAM latency by itself).
+template <int MT, bool Wide = false>
 void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   constexpr int64_t kBytes = Wide ? 4384 : 3360;
   const int64_t nb = p.k / 256;
-  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
-  const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
+  const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const ActTile<MT> at(p.a, m0, 256);
-  __m512 acc0[MT], acc1[MT];
+  __m512 acc[MT];
   SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
-  const bool pf = m0 == 0 && p.m > 1;
-  for (int64_t b = 0; b < nb; ++b) {
-    if (pf) prefetch_stream(w0, b * kBytes, 288, p.group_bytes);
-    q6_k_block<MT, Wide>(w0 + b * kBytes, b, at, acc0, pf, w0, b * kBytes, p.group_bytes);
-    if constexpr (G == 2) {
-      if (pf) prefetch_stream(w1, b * kBytes, 288, p.group_bytes);
-      q6_k_block<MT, Wide>(w1 + b * kBytes, b, at, acc1, pf, w1, b * kBytes, p.group_bytes);
-    }
-  }
+  for (int mi = 0; mi < MT; ++mi) acc[mi] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) q6_k_block<MT, Wide>(w + b * kBytes, b, at, acc);
   SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) {
-    store_rows(p, gi, m0 + mi, acc0[mi]);
-    if constexpr (G == 2) store_rows(p, gi + 1, m0 + mi, acc1[mi]);
-  }
+  for (int mi = 0; mi < MT; ++mi) store_rows(p, gi, m0 + mi, acc[mi]);
 }
 
 // ---- float formats: per column, the 16 rows' weights times one activation, fused ----
@@ -420,31 +403,22 @@ struct BF16 {
   }
 };
 
-template <class F, int G, int MT>
+template <class F, int MT>
 void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
-  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
-  const uint8_t* w1 = w0 + (G == 2 ? p.group_bytes : 0);
+  const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const ActTile<MT> at(p.a, m0, 1);
-  __m512 acc0[MT], acc1[MT];
+  __m512 acc[MT];
   SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) acc0[mi] = acc1[mi] = _mm512_setzero_ps();
+  for (int mi = 0; mi < MT; ++mi) acc[mi] = _mm512_setzero_ps();
   const bool pf = m0 == 0 && p.m > 1;
   for (int64_t c = 0; c < p.k; ++c) {
-    if (pf && (c & 3) == 0) prefetch_stream(w0, c * F::kBytes, 4 * F::kBytes, p.group_bytes);
-    const __m512 wa = F::load(w0 + c * F::kBytes);
+    if (pf && (c & 3) == 0) prefetch_stream(w, c * F::kBytes, 4 * F::kBytes);
+    const __m512 wv = F::load(w + c * F::kBytes);
     SLUICE_UNROLL
-    for (int mi = 0; mi < MT; ++mi) acc0[mi] = _mm512_fmadd_ps(wa, _mm512_set1_ps(at.f32[mi][c]), acc0[mi]);
-    if constexpr (G == 2) {
-      if (pf && (c & 3) == 0) prefetch_stream(w1, c * F::kBytes, 4 * F::kBytes, p.group_bytes);
-      const __m512 wb = F::load(w1 + c * F::kBytes);
-      acc1[0] = _mm512_fmadd_ps(wb, _mm512_set1_ps(at.f32[0][c]), acc1[0]);
-    }
+    for (int mi = 0; mi < MT; ++mi) acc[mi] = _mm512_fmadd_ps(wv, _mm512_set1_ps(at.f32[mi][c]), acc[mi]);
   }
   SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) {
-    store_rows(p, gi, m0 + mi, acc0[mi]);
-    if constexpr (G == 2) store_rows(p, gi + 1, m0 + mi, acc1[mi]);
-  }
+  for (int mi = 0; mi < MT; ++mi) store_rows(p, gi, m0 + mi, acc[mi]);
 }
 
 // ---- driver: pairs of groups × chunks of up to MT activation rows ----
@@ -470,28 +444,28 @@ void drive(const GemmArgs& p, int64_t g0, int64_t g1, const TileFn (&tiles)[2][M
 template <class F>
 void gemm_legacy(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
-      {legacy_tile<F, 1, 1>, legacy_tile<F, 1, 2>, legacy_tile<F, 1, 3>, legacy_tile<F, 1, 4>, legacy_tile<F, 1, 5>,
-       legacy_tile<F, 1, 6>, legacy_tile<F, 1, 7>, legacy_tile<F, 1, 8>},
+      {legacy_tile<F, 1>, legacy_tile<F, 2>, legacy_tile<F, 3>, legacy_tile<F, 4>, legacy_tile<F, 5>,
+       legacy_tile<F, 6>, legacy_tile<F, 7>, legacy_tile<F, 8>},
       {legacy_row<F>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
 void gemm_q4_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][4] = {{q4_k_tile<1, 1>, q4_k_tile<1, 2>, q4_k_tile<1, 3>, q4_k_tile<1, 4>}, {q4_k_tile<1, 1>}};
+  static constexpr TileFn kTiles[2][4] = {{q4_k_tile<1>, q4_k_tile<2>, q4_k_tile<3>, q4_k_tile<4>}, {q4_k_tile<1>}};
   drive<4>(p, g0, g1, kTiles);
 }
 
 void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
-      {q6_k_tile<1, 1, true>, q6_k_tile<1, 2, true>, q6_k_tile<1, 3, true>, q6_k_tile<1, 4, true>,
-       q6_k_tile<1, 5, true>, q6_k_tile<1, 6, true>, q6_k_tile<1, 7, true>, q6_k_tile<1, 8, true>},
+      {q6_k_tile<1, true>, q6_k_tile<2, true>, q6_k_tile<3, true>, q6_k_tile<4, true>,
+       q6_k_tile<5, true>, q6_k_tile<6, true>, q6_k_tile<7, true>, q6_k_tile<8, true>},
       {q6_k_row<true>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][8] = {{q6_k_tile<1, 1>, q6_k_tile<1, 2>, q6_k_tile<1, 3>, q6_k_tile<1, 4>,
-                                           q6_k_tile<1, 5>, q6_k_tile<1, 6>, q6_k_tile<1, 7>, q6_k_tile<1, 8>},
+  static constexpr TileFn kTiles[2][8] = {{q6_k_tile<1>, q6_k_tile<2>, q6_k_tile<3>, q6_k_tile<4>,
+                                           q6_k_tile<5>, q6_k_tile<6>, q6_k_tile<7>, q6_k_tile<8>},
                                           {q6_k_row<false>}};
   drive<8>(p, g0, g1, kTiles);
 }
@@ -499,9 +473,9 @@ void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
 template <class F>
 void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
-      {float_tile<F, 1, 1>, float_tile<F, 1, 2>, float_tile<F, 1, 3>, float_tile<F, 1, 4>, float_tile<F, 1, 5>,
-       float_tile<F, 1, 6>, float_tile<F, 1, 7>, float_tile<F, 1, 8>},
-      {float_tile<F, 1, 1>}};
+      {float_tile<F, 1>, float_tile<F, 2>, float_tile<F, 3>, float_tile<F, 4>, float_tile<F, 5>,
+       float_tile<F, 6>, float_tile<F, 7>, float_tile<F, 8>},
+      {float_tile<F, 1>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
