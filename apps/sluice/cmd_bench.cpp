@@ -5,8 +5,10 @@
 //
 // Timing: prefill is one forward of P tokens (logits of the last only), median over repeats,
 // each on a fresh sequence. Decode at depth D: D tokens are prefilled untimed, then N
-// single-token steps are timed one by one; the reported ms/token is the median over every
-// timed step of every repeat. Token ids are random (seeded) — speed does not depend on them.
+// single-token steps are timed one by one; the reported ms/step is the median over every
+// timed step of every repeat. With --batch B, B sequences are each prefilled to D and every
+// step decodes one token of each (one forward; weights are read once for all of them):
+// ms/token is then ms/step ÷ B. Token ids are random (seeded) — speed does not depend on them.
 //
 // Our machines share their memory bus with other tenants: the bandwidth a run can get drifts
 // by 30% within seconds. So decode is measured in bursts of --burst steps, each between two
@@ -42,7 +44,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct BenchArgs {
   SessionOptions session;
-  int prompt = 512, n_decode = 32, repeats = 3, burst = 8;
+  int prompt = 512, n_decode = 32, repeats = 3, burst = 8, batch = 1;
   std::string depths = "0,512";
   double bandwidth_gib = 1.0;
   bool json = false;
@@ -122,7 +124,7 @@ std::vector<int32_t> random_ids(int n, int vocab, std::mt19937_64& rng) {
 
 struct DecodeResult {
   int depth = 0;
-  double ms_per_token = 0;
+  double ms_per_step = 0;   // one decode step (of --batch sequences)
   models::StepProfile prof;   // summed over all timed steps
   int64_t steps = 0;
   std::vector<double> bw;     // probes taken around this depth's bursts
@@ -143,12 +145,15 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_option("--depths", args->depths, "comma-separated KV depths to decode at")->capture_default_str();
   cmd->add_option("--repeats", args->repeats, "repeats of every measurement")->capture_default_str();
   cmd->add_option("--burst", args->burst, "decode steps between two bandwidth probes")->capture_default_str();
+  cmd->add_option("--batch", args->batch, "sequences decoded together in every decode step (each at the depth)")
+      ->capture_default_str();
   cmd->add_option("--bandwidth-gib", args->bandwidth_gib, "size of the bandwidth probe's buffer")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object instead of tables");
   return [args]() {
     const std::vector<int> depths = parse_depths(args->depths);
-    if (args->prompt < 1 || args->n_decode < 1 || args->repeats < 1 || args->burst < 1)
-      fail("--prompt, --n-decode, --repeats and --burst must be >= 1");
+    if (args->prompt < 1 || args->n_decode < 1 || args->repeats < 1 || args->burst < 1 || args->batch < 1)
+      fail("--prompt, --n-decode, --repeats, --burst and --batch must be >= 1");
+    args->session.n_seqs = args->batch;
     if (args->bandwidth_gib < 0.0625) fail("--bandwidth-gib must be at least 0.0625");
     const int max_depth = *std::max_element(depths.begin(), depths.end());
     args->session.ctx_size = std::max(args->prompt, max_depth + args->n_decode) + 1;
@@ -193,8 +198,13 @@ CommandFn add_bench_command(CLI::App& app) {
       std::vector<double> step_ms;
       for (int r = 0; r < args->repeats; ++r) {
         sess.reset();
-        const auto ids = random_ids(depth + args->n_decode, V, rng);
-        if (depth > 0) sess.eval({ids.data(), static_cast<size_t>(depth)}, 0, models::LogitsWanted::kLast, logits);
+        const int B = args->batch;
+        const auto ids = random_ids((depth + args->n_decode) * B, V, rng);   // sequence i: ids[i·(depth + n) ...]
+        const auto seq_ids = [&](int i) { return ids.data() + static_cast<size_t>(i) * (depth + args->n_decode); };
+        if (depth > 0)
+          for (int i = 0; i < B; ++i)
+            sess.eval({seq_ids(i), static_cast<size_t>(depth)}, 0, models::LogitsWanted::kLast, logits, i);
+        std::vector<int32_t> step_ids(static_cast<size_t>(B));
         double bw_before = probe.measure();
         d.bw.push_back(bw_before);
         for (int i0 = 0; i0 < args->n_decode; i0 += args->burst) {
@@ -203,9 +213,9 @@ CommandFn add_bench_command(CLI::App& app) {
           std::vector<double> burst_ms;
           sess.model().set_profile(&burst_prof);
           for (int i = i0; i < i1; ++i) {
-            const int32_t one[1] = {ids[static_cast<size_t>(depth + i)]};
+            for (int q = 0; q < B; ++q) step_ids[static_cast<size_t>(q)] = seq_ids(q)[depth + i];
             const auto t0 = clock_type::now();
-            sess.eval(one, depth + i, models::LogitsWanted::kLast, logits);
+            sess.eval_each(step_ids, depth + i, logits);
             burst_ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
           }
           sess.model().set_profile(nullptr);
@@ -233,7 +243,7 @@ CommandFn add_bench_command(CLI::App& app) {
       }
       bw.insert(bw.end(), d.bw.begin(), d.bw.end());
       d.steps = static_cast<int64_t>(step_ms.size());
-      d.ms_per_token = median(step_ms);
+      d.ms_per_step = median(step_ms);
       dec.push_back(d);
     }
 
@@ -269,13 +279,16 @@ CommandFn add_bench_command(CLI::App& app) {
       const double dbw = median(d.bw);
       const double dfloor = static_cast<double>(acct.streamed_bytes) / (dbw * 1e9) * 1e3;
       j["decode"].push_back({{"depth", d.depth},
-                             {"ms_per_token", d.ms_per_token},
+                             {"batch", args->batch},
+                             {"ms_per_step", d.ms_per_step},
+                             {"ms_per_token", d.ms_per_step / args->batch},
+                             {"tokens_per_s", args->batch * 1e3 / d.ms_per_step},
                              {"bandwidth_gbs", dbw},
                              {"floor_ms", dfloor},
                              {"efficiency", median(d.efficiency)},
                              {"efficiency_bursts", d.efficiency},
                              {"attention_other_share", median(d.rest_share)},
-                             {"profiled_ms_per_token", named},
+                             {"profiled_ms_per_step", named},
                              {"steps", d.steps},
                              {"classes", classes}});
     }
@@ -288,12 +301,14 @@ CommandFn add_bench_command(CLI::App& app) {
                 kernels::cpu_kernels().isa);
     std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", args->prompt, pre_s * 1e3, args->prompt / pre_s);
     for (const auto& d : j["decode"]) {
-      std::printf("\ndecode at depth %d: %.2f ms/token | bandwidth around it %.1f GB/s, floor %.2f ms | efficiency %.0f%% "
+      if (args->batch > 1)
+        std::printf("\nbatch of %d sequences: %.1f tokens/s in all", args->batch, d["tokens_per_s"].get<double>());
+      std::printf("\ndecode at depth %d: %.2f ms/step | bandwidth around it %.1f GB/s, floor %.2f ms | efficiency %.0f%% "
                   "(median of %zu bursts) | attention + other %.1f%% of a step\n",
-                  d["depth"].get<int>(), d["ms_per_token"].get<double>(), d["bandwidth_gbs"].get<double>(),
+                  d["depth"].get<int>(), d["ms_per_step"].get<double>(), d["bandwidth_gbs"].get<double>(),
                   d["floor_ms"].get<double>(), 100 * d["efficiency"].get<double>(), d["efficiency_bursts"].size(),
                   100 * d["attention_other_share"].get<double>());
-      std::printf("  %-12s %9s %10s %8s %10s\n", "op class", "ms/token", "MB/token", "GB/s", "of bw");
+      std::printf("  %-12s %9s %10s %8s %10s\n", "op class", "ms/step", "MB/step", "GB/s", "of bw");
       for (int c = 0; c < models::kOpClassCount; ++c) {
         const auto& e = d["classes"][models::op_class_name(static_cast<models::OpClass>(c))];
         std::printf("  %-12s %9.3f %10.1f %8.1f %9.0f%%\n", models::op_class_name(static_cast<models::OpClass>(c)),

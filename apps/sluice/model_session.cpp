@@ -23,25 +23,44 @@ ModelSession::ModelSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size) 
   std::vector<int32_t> blocks;
   for (const KvGroupSpec& g : spec.kv_groups) {
     const int32_t span = g.window > 0 ? std::min(ctx_size_, g.window + ctx_size_) : ctx_size_;
-    blocks.push_back((span + opt.block_tokens - 1) / opt.block_tokens + 1);
+    blocks.push_back(((span + opt.block_tokens - 1) / opt.block_tokens + 1) * std::max(1, opt.n_seqs));
   }
   kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, blocks, parse_kv_type(opt.kv_type));
-  seq_ = std::make_unique<SequenceKv>(*kv_);
+  for (int i = 0; i < std::max(1, opt.n_seqs); ++i) seqs_.push_back(std::make_unique<SequenceKv>(*kv_));
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void ModelSession::eval(std::span<const int32_t> tokens, int32_t pos, models::LogitsWanted want,
-                        std::vector<float>& logits) {
-  const int64_t end = static_cast<int64_t>(pos) + static_cast<int64_t>(tokens.size());
+void ModelSession::reserve(int seq, int32_t pos, int64_t end) {
+  if (seq < 0 || seq >= static_cast<int>(seqs_.size())) fail("no sequence %d", seq);
   if (end > ctx_size_) fail("context is full: %lld positions needed, --ctx-size is %d", static_cast<long long>(end), ctx_size_);
-  seq_->release_outside_window(pos);
-  if (!seq_->reserve(static_cast<int32_t>(end))) fail("KV cache exhausted at position %lld", static_cast<long long>(end));
+  seqs_[seq]->release_outside_window(pos);
+  if (!seqs_[seq]->reserve(static_cast<int32_t>(end))) fail("KV cache exhausted at position %lld", static_cast<long long>(end));
+}
+
+void ModelSession::eval(std::span<const int32_t> tokens, int32_t pos, models::LogitsWanted want,
+                        std::vector<float>& logits, int seq) {
+  reserve(seq, pos, static_cast<int64_t>(pos) + static_cast<int64_t>(tokens.size()));
   batch_.seqs.resize(1);
   models::SeqSlice& s = batch_.seqs[0];
   s.tokens = tokens;
   s.pos0 = pos;
-  for (int32_t g = 0; g < kv_->n_groups(); ++g) s.block_tables[g] = seq_->table(g);
+  for (int32_t g = 0; g < kv_->n_groups(); ++g) s.block_tables[g] = seqs_[seq]->table(g);
   s.logits = want;
+  logits.resize(static_cast<size_t>(batch_.n_logit_rows()) * model_->spec().n_vocab);
+  model_->forward(batch_, *kv_, logits.data());
+}
+
+void ModelSession::eval_each(std::span<const int32_t> tokens, int32_t pos, std::vector<float>& logits) {
+  if (tokens.size() != seqs_.size()) fail("eval_each: %zu tokens for %zu sequences", tokens.size(), seqs_.size());
+  batch_.seqs.resize(seqs_.size());
+  for (size_t i = 0; i < seqs_.size(); ++i) {
+    reserve(static_cast<int>(i), pos, static_cast<int64_t>(pos) + 1);
+    models::SeqSlice& s = batch_.seqs[i];
+    s.tokens = tokens.subspan(i, 1);
+    s.pos0 = pos;
+    for (int32_t g = 0; g < kv_->n_groups(); ++g) s.block_tables[g] = seqs_[i]->table(g);
+    s.logits = models::LogitsWanted::kLast;
+  }
   logits.resize(static_cast<size_t>(batch_.n_logit_rows()) * model_->spec().n_vocab);
   model_->forward(batch_, *kv_, logits.data());
 }
@@ -53,6 +72,8 @@ void ModelSession::print_summary() const {
                kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size(), load_ms_);
 }
 
-void ModelSession::reset() { seq_->clear(); }
+void ModelSession::reset() {
+  for (auto& s : seqs_) s->clear();
+}
 
 }  // namespace sluice::app

@@ -22,6 +22,7 @@ struct SessionOptions {
   std::string kv_type = "f32";
   std::string lm_head = "packed";   // packed | int8 | q4_0 (models::LmHeadFormat)
   int block_tokens = 16;
+  int n_seqs = 1;           // sequences with their own KV (sluice bench --batch)
 };
 
 class ModelSession {
@@ -37,20 +38,25 @@ class ModelSession {
   int threads() const { return pool_->size(); }
   void print_summary() const;   // memory and threads, to stderr
 
-  // Feeds tokens at positions pos .. pos + n - 1 of the one sequence; writes the logits
-  // asked for (n rows for kAll, 1 for kLast) to `logits`. Throws when the context is full.
-  void eval(std::span<const int32_t> tokens, int32_t pos, models::LogitsWanted want, std::vector<float>& logits);
-  void reset();   // forget the sequence (frees its KV blocks)
-  // Whether the sequence can continue from position `pos` (<= what was evaluated) reusing
-  // its cached K/V for [0, pos); false when needed blocks already left the window.
-  bool can_resume_at(int32_t pos) const { return seq_->can_resume_at(pos); }
+  // Feeds tokens at positions pos .. pos + n - 1 of sequence `seq`; writes the logits asked
+  // for (n rows for kAll, 1 for kLast) to `logits`. Throws when the context is full.
+  void eval(std::span<const int32_t> tokens, int32_t pos, models::LogitsWanted want, std::vector<float>& logits,
+            int seq = 0);
+  // One step decoding tokens[i] at position pos of every sequence i (tokens.size() ==
+  // n_seqs): a batched decode. logits gets one row per sequence.
+  void eval_each(std::span<const int32_t> tokens, int32_t pos, std::vector<float>& logits);
+  void reset();   // forget every sequence (frees their KV blocks)
+  // Whether sequence 0 can continue from position `pos` (<= what was evaluated) reusing its
+  // cached K/V for [0, pos); false when needed blocks already left the window.
+  bool can_resume_at(int32_t pos) const { return seqs_[0]->can_resume_at(pos); }
 
  private:
   std::unique_ptr<gguf::GgufFile> file_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<KvCache> kv_;
-  std::unique_ptr<SequenceKv> seq_;
+  std::vector<std::unique_ptr<SequenceKv>> seqs_;
+  void reserve(int seq, int32_t pos, int64_t end);
   models::ForwardBatch batch_;   // reused: a decode step allocates nothing
   int ctx_size_;
   double load_ms_ = 0;
