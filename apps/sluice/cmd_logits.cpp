@@ -58,6 +58,7 @@ void add_session_options(CLI::App* cmd, SessionOptions& o) {
 CommandFn add_logits_command(CLI::App& app) {
   auto args = std::make_shared<LogitsArgs>();
   CLI::App* cmd = app.add_subcommand("logits", "write the logits of every position of a token sequence");
+  args->session.kv_type = "f32";   // a measuring tool: exact K/V unless asked otherwise
   add_session_options(cmd, args->session);
   auto* ids_opt = cmd->add_option("--ids", args->ids, "comma-separated token ids");
   auto* text_opt = cmd->add_option("-f,--file", args->text_file, "or: a text file, tokenized with the model's tokenizer (BOS first)");

@@ -19,7 +19,7 @@ struct SessionOptions {
   std::string model_path;
   int threads = 0;          // 0: ThreadPool::default_threads()
   int ctx_size = 4096;      // positions one sequence may use
-  std::string kv_type = "f32";
+  std::string kv_type = "f16";   // half of f32's memory and bandwidth; llama.cpp's default too
   std::string lm_head = "packed";   // packed | int8 | q4_0 (models::LmHeadFormat)
   int block_tokens = 16;
   int n_seqs = 1;           // sequences with their own KV (sluice bench --batch)
