@@ -4,8 +4,12 @@
 //   (SIGTERM/SIGINT: stop the engine, then the HTTP server, then exit 0).
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <memory>
 #include <pthread.h>
 #include <thread>
@@ -57,6 +61,29 @@ uint64_t parse_bytes(const std::string& s) {
 }
 
 }  // namespace
+
+// glibc keeps freed small blocks in a cache per thread (tcache) and gives each thread its own
+// arena; malloc_trim, which the engine calls when it goes idle, can return neither. With ~30
+// HTTP threads each doing JSON work, a server's anonymous memory crept up for hundreds of
+// requests after warm-up (measured on the tiny model: +26% over 1000 requests, flattening
+// only slowly) although nothing leaks. With the tcache off and one arena it stays flat
+// (±1.5% over 1000 requests). Those are start-up tunables only, hence one re-execution with
+// them set in the environment; the server's hot path (the engine step) does not allocate.
+void tune_malloc_for_server(char** argv) {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
+  if (std::getenv("SLUICE_MALLOC_TUNED") != nullptr) return;
+  std::string tunables = "glibc.malloc.tcache_count=0";
+  if (const char* t = std::getenv("GLIBC_TUNABLES"); t != nullptr && *t != '\0') tunables = std::string(t) + ":" + tunables;
+  setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
+  setenv("MALLOC_ARENA_MAX", "1", 1);
+  setenv("SLUICE_MALLOC_TUNED", "1", 1);
+  execv("/proc/self/exe", argv);
+  // Could not re-execute (no /proc?): serve anyway, with the default allocator settings.
+  unsetenv("SLUICE_MALLOC_TUNED");
+#else
+  (void)argv;
+#endif
+}
 
 CommandFn add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();

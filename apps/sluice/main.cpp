@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   commands["serve"] = sluice::app::add_serve_command(app);
 
   CLI11_PARSE(app, argc, argv);
+  if (app.got_subcommand("serve")) sluice::app::tune_malloc_for_server(argv);
   try {
     for (auto& [name, fn] : commands)
       if (app.got_subcommand(name)) return fn();
