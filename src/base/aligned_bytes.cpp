@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -14,8 +15,34 @@ constexpr uint64_t kHugePage = uint64_t{1} << 21;
 }  // namespace
 
 void AlignedFree::operator()(uint8_t* p) const {
+  if (borrowed) return;
   if (mapped) munmap(map_base, mapped);
   else std::free(p);
+}
+
+AlignedBytes AlignedBytes::borrowed(uint8_t* p, uint64_t bytes) {
+  AlignedBytes a;
+  AlignedFree f;
+  f.borrowed = true;
+  a.p = std::unique_ptr<uint8_t[], AlignedFree>(p, f);
+  a.size = bytes;
+  return a;
+}
+
+uint8_t* ByteArena::take(uint64_t bytes) {
+  const uint64_t n = (bytes + 63) / 64 * 64;
+  if (n > left_) {
+    // A new chunk (or one of its own for a buffer larger than a chunk); the rest of the old
+    // chunk stays unused and, never touched, costs no memory.
+    chunks_.push_back(AlignedBytes::alloc(std::max(n, chunk_bytes_)));
+    next_ = chunks_.back().data();
+    left_ = chunks_.back().size;
+  }
+  uint8_t* p = next_;
+  next_ += n;
+  left_ -= n;
+  used_ += n;
+  return p;
 }
 
 AlignedBytes AlignedBytes::alloc(uint64_t bytes) {

@@ -21,7 +21,7 @@ uint8_t* ActScratch::get(int fmt, uint64_t bytes) {
   return b.data();
 }
 
-Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string name, bool wide_q6_k) {
+Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string name, bool wide_q6_k, ByteArena* arena) {
   Linear l;
   l.name_ = std::move(name);
   if (parts.empty()) return l;
@@ -57,7 +57,7 @@ Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string n
         p.rows += parts[j].rows;
       }
       p.packed = pack_alloc(first.type, p.rows, l.cols_,
-                            wide_q6_k && first.type == DType::Q6_K ? PackedFormat::kQ6_K8 : PackedFormat::kNone);
+                            wide_q6_k && first.type == DType::Q6_K ? PackedFormat::kQ6_K8 : PackedFormat::kNone, arena);
       PackedMatrix& pm = p.packed;
       pool.run([&](int ith, int nth) {
         int64_t g0, g1;

@@ -49,7 +49,9 @@ class Linear {
   Linear() = default;
   // Repacks `parts` (all with the same cols) using the pool. `name` is for messages/profiles.
   // `wide_q6_k`: Q6_K parts get the byte-code layout (PackedFormat::kQ6_K8) instead.
-  static Linear build(std::span<const Mat> parts, ThreadPool& pool, std::string name, bool wide_q6_k = false);
+  // `arena`: where the repacked bytes go (it must outlive the Linear); default: their own.
+  static Linear build(std::span<const Mat> parts, ThreadPool& pool, std::string name, bool wide_q6_k = false,
+                      ByteArena* arena = nullptr);
 
   bool empty() const { return rows_ == 0; }
   int64_t rows() const { return rows_; }

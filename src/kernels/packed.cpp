@@ -65,7 +65,7 @@ ActFormat packed_act_format(PackedFormat f) {
   }
 }
 
-PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols, PackedFormat format) {
+PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols, PackedFormat format, ByteArena* arena) {
   PackedMatrix m;
   m.format = packed_format(t);
   if (m.format == PackedFormat::kNone) fail("no packed layout for type %s", std::string(dtype_name(t)).c_str());
@@ -86,7 +86,8 @@ PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols, PackedFormat format
   m.group_bytes = static_cast<uint64_t>(cols / be * packed_block_bytes(m.format));
   m.group_bytes = (m.group_bytes + 63) / 64 * 64;
   m.file_bytes = dtype_row_bytes(t, static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
-  m.data = AlignedBytes::alloc(m.group_bytes * static_cast<uint64_t>(m.groups));
+  const uint64_t bytes = m.group_bytes * static_cast<uint64_t>(m.groups);
+  m.data = arena ? AlignedBytes::borrowed(arena->take(bytes), bytes) : AlignedBytes::alloc(bytes);
   return m;
 }
 

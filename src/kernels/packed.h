@@ -57,6 +57,7 @@ enum class ActFormat : uint8_t { kF32, kA8_32, kA8_256 };
 ActFormat packed_act_format(PackedFormat f);
 
 using sluice::AlignedBytes;
+using sluice::ByteArena;
 
 // One repacked matrix: `rows` outputs of `cols` inputs in groups of 16.
 struct PackedMatrix {
@@ -81,7 +82,9 @@ struct PackSource {
 // [first_group, last_group) from the sources stacked in order (their rows sum to m.rows), so a
 // repack can be split over threads by groups.
 // `format` kNone: packed_format(t); the only other choice is kQ6_K8 for Q6_K.
-PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols, PackedFormat format = PackedFormat::kNone);
+// With an arena the bytes are carved from it (and live as long as it does).
+PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols, PackedFormat format = PackedFormat::kNone,
+                        ByteArena* arena = nullptr);
 void pack_groups(PackedMatrix& m, const PackSource* sources, int n_sources, int64_t first_group, int64_t last_group);
 inline void pack_groups(PackedMatrix& m, const uint8_t* src, uint64_t src_row_bytes, int64_t first_group, int64_t last_group) {
   const PackSource s{src, src_row_bytes, m.rows};

@@ -130,6 +130,9 @@ class GemmaModel final : public Model {
   ThreadPool& pool_;
   const kernels::CpuKernels& isa_;
   const kernels::RowOps ops_;
+  // Every repacked matrix, in the order a step reads them, in huge-page-backed chunks (the
+  // Linears below borrow from it, so it is declared first and destroyed last).
+  ByteArena arena_;
   std::vector<LayerOps> layer_ops_;
   Linear lm_head_, ple_model_proj_;
   std::vector<RopeConfig> ropes_;
@@ -170,22 +173,22 @@ GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const k
     LayerOps ops;
     if (spec_.layers[il].has_kv) {
       const Mat qkv[3] = {lw.wq, lw.wk, lw.wv};
-      ops.qkv = Linear::build(qkv, pool_, p + "attn_qkv");
+      ops.qkv = Linear::build(qkv, pool_, p + "attn_qkv", false, &arena_);
     } else {
-      ops.qkv = Linear::build({&lw.wq, 1}, pool_, p + "attn_q");
+      ops.qkv = Linear::build({&lw.wq, 1}, pool_, p + "attn_q", false, &arena_);
     }
-    ops.o = Linear::build({&lw.wo, 1}, pool_, p + "attn_output");
+    ops.o = Linear::build({&lw.wo, 1}, pool_, p + "attn_output", false, &arena_);
     const Mat gu[2] = {lw.gate, lw.up};
-    ops.gate_up = Linear::build(gu, pool_, p + "ffn_gate_up");
-    ops.down = Linear::build({&lw.down, 1}, pool_, p + "ffn_down");
+    ops.gate_up = Linear::build(gu, pool_, p + "ffn_gate_up", false, &arena_);
+    ops.down = Linear::build({&lw.down, 1}, pool_, p + "ffn_down", false, &arena_);
     if (spec_.ple_dim > 0) {
-      ops.inp_gate = Linear::build({&lw.inp_gate, 1}, pool_, p + "inp_gate");
-      ops.proj = Linear::build({&lw.proj, 1}, pool_, p + "proj");
+      ops.inp_gate = Linear::build({&lw.inp_gate, 1}, pool_, p + "inp_gate", false, &arena_);
+      ops.proj = Linear::build({&lw.proj, 1}, pool_, p + "proj", false, &arena_);
     }
     layer_ops_.push_back(std::move(ops));
   }
   lm_head_ = build_lm_head(lm_head);
-  if (spec_.ple_dim > 0) ple_model_proj_ = Linear::build({&w_.ple_model_proj, 1}, pool_, "per_layer_model_proj");
+  if (spec_.ple_dim > 0) ple_model_proj_ = Linear::build({&w_.ple_model_proj, 1}, pool_, "per_layer_model_proj", false, &arena_);
 
   // RoPE configurations and their inverse frequencies.
   for (const LayerSpec& ls : spec_.layers) {
@@ -218,8 +221,8 @@ GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const k
 Linear GemmaModel::build_lm_head(LmHeadFormat f) {
   const Mat& m = w_.lm_head;
   if (f == LmHeadFormat::kPacked || (f == LmHeadFormat::kQ4_0 && m.type == DType::Q4_0))
-    return Linear::build({&m, 1}, pool_, "lm_head");
-  if (f == LmHeadFormat::kInt8) return Linear::build({&m, 1}, pool_, "lm_head", /*wide_q6_k=*/true);
+    return Linear::build({&m, 1}, pool_, "lm_head", false, &arena_);
+  if (f == LmHeadFormat::kInt8) return Linear::build({&m, 1}, pool_, "lm_head", /*wide_q6_k=*/true, &arena_);
   // Q4_0: every row decoded and requantized (ggml's reference quantizer), then packed.
   if (m.cols % 32 != 0) fail("--lm-head q4_0: rows of %lld columns are not a multiple of 32", static_cast<long long>(m.cols));
   const uint64_t rb = dtype_row_bytes(DType::Q4_0, static_cast<uint64_t>(m.cols));
@@ -236,7 +239,7 @@ Linear GemmaModel::build_lm_head(LmHeadFormat f) {
     }
   });
   const Mat mq{"lm_head (q4_0 requantized)", DType::Q4_0, q.data(), m.cols, m.rows, rb};
-  return Linear::build({&mq, 1}, pool_, "lm_head");
+  return Linear::build({&mq, 1}, pool_, "lm_head", false, &arena_);
 }
 
 std::vector<std::string> GemmaModel::describe_weights() const {
