@@ -1,5 +1,11 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "base/aligned_bytes.h"
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -99,10 +105,54 @@ TEST(MmapFile, MapsAndReportsErrors) {
 TEST(CpuFeatures, AreConsistent) {
   const CpuFeatures& f = cpu_features();
   // The AVX-512 subsets require the foundation; AVX-512 machines always have AVX2.
-  if (f.avx512bw || f.avx512vl || f.avx512vnni || f.avx512bf16) EXPECT_TRUE(f.avx512f);
-  if (f.avx512f) EXPECT_TRUE(f.avx2);
+  if (f.avx512bw || f.avx512vl || f.avx512vnni || f.avx512bf16) {
+    EXPECT_TRUE(f.avx512f);
+  }
+  if (f.avx512f) {
+    EXPECT_TRUE(f.avx2);
+  }
   EXPECT_FALSE(cpu_features_string().empty());
   std::printf("cpu features: %s\n", cpu_features_string().c_str());
+}
+
+}  // namespace
+}  // namespace sluice
+
+namespace sluice {
+namespace {
+
+TEST(AlignedBytes, ZeroedAlignedAndHugePageSized) {
+  for (uint64_t n : {uint64_t{1}, uint64_t{100}, uint64_t{3} << 20}) {
+    AlignedBytes a = AlignedBytes::alloc(n);
+    ASSERT_NE(a.data(), nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % 64, 0u);
+    if (n >= (uint64_t{2} << 20)) {
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % (uint64_t{2} << 20), 0u);
+    }
+    for (uint64_t i = 0; i < n; i += 4093) EXPECT_EQ(a.data()[i], 0);
+    a.data()[n - 1] = 7;   // writable to the end
+  }
+}
+
+TEST(ByteArena, CarvesAlignedDisjointZeroedBuffersAcrossChunks) {
+  ByteArena arena(uint64_t{1} << 20);   // small chunks: force several
+  std::vector<std::pair<uint8_t*, uint64_t>> got;
+  for (uint64_t n : {uint64_t{10}, uint64_t{64}, uint64_t{700000}, uint64_t{500000}, uint64_t{3} << 20, uint64_t{65}}) {
+    uint8_t* p = arena.take(n);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+    for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(p[i], 0) << n;
+    std::memset(p, 0xAB, n);
+    got.push_back({p, n});
+  }
+  for (size_t i = 0; i < got.size(); ++i)
+    for (size_t j = i + 1; j < got.size(); ++j) {
+      const bool apart = got[i].first + got[i].second <= got[j].first || got[j].first + got[j].second <= got[i].first;
+      EXPECT_TRUE(apart) << i << " overlaps " << j;
+    }
+  EXPECT_GE(arena.used(), (uint64_t{3} << 20) + 1200000);
+  // A borrowed view releases nothing: the arena still owns the bytes.
+  { AlignedBytes v = AlignedBytes::borrowed(got[0].first, got[0].second); }
+  EXPECT_EQ(got[0].first[0], 0xAB);
 }
 
 }  // namespace
