@@ -13,6 +13,7 @@ namespace sluice::kernels {
 
 namespace {
 constexpr int kGenericSlot = 3;   // ActScratch slot of the generic path's activation rows
+constexpr int kGluSlot = 4;       // ActScratch slot of run_glu's gate|up outputs
 }
 
 uint8_t* ActScratch::get(int fmt, uint64_t bytes) {
@@ -91,12 +92,18 @@ std::string Linear::describe() const {
   return strfmt("%s: %lld -> %lld, ", name_.c_str(), static_cast<long long>(cols_), static_cast<long long>(rows_)) + s;
 }
 
-void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch, const CpuKernels* isa) const {
-  if (m <= 0 || parts_.empty()) return;
-  const CpuKernels& k = isa ? *isa : cpu_kernels();
+// The activation rows of one call, per thread (private copies for decode, see drive()).
+struct Linear::Acts {
+  ActRows rows[3];
+  uint8_t* generic = nullptr;
+  uint64_t generic_stride = 0;
+};
+
+template <class Body>
+void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scratch, const CpuKernels& k, Body&& body) const {
   // The activation rows each format needs; f32 is x itself.
-  ActRows acts[3];
-  acts[static_cast<int>(ActFormat::kF32)] =
+  Acts acts;
+  acts.rows[static_cast<int>(ActFormat::kF32)] =
       ActRows{ActFormat::kF32, reinterpret_cast<const uint8_t*>(x), 4 * static_cast<uint64_t>(cols_), cols_};
   bool quantize[3] = {false, false, false};
   // Fewer rows than threads (decode): every thread quantizes all rows into its own copy — no
@@ -117,25 +124,22 @@ void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScrat
     quantize[fi] = true;
     const uint64_t stride = act_row_stride(f, cols_);
     copy_bytes[fi] = stride * static_cast<uint64_t>(m);
-    acts[fi] = ActRows{f, scratch.get(fi, copy_bytes[fi] * (private_copies ? nth_all : 1)), stride, cols_};
+    acts.rows[fi] = ActRows{f, scratch.get(fi, copy_bytes[fi] * (private_copies ? nth_all : 1)), stride, cols_};
   }
-  uint8_t* generic_act = nullptr;
-  uint64_t generic_stride = 0;
   if (generic) {
-    generic_stride = (act_row_bytes(generic->raw.type, cols_) + 63) / 64 * 64;
-    copy_bytes[kGenericSlot] = generic_stride * static_cast<uint64_t>(m);
-    generic_act = scratch.get(kGenericSlot, copy_bytes[kGenericSlot] * (private_copies ? nth_all : 1));
+    acts.generic_stride = (act_row_bytes(generic->raw.type, cols_) + 63) / 64 * 64;
+    copy_bytes[kGenericSlot] = acts.generic_stride * static_cast<uint64_t>(m);
+    acts.generic = scratch.get(kGenericSlot, copy_bytes[kGenericSlot] * (private_copies ? nth_all : 1));
   }
   const bool any_quant = quantize[1] || quantize[2] || generic;
 
   WorkSplit& split = scratch.split();
   split.reset(units_, nth_all);
   pool.run([&](int ith, int nth) {
-    ActRows my[3] = {acts[0], acts[1], acts[2]};
-    uint8_t* my_generic = generic_act;
+    Acts my = acts;
     if (private_copies) {
-      for (int fi = 1; fi < 3; ++fi) my[fi].base += copy_bytes[fi] * static_cast<uint64_t>(ith);
-      if (generic) my_generic += copy_bytes[kGenericSlot] * static_cast<uint64_t>(ith);
+      for (int fi = 1; fi < 3; ++fi) my.rows[fi].base += copy_bytes[fi] * static_cast<uint64_t>(ith);
+      if (generic) my.generic += copy_bytes[kGenericSlot] * static_cast<uint64_t>(ith);
     }
     if (any_quant) {
       int64_t r0 = 0, r1 = m;
@@ -144,34 +148,134 @@ void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScrat
         const float* xr = x + r * cols_;
         for (int fi = 1; fi < 3; ++fi)
           if (quantize[fi])
-            cpu_quantize_act(k, static_cast<ActFormat>(fi), xr, cols_, const_cast<uint8_t*>(my[fi].base) + r * my[fi].stride);
-        if (generic) quantize_act_row(generic->raw.type, xr, my_generic + r * generic_stride, cols_);
+            cpu_quantize_act(k, static_cast<ActFormat>(fi), xr, cols_, const_cast<uint8_t*>(my.rows[fi].base) + r * my.rows[fi].stride);
+        if (generic) quantize_act_row(generic->raw.type, xr, my.generic + r * my.generic_stride, cols_);
       }
       if (!private_copies) pool.barrier();
     }
     int64_t b, e;
-    while (split.next(ith, &b, &e)) {
-      for (const Part& p : parts_) {
-        const int64_t u0 = std::max(b, p.unit0) - p.unit0, u1 = std::min(e, p.unit0 + p.units) - p.unit0;
-        if (u0 >= u1) continue;
-        if (p.packed.format != PackedFormat::kNone) {
-          GemmArgs a;
-          a.format = p.packed.format;
-          a.w = p.packed.data.data();
-          a.group_bytes = p.packed.group_bytes;
-          a.k = cols_;
-          a.rows = p.rows;
-          a.a = my[static_cast<int>(packed_act_format(p.packed.format))];
-          a.m = m;
-          a.y = y + p.row0;
-          a.ldy = rows_;
-          cpu_gemm(k, p.packed.format)(a, u0, u1);
-        } else {
-          for (int64_t r = u0; r < u1; ++r)
-            for (int64_t i = 0; i < m; ++i)
-              y[i * rows_ + p.row0 + r] = cpu_dot(k, p.raw.type, p.raw.row(r), my_generic + i * generic_stride, cols_);
-        }
-      }
+    while (split.next(ith, &b, &e)) body(ith, my, b, e);
+  });
+}
+
+// Output rows [u0, u1) (row groups, or rows for a generic part) of part p into y (ldy floats
+// per activation row; y points at the part's first output row).
+void Linear::compute(const CpuKernels& k, const Part& p, const Acts& my, int64_t m, int64_t u0, int64_t u1, float* y,
+                     int64_t ldy) const {
+  if (p.packed.format != PackedFormat::kNone) {
+    GemmArgs a;
+    a.format = p.packed.format;
+    a.w = p.packed.data.data();
+    a.group_bytes = p.packed.group_bytes;
+    a.k = cols_;
+    a.rows = p.rows;
+    a.a = my.rows[static_cast<int>(packed_act_format(p.packed.format))];
+    a.m = m;
+    a.y = y;
+    a.ldy = ldy;
+    cpu_gemm(k, p.packed.format)(a, u0, u1);
+  } else {
+    for (int64_t r = u0; r < u1; ++r)
+      for (int64_t i = 0; i < m; ++i)
+        y[i * ldy + r] = cpu_dot(k, p.raw.type, p.raw.row(r), my.generic + i * my.generic_stride, cols_);
+  }
+}
+
+void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch, const CpuKernels* isa) const {
+  if (m <= 0 || parts_.empty()) return;
+  if (glu_) fail("%s: a fused gate|up matrix runs through run_glu", name_.c_str());
+  const CpuKernels& k = isa ? *isa : cpu_kernels();
+  drive(pool, x, m, scratch, k, [&](int, const Acts& my, int64_t b, int64_t e) {
+    for (const Part& p : parts_) {
+      const int64_t u0 = std::max(b, p.unit0) - p.unit0, u1 = std::min(e, p.unit0 + p.units) - p.unit0;
+      if (u0 < u1) compute(k, p, my, m, u0, u1, y + p.row0, rows_);
+    }
+  });
+}
+
+Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::string name, ByteArena* arena) {
+  if (gate.type != up.type || gate.rows != up.rows || gate.cols != up.cols)
+    fail("cannot fuse '%s' [%lld, %lld] (%s) with '%s' [%lld, %lld] (%s)", gate.name.c_str(),
+         static_cast<long long>(gate.cols), static_cast<long long>(gate.rows), std::string(dtype_name(gate.type)).c_str(),
+         up.name.c_str(), static_cast<long long>(up.cols), static_cast<long long>(up.rows),
+         std::string(dtype_name(up.type)).c_str());
+  const PackedFormat f = packed_format(gate.type);
+  if (f == PackedFormat::kNone || gate.cols % packed_block_elems(f) != 0 || gate.rows % kGroupRows != 0) {
+    // No packed layout to interleave: the plain [gate | up] matmul, GELU as a second pass.
+    const Mat parts[2] = {gate, up};
+    Linear l = build(parts, pool, std::move(name), false, arena);
+    l.glu_ff_ = gate.rows;
+    return l;
+  }
+  // Row groups alternate gate, up: group 2j = gate rows [16j, 16j+16), group 2j+1 = up's.
+  std::vector<PackSource> src;
+  for (int64_t r = 0; r < gate.rows; r += kGroupRows) {
+    src.push_back({gate.data + static_cast<uint64_t>(r) * gate.row_bytes, gate.row_bytes, kGroupRows});
+    src.push_back({up.data + static_cast<uint64_t>(r) * up.row_bytes, up.row_bytes, kGroupRows});
+  }
+  Linear l;
+  l.name_ = std::move(name);
+  l.cols_ = gate.cols;
+  l.rows_ = 2 * gate.rows;
+  l.glu_ = true;
+  l.glu_ff_ = gate.rows;
+  Part p;
+  p.rows = l.rows_;
+  p.packed = pack_alloc(gate.type, p.rows, l.cols_, PackedFormat::kNone, arena);
+  PackedMatrix& pm = p.packed;
+  pool.run([&](int ith, int nth) {
+    int64_t g0, g1;
+    split_range(pm.groups, ith, nth, &g0, &g1);
+    pack_groups(pm, src.data(), static_cast<int>(src.size()), g0, g1);
+  });
+  p.bytes = pm.group_bytes * static_cast<uint64_t>(pm.groups);
+  p.units = pm.groups / 2;   // a unit is a (gate, up) pair of groups
+  l.units_ = p.units;
+  l.file_bytes_ = pm.file_bytes;
+  l.stream_bytes_ = p.bytes;
+  l.parts_.push_back(std::move(p));
+  return l;
+}
+
+void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, ActScratch& scratch,
+                     const CpuKernels* isa) const {
+  if (m <= 0 || parts_.empty()) return;
+  const CpuKernels& k = isa ? *isa : cpu_kernels();
+  const auto gelu_mul = merged_ops(k).gelu_mul;
+  const int64_t ff = glu_ff_;
+  if (!glu_) {
+    // [gate | up] rows, then out = gelu(gate)·up per row, over the same threads.
+    float* gu = reinterpret_cast<float*>(scratch.get(kGluSlot, 4 * static_cast<uint64_t>(m * rows_)));
+    run(pool, x, m, gu, scratch, isa);
+    pool.run([&](int ith, int nth) {
+      int64_t r0, r1;
+      split_range(m, ith, nth, &r0, &r1);
+      for (int64_t r = r0; r < r1; ++r) gelu_mul(gu + r * rows_, gu + r * rows_ + ff, act + r * ff, ff);
+    });
+    return;
+  }
+  // Each unit's 32 output rows land in a small per-thread buffer; the GELU product of its 16
+  // gate and 16 up rows goes straight to `act` while they are in L1.
+  const uint64_t tmp_floats = 2 * kGroupRows * static_cast<uint64_t>(m);
+  float* tmp_all = reinterpret_cast<float*>(scratch.get(kGluSlot, 4 * tmp_floats * static_cast<uint64_t>(pool.size())));
+  const Part& p = parts_[0];
+  const GemmKernel gemm = cpu_gemm(k, p.packed.format);
+  drive(pool, x, m, scratch, k, [&](int ith, const Acts& my, int64_t b, int64_t e) {
+    float* tmp = tmp_all + tmp_floats * static_cast<uint64_t>(ith);
+    GemmArgs a;   // the unit's two groups as a 32-row matrix of their own
+    a.format = p.packed.format;
+    a.group_bytes = p.packed.group_bytes;
+    a.k = cols_;
+    a.rows = 2 * kGroupRows;
+    a.a = my.rows[static_cast<int>(packed_act_format(p.packed.format))];
+    a.m = m;
+    a.y = tmp;
+    a.ldy = 2 * kGroupRows;
+    for (int64_t u = b; u < e; ++u) {
+      a.w = p.packed.data.data() + static_cast<uint64_t>(2 * u) * p.packed.group_bytes;
+      gemm(a, 0, 2);
+      for (int64_t i = 0; i < m; ++i)
+        gelu_mul(tmp + i * 2 * kGroupRows, tmp + i * 2 * kGroupRows + kGroupRows, act + i * ff + u * kGroupRows, kGroupRows);
     }
   });
 }

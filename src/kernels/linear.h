@@ -40,7 +40,7 @@ class ActScratch {
   WorkSplit& split() { return split_; }
 
  private:
-  AlignedBytes buf_[4];
+  AlignedBytes buf_[5];
   WorkSplit split_;
 };
 
@@ -67,6 +67,15 @@ class Linear {
   void run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch,
            const CpuKernels* isa = nullptr) const;
 
+  // A gated FFN's gate and up projections as one matmul whose row groups alternate (16 gate
+  // rows, the same 16 up rows), so the GELU product is taken as soon as a pair is computed:
+  // act[m × ff] = gelu_tanh(x·Wgateᵀ) ⊙ (x·Wupᵀ). Bit-identical to the two matmuls followed by
+  // the row op. (Types without a packed layout: the plain fused matmul, then a GELU pass.)
+  static Linear build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::string name,
+                          ByteArena* arena = nullptr);
+  void run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, ActScratch& scratch,
+               const CpuKernels* isa = nullptr) const;
+
  private:
   struct Part {
     int64_t row0 = 0;        // first output row
@@ -76,8 +85,16 @@ class Linear {
     uint64_t bytes = 0;      // weight bytes streamed
     int64_t unit0 = 0, units = 0;   // its row groups (rows) in the call's numbering
   };
+  struct Acts;
+  template <class Body>
+  void drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scratch, const CpuKernels& k, Body&& body) const;
+  void compute(const CpuKernels& k, const Part& p, const Acts& my, int64_t m, int64_t u0, int64_t u1, float* y,
+               int64_t ldy) const;
+
   std::vector<Part> parts_;
   int64_t units_ = 0;
+  bool glu_ = false;        // build_glu with interleaved groups
+  int64_t glu_ff_ = 0;      // build_glu: rows of gate (= of up)
   int64_t rows_ = 0, cols_ = 0;
   uint64_t stream_bytes_ = 0, file_bytes_ = 0;
   std::string name_;

@@ -148,7 +148,7 @@ class GemmaModel final : public Model {
   std::vector<int32_t> tok_;
   std::vector<TokenRef> ref_;
   std::vector<int64_t> out_rows_;   // tokens whose logits the batch wants, in slice order
-  std::vector<float> x_, xn_, qkv_, o_, att_, gu_, act_, ple_, pg_, rope_cs_, ple_row_;
+  std::vector<float> x_, xn_, qkv_, o_, att_, act_, ple_, pg_, rope_cs_, ple_row_;
   std::vector<float> attn_scratch_;   // one attn_scratch_floats() area per thread
   void reserve_attention_states(const KvCache& kv);
   std::vector<int64_t> attn_first_;   // decode attention: first chunk state of each (token, KV head)
@@ -178,8 +178,7 @@ GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const k
       ops.qkv = Linear::build({&lw.wq, 1}, pool_, p + "attn_q", false, &arena_);
     }
     ops.o = Linear::build({&lw.wo, 1}, pool_, p + "attn_output", false, &arena_);
-    const Mat gu[2] = {lw.gate, lw.up};
-    ops.gate_up = Linear::build(gu, pool_, p + "ffn_gate_up", false, &arena_);
+    ops.gate_up = Linear::build_glu(lw.gate, lw.up, pool_, p + "ffn_gate_up", &arena_);
     ops.down = Linear::build({&lw.down, 1}, pool_, p + "ffn_down", false, &arena_);
     if (spec_.ple_dim > 0) {
       ops.inp_gate = Linear::build({&lw.inp_gate, 1}, pool_, p + "inp_gate", false, &arena_);
@@ -562,13 +561,11 @@ void GemmaModel::ffn(int il) {
   const GemmaLayerWeights& lw = w_.layers[il];
   const LayerOps& lo = layer_ops_[il];
   const int64_t d = spec_.n_embd, ff = spec_.layers[il].n_ff;
-  grow(gu_, static_cast<size_t>(T_ * 2 * ff));
-  matmul(lo.gate_up, xn_.data(), T_, gu_.data(), OpClass::kFfnGateUp);
+  // act = gelu_tanh(gate) ⊙ up, taken inside the fused gate|up matmul (kernels/linear.h).
   grow(act_, static_cast<size_t>(T_ * ff));
-  spans(T_, ff, [&](int64_t t, int64_t i0, int64_t i1) {
-    ops_.gelu_mul(&gu_[t * 2 * ff + i0], &gu_[t * 2 * ff + ff + i0], &act_[t * ff + i0], i1 - i0);
-  });
-  mark(OpClass::kOther);
+  lo.gate_up.run_glu(pool_, xn_.data(), T_, act_.data(), scratch_, &isa_);
+  if (profile_) profile_->bytes[static_cast<int>(OpClass::kFfnGateUp)] += lo.gate_up.stream_bytes();
+  mark(OpClass::kFfnGateUp);
   matmul(lo.down, act_.data(), T_, att_.data(), OpClass::kFfnDown);
   if (spec_.ple_dim > 0) {
     rows(T_, d * 2, [&](int64_t t) { ops_.add_rms_norm(&x_[t * d], &att_[t * d], lw.post_ffw_norm.data(), d, spec_.eps); });
