@@ -14,7 +14,20 @@ namespace sluice::kernels {
 namespace {
 constexpr int kGenericSlot = 3;   // ActScratch slot of the generic path's activation rows
 constexpr int kGluSlot = 4;       // ActScratch slot of run_glu's gate|up outputs
+
+// A packed matrix of `rows` rows from the stacked sources, repacked by all threads.
+PackedMatrix pack_all(ThreadPool& pool, DType t, int64_t rows, int64_t cols, PackedFormat f,
+                      const std::vector<PackSource>& src, ByteArena* arena) {
+  PackedMatrix pm = pack_alloc(t, rows, cols, f, arena);
+  pool.run([&](int ith, int nth) {
+    int64_t g0, g1;
+    split_range(pm.groups, ith, nth, &g0, &g1);
+    pack_groups(pm, src.data(), static_cast<int>(src.size()), g0, g1);
+  });
+  return pm;
 }
+
+}  // namespace
 
 uint8_t* ActScratch::get(int fmt, uint64_t bytes) {
   AlignedBytes& b = buf_[fmt];
@@ -57,16 +70,10 @@ Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string n
         src.push_back({parts[j].data, parts[j].row_bytes, parts[j].rows});
         p.rows += parts[j].rows;
       }
-      p.packed = pack_alloc(first.type, p.rows, l.cols_,
-                            wide_q6_k && first.type == DType::Q6_K ? PackedFormat::kQ6_K8 : PackedFormat::kNone, arena);
-      PackedMatrix& pm = p.packed;
-      pool.run([&](int ith, int nth) {
-        int64_t g0, g1;
-        split_range(pm.groups, ith, nth, &g0, &g1);
-        pack_groups(pm, src.data(), static_cast<int>(src.size()), g0, g1);
-      });
-      p.bytes = pm.group_bytes * static_cast<uint64_t>(pm.groups);
-      l.file_bytes_ += pm.file_bytes;
+      p.packed = pack_all(pool, first.type, p.rows, l.cols_,
+                          wide_q6_k && first.type == DType::Q6_K ? PackedFormat::kQ6_K8 : PackedFormat::kNone, src, arena);
+      p.bytes = p.packed.group_bytes * static_cast<uint64_t>(p.packed.groups);
+      l.file_bytes_ += p.packed.file_bytes;
       i = j;
     }
     l.rows_ += p.rows;
@@ -221,17 +228,11 @@ Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::
   l.glu_ff_ = gate.rows;
   Part p;
   p.rows = l.rows_;
-  p.packed = pack_alloc(gate.type, p.rows, l.cols_, PackedFormat::kNone, arena);
-  PackedMatrix& pm = p.packed;
-  pool.run([&](int ith, int nth) {
-    int64_t g0, g1;
-    split_range(pm.groups, ith, nth, &g0, &g1);
-    pack_groups(pm, src.data(), static_cast<int>(src.size()), g0, g1);
-  });
-  p.bytes = pm.group_bytes * static_cast<uint64_t>(pm.groups);
-  p.units = pm.groups / 2;   // a unit is a (gate, up) pair of groups
+  p.packed = pack_all(pool, gate.type, p.rows, l.cols_, PackedFormat::kNone, src, arena);
+  p.bytes = p.packed.group_bytes * static_cast<uint64_t>(p.packed.groups);
+  p.units = p.packed.groups / 2;   // a unit is a (gate, up) pair of groups
   l.units_ = p.units;
-  l.file_bytes_ = pm.file_bytes;
+  l.file_bytes_ = p.packed.file_bytes;
   l.stream_bytes_ = p.bytes;
   l.parts_.push_back(std::move(p));
   return l;

@@ -32,38 +32,24 @@ inline uint32_t run_of(uint32_t left, int64_t max_run) {
 }
 }  // namespace
 
-bool WorkSplit::take_front(int r, int64_t max_run, int64_t* begin, int64_t* end) {
+bool WorkSplit::take_run(int r, bool front, int64_t max_run, int64_t* begin, int64_t* end) {
   std::atomic<uint64_t>& a = ranges_[r].v;
   uint64_t v = a.load(std::memory_order_relaxed);
   for (;;) {
     const uint32_t lo = static_cast<uint32_t>(v), hi = static_cast<uint32_t>(v >> 32);
     if (lo >= hi) return false;
     const uint32_t k = run_of(hi - lo, max_run);
-    if (a.compare_exchange_weak(v, pack(lo + k, hi), std::memory_order_relaxed)) {
-      *begin = lo;
-      *end = lo + k;
-      return true;
-    }
-  }
-}
-
-bool WorkSplit::take_back(int r, int64_t max_run, int64_t* begin, int64_t* end) {
-  std::atomic<uint64_t>& a = ranges_[r].v;
-  uint64_t v = a.load(std::memory_order_relaxed);
-  for (;;) {
-    const uint32_t lo = static_cast<uint32_t>(v), hi = static_cast<uint32_t>(v >> 32);
-    if (lo >= hi) return false;
-    const uint32_t k = run_of(hi - lo, max_run);
-    if (a.compare_exchange_weak(v, pack(lo, hi - k), std::memory_order_relaxed)) {
-      *begin = hi - k;
-      *end = hi;
+    const uint32_t b = front ? lo : hi - k;
+    if (a.compare_exchange_weak(v, front ? pack(lo + k, hi) : pack(lo, hi - k), std::memory_order_relaxed)) {
+      *begin = b;
+      *end = b + k;
       return true;
     }
   }
 }
 
 bool WorkSplit::take(int ith, int64_t max_run, int64_t* begin, int64_t* end) {
-  if (take_front(ith, max_run, begin, end)) return true;
+  if (take_run(ith, /*front=*/true, max_run, begin, end)) return true;
   for (;;) {
     // The range with the most units left (a racy look; the take itself is atomic).
     int best = -1;
@@ -77,7 +63,7 @@ bool WorkSplit::take(int ith, int64_t max_run, int64_t* begin, int64_t* end) {
       }
     }
     if (best < 0) return false;
-    if (take_back(best, max_run, begin, end)) return true;
+    if (take_run(best, /*front=*/false, max_run, begin, end)) return true;
   }
 }
 

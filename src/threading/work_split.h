@@ -41,8 +41,8 @@ class WorkSplit {
   };
   static uint64_t pack(uint32_t lo, uint32_t hi) { return lo | static_cast<uint64_t>(hi) << 32; }
   bool take(int ith, int64_t max_run, int64_t* begin, int64_t* end);   // max_run 0: no limit
-  bool take_front(int r, int64_t max_run, int64_t* begin, int64_t* end);
-  bool take_back(int r, int64_t max_run, int64_t* begin, int64_t* end);
+  // One compare-and-swap loop: a run from the front (own range) or the back (stealing) of r.
+  bool take_run(int r, bool front, int64_t max_run, int64_t* begin, int64_t* end);
 
   int max_threads_ = 0;
   int nth_ = 0;

@@ -288,25 +288,32 @@ void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
 
 // One Q6_K super-block of one group for MT rows. Wide: the Q6_K8 layout (codes already
 // bytes, 256 B per sub-block instead of 192).
+// The 16 rows × 16 codes (q + 32, 0..63) of sub-block g as four VNNI operands: c[k] holds
+// elements 4k..4k+3 of each row. Wide: the Q6_K8 layout, codes already bytes.
+template <bool Wide>
+SLUICE_INLINE void q6_codes(const uint8_t* blk, int g, __m512i c[4]) {
+  constexpr int64_t kSub = Wide ? 256 : 192;
+  const uint8_t* sub = blk + 288 + kSub * g;
+  if constexpr (Wide) {
+    for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
+  } else {
+    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+    const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
+    c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
+    c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
+    c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
+    c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+  }
+}
+
 template <int MT, bool Wide>
 SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT]) {
-  constexpr int64_t kSub = Wide ? 256 : 192;
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   __m512i sumi[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) sumi[mi] = _mm512_setzero_si512();
   for (int g = 0; g < 16; ++g) {
-    const uint8_t* sub = blk + 288 + kSub * g;
     __m512i c[4];
-    if constexpr (Wide) {
-      for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
-    } else {
-      const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
-      c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
-      c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
-      c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
-      c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
-    }
+    q6_codes<Wide>(blk, g, c);
     const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
     SLUICE_UNROLL
     for (int mi = 0; mi < MT; ++mi) {
@@ -331,13 +338,12 @@ SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
 // broadcast straight into the VPDPBUSDs.
 template <bool Wide>
 void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
-  constexpr int64_t kBytes = Wide ? 4384 : 3360, kSub = Wide ? 256 : 192;
+  constexpr int64_t kBytes = Wide ? 4384 : 3360;
   const int64_t nb = p.k / 256;
   const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const int8_t* qs = a_qs(p.a, 0);
   const float* da = a_d(p.a, 0);
   const int32_t* bsum = a_sums(p.a, 0, 256);
-  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   __m512 acc = _mm512_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kBytes;
@@ -345,17 +351,8 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
     SLUICE_UNROLL
     for (int g = 0; g < 16; ++g) {
       const int8_t* a = qs + 256 * b + 16 * g;
-      const uint8_t* sub = blk + 288 + kSub * g;
       __m512i c[4];
-      if constexpr (Wide) {
-        for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
-      } else {
-        const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
-        c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
-        c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
-        c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
-        c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
-      }
+      q6_codes<Wide>(blk, g, c);
       const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
       __m512i s0 = _mm512_dpbusd_epi32(_mm512_set1_epi32(-32 * bsum[16 * b + g]), c[0], _mm512_set1_epi32(ld_i32(a)));
       __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], _mm512_set1_epi32(ld_i32(a + 4)));
