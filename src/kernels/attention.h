@@ -5,7 +5,7 @@
 // Fixed algorithm (identical on every ISA, independent of batch, thread and prefill chunking):
 // keys are taken in chunks of kAttnChunk positions aligned to absolute multiples of it; per
 // chunk, scores s_j = scale·dot16(q, k_j) (rowops.h), m_c = max s, p_j = exp(s_j − m_c),
-// l_c = Σ_j p_j in key order, o_c = Σ_j p_j·v_j (fused multiply-adds in key order); chunks
+// l_c = sum16(p) (rowops.h: 16 lanes, then the fixed tree), o_c = Σ_j p_j·v_j (fused multiply-adds in key order); chunks
 // merge in order: m' = max(m, m_c), a = exp(m − m'), b = exp(m_c − m'), l = l·a + l_c·b,
 // o = fma(o_c, b, o·a); finally o ·= 1/l.
 //

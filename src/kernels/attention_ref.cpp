@@ -47,11 +47,8 @@ void chunk_state(const AttnArgs& a, int64_t c, float* mc, float* lc, float* oc) 
   for (int g = 0; g < gs; ++g) {
     float* sg = s + g * kAttnChunk;
     mc[g] = *std::max_element(sg, sg + n);
-    lc[g] = 0.0f;
-    for (int j = 0; j < n; ++j) {
-      sg[j] = exp_ref(sg[j] - mc[g]);
-      lc[g] = lc[g] + sg[j];
-    }
+    for (int j = 0; j < n; ++j) sg[j] = exp_ref(sg[j] - mc[g]);
+    lc[g] = sum16_ref(sg, n);
     std::fill_n(oc + g * hd, hd, 0.0f);
   }
   for (int j = 0; j < n; ++j) {

@@ -14,6 +14,18 @@ namespace {
 
 // Σ x[i]·y[i] in 16 lanes with the fixed tree (rowops.h); a tail of r < 16 elements goes to
 // lanes 0..r-1 (the SIMD sets load it masked, zeros elsewhere).
+// Σ x[i] in 16 lanes (plain adds) with the same tree.
+float sum16_ref(const float* x, int64_t n) {
+  float acc[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int l = 0; l < 16; ++l) acc[l] = acc[l] + x[i + l];
+  for (int l = 0; i < n; ++i, ++l) acc[l] = acc[l] + x[i];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) acc[l] = acc[l] + acc[l + w];
+  return acc[0];
+}
+
 float dot16_ref(const float* x, const float* y, int64_t n) {
   float acc[16] = {};
   int64_t i = 0;

@@ -21,6 +21,7 @@ namespace {
 #define SLUICE_INLINE __attribute__((always_inline)) inline
 
 inline __mmask16 tail_mask(int64_t r) { return static_cast<__mmask16>((1u << r) - 1); }
+inline __mmask16 tail_mask16(int64_t r) { return r >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(r); }
 inline __m512 ld(const float* p, int64_t n) { return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(n), p); }
 inline void st(float* p, __m512 v, int64_t n) {
   if (n >= 16) _mm512_storeu_ps(p, v);
@@ -163,6 +164,14 @@ void to_bf16_impl(const float* x, uint16_t* out, int64_t n) {
 
 // ---- attention ----
 
+// acc + v · *p (p broadcast), the broadcast folded into the instruction's memory operand:
+// the same fused multiply-add as _mm512_fmadd_ps(set1(*p), v, acc), without the separate
+// VBROADCASTSS GCC emits (one per head and key in the value tiles).
+SLUICE_INLINE __m512 fmadd_bcast(__m512 acc, __m512 v, const float* p) {
+  __asm__("vfmadd231ps %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(v), "m"(*p));
+  return acc;
+}
+
 // One K or V row as f32 (16 elements at offset i, masked tail).
 inline __m512 kv16(KvElem e, const uint8_t* row, int64_t i, int64_t n) {
   const __mmask16 m = n >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(n);
@@ -250,10 +259,8 @@ void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, co
       const uint8_t* vrow = rows[j] + a.v_off;
       __m512 v[W];
       for (int w = 0; w < W; ++w) v[w] = kv16m<E>(vrow, i + 16 * w, m[w]);
-      for (int g = 0; g < NG; ++g) {
-        const __m512 p = _mm512_set1_ps(s[(g0 + g) * kAttnChunk + j]);
-        for (int w = 0; w < W; ++w) acc[g][w] = _mm512_fmadd_ps(p, v[w], acc[g][w]);
-      }
+      for (int g = 0; g < NG; ++g)
+        for (int w = 0; w < W; ++w) acc[g][w] = fmadd_bcast(acc[g][w], v[w], s + (g0 + g) * kAttnChunk + j);
     }
     for (int g = 0; g < NG; ++g)
       for (int w = 0; w < W; ++w)
@@ -392,16 +399,21 @@ void chunk_state(const AttnArgs& a, int64_t c, float* s, float* mc, float* lc, f
     const int ng = gs - g0 < 8 ? gs - g0 : 8;
     score_tiles(a.elem)[ng - 1](a, rows, n, g0, s);
   }
+  // Softmax of each head's scores: the max (any order gives the same value), p = exp(s − max),
+  // l = sum16(p) (rowops.h).
   for (int g = 0; g < gs; ++g) {
     float* sg = s + g * kAttnChunk;
-    float mx = sg[0];
-    for (int j = 1; j < n; ++j) mx = sg[j] > mx ? sg[j] : mx;
-    mc[g] = mx;
-    const __m512 vm = _mm512_set1_ps(mx);
-    for (int j = 0; j < n; j += 16) st(sg + j, exp16(_mm512_sub_ps(ld(sg + j, n - j), vm)), n - j);
-    float sum = 0.0f;
-    for (int j = 0; j < n; ++j) sum = sum + sg[j];
-    lc[g] = sum;
+    __m512 vmax = _mm512_set1_ps(sg[0]);
+    for (int j = 0; j < n; j += 16) vmax = _mm512_mask_max_ps(vmax, tail_mask16(n - j), ld(sg + j, n - j), vmax);
+    mc[g] = _mm512_reduce_max_ps(vmax);
+    const __m512 vm = _mm512_set1_ps(mc[g]);
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < n; j += 16) {
+      const __m512 p = exp16(_mm512_sub_ps(ld(sg + j, n - j), vm));
+      st(sg + j, p, n - j);
+      sum = _mm512_add_ps(sum, n - j >= 16 ? p : _mm512_maskz_mov_ps(tail_mask(n - j), p));
+    }
+    lc[g] = tree16(sum);
   }
   // Values: o_c[g] = Σ_j p[g][j]·v_j, each V row loaded once for up to 8 heads at a time.
   for (int vg0 = 0; vg0 < gs; vg0 += 8) {
