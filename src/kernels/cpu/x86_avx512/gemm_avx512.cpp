@@ -32,6 +32,7 @@ namespace {
 #define SLUICE_UNROLL _Pragma("GCC unroll 16")
 
 constexpr int64_t kPrefetch = 2048;
+constexpr int64_t kPrefetchQ6 = 8192;
 
 inline int32_t ld_i32(const void* p) {
   int32_t v;
@@ -307,11 +308,16 @@ SLUICE_INLINE void q6_codes(const uint8_t* blk, int g, __m512i c[4]) {
 }
 
 template <int MT, bool Wide>
-SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT]) {
+SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT], const uint8_t* pf) {
   __m512i sumi[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) sumi[mi] = _mm512_setzero_si512();
   for (int g = 0; g < 16; ++g) {
+    if (pf) {
+      // The lines of 1/16 of a super-block, kPrefetchQ6 bytes ahead, spread over its sub-blocks.
+      constexpr int64_t kB = Wide ? 4384 : 3360;
+      for (int64_t l = g * kB / 16; l < (g + 1) * kB / 16; l += 64) _mm_prefetch(reinterpret_cast<const char*>(pf + l), _MM_HINT_T0);
+    }
     __m512i c[4];
     q6_codes<Wide>(blk, g, c);
     const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
@@ -366,8 +372,10 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
   store_rows(p, gi, 0, acc);
 }
 
-// Q6_K tiles of several activation rows: no software prefetch (measured: with it, 15-35%
-// slower at M = 2..8; this format's decode work per byte hides the DRAM latency by itself).
+// Q6_K tiles of several activation rows: compute-bound, so the hardware prefetchers fall
+// behind; software prefetch 8 KiB ahead, a few lines per sub-block (measured on the 1536 ×
+// 262144 lm_head, bench/kernels_bench: M = 8 23 → 16 ms, M = 4 15 → 12 ms; a whole
+// super-block's 53 prefetches at once were 15-35% slower than none).
 template <int MT, bool Wide = false>
 void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   constexpr int64_t kBytes = Wide ? 4384 : 3360;
@@ -377,7 +385,9 @@ void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   __m512 acc[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) acc[mi] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) q6_k_block<MT, Wide>(w + b * kBytes, b, at, acc);
+  const bool pf = m0 == 0;   // later row chunks of the same group find it in cache
+  for (int64_t b = 0; b < nb; ++b)
+    q6_k_block<MT, Wide>(w + b * kBytes, b, at, acc, pf ? w + b * kBytes + kPrefetchQ6 : nullptr);
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) store_rows(p, gi, m0 + mi, acc[mi]);
 }
