@@ -316,15 +316,16 @@ def test_loadgen_reports_throughput_and_latencies(server, tmp_path):
     import subprocess
     import sys
     out = tmp_path / "load.json"
-    r = subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", server.base_url, "--model", MODEL,
-                        "--sweep", "1,4", "-n", "8", "--max-tokens", "6", "--json", str(out)],
-                       capture_output=True, text=True, timeout=300)
-    assert r.returncode == 0, r.stderr
-    rounds = json.loads(out.read_text())
-    assert [x["concurrency"] for x in rounds] == [1, 4]
-    for x in rounds:
-        assert x["failed"] == 0 and x["generated_tokens"] == 8 * 6 and x["throughput_tok_s"] > 0
-        assert x["ttft_s"]["50"] > 0
-    assert "speed-up" in r.stdout
+    for client in ([], ["--sdk"]):   # plain HTTP (the default) and the openai SDK
+        r = subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", server.base_url, "--model", MODEL,
+                            "--sweep", "1,4", "-n", "8", "--max-tokens", "6", "--json", str(out)] + client,
+                           capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr
+        rounds = json.loads(out.read_text())
+        assert [x["concurrency"] for x in rounds] == [1, 4]
+        for x in rounds:
+            assert x["failed"] == 0 and x["generated_tokens"] == 8 * 6 and x["throughput_tok_s"] > 0
+            assert x["ttft_s"]["50"] > 0 and x["itl_s"]["50"] > 0
+        assert "speed-up" in r.stdout
     assert subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", "http://10.0.0.1:1/v1",
                            "--model", "m"], capture_output=True).returncode != 0
