@@ -46,10 +46,9 @@ def request_body(args, i):
     return body
 
 
-def one_stream_raw(args, i, out):
-    """One streaming request over http.client: SSE events parsed with json.loads alone."""
-    t0 = time.perf_counter()
-    first, last, itl, n_tok, ok = None, None, [], 0, False
+def events_raw(args, i):
+    """One streaming request over http.client: yields (completion tokens or None, text) per SSE
+    event, parsed with json.loads alone."""
     u = urllib.parse.urlparse(args.url)
     conn = http.client.HTTPConnection(u.hostname, u.port or 80, timeout=args.timeout)
     try:
@@ -67,49 +66,40 @@ def one_stream_raw(args, i, out):
                 continue
             data = line[6:].strip()
             if data == b"[DONE]":
-                break
-            now = time.perf_counter()
+                return
             ev = json.loads(data)
-            if ev.get("usage"):
-                n_tok = ev["usage"]["completion_tokens"]
+            usage = ev.get("usage")
             choices = ev.get("choices") or []
-            if not choices:
-                continue
-            c = choices[0]
+            c = choices[0] if choices else {}
             text = ((c.get("delta") or {}).get("content") if args.chat else c.get("text")) or ""
-            if text:
-                if first is None:
-                    first = now
-                else:
-                    itl.append(now - last)
-                last = now
-        ok = True
-    except Exception as e:   # counted, reported, never fatal
-        print(f"request {i}: {type(e).__name__}: {e}", file=sys.stderr)
+            yield (usage["completion_tokens"] if usage else None), text
     finally:
         conn.close()
-    out.append({"ok": ok, "ttft": (first - t0) if first else None, "itl": itl, "tokens": n_tok,
-                "seconds": time.perf_counter() - t0})
+
+
+def events_sdk(client, args, i):
+    """The same request through the openai SDK, the same (tokens or None, text) events."""
+    kw = dict(model=args.model, max_tokens=args.max_tokens, temperature=args.temperature, stream=True,
+              stream_options={"include_usage": True}, seed=i, extra_body={"ignore_eos": args.ignore_eos})
+    if args.chat:
+        stream = client.chat.completions.create(messages=[{"role": "user", "content": args.prompt}], **kw)
+    else:
+        stream = client.completions.create(prompt=args.prompt, **kw)
+    for chunk in stream:
+        c = chunk.choices[0] if chunk.choices else None
+        text = ((c.delta.content if args.chat else c.text) if c else "") or ""
+        yield (chunk.usage.completion_tokens if chunk.usage is not None else None), text
 
 
 def one_stream(client, args, i, out):
+    """Times one request: first text (TTFT), the gaps between texts (ITL), the usage count."""
     t0 = time.perf_counter()
     first, last, itl, n_tok, ok = None, None, [], 0, False
     try:
-        kw = dict(model=args.model, max_tokens=args.max_tokens, temperature=args.temperature, stream=True,
-                  stream_options={"include_usage": True}, seed=i, extra_body={"ignore_eos": args.ignore_eos})
-        if args.chat:
-            stream = client.chat.completions.create(messages=[{"role": "user", "content": args.prompt}], **kw)
-        else:
-            stream = client.completions.create(prompt=args.prompt, **kw)
-        for chunk in stream:
+        for tokens, text in (events_sdk(client, args, i) if client is not None else events_raw(args, i)):
             now = time.perf_counter()
-            if chunk.usage is not None:
-                n_tok = chunk.usage.completion_tokens
-            if not chunk.choices:
-                continue
-            c = chunk.choices[0]
-            text = (c.delta.content if args.chat else c.text) or ""
+            if tokens is not None:
+                n_tok = tokens
             if text:
                 if first is None:
                     first = now
@@ -133,10 +123,7 @@ def run_round(client, args, concurrency):
                 if i >= args.requests:
                     return
                 next_i[0] += 1
-            if client is None:
-                one_stream_raw(args, i, results)
-            else:
-                one_stream(client, args, i, results)
+            one_stream(client, args, i, results)
 
     t0 = time.perf_counter()
     threads = [threading.Thread(target=worker) for _ in range(concurrency)]
