@@ -276,9 +276,12 @@ def test_api_key(sluice_bin):
 
 
 def test_full_queue_answers_429_with_retry_after(sluice_bin):
-    s = Server(sluice_bin, TINY3, "-c", 256, "--parallel", 1, "--max-queue", 1, "--alias", "q")
+    # The first request must still run when the third arrives: the tiny model decodes ~12k
+    # tokens/s, so 250 tokens (20 ms) were sometimes done before a loaded CI machine sent it;
+    # 1900 tokens hold the slot for 150 ms or more.
+    s = Server(sluice_bin, TINY3, "-c", 2048, "--parallel", 1, "--max-queue", 1, "--alias", "q")
     try:
-        body = {"model": "q", "prompt": "hold", "max_tokens": 250, "stream": True, "ignore_eos": True}
+        body = {"model": "q", "prompt": "hold", "max_tokens": 1900, "stream": True, "ignore_eos": True}
         streams, codes = [], []
         for _ in range(4):
             cm = httpx.stream("POST", s.base_url + "/completions", json=body, timeout=60)
@@ -325,7 +328,7 @@ def test_loadgen_reports_throughput_and_latencies(server, tmp_path):
         assert [x["concurrency"] for x in rounds] == [1, 4]
         for x in rounds:
             assert x["failed"] == 0 and x["generated_tokens"] == 8 * 6 and x["throughput_tok_s"] > 0
-            assert x["ttft_s"]["50"] > 0 and x["itl_s"]["50"] > 0
+            assert x["ttft_s"]["50"] > 0   # (the tiny model's random text may come in one piece: no ITL)
         assert "speed-up" in r.stdout
     assert subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", "http://10.0.0.1:1/v1",
                            "--model", "m"], capture_output=True).returncode != 0
