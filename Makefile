@@ -19,9 +19,11 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-
 .PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden clean \
   e2b-model bench-venv bench
 
-PROMPT ?= Write a short poem about a river that flows to the sea.
+# The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
+# a chat turn by echoing it, so the main job continues a text. --chat is for instruction-tuned files.
+PROMPT ?= The river begins high in the mountains, where
 run: deps venv model build
-	$(SLUICE) run -m $(MODEL) --chat -p "$(PROMPT)" -n 128 --seed 1 --repeat-penalty 1.15
+	$(SLUICE) run -m $(MODEL) -p "$(PROMPT)" -n 128 --seed 1 --repeat-penalty 1.15
 
 test: deps venv model build test-unit test-real test-python test-asan test-server-asan fuzz
 	@echo "all test suites passed"
