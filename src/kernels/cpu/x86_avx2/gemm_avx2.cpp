@@ -32,6 +32,7 @@
 #include <cstring>
 
 #include "kernels/cpu/x86_avx2/avx2_sets.h"
+#include "kernels/cpu/x86_gemm_drive.h"
 #include "kernels/gemm.h"
 
 namespace sluice::kernels::avx2 {
@@ -508,50 +509,34 @@ void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   }
 }
 
-// ---- driver: groups × chunks of up to 4 activation rows ----
+// ---- per-format entry points (the driver: x86_gemm_drive.h), up to 4 activation rows a tile ----
 
-using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
 constexpr int kMaxRows = 4;
-
-// tiles[1][0] is the decode kernel (one activation row, one group at a time: one sequential
-// stream per thread); several rows are compute-bound, so each group is done with up to
-// kMaxRows rows sharing every decoded block (tiles[0][mt − 1] for mt rows).
-void drive(const GemmArgs& p, int64_t g0, int64_t g1, const TileFn (&tiles)[2][kMaxRows]) {
-  if (p.m == 1) {
-    for (int64_t gi = g0; gi < g1; ++gi) tiles[1][0](p, gi, 0);
-    return;
-  }
-  for (int64_t gi = g0; gi < g1; ++gi)
-    for (int64_t m0 = 0; m0 < p.m; m0 += kMaxRows) {
-      const int64_t mt = p.m - m0 < kMaxRows ? p.m - m0 : kMaxRows;
-      tiles[0][mt - 1](p, gi, m0);
-    }
-}
 
 template <class F>
 void gemm_legacy(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][kMaxRows] = {
       {legacy_tile<F, 1>, legacy_tile<F, 2>, legacy_tile<F, 3>, legacy_tile<F, 4>}, {legacy_row<F>}};
-  drive(p, g0, g1, kTiles);
+  drive<kMaxRows>(p, g0, g1, kTiles);
 }
 
 void gemm_q4_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][kMaxRows] = {{q4_k_tile<1>, q4_k_tile<2>, q4_k_tile<3>, q4_k_tile<4>}, {q4_k_row}};
-  drive(p, g0, g1, kTiles);
+  drive<kMaxRows>(p, g0, g1, kTiles);
 }
 
 template <bool Wide>
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][kMaxRows] = {
       {q6_k_tile<1, Wide>, q6_k_tile<2, Wide>, q6_k_tile<3, Wide>, q6_k_tile<4, Wide>}, {q6_k_row<Wide>}};
-  drive(p, g0, g1, kTiles);
+  drive<kMaxRows>(p, g0, g1, kTiles);
 }
 
 template <class F>
 void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][kMaxRows] = {
       {float_tile<F, 1>, float_tile<F, 2>, float_tile<F, 3>, float_tile<F, 4>}, {float_tile<F, 1>}};
-  drive(p, g0, g1, kTiles);
+  drive<kMaxRows>(p, g0, g1, kTiles);
 }
 
 // ---- activation quantizers (byte-identical to quantize_act_ref, NaN and Inf inputs included) ----

@@ -22,6 +22,7 @@
 #include <cstring>
 
 #include "kernels/cpu/x86_avx512/avx512_sets.h"
+#include "kernels/cpu/x86_gemm_drive.h"
 #include "kernels/gemm.h"
 
 namespace sluice::kernels::avx512 {
@@ -428,25 +429,7 @@ void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   for (int mi = 0; mi < MT; ++mi) store_rows(p, gi, m0 + mi, acc[mi]);
 }
 
-// ---- driver: pairs of groups × chunks of up to MT activation rows ----
-
-using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
-
-// tiles[1][0] is the decode kernel (one activation row, one group at a time: one sequential
-// stream per thread); several rows are compute-bound, so each group is done with up to MTMax
-// rows sharing every decoded block.
-template <int MTMax>
-void drive(const GemmArgs& p, int64_t g0, int64_t g1, const TileFn (&tiles)[2][MTMax]) {
-  if (p.m == 1) {
-    for (int64_t gi = g0; gi < g1; ++gi) tiles[1][0](p, gi, 0);
-    return;
-  }
-  for (int64_t gi = g0; gi < g1; ++gi)
-    for (int64_t m0 = 0; m0 < p.m; m0 += MTMax) {
-      const int64_t mt = p.m - m0 < MTMax ? p.m - m0 : MTMax;
-      tiles[0][mt - 1](p, gi, m0);
-    }
-}
+// ---- per-format entry points (the driver: x86_gemm_drive.h) ----
 
 template <class F>
 void gemm_legacy(const GemmArgs& p, int64_t g0, int64_t g1) {
