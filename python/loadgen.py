@@ -1,12 +1,18 @@
 """Load generator for `sluice serve`: N concurrent streaming clients on loopback, a bounded
 number of requests (OpenAI streaming API: plain HTTP by default, the openai SDK with --sdk).
 
-Reports aggregate decode throughput (generated tokens / wall time), time to first token and
-inter-token latency percentiles. --sweep 1,4,8 runs one round per concurrency — the
-acceptance measurement "aggregate decode tokens/s with 1, 4 and 8 streams".
+Reports two aggregate throughputs per round: tok/s = generated tokens / wall time (prompt
+processing and connection set-up included), and decode tok/s = the tokens after each
+request's first / the time during which at least one request was decoding (the union of the
+[first text, end of stream] intervals: prefill-only stretches between waves are left out).
+Also time to first token and inter-token latency percentiles. --sweep 1,4,8 runs one round
+per concurrency — the acceptance measurement "aggregate decode tokens/s with 1, 4 and 8
+streams"; --repeat R runs the sweep R times interleaved (1,4,8,1,4,8,...), so that a bus
+that speeds up or slows down between rounds (shared machines) moves every level alike, and
+reports medians.
 
   python python/loadgen.py --url http://127.0.0.1:8080/v1 --model NAME -c 8 -n 32 --max-tokens 128
-  python python/loadgen.py --url ... --sweep 1,4,8 --json out.json
+  python python/loadgen.py --url ... --sweep 1,4,8 --repeat 3 --json out.json
 
 Only loopback addresses are accepted: this tool is for local measurement.
 
@@ -95,6 +101,7 @@ def one_stream(client, args, i, out):
     """Times one request: first text (TTFT), the gaps between texts (ITL), the usage count."""
     t0 = time.perf_counter()
     first, last, itl, n_tok, ok = None, None, [], 0, False
+    end = None
     try:
         for tokens, text in (events_sdk(client, args, i) if client is not None else events_raw(args, i)):
             now = time.perf_counter()
@@ -107,10 +114,26 @@ def one_stream(client, args, i, out):
                     itl.append(now - last)
                 last = now
         ok = True
+        end = time.perf_counter()
     except Exception as e:   # counted, reported, never fatal
         print(f"request {i}: {type(e).__name__}: {e}", file=sys.stderr)
     out.append({"ok": ok, "ttft": (first - t0) if first else None, "itl": itl, "tokens": n_tok,
-                "seconds": time.perf_counter() - t0})
+                "seconds": time.perf_counter() - t0, "first": first, "end": end})
+
+
+def union_seconds(intervals):
+    """Length of the union of [a, b] intervals."""
+    total, cur_a, cur_b = 0.0, None, None
+    for a, b in sorted(intervals):
+        if cur_b is None or a > cur_b:
+            if cur_b is not None:
+                total += cur_b - cur_a
+            cur_a, cur_b = a, b
+        else:
+            cur_b = max(cur_b, b)
+    if cur_b is not None:
+        total += cur_b - cur_a
+    return total
 
 
 def run_round(client, args, concurrency):
@@ -136,9 +159,14 @@ def run_round(client, args, concurrency):
     ttft = [r["ttft"] for r in ok if r["ttft"] is not None]
     itl = [x for r in ok for x in r["itl"]]
     tokens = sum(r["tokens"] for r in ok)
+    decoding = [r for r in ok if r["first"] is not None and r["tokens"] > 1]
+    decode_s = union_seconds([(r["first"], r["end"]) for r in decoding])
+    decode_tokens = sum(r["tokens"] - 1 for r in decoding)
     return {
         "concurrency": concurrency, "requests": len(results), "failed": len(results) - len(ok),
         "wall_s": wall, "generated_tokens": tokens, "throughput_tok_s": tokens / wall if wall > 0 else 0.0,
+        "decode_s": decode_s, "decode_tokens": decode_tokens,
+        "decode_tok_s": decode_tokens / decode_s if decode_s > 0 else float("nan"),
         "ttft_s": {p: percentile(ttft, p) for p in (50, 90, 99)},
         "itl_s": {p: percentile(itl, p) for p in (50, 90, 99)},
         "itl_mean_s": statistics.fmean(itl) if itl else float("nan"),
@@ -152,6 +180,7 @@ def main(argv=None):
     ap.add_argument("--api-key", default="none")
     ap.add_argument("-c", "--concurrency", type=int, default=4)
     ap.add_argument("--sweep", help="comma-separated concurrencies, one round each (overrides -c)")
+    ap.add_argument("--repeat", type=int, default=1, help="run the sweep this many times, interleaved")
     ap.add_argument("-n", "--requests", type=int, default=16, help="requests per round")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt", default="Write a long story about a river that flows to the sea.")
@@ -167,24 +196,50 @@ def main(argv=None):
         ap.error("only loopback servers may be loaded")
     if args.requests < 1 or args.requests > 100000:
         ap.error("--requests must be in [1, 100000]")
+    if args.repeat < 1 or args.repeat > 100:
+        ap.error("--repeat must be in [1, 100]")
     if args.sdk:
         import openai
     client = openai.OpenAI(base_url=args.url, api_key=args.api_key, max_retries=0, timeout=args.timeout) if args.sdk else None
     levels = [int(x) for x in args.sweep.split(",")] if args.sweep else [args.concurrency]
-    rounds = [run_round(client, args, c) for c in levels]
-    print(f"{'conc':>4} {'reqs':>5} {'fail':>4} {'tok':>7} {'tok/s':>8} {'ttft p50':>9} {'p90':>7} {'p99':>7} "
+    rounds = []
+    for rep in range(args.repeat):
+        for c in levels:
+            r = run_round(client, args, c)
+            r["repeat"] = rep
+            rounds.append(r)
+    print(f"{'conc':>4} {'reqs':>5} {'fail':>4} {'tok':>7} {'tok/s':>8} {'decode':>8} {'ttft p50':>9} {'p90':>7} {'p99':>7} "
           f"{'itl p50':>8} {'p90':>7} {'p99':>7}")
     for r in rounds:
         t, l = r["ttft_s"], r["itl_s"]
         print(f"{r['concurrency']:>4} {r['requests']:>5} {r['failed']:>4} {r['generated_tokens']:>7} "
-              f"{r['throughput_tok_s']:>8.1f} {t[50]:>9.3f} {t[90]:>7.3f} {t[99]:>7.3f} "
+              f"{r['throughput_tok_s']:>8.1f} {r['decode_tok_s']:>8.1f} {t[50]:>9.3f} {t[90]:>7.3f} {t[99]:>7.3f} "
               f"{l[50] * 1e3:>7.1f}m {l[90] * 1e3:>6.1f}m {l[99] * 1e3:>6.1f}m")
-    if len(rounds) > 1 and rounds[0]["throughput_tok_s"] > 0:
-        for r in rounds[1:]:
-            print(f"aggregate speed-up at {r['concurrency']} streams: {r['throughput_tok_s'] / rounds[0]['throughput_tok_s']:.2f}x")
+    # Speed-ups over the first level, from each repeat's own rounds (the same minutes), then
+    # their median.
+    summary = []
+    if len(levels) > 1:
+        base = levels[0]
+        for c in levels[1:]:
+            ratios = {"tok/s": [], "decode tok/s": []}
+            for rep in range(args.repeat):
+                b = next(r for r in rounds if r["repeat"] == rep and r["concurrency"] == base)
+                x = next(r for r in rounds if r["repeat"] == rep and r["concurrency"] == c)
+                if b["throughput_tok_s"] > 0:
+                    ratios["tok/s"].append(x["throughput_tok_s"] / b["throughput_tok_s"])
+                if b["decode_tok_s"] > 0:
+                    ratios["decode tok/s"].append(x["decode_tok_s"] / b["decode_tok_s"])
+            for what, xs in ratios.items():
+                if not xs:
+                    continue
+                med = statistics.median(xs)
+                each = ", ".join(f"{v:.2f}" for v in xs)
+                print(f"aggregate speed-up at {c} streams ({what}): {med:.2f}x" +
+                      (f" (median of {len(xs)}: {each})" if len(xs) > 1 else ""))
+                summary.append({"concurrency": c, "metric": what, "median_speedup": med, "speedups": xs})
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(rounds, f, indent=1)
+            json.dump({"rounds": rounds, "speedups": summary}, f, indent=1)
     return 0 if all(r["failed"] == 0 for r in rounds) else 1
 
 

@@ -321,14 +321,21 @@ def test_loadgen_reports_throughput_and_latencies(server, tmp_path):
     out = tmp_path / "load.json"
     for client in ([], ["--sdk"]):   # plain HTTP (the default) and the openai SDK
         r = subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", server.base_url, "--model", MODEL,
-                            "--sweep", "1,4", "-n", "8", "--max-tokens", "6", "--json", str(out)] + client,
+                            "--sweep", "1,4", "--repeat", "2", "-n", "8", "--max-tokens", "6", "--json", str(out)] + client,
                            capture_output=True, text=True, timeout=300)
         assert r.returncode == 0, r.stderr
-        rounds = json.loads(out.read_text())
-        assert [x["concurrency"] for x in rounds] == [1, 4]
+        res = json.loads(out.read_text())
+        rounds = res["rounds"]
+        assert [(x["repeat"], x["concurrency"]) for x in rounds] == [(0, 1), (0, 4), (1, 1), (1, 4)]
         for x in rounds:
             assert x["failed"] == 0 and x["generated_tokens"] == 8 * 6 and x["throughput_tok_s"] > 0
             assert x["ttft_s"]["50"] > 0   # (the tiny model's random text may come in one piece: no ITL)
-        assert "speed-up" in r.stdout
+            # Decode time is the union of each request's decoding interval: within the wall
+            # time, and 5 tokens after the first of each of the 8 requests.
+            assert 0 < x["decode_s"] <= x["wall_s"] and x["decode_tokens"] == 8 * 5
+        speedups = {(s["concurrency"], s["metric"]): s for s in res["speedups"]}
+        assert set(speedups) == {(4, "tok/s"), (4, "decode tok/s")}
+        assert all(len(s["speedups"]) == 2 for s in speedups.values())
+        assert "speed-up at 4 streams (decode tok/s)" in r.stdout
     assert subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", "http://10.0.0.1:1/v1",
                            "--model", "m"], capture_output=True).returncode != 0
