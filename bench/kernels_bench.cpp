@@ -3,6 +3,7 @@
 //     dispatch on the engine's thread pool (2 threads), E2B shapes; reports GB/s of weight
 //     bytes streamed. "dram" working sets cycle through copies larger than the last-level
 //     cache, as decode does (every layer's weights are read once per token).
+//   * ActQuantize/<isa>/<format>/6144: one activation row quantized for the packed matmuls.
 //   * Attention/<isa>/hd/depth/{hot,cold}: one decode token's paged GQA attention (8 query
 //     heads on one KV head, f16 cache), all heads on one thread; cold: the KV starts in DRAM.
 // Build: cmake -DSLUICE_BUILD_BENCH=ON; run build/bench/kernels_bench [--benchmark_filter=...].
@@ -140,6 +141,21 @@ void BM_Attention(benchmark::State& st, const CpuKernels* k, int hd, int depth, 
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * depth * 2 * static_cast<int64_t>(slot));
 }
 
+// One activation row quantized for the packed matmuls (act.h), one thread: decode does this
+// once per matmul per row (every thread its own copy), batched steps split the rows.
+void BM_ActQuantize(benchmark::State& st, const CpuKernels* k, ActFormat f, int64_t n) {
+  std::vector<float> x(static_cast<size_t>(n));
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  std::vector<uint8_t> out(act_row_stride(f, n));
+  for (auto _ : st) {
+    cpu_quantize_act(*k, f, x.data(), n, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  st.SetItemsProcessed(static_cast<int64_t>(st.iterations()) * n);
+}
+
 int register_all() {
   struct Shape { const char* name; DType t; int64_t cols, rows; };
   const Shape shapes[] = {
@@ -168,6 +184,12 @@ int register_all() {
                                    [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, m, true); })
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+  for (const CpuKernels* k : runnable_cpu_kernels())
+    for (ActFormat f : {ActFormat::kA8_32, ActFormat::kA8_256})
+      benchmark::RegisterBenchmark((std::string("ActQuantize/") + k->isa + (f == ActFormat::kA8_32 ? "/a8_32" : "/a8_256") +
+                                    "/6144").c_str(),
+                                   [=](benchmark::State& st) { BM_ActQuantize(st, k, f, 6144); })
+          ->Unit(benchmark::kMicrosecond);
   for (const CpuKernels* k : runnable_cpu_kernels())
     for (int hd : {256, 512})
       for (int depth : {64, 512})

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/cpu/x86_avx512/avx512_sets.h"
 #include "kernels/cpu/x86_gemm_drive.h"
@@ -471,30 +472,96 @@ void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
 
 // ---- activation quantizers (byte-identical to quantize_act_ref) ----
 
-// roundf: half away from zero. t = trunc(v); v − t is exact; |v − t| >= 0.5 moves t outward.
-inline __m512 round_away(__m512 v) {
-  const __m512 t = _mm512_roundscale_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m512 frac = _mm512_abs_ps(_mm512_sub_ps(v, t));
-  const __mmask16 up = _mm512_cmp_ps_mask(frac, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-  // ±1 with v's sign (integer ops: AVX-512F has no float and/or without DQ).
+// roundf (half away from zero) then to int32, in 4 operations: trunc(v + copysign(0.49999997, v)).
+// The largest float below 0.5 instead of 0.5 keeps v = 0.49999997 from rounding up to 1; the
+// rule equals roundf for every float in int32 range (checked exhaustively, all 2^32 patterns).
+inline __m512i round_away_i32(__m512 v) {
   const __m512i sign = _mm512_and_si512(_mm512_castps_si512(v), _mm512_set1_epi32(static_cast<int>(0x80000000u)));
-  const __m512 one = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(1.0f)), sign));
-  return _mm512_mask_add_ps(t, up, t, one);
+  const __m512 h = _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(_mm512_set1_ps(0.49999997f)), sign));
+  return _mm512_cvttps_epi32(_mm512_add_ps(v, h));
 }
 
+// One level of a transposed reduction: X and Y hold blocks in segments of S lanes; the result
+// holds X's blocks then Y's in segments of S/2, each lane combining lanes o and o + S/2 of its
+// segment. Index vectors for _mm512_permutex2var (16+ = Y).
+template <int S>
+struct TIdx {
+  int32_t lo[16], hi[16];
+  constexpr TIdx() : lo(), hi() {
+    constexpr int h = S / 2, n = 16 / S;
+    for (int j = 0; j < 16; ++j) {
+      const int t = j / h, o = j % h;
+      const int src = t < n ? t * S + o : 16 + (t - n) * S + o;
+      lo[j] = src;
+      hi[j] = src + h;
+    }
+  }
+};
+template <int S>
+constexpr TIdx<S> kTIdx{};
+
+// out lane b = Op over the 16 lanes of v[b] (16 vectors in, one out; 15 combines of two
+// permutes and one Op instead of 16 horizontal reductions).
+template <class V, class Op>
+SLUICE_INLINE V reduce_transposed(V (&v)[16], Op op) {
+  auto level = [&](auto s_tag, int n) SLUICE_INLINE_LAMBDA {
+    constexpr int S = decltype(s_tag)::value;
+    const __m512i lo = _mm512_loadu_si512(kTIdx<S>.lo), hi = _mm512_loadu_si512(kTIdx<S>.hi);
+    for (int i = 0; i < n; ++i) {
+      if constexpr (sizeof(V) == 64 && std::is_same_v<V, __m512>)
+        v[i] = op(_mm512_permutex2var_ps(v[2 * i], lo, v[2 * i + 1]), _mm512_permutex2var_ps(v[2 * i], hi, v[2 * i + 1]));
+      else
+        v[i] = op(_mm512_permutex2var_epi32(v[2 * i], lo, v[2 * i + 1]), _mm512_permutex2var_epi32(v[2 * i], hi, v[2 * i + 1]));
+    }
+  };
+  level(std::integral_constant<int, 16>{}, 8);
+  level(std::integral_constant<int, 8>{}, 4);
+  level(std::integral_constant<int, 4>{}, 2);
+  level(std::integral_constant<int, 2>{}, 1);
+  return v[0];
+}
+
+// Q8_0-style activation blocks of 32: d = amax/127 rounded through f16, codes roundf(x/d),
+// sums of codes. 16 blocks at a time, their maxima and sums reduced transposed.
 void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
   const int64_t nb = k / 32;
   auto* qs = reinterpret_cast<int8_t*>(out);
   auto* d = reinterpret_cast<float*>(out + k);
   auto* sums = reinterpret_cast<int32_t*>(out + k + 4 * nb);
-  for (int64_t b = 0; b < nb; ++b) {
+  const auto fmax = [](__m512 a, __m512 b) SLUICE_INLINE_LAMBDA { return _mm512_max_ps(a, b); };
+  const auto iadd = [](__m512i a, __m512i b) SLUICE_INLINE_LAMBDA { return _mm512_add_epi32(a, b); };
+  int64_t b = 0;
+  for (; b + 16 <= nb; b += 16) {
+    const float* xb = x + 32 * b;
+    __m512 m[16];
+    SLUICE_UNROLL
+    for (int j = 0; j < 16; ++j)
+      m[j] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xb + 32 * j)), _mm512_abs_ps(_mm512_loadu_ps(xb + 32 * j + 16)));
+    const __m512 db = _mm512_div_ps(reduce_transposed(m, fmax), _mm512_set1_ps(127.0f));
+    const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(db, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_set1_ps(1.0f), db);
+    _mm512_storeu_ps(d + b, _mm512_cvtph_ps(_mm512_cvtps_ph(db, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    alignas(64) float ids[16];
+    _mm512_store_ps(ids, id);
+    __m512i s[16];
+    SLUICE_UNROLL
+    for (int j = 0; j < 16; ++j) {
+      const __m512 v = _mm512_set1_ps(ids[j]);
+      const __m512i q0 = round_away_i32(_mm512_mul_ps(_mm512_loadu_ps(xb + 32 * j), v));
+      const __m512i q1 = round_away_i32(_mm512_mul_ps(_mm512_loadu_ps(xb + 32 * j + 16), v));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * (b + j)), _mm512_cvtepi32_epi8(q0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * (b + j) + 16), _mm512_cvtepi32_epi8(q1));
+      s[j] = _mm512_add_epi32(q0, q1);
+    }
+    _mm512_storeu_si512(sums + b, reduce_transposed(s, iadd));
+  }
+  for (; b < nb; ++b) {
     const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
     const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
     const float db = amax / 127;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
-    const __m512i q0 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(x0, vid)));
-    const __m512i q1 = _mm512_cvttps_epi32(round_away(_mm512_mul_ps(x1, vid)));
+    const __m512i q0 = round_away_i32(_mm512_mul_ps(x0, vid));
+    const __m512i q1 = round_away_i32(_mm512_mul_ps(x1, vid));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(q1));
     d[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(db), _MM_FROUND_TO_NEAREST_INT)));
