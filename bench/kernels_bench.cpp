@@ -3,6 +3,7 @@
 //     dispatch on the engine's thread pool (2 threads), E2B shapes; reports GB/s of weight
 //     bytes streamed. "dram" working sets cycle through copies larger than the last-level
 //     cache, as decode does (every layer's weights are read once per token).
+//   * Glu/q4_0/hot_1536x2x6144/M: the fused gate|up matmul with its GELU product, hot.
 //   * ActQuantize/<isa>/<format>/6144: one activation row quantized for the packed matmuls.
 //   * Attention/<isa>/hd/depth/{hot,cold}: one decode token's paged GQA attention (8 query
 //     heads on one KV head, f16 cache), all heads on one thread; cold: the KV starts in DRAM.
@@ -141,6 +142,35 @@ void BM_Attention(benchmark::State& st, const CpuKernels* k, int hd, int depth, 
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations()) * depth * 2 * static_cast<int64_t>(slot));
 }
 
+// The fused gate|up matmul with its GELU product (Linear::run_glu), hot (one copy, in the
+// last-level cache): the matmul tiles plus the GELU of m × ff values.
+void BM_Glu(benchmark::State& st, int64_t cols, int64_t ff, int64_t m) {
+  static std::vector<std::pair<int64_t, std::unique_ptr<std::pair<std::vector<uint8_t>, Linear>>>> cache;
+  Linear* lin = nullptr;
+  for (auto& [k, v] : cache)
+    if (k == cols * 1000000 + ff) lin = &v->second;
+  if (!lin) {
+    auto e = std::make_unique<std::pair<std::vector<uint8_t>, Linear>>();
+    e->first = random_rows(DType::Q4_0, cols, 2 * ff, 13);
+    const uint64_t rb = dtype_row_bytes(DType::Q4_0, static_cast<uint64_t>(cols));
+    Mat gate{"gate", DType::Q4_0, e->first.data(), cols, ff, rb};
+    Mat up{"up", DType::Q4_0, e->first.data() + rb * static_cast<uint64_t>(ff), cols, ff, rb};
+    e->second = Linear::build_glu(gate, up, pool(), "bench_glu");
+    cache.emplace_back(cols * 1000000 + ff, std::move(e));
+    lin = &cache.back().second->second;
+  }
+  std::vector<float> x(static_cast<size_t>(m * cols)), act(static_cast<size_t>(m * ff));
+  std::mt19937 rng(4);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (auto& v : x) v = n(rng);
+  ActScratch scratch;
+  for (auto _ : st) {
+    lin->run_glu(pool(), x.data(), m, act.data(), scratch);
+    benchmark::DoNotOptimize(act.data());
+  }
+  st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * 2 * ff, benchmark::Counter::kIsRate);
+}
+
 // One activation row quantized for the packed matmuls (act.h), one thread: decode does this
 // once per matmul per row (every thread its own copy), batched steps split the rows.
 void BM_ActQuantize(benchmark::State& st, const CpuKernels* k, ActFormat f, int64_t n) {
@@ -184,6 +214,11 @@ int register_all() {
                                    [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, m, true); })
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+  for (int64_t m : {1, 8})
+    benchmark::RegisterBenchmark((std::string("Glu/q4_0/hot_1536x2x6144/M") + std::to_string(m)).c_str(),
+                                 [=](benchmark::State& st) { BM_Glu(st, 1536, 6144, m); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
   for (const CpuKernels* k : runnable_cpu_kernels())
     for (ActFormat f : {ActFormat::kA8_32, ActFormat::kA8_256})
       benchmark::RegisterBenchmark((std::string("ActQuantize/") + k->isa + (f == ActFormat::kA8_32 ? "/a8_32" : "/a8_256") +
