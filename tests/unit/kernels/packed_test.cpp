@@ -179,6 +179,14 @@ std::vector<float> tricky_row(int64_t n, uint64_t seed, int kind) {
     case 5:                                                                         // tiny (subnormal f16 d)
       for (auto& v : x) v *= 1e-7f;
       break;
+    case 6:   // scale exactly 1 (amax 127): codes are roundf of the inputs themselves, at the
+              // values where a cheap rounding rule goes wrong (0.49999997 + 0.5 rounds to 1)
+      for (int64_t b = 0; b + 32 <= n; b += 32) {
+        const float below_half = std::nextafter(0.5f, 0.0f);
+        const float v[8] = {127.0f, below_half, -below_half, 0.5f, -2.5f, 126.5f, std::nextafter(1.5f, 0.0f), -0.0f};
+        for (int i = 0; i < 8; ++i) x[b + i] = v[i];
+      }
+      break;
     default: break;
   }
   return x;
@@ -190,7 +198,7 @@ TEST(ActQuantize, SimdMatchesReferenceBytes) {
       // 8 blocks of 32 (the one-block path alone), 48 (groups of 16 alone), 25 (both).
       for (int64_t n : {256, 1536, 6144, 800}) {
         if (n % act_block_elems(f) != 0) continue;
-        for (int kind = 0; kind < 6; ++kind) {
+        for (int kind = 0; kind < 7; ++kind) {
           for (uint64_t seed = 0; seed < 8; ++seed) {
             const std::vector<float> x = tricky_row(n, 31 * seed + static_cast<uint64_t>(kind), kind);
             const uint64_t stride = act_row_stride(f, n);
