@@ -214,6 +214,41 @@ TEST(ActQuantize, SimdMatchesReferenceBytes) {
   }
 }
 
+// The codes' rounding at every boundary the quantizer can meet: blocks whose scale is exactly
+// 1 (a 127 first), then every k + 0.5 and its neighbours one and two ulps away, k in
+// [-127, 126], and ±0.49999997: each set's codes are roundf's (half away from zero), checked
+// against the rule itself, not only against the reference.
+TEST(ActQuantize, CodesRoundHalfAwayFromZeroAtEveryBoundary) {
+  std::vector<float> vals;
+  for (int k = -127; k <= 126; ++k) {
+    const float h = static_cast<float>(k) + 0.5f;
+    const float dn = std::nextafter(h, -1000.0f), up = std::nextafter(h, 1000.0f);
+    for (float v : {h, dn, up, std::nextafter(dn, -1000.0f), std::nextafter(up, 1000.0f)})
+      if (std::fabs(v) <= 127.0f) vals.push_back(v);
+  }
+  vals.push_back(std::nextafter(0.5f, 0.0f));
+  vals.push_back(-std::nextafter(0.5f, 0.0f));
+  std::vector<float> x;
+  for (size_t i = 0; i < vals.size(); i += 31) {
+    x.push_back(127.0f);
+    for (size_t j = i; j < i + 31; ++j) x.push_back(j < vals.size() ? vals[j] : 0.0f);
+  }
+  const int64_t n = static_cast<int64_t>(x.size());
+  ASSERT_EQ(n % 32, 0);
+  for (const CpuKernels* k : runnable_cpu_kernels()) {
+    std::vector<uint8_t> got(act_row_stride(ActFormat::kA8_32, n));
+    cpu_quantize_act(*k, ActFormat::kA8_32, x.data(), n, got.data());
+    const auto* codes = reinterpret_cast<const int8_t*>(got.data());
+    int wrong = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = std::round(x[i]);   // scale 1: the code is the value rounded
+      if (static_cast<float>(codes[i]) != want && ++wrong <= 5)
+        ADD_FAILURE() << k->isa << ": " << x[i] << " -> " << int{codes[i]} << ", roundf gives " << want;
+    }
+    EXPECT_EQ(wrong, 0) << k->isa;
+  }
+}
+
 // The reference activation layout carries exactly quantize_act_row's codes and scales.
 TEST(ActQuantize, ReferenceEqualsDotRefActivation) {
   for (DType wt : {DType::Q4_0, DType::Q6_K}) {

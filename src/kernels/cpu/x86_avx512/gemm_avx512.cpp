@@ -508,7 +508,7 @@ SLUICE_INLINE V reduce_transposed(V (&v)[16], Op op) {
     constexpr int S = decltype(s_tag)::value;
     const __m512i lo = _mm512_loadu_si512(kTIdx<S>.lo), hi = _mm512_loadu_si512(kTIdx<S>.hi);
     for (int i = 0; i < n; ++i) {
-      if constexpr (sizeof(V) == 64 && std::is_same_v<V, __m512>)
+      if constexpr (std::is_same_v<V, __m512>)
         v[i] = op(_mm512_permutex2var_ps(v[2 * i], lo, v[2 * i + 1]), _mm512_permutex2var_ps(v[2 * i], hi, v[2 * i + 1]));
       else
         v[i] = op(_mm512_permutex2var_epi32(v[2 * i], lo, v[2 * i + 1]), _mm512_permutex2var_epi32(v[2 * i], hi, v[2 * i + 1]));
