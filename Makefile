@@ -16,7 +16,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
   libcli11-dev libcpp-httplib-dev libxxhash-dev
 
-.PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden clean \
+.PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden fixtures clean \
   e2b-model bench-venv bench
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
@@ -54,18 +54,24 @@ build:
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS)
 
-test-unit: build
+# The tiny-model GGUFs the tests read are not committed: rebuilt from the seeds and tensor list in
+# tests/data/golden/manifest.json (numpy + gguf, well under a second) and checked against the
+# sha256 recorded there by make golden, so they are the files the committed logits belong to.
+fixtures: venv
+	$(VENV)/bin/python python/make_fixtures.py
+
+test-unit: build fixtures
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE real
 
 # The real Gemma 3 270M against llama.cpp golden data (tests/data/llamacpp).
 test-real: build model
 	ctest --test-dir $(BUILD) --output-on-failure -L real
 
-test-python: build venv model
+test-python: build venv model fixtures
 	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/pytest -q tests/python
 
 # Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (separate build).
-test-asan: build-asan
+test-asan: build-asan fixtures
 	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -LE real
 
 build-asan:
@@ -74,7 +80,7 @@ build-asan:
 
 # The tiny-model server tests (API + soak) against the ASan build: every server they start
 # must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
-test-server-asan: build-asan venv
+test-server-asan: build-asan venv fixtures
 	SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py
 
 # libFuzzer on the GGUF reader for FUZZ_SECONDS, seeded with the malformed corpus.

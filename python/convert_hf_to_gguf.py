@@ -79,31 +79,44 @@ def read_safetensors(path) -> dict[str, np.ndarray]:
     return out
 
 
-def load_checkpoint(model_dir) -> tuple[dict, dict[str, np.ndarray]]:
-    """(text config dict, {name without `model.`/`language_model.` prefix: array}).
-    `lm_head.weight` keeps its name; vision/audio/projector tensors are dropped."""
-    d = pathlib.Path(model_dir)
-    cfg = json.loads((d / "config.json").read_text())
+def text_config(cfg: dict) -> dict:
+    """The text model's config from a config.json dict (multimodal files nest it under
+    `text_config`; architectures and tie_word_embeddings may sit at the top level)."""
     text_cfg = dict(cfg.get("text_config") or cfg)
     if "architectures" not in text_cfg and "architectures" in cfg:
         text_cfg["architectures"] = cfg["architectures"]
     if "tie_word_embeddings" not in text_cfg and "tie_word_embeddings" in cfg:
         text_cfg["tie_word_embeddings"] = cfg["tie_word_embeddings"]
+    return text_cfg
+
+
+def text_tensors(raw: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """{name without `model.`/`language_model.` prefix: array}; `lm_head.weight` keeps its
+    name; vision/audio/projector tensors are dropped."""
+    tensors: dict[str, np.ndarray] = {}
+    for name, arr in raw.items():
+        if any(s in name for s in ("vision_tower", "audio_tower", "embed_vision", "embed_audio",
+                                   "multi_modal_projector", "multimodal_projector")):
+            continue
+        for prefix in ("model.language_model.", "language_model.model.", "language_model.", "model."):
+            if name.startswith(prefix):
+                name = name[len(prefix):]
+                break
+        tensors[name] = arr
+    return tensors
+
+
+def load_checkpoint(model_dir) -> tuple[dict, dict[str, np.ndarray]]:
+    """(text config dict, text tensors) of a checkpoint directory."""
+    d = pathlib.Path(model_dir)
+    cfg = json.loads((d / "config.json").read_text())
     files = sorted(d.glob("*.safetensors"))
     if not files:
         raise FileNotFoundError(f"no *.safetensors in {d}")
-    tensors: dict[str, np.ndarray] = {}
+    raw: dict[str, np.ndarray] = {}
     for f in files:
-        for name, arr in read_safetensors(f).items():
-            if any(s in name for s in ("vision_tower", "audio_tower", "embed_vision", "embed_audio",
-                                       "multi_modal_projector", "multimodal_projector")):
-                continue
-            for prefix in ("model.language_model.", "language_model.model.", "language_model.", "model."):
-                if name.startswith(prefix):
-                    name = name[len(prefix):]
-                    break
-            tensors[name] = arr
-    return text_cfg, tensors
+        raw.update(read_safetensors(f))
+    return text_config(cfg), text_tensors(raw)
 
 
 # ---------------------------------------------------------------------------------------
@@ -425,20 +438,29 @@ def _encode(name: str, arr: np.ndarray, outtype: str, log) -> tuple[np.ndarray, 
 
 def convert(model_dir, out_path, outtype: str = "f32", keep_shared_kv: bool = False,
             name: str | None = None, verbose: bool = True) -> dict:
-    """Convert one checkpoint. Returns a summary {tensor name: (ggml type name, ne)}."""
+    """Convert one checkpoint directory. Returns a summary {tensor name: (ggml type name, ne)}."""
+    cfg, tensors = load_checkpoint(model_dir)
+    return convert_state(cfg, tensors, out_path, outtype, keep_shared_kv=keep_shared_kv,
+                         name=name or pathlib.Path(model_dir).name, verbose=verbose)
+
+
+def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: str = "f32",
+                  keep_shared_kv: bool = False, name: str = "model", verbose: bool = True) -> dict:
+    """Convert a checkpoint held in memory: `cfg` a config.json dict, `tensors` HF state
+    (with or without the `model.` prefixes). Same bytes as convert() on the saved files."""
     def log(msg):
         if verbose:
             print(msg, file=sys.stderr)
 
     if outtype not in OUTTYPES:
         raise ValueError(f"outtype must be one of {sorted(OUTTYPES)}")
-    cfg, tensors = load_checkpoint(model_dir)
+    cfg, tensors = text_config(cfg), text_tensors(tensors)
     hp = read_hparams(cfg, tensors)
     arch = hp.arch
     w = gguf.GGUFWriter(str(out_path), arch)   # writes general.architecture (G4 §3.1 / G3 §3.1)
 
     # ---- general.* ----
-    w.add_name(name or pathlib.Path(model_dir).name)
+    w.add_name(name)
     w.add_file_type(OUTTYPES[outtype][1])
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
 

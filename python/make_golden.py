@@ -4,9 +4,12 @@
     .venv-golden/bin/python python/make_golden.py            # writes tests/data/golden/
 
 For each tiny model (fixed seeds, python/make_tiny_model.py presets):
-  1. build the random HF checkpoint, reload it with transformers (float32, eager attention)
+  1. build the random HF checkpoint (weights drawn with numpy from the seed,
+     make_tiny_model.draw_state), reload it with transformers (float32, eager attention)
      and check the reload is bit-identical to what was generated;
-  2. convert it with python/convert_hf_to_gguf.py to f32, q8_0 and q4_0 GGUFs;
+  2. convert it with python/convert_hf_to_gguf.py to f32, q8_0 and q4_0 GGUFs, through the
+     same function python/make_fixtures.py uses to rebuild them at test time (numpy + gguf
+     only), and check converting transformers' saved checkpoint gives the same bytes;
   3. reference logits [n_tokens x n_vocab] from transformers:
        f32   -> on the original weights,
        q8_0/q4_0 -> on weights DEQUANTIZED FROM THE GGUF (gguf.quants.dequantize, names
@@ -18,8 +21,10 @@ For each tiny model (fixed seeds, python/make_tiny_model.py presets):
      (../shared/spec/gemma4.md §2, gemma3.md §2) that reads ONLY the GGUF must match
      transformers; facts about transformers' implementation (attention scale, V-norm, KV
      sharing, mask boundary, proportional RoPE, embed scale) are asserted and recorded.
-Outputs (all little-endian): <id>.<type>.gguf, <id>.<type>.logits.f32 (raw float32,
-row-major [n_tokens, n_vocab]), <id>.f32.taps.bin (format below), manifest.json.
+Outputs (all little-endian): <id>.<type>.logits.f32 (raw float32, row-major
+[n_tokens, n_vocab]), <id>.f32.taps.bin (format below), manifest.json (with each model's
+config, tensor list and seed, and each GGUF's sha256), all committed; <id>.<type>.gguf,
+not committed (.gitignore): `make fixtures` rebuilds them and checks the hashes.
 
 taps.bin format v1: b"SLTP", u32 version=1, u32 n_records, then per record:
   u32 name_len, name (utf-8), u32 ndim, u64 dims[ndim] (row-major, outermost first),
@@ -46,6 +51,7 @@ sys.path.insert(0, str(HERE))
 import gguf  # noqa: E402
 
 import convert_hf_to_gguf as conv  # noqa: E402
+import make_fixtures as fixtures  # noqa: E402
 import make_tiny_model as tiny  # noqa: E402
 
 # Fixed seeds: changing anything here changes every committed fixture.
@@ -55,7 +61,8 @@ MODELS = [
 ]
 OUTTYPES = ["f32", "q8_0", "q4_0"]
 TAPS_MAGIC, TAPS_VERSION = b"SLTP", 1
-FORMAT_VERSION = 1   # manifest "format_version"; bump when file layouts change
+FORMAT_VERSION = 2   # manifest "format_version"; bump when file layouts change
+# (2: weights drawn with numpy, "hf_tensors" recorded, GGUFs rebuilt by make_fixtures.py)
 
 
 # ---------------------------------------------------------------------------------------
@@ -411,6 +418,13 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
     for k in s0:
         assert torch.equal(s0[k], s1[k]), k
     hf_state = conv.read_safetensors(ckpt / "model.safetensors")
+    # The tests rebuild the GGUFs from the seed with numpy alone (make_fixtures.py): the
+    # saved checkpoint must hold exactly what draw_state gives for the recorded tensor list.
+    hf_tensors = tiny.checkpoint_tensors(model0)
+    drawn = tiny.draw_state(arch, spec["seed"], hf_tensors, opts)
+    assert set(drawn) == set(hf_state), (sorted(set(drawn) ^ set(hf_state)))
+    for k, arr in drawn.items():
+        assert hf_state[k].dtype == arr.dtype and np.array_equal(hf_state[k], arr), k
 
     rng = np.random.default_rng(spec["prompt_seed"])
     ids = rng.integers(0, opts["vocab"], size=spec["n_tokens"]).astype(np.int64)
@@ -419,6 +433,7 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
         "arch": arch, "seed": spec["seed"], "prompt_seed": spec["prompt_seed"],
         "token_ids": [int(t) for t in ids], "n_tokens": int(len(ids)), "n_vocab": int(opts["vocab"]),
         "options": opts, "hf_config": json.loads((ckpt / "config.json").read_text()),
+        "hf_tensors": [[n, list(sh)] for n, sh in hf_tensors],
         "variants": {},
     }
     entry["facts"] = (check_facts_gemma4(model, ids, opts["sliding_window"]) if arch == "gemma4"
@@ -427,7 +442,10 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
     ref_f32 = None
     for ot in OUTTYPES:
         gpath = out_dir / f"{mid}.{ot}.gguf"
-        summary = conv.convert(ckpt, gpath, ot, name=mid, verbose=False)
+        summary = fixtures.write_gguf(mid, entry, ot, gpath, drawn)
+        # the same bytes as converting the checkpoint transformers saved and reloaded
+        conv.convert(ckpt, work / f"{mid}.{ot}.check.gguf", ot, name=mid, verbose=False)
+        assert sha256(gpath) == sha256(work / f"{mid}.{ot}.check.gguf"), f"{mid}.{ot}: converter paths differ"
         got_arch, deq = conv.gguf_to_hf_state_dict(gpath)
         assert got_arch == arch
         if ot == "f32":

@@ -5,14 +5,15 @@ model.safetensors, no tokenizer) for golden tests.
     .venv-golden/bin/python python/make_tiny_model.py --arch gemma4 --out /tmp/tiny-gemma4
     .venv-golden/bin/python python/make_tiny_model.py --arch gemma3 --out /tmp/tiny-gemma3 --layers 6
 
-Every parameter and every persistent buffer is drawn from a seeded generator: all RMSNorm
+Every parameter and every persistent buffer is drawn from a seeded numpy generator: all RMSNorm
 weights (Gemma 4 uses w as is, Gemma 3 stores w and uses 1+w), q/k norms, the per-layer
 `layer_scalar` buffers, the PLE tables, untied LM head if asked. Magnitudes are chosen so
 that activations stay in a sane range in float32 and every feature changes the logits
 (see `_init_tensor`). Non-persistent buffers (rotary inv_freq, embed_scale) are derived
 from the config by transformers itself and are not part of the checkpoint.
 
-Needs torch + transformers (the .venv-golden environment, python/requirements-golden.txt).
+Building the HF model needs torch + transformers (the .venv-golden environment,
+python/requirements-golden.txt); the weights themselves (draw_state) need numpy only.
 """
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ import json
 import math
 import pathlib
 import sys
+
+import numpy as np
 
 # Presets. gemma4: E2B structure in miniature (spec gemma4.md §1.1/§1.2): [S,S,S,S,F]x2,
 # the last 5 layers KV-shared so layer 3 (sliding) and layer 4 (global) are the KV sources
@@ -127,8 +130,9 @@ def make_config(arch: str, opts: dict):
     raise ValueError(arch)
 
 
-def _init_tensor(arch: str, name: str, shape, gen, opts: dict):
-    """A random value for one HF parameter/buffer, by name. Returns a float32 torch tensor.
+def _init_tensor(arch: str, name: str, shape, rng, opts: dict) -> np.ndarray:
+    """A random value for one HF parameter/buffer, by name: a float32 numpy array drawn from
+    `rng` (numpy's PCG64 generator, whose streams are the same on every platform).
 
     Magnitude plan (every branch of a Gemma block ends in an RMSNorm, so the norm weights
     set each branch's contribution; matrices only set the shape of the nonlinearity):
@@ -142,16 +146,18 @@ def _init_tensor(arch: str, name: str, shape, gen, opts: dict):
         1/sqrt(hd)) uses effective ~N(1.5, 0.3^2) for both;
       * final norm: Gemma 4 effective ~N(5, 1.2^2) so logits reach the +-30 softcap region;
       * layer_scalar ~U(0.5, 1.5).
+    Every step is a float32 multiply/add of exactly rounded values, so the bytes do not
+    depend on the machine (the fixtures' sha256 in the manifest relies on it).
     """
-    import torch
+    shape = tuple(int(x) for x in shape)
 
     def normal(mean, std):
-        return torch.randn(shape, generator=gen, dtype=torch.float32) * std + mean
+        return rng.standard_normal(shape, dtype=np.float32) * np.float32(std) + np.float32(mean)
 
     def uniform(lo, hi):
-        return torch.rand(shape, generator=gen, dtype=torch.float32) * (hi - lo) + lo
+        return rng.random(shape, dtype=np.float32) * np.float32(hi - lo) + np.float32(lo)
 
-    shift = 1.0 if arch == "gemma3" else 0.0   # Gemma 3 RMSNorm uses (1 + w)
+    shift = np.float32(1.0 if arch == "gemma3" else 0.0)   # Gemma 3 RMSNorm uses (1 + w)
     leaf = name.split(".")[-2] if name.endswith(".weight") else name.split(".")[-1]
     if name.endswith("layer_scalar"):
         return uniform(0.5, 1.5)
@@ -171,12 +177,35 @@ def _init_tensor(arch: str, name: str, shape, gen, opts: dict):
         return normal(1.0, 0.35) - shift
     if len(shape) == 2:
         return normal(0.0, 1.0 / math.sqrt(shape[1]))
-    raise ValueError(f"no init rule for {name} {tuple(shape)}")
+    raise ValueError(f"no init rule for {name} {shape}")
+
+
+def draw_state(arch: str, seed: int, tensors, opts: dict) -> dict[str, np.ndarray]:
+    """{HF name: float32 array} for `tensors` ([(name, shape)], the checkpoint's own
+    tensors: a tied lm_head is not among them), drawn in sorted-name order from
+    numpy.random.default_rng(seed). Needs numpy only, so the tests rebuild the same weights
+    (and GGUFs) without torch: python/make_fixtures.py."""
+    rng = np.random.default_rng(seed)
+    return {name: _init_tensor(arch, name, shape, rng, opts)
+            for name, shape in sorted((n, tuple(s)) for n, s in tensors)}
+
+
+def checkpoint_tensors(model) -> list[tuple[str, list[int]]]:
+    """[(name, shape)] of a HF model's state dict, sorted, without storage-tied aliases
+    (the tied lm_head): exactly what save_pretrained writes."""
+    seen, out = set(), []
+    # lm_head last: when tied, the checkpoint keeps the embedding's name
+    for name, t in sorted(model.state_dict().items(), key=lambda kv: (kv[0] == "lm_head.weight", kv[0])):
+        if t.data_ptr() in seen:
+            continue
+        seen.add(t.data_ptr())
+        out.append((name, list(t.shape)))
+    return out
 
 
 def build_model(arch: str, seed: int = 0, **overrides):
-    """Return (model, config, opts): a float32 HF *ForCausalLM with every parameter and
-    persistent buffer randomized from torch.Generator(seed), visited in sorted-name order."""
+    """Return (model, config, opts): a float32 HF *ForCausalLM whose parameters and
+    persistent buffers all come from draw_state(arch, seed, ...)."""
     import torch
 
     opts = resolve_options(arch, **overrides)
@@ -188,16 +217,11 @@ def build_model(arch: str, seed: int = 0, **overrides):
     torch.manual_seed(seed)   # only the throwaway default init uses it
     model = cls(config).to(torch.float32).eval()
 
-    gen = torch.Generator().manual_seed(seed)
     state = model.state_dict()   # persistent buffers (layer_scalar) are in here too
-    seen = set()
+    drawn = draw_state(arch, seed, checkpoint_tensors(model), opts)
     with torch.no_grad():
-        for name in sorted(state):
-            t = state[name]
-            if t.data_ptr() in seen:   # tied lm_head: same storage as embed_tokens
-                continue
-            seen.add(t.data_ptr())
-            t.copy_(_init_tensor(arch, name, tuple(t.shape), gen, opts))
+        for name, arr in drawn.items():
+            state[name].copy_(torch.from_numpy(arr))
     # Every non-tied tensor was visited; check nothing kept its default init.
     for name, t in model.state_dict().items():
         if name.endswith("layer_scalar"):

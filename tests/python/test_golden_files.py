@@ -1,4 +1,5 @@
-"""The committed golden fixtures (tests/data/golden/, written by python/make_golden.py) must
+"""The golden fixtures (tests/data/golden/: logits, taps and manifest written and committed
+by python/make_golden.py; GGUFs rebuilt from the manifest by python/make_fixtures.py) must
 be consistent: GGUFs parse with the PyPI `gguf` reader, carry every metadata key and exactly
 the tensor names/shapes/types the specs list (gemma4.md §3.2/§3.3, gemma3.md §3.1/§3.3), and
 the logits/taps files match the manifest. Needs only numpy + gguf (main .venv, no torch).
@@ -104,7 +105,7 @@ def expected_tensors(r):
 
 
 def test_manifest_lists_existing_files():
-    assert MANIFEST["format_version"] == 1
+    assert MANIFEST["format_version"] == 2
     assert {e["arch"] for e in MANIFEST["models"].values()} == {"gemma4", "gemma3"}
     named = {"manifest.json"}
     for e in MANIFEST["models"].values():
@@ -118,8 +119,28 @@ def test_manifest_lists_existing_files():
                     named.add(v[k])
     stray = {p.name for p in GOLDEN.iterdir()} - named
     assert not stray, f"files not in the manifest: {stray}"
-    total = sum(p.stat().st_size for p in GOLDEN.iterdir())
-    assert total < 15_000_000, total
+    # committed: manifest, logits, taps; the GGUFs are rebuilt by `make fixtures`
+    committed = sum(p.stat().st_size for p in GOLDEN.iterdir() if p.suffix != ".gguf")
+    assert committed < 3_000_000, committed
+
+
+def test_fixture_rebuild_reproduces_manifest_hashes(tmp_path):
+    """make_fixtures draws the weights from each model's seed and converts them; every GGUF
+    it writes must be byte-identical to the one make_golden ran transformers against."""
+    import make_fixtures
+    (tmp_path / "manifest.json").write_bytes((GOLDEN / "manifest.json").read_bytes())
+    assert make_fixtures.rebuild(tmp_path, MANIFEST, verbose=False) == []
+    for mid, e in MANIFEST["models"].items():
+        for v in e["variants"].values():
+            assert _sha(tmp_path / v["gguf"]) == v["gguf_sha256"]
+            assert (tmp_path / v["gguf"]).read_bytes() == (GOLDEN / v["gguf"]).read_bytes()
+    # a changed seed gives different weights, so the hash check can fail
+    bad = json.loads(json.dumps(MANIFEST))
+    e = next(iter(bad["models"].values()))
+    e["seed"] += 1
+    for v in e["variants"].values():
+        (tmp_path / v["gguf"]).unlink()
+    assert len(make_fixtures.rebuild(tmp_path, bad, verbose=False)) == len(e["variants"])
 
 
 @pytest.mark.parametrize("mid,ot", VARIANTS)

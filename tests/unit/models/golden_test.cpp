@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -22,6 +23,14 @@ namespace {
 
 using nlohmann::json;
 const std::string kDir = std::string(SLUICE_SOURCE_DIR) + "/tests/data/golden/";
+
+// The GGUFs are not committed: `make fixtures` rebuilds them from the manifest's seeds and
+// checks their sha256 (python/make_fixtures.py).
+std::unique_ptr<gguf::GgufFile> open_fixture(const std::string& name) {
+  if (!std::filesystem::exists(kDir + name))
+    throw std::runtime_error(kDir + name + " is missing: run `make fixtures` first");
+  return gguf::GgufFile::open(kDir + name);
+}
 
 json manifest() {
   std::ifstream in(kDir + "manifest.json");
@@ -109,7 +118,7 @@ TEST_P(Golden, MatchesTransformersWholeChunkedAndTokenByToken) {
   const json& v = m["variants"][GetParam().variant];
   const auto ids = m["token_ids"].get<std::vector<int32_t>>();
   const int64_t V = m["n_vocab"];
-  auto f = gguf::GgufFile::open(kDir + v["gguf"].get<std::string>());
+  auto f = open_fixture(v["gguf"].get<std::string>());
   const auto ref = read_f32(kDir + v["logits"].get<std::string>());
   ASSERT_EQ(ref.size(), ids.size() * V);
   for (size_t chunk : {ids.size(), size_t(5), size_t(1)}) {
@@ -157,7 +166,7 @@ TEST(GoldenSensitivity, BreakingEachGemma4FeatureMovesLogitsFarBeyondTolerance) 
   const json& m = man["models"]["tiny-gemma4"];
   const auto ids = m["token_ids"].get<std::vector<int32_t>>();
   const int64_t V = m["n_vocab"];
-  auto f = gguf::GgufFile::open(kDir + "tiny-gemma4.f32.gguf");
+  auto f = open_fixture("tiny-gemma4.f32.gguf");
   const auto ref = read_f32(kDir + "tiny-gemma4.f32.logits.f32");
   struct Break {
     const char* what;

@@ -1,6 +1,9 @@
 // Stop strings and OpenAI request parsing (no HTTP, no engine).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <stdexcept>
+
 #include "gguf/reader.h"
 #include "server/api_error.h"
 #include "server/model_context.h"
@@ -53,7 +56,10 @@ TEST(StopStrings, EarliestStopWins) {
 class RequestParsing : public ::testing::Test {
  protected:
   void SetUp() override {
-    file_ = gguf::GgufFile::open(std::string(SLUICE_SOURCE_DIR) + "/tests/data/golden/tiny-gemma3.q8_0.gguf");
+    // not committed: `make fixtures` rebuilds it (python/make_fixtures.py)
+    const std::string path = std::string(SLUICE_SOURCE_DIR) + "/tests/data/golden/tiny-gemma3.q8_0.gguf";
+    if (!std::filesystem::exists(path)) throw std::runtime_error(path + " is missing: run `make fixtures` first");
+    file_ = gguf::GgufFile::open(path);
     tok_ = Tokenizer::from_gguf(*file_);
     ctx_ = std::make_unique<ModelContext>(*file_, *tok_, "", 256, 0);
   }
