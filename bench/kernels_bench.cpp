@@ -7,8 +7,12 @@
 //   * ActQuantize/<isa>/<format>/6144: one activation row quantized for the packed matmuls.
 //   * Attention/<isa>/hd/depth/{hot,cold}: one decode token's paged GQA attention (8 query
 //     heads on one KV head, f16 cache), all heads on one thread; cold: the KV starts in DRAM.
+//   * Peak/<instruction>: one core's multiply-accumulate rate for the instruction the kernels
+//     are built on (f32 FMA for attention, VPDPBUSD for the int8 tiles, VDPBF16PS for scale),
+//     12 independent accumulators, no memory: the ceiling a compute-bound kernel is held to.
 // Build: cmake -DSLUICE_BUILD_BENCH=ON; run build/bench/kernels_bench [--benchmark_filter=...].
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <cmath>
 #include <cstdint>
@@ -186,6 +190,59 @@ void BM_ActQuantize(benchmark::State& st, const CpuKernels* k, ActFormat f, int6
   st.SetItemsProcessed(static_cast<int64_t>(st.iterations()) * n);
 }
 
+// 12 independent accumulator chains of `Op` per iteration; MACs per instruction `macs`.
+template <typename Body>
+void BM_Peak(benchmark::State& st, Body body, double macs_per_instr) {
+  constexpr int64_t kIters = 1 << 16;
+  for (auto _ : st) benchmark::DoNotOptimize(body(kIters));
+  st.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * kIters * 12 * macs_per_instr / 1e9,
+                                             benchmark::Counter::kIsRate);
+}
+
+// Distinct starting values, or the compiler merges the identical chains into one.
+#define SLUICE_PEAK_LOOP(T, INIT, OP)                                                        \
+  T a0 = INIT(0), a1 = INIT(1), a2 = INIT(2), a3 = INIT(3), a4 = INIT(4), a5 = INIT(5),     \
+    a6 = INIT(6), a7 = INIT(7), a8 = INIT(8), a9 = INIT(9), a10 = INIT(10), a11 = INIT(11);  \
+  for (int64_t i = 0; i < n; ++i) {                                                         \
+    a0 = OP(a0); a1 = OP(a1); a2 = OP(a2); a3 = OP(a3); a4 = OP(a4); a5 = OP(a5);           \
+    a6 = OP(a6); a7 = OP(a7); a8 = OP(a8); a9 = OP(a9); a10 = OP(a10); a11 = OP(a11);       \
+    __asm__ volatile("" : "+v"(x), "+v"(y));                                                \
+  }
+
+__attribute__((target("avx512f"))) float peak_fma_f32(int64_t n) {
+  __m512 x = _mm512_set1_ps(1.0001f), y = _mm512_set1_ps(0.9999f);
+#define OP(a) _mm512_fmadd_ps(x, y, a)
+  SLUICE_PEAK_LOOP(__m512, _mm512_set1_ps, OP)
+#undef OP
+  const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                                 _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
+                                               _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+  return _mm512_reduce_add_ps(s);
+}
+
+__attribute__((target("avx512f,avx512vnni"))) int peak_vnni(int64_t n) {
+  __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(5);
+#define OP(a) _mm512_dpbusd_epi32(a, x, y)
+  SLUICE_PEAK_LOOP(__m512i, _mm512_set1_epi32, OP)
+#undef OP
+  const __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
+                                     _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),
+                                                      _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));
+  return _mm512_reduce_add_epi32(s);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) float peak_dpbf16(int64_t n) {
+  __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = x;
+#define OP(a) _mm512_dpbf16_ps(a, x, y)
+  SLUICE_PEAK_LOOP(__m512, _mm512_set1_ps, OP)
+#undef OP
+  const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                                 _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
+                                               _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
+  return _mm512_reduce_add_ps(s);
+}
+#undef SLUICE_PEAK_LOOP
+
 int register_all() {
   struct Shape { const char* name; DType t; int64_t cols, rows; };
   const Shape shapes[] = {
@@ -233,6 +290,12 @@ int register_all() {
                                         std::to_string(depth) + (cold ? "/cold" : "/hot")).c_str(),
                                        [=](benchmark::State& st) { BM_Attention(st, k, hd, depth, cold); })
               ->Unit(benchmark::kMicrosecond);
+  if (__builtin_cpu_supports("avx512f"))
+    benchmark::RegisterBenchmark("Peak/vfmadd231ps_zmm", [](benchmark::State& st) { BM_Peak(st, peak_fma_f32, 16); });
+  if (__builtin_cpu_supports("avx512vnni"))
+    benchmark::RegisterBenchmark("Peak/vpdpbusd_zmm", [](benchmark::State& st) { BM_Peak(st, peak_vnni, 64); });
+  if (__builtin_cpu_supports("avx512bf16"))
+    benchmark::RegisterBenchmark("Peak/vdpbf16ps_zmm", [](benchmark::State& st) { BM_Peak(st, peak_dpbf16, 32); });
   return 0;
 }
 const int registered = register_all();
