@@ -11,6 +11,19 @@ BUILD = pathlib.Path(os.environ.get("SLUICE_BUILD_DIR", ROOT / "build"))
 MODELS = pathlib.Path(os.environ.get("SLUICE_MODELS_DIR", ROOT / "models"))
 
 
+def pytest_sessionstart(session):
+    """The tiny-model GGUFs are not committed: rebuild any that are missing (numpy + gguf,
+    <1 s) and check every one against the manifest's sha256, as `make fixtures` does."""
+    import json
+    import sys
+    sys.path.insert(0, str(ROOT / "python"))
+    import make_fixtures
+    golden = make_fixtures.GOLDEN
+    problems = make_fixtures.rebuild(golden, json.loads((golden / "manifest.json").read_text()), verbose=False)
+    if problems:
+        pytest.exit("golden fixtures: " + "; ".join(problems), returncode=1)
+
+
 def _binary(rel):
     p = BUILD / rel
     if not p.exists():
