@@ -190,7 +190,7 @@ void BM_ActQuantize(benchmark::State& st, const CpuKernels* k, ActFormat f, int6
   st.SetItemsProcessed(static_cast<int64_t>(st.iterations()) * n);
 }
 
-// 12 independent accumulator chains of `Op` per iteration; MACs per instruction `macs`.
+// `body(n)` runs n iterations of 12 independent instructions of `macs_per_instr` MACs each.
 template <typename Body>
 void BM_Peak(benchmark::State& st, Body body, double macs_per_instr) {
   constexpr int64_t kIters = 1 << 16;
@@ -199,47 +199,40 @@ void BM_Peak(benchmark::State& st, Body body, double macs_per_instr) {
                                              benchmark::Counter::kIsRate);
 }
 
-// Distinct starting values, or the compiler merges the identical chains into one.
-#define SLUICE_PEAK_LOOP(T, INIT, OP)                                                        \
+// 12 independent chains of OP (distinct starting values, or the compiler merges identical
+// chains into one), then their sum through ADD so none is dead code.
+#define SLUICE_PEAK_LOOP(T, INIT, OP, ADD)                                                   \
   T a0 = INIT(0), a1 = INIT(1), a2 = INIT(2), a3 = INIT(3), a4 = INIT(4), a5 = INIT(5),     \
     a6 = INIT(6), a7 = INIT(7), a8 = INIT(8), a9 = INIT(9), a10 = INIT(10), a11 = INIT(11);  \
   for (int64_t i = 0; i < n; ++i) {                                                         \
     a0 = OP(a0); a1 = OP(a1); a2 = OP(a2); a3 = OP(a3); a4 = OP(a4); a5 = OP(a5);           \
     a6 = OP(a6); a7 = OP(a7); a8 = OP(a8); a9 = OP(a9); a10 = OP(a10); a11 = OP(a11);       \
-    __asm__ volatile("" : "+v"(x), "+v"(y));                                                \
-  }
+    __asm__ volatile("" : "+v"(x), "+v"(y)); /* opaque operands: nothing hoisted or folded */ \
+  }                                                                                         \
+  const T sum = ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))), ADD(ADD(a8, a9), ADD(a10, a11)));
 
 __attribute__((target("avx512f"))) float peak_fma_f32(int64_t n) {
   __m512 x = _mm512_set1_ps(1.0001f), y = _mm512_set1_ps(0.9999f);
 #define OP(a) _mm512_fmadd_ps(x, y, a)
-  SLUICE_PEAK_LOOP(__m512, _mm512_set1_ps, OP)
+  SLUICE_PEAK_LOOP(__m512, _mm512_set1_ps, OP, _mm512_add_ps)
 #undef OP
-  const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                                 _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
-                                               _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
-  return _mm512_reduce_add_ps(s);
+  return _mm512_reduce_add_ps(sum);
 }
 
 __attribute__((target("avx512f,avx512vnni"))) int peak_vnni(int64_t n) {
   __m512i x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(5);
 #define OP(a) _mm512_dpbusd_epi32(a, x, y)
-  SLUICE_PEAK_LOOP(__m512i, _mm512_set1_epi32, OP)
+  SLUICE_PEAK_LOOP(__m512i, _mm512_set1_epi32, OP, _mm512_add_epi32)
 #undef OP
-  const __m512i s = _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a0, a1), _mm512_add_epi32(a2, a3)),
-                                     _mm512_add_epi32(_mm512_add_epi32(_mm512_add_epi32(a4, a5), _mm512_add_epi32(a6, a7)),
-                                                      _mm512_add_epi32(_mm512_add_epi32(a8, a9), _mm512_add_epi32(a10, a11))));
-  return _mm512_reduce_add_epi32(s);
+  return _mm512_reduce_add_epi32(sum);
 }
 
 __attribute__((target("avx512f,avx512bf16"))) float peak_dpbf16(int64_t n) {
   __m512bh x = (__m512bh)_mm512_set1_epi16(0x3f80), y = x;
 #define OP(a) _mm512_dpbf16_ps(a, x, y)
-  SLUICE_PEAK_LOOP(__m512, _mm512_set1_ps, OP)
+  SLUICE_PEAK_LOOP(__m512, _mm512_set1_ps, OP, _mm512_add_ps)
 #undef OP
-  const __m512 s = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                                 _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)),
-                                               _mm512_add_ps(_mm512_add_ps(a8, a9), _mm512_add_ps(a10, a11))));
-  return _mm512_reduce_add_ps(s);
+  return _mm512_reduce_add_ps(sum);
 }
 #undef SLUICE_PEAK_LOOP
 
