@@ -14,6 +14,7 @@ namespace sluice::kernels {
 namespace {
 constexpr int kGenericSlot = 3;   // ActScratch slot of the generic path's activation rows
 constexpr int kGluSlot = 4;       // ActScratch slot of run_glu's gate|up outputs
+constexpr int64_t kEpilogueUnits = 16;   // row groups per epilogue span (run with `post`)
 
 // A packed matrix of `rows` rows from the stacked sources, repacked by all threads.
 PackedMatrix pack_all(ThreadPool& pool, DType t, int64_t rows, int64_t cols, PackedFormat f,
@@ -188,14 +189,29 @@ void Linear::compute(const CpuKernels& k, const Part& p, const Acts& my, int64_t
   }
 }
 
-void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch, const CpuKernels* isa) const {
+void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch, const CpuKernels* isa,
+                 const Epilogue* post) const {
   if (m <= 0 || parts_.empty()) return;
   if (glu_) fail("%s: a fused gate|up matrix runs through run_glu", name_.c_str());
   const CpuKernels& k = isa ? *isa : cpu_kernels();
   drive(pool, x, m, scratch, k, [&](int, const Acts& my, int64_t b, int64_t e) {
     for (const Part& p : parts_) {
       const int64_t u0 = std::max(b, p.unit0) - p.unit0, u1 = std::min(e, p.unit0 + p.units) - p.unit0;
-      if (u0 < u1) compute(k, p, my, m, u0, u1, y + p.row0, rows_);
+      if (u0 >= u1) continue;
+      if (!post) {
+        compute(k, p, my, m, u0, u1, y + p.row0, rows_);
+        continue;
+      }
+      // Spans of kEpilogueUnits units (256 outputs of a packed part per activation row): each
+      // gets the epilogue while its outputs are in L1.
+      const bool packed = p.packed.format != PackedFormat::kNone;
+      const int64_t step = packed ? kEpilogueUnits : kEpilogueUnits * kGroupRows;
+      for (int64_t v0 = u0; v0 < u1; v0 += step) {
+        const int64_t v1 = std::min(u1, v0 + step);
+        compute(k, p, my, m, v0, v1, y + p.row0, rows_);
+        const int64_t r0 = packed ? v0 * kGroupRows : v0, r1 = packed ? std::min(p.rows, v1 * kGroupRows) : v1;
+        for (int64_t i = 0; i < m; ++i) post->fn(y + i * rows_ + p.row0 + r0, r1 - r0, post->arg);
+      }
     }
   });
 }

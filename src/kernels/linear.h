@@ -44,6 +44,15 @@ class ActScratch {
   WorkSplit split_;
 };
 
+// An elementwise op on a call's outputs, applied to each span of them right after the span is
+// computed, while it is still in L1 (e.g. the final logit softcap: no second pass over the
+// logits, and in decode its arithmetic hides under the weight stream). fn must be elementwise,
+// so that results do not depend on where spans start: bit-identical to a pass afterwards.
+struct Epilogue {
+  void (*fn)(float* y, int64_t n, float arg) = nullptr;
+  float arg = 0.0f;
+};
+
 class Linear {
  public:
   Linear() = default;
@@ -63,9 +72,10 @@ class Linear {
   uint64_t file_bytes() const { return file_bytes_; }
   std::string describe() const;   // e.g. "q4_0x16 [1536 -> 2560]"
 
-  // y[m × rows] = x[m × cols]·Wᵀ with the kernels of ISA set `isa` (default: cpu_kernels()).
+  // y[m × rows] = x[m × cols]·Wᵀ with the kernels of ISA set `isa` (default: cpu_kernels()),
+  // then y = post(y) elementwise when `post` is given.
   void run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch,
-           const CpuKernels* isa = nullptr) const;
+           const CpuKernels* isa = nullptr, const Epilogue* post = nullptr) const;
 
   // A gated FFN's gate and up projections as one matmul whose row groups alternate (16 gate
   // rows, the same 16 up rows), so the GELU product is taken as soon as a pair is computed:

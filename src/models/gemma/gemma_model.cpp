@@ -72,33 +72,6 @@ class GemmaModel final : public Model {
   Linear build_lm_head(LmHeadFormat f);
   void output(float* logits);
 
-  // fn(t, i0, i1) over T rows of `len` elements: rows split over the threads, or, for fewer
-  // rows than threads, each row's elements in 64-element-aligned spans. Small work runs
-  // inline on the calling thread.
-  template <class Fn>
-  void spans(int64_t T, int64_t len, Fn&& fn) {
-    const int nth = pool_.size();
-    if (nth == 1 || T * len < 8192) {
-      for (int64_t t = 0; t < T; ++t) fn(t, int64_t{0}, len);
-      return;
-    }
-    if (T >= nth) {
-      pool_.run([&](int ith, int n) {
-        int64_t r0, r1;
-        split_range(T, ith, n, &r0, &r1);
-        for (int64_t t = r0; t < r1; ++t) fn(t, int64_t{0}, len);
-      });
-      return;
-    }
-    pool_.run([&](int ith, int n) {
-      const int64_t chunks = (len + 63) / 64;
-      for (int64_t t = 0; t < T; ++t) {
-        int64_t c0, c1;
-        split_range(chunks, ith, n, &c0, &c1);
-        if (c0 < c1) fn(t, c0 * 64, std::min(len, c1 * 64));
-      }
-    });
-  }
   // fn(t) per row, rows split over the threads (inline when small).
   template <class Fn>
   void rows(int64_t T, int64_t cost, Fn&& fn) {
@@ -113,8 +86,8 @@ class GemmaModel final : public Model {
     });
   }
 
-  void matmul(const Linear& l, const float* x, int64_t m, float* y, OpClass c) {
-    l.run(pool_, x, m, y, scratch_, &isa_);
+  void matmul(const Linear& l, const float* x, int64_t m, float* y, OpClass c, const kernels::Epilogue* post = nullptr) {
+    l.run(pool_, x, m, y, scratch_, &isa_, post);
     if (profile_) profile_->bytes[static_cast<int>(c)] += l.stream_bytes();
     mark(c);
   }
@@ -621,18 +594,15 @@ void GemmaModel::keep_only_output_rows() {
 
 // logits for the requested rows: softcap(lm_head · RMSNorm(x; output_norm))
 void GemmaModel::output(float* logits) {
-  const int64_t d = spec_.n_embd, V = spec_.n_vocab;
+  const int64_t d = spec_.n_embd;
   const int64_t R = static_cast<int64_t>(out_rows_.size());
   if (R == 0) return;
   grow(xn_, static_cast<size_t>(R * d));
   for (int64_t r = 0; r < R; ++r) ops_.rms_norm(&x_[out_rows_[r] * d], w_.output_norm.data(), &xn_[r * d], d, spec_.eps);
   mark(OpClass::kOther);
-  matmul(lm_head_, xn_.data(), R, logits, OpClass::kLmHead);
-  if (spec_.final_softcap > 0) {
-    const float c = spec_.final_softcap;
-    spans(R, V, [&](int64_t r, int64_t i0, int64_t i1) { ops_.softcap(logits + r * V + i0, i1 - i0, c); });
-  }
-  mark(OpClass::kOther);
+  // The softcap rides in the lm_head call (linear.h Epilogue): no second pass over R·V logits.
+  const kernels::Epilogue cap{ops_.softcap, spec_.final_softcap};
+  matmul(lm_head_, xn_.data(), R, logits, OpClass::kLmHead, spec_.final_softcap > 0 ? &cap : nullptr);
 }
 
 }  // namespace

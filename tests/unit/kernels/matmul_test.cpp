@@ -123,6 +123,35 @@ TEST(LinearFusion, MixedPartsLandAtTheirRowOffsets) {
   EXPECT_EQ(lin.stream_bytes(), 48 * rb(DType::Q5_0) + 32 * rb(DType::Q8_0) + 5 * rb(DType::Q4_1));
 }
 
+// An epilogue is applied exactly once to every output, wherever the call's spans fall: the
+// result equals the plain call followed by the op, bit for bit. Parts of several types (one
+// generic), a packed part of more groups than one epilogue span, rows not a multiple of 16.
+TEST(LinearEpilogue, EqualsOnePassAfterTheCall) {
+  const Weights q = make_weights(DType::Q5_0, 40, 1), big = make_weights(DType::Q8_0, 600, 2),
+                g = make_weights(DType::Q4_1, 5, 4);
+  const Mat parts[3] = {q.mat, big.mat, g.mat};
+  ThreadPool one(1), two(2);
+  const Linear lin = Linear::build(parts, two, "mixed");
+  // Not idempotent: applying it twice, or skipping a span, changes the bits.
+  const Epilogue post{[](float* y, int64_t n, float a) {
+                        for (int64_t i = 0; i < n; ++i) y[i] = y[i] * a + 1.0f;
+                      },
+                      3.0f};
+  const std::vector<float> x = activations(17, 9);
+  ActScratch scratch;
+  for (int64_t m : {1, 3, 17}) {
+    for (ThreadPool* pool : {&one, &two}) {
+      std::vector<float> plain(m * lin.rows()), fused(m * lin.rows(), -7.0f);
+      lin.run(*pool, x.data(), m, plain.data(), scratch);
+      post.fn(plain.data(), static_cast<int64_t>(plain.size()), post.arg);
+      lin.run(*pool, x.data(), m, fused.data(), scratch, nullptr, &post);
+      for (size_t i = 0; i < plain.size(); ++i)
+        ASSERT_EQ(quant::testing::bits(fused[i]), quant::testing::bits(plain[i]))
+            << "M " << m << " threads " << pool->size() << " output " << i;
+    }
+  }
+}
+
 TEST(LinearFusion, RejectsDifferentInputWidths) {
   ThreadPool pool(1);
   const Weights a = make_weights(DType::Q8_0, 16, 1);
