@@ -14,6 +14,7 @@
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -91,8 +92,13 @@ const LinearSet& linears(DType t, int64_t cols, int64_t rows, int copies, bool w
 }
 
 // hot: one copy, re-read every iteration (it stays in the last-level cache): the kernel's
-// compute speed with memory out of the way.
-void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_t m, bool hot = false, bool wide = false) {
+// compute speed with memory out of the way. The workers spin between calls, as inside a
+// decode step (ThreadPool::StepScope), so a call's time includes no wake-up.
+// Softcap (the final logit op): kNone; kFused, as a Linear Epilogue; kPass, a second pass over
+// the outputs after the call, split over the threads.
+enum class Softcap { kNone, kFused, kPass };
+void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_t m, bool hot = false, bool wide = false,
+               Softcap cap = Softcap::kNone) {
   const uint64_t one = dtype_row_bytes(t, static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
   const int copies = hot ? 1 : static_cast<int>(std::max<uint64_t>(1, (uint64_t{1} << 30) / one + 1));
   const LinearSet& s = linears(t, cols, rows, copies, wide);
@@ -102,8 +108,18 @@ void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_
   for (auto& v : x) v = n(rng);
   ActScratch scratch;
   size_t i = 0;
+  const Epilogue post{cpu_ops().softcap, 30.0f};
+  ThreadPool::StepScope spin(pool());
   for (auto _ : st) {
-    s.lin[i].run(pool(), x.data(), m, y.data(), scratch);
+    s.lin[i].run(pool(), x.data(), m, y.data(), scratch, nullptr, cap == Softcap::kFused ? &post : nullptr);
+    if (cap == Softcap::kPass)
+      pool().run([&](int ith, int nth) {
+        for (int64_t r = 0; r < m; ++r) {
+          int64_t c0, c1;
+          split_range((rows + 63) / 64, ith, nth, &c0, &c1);
+          if (c0 < c1) post.fn(y.data() + r * rows + c0 * 64, std::min(rows, c1 * 64) - c0 * 64, post.arg);
+        }
+      });
     i = (i + 1) % s.lin.size();
     benchmark::DoNotOptimize(y.data());
   }
@@ -168,6 +184,7 @@ void BM_Glu(benchmark::State& st, int64_t cols, int64_t ff, int64_t m) {
   std::normal_distribution<float> n(0.0f, 1.0f);
   for (auto& v : x) v = n(rng);
   ActScratch scratch;
+  ThreadPool::StepScope spin(pool());   // as BM_Linear: workers spin between calls
   for (auto _ : st) {
     lin->run_glu(pool(), x.data(), m, act.data(), scratch);
     benchmark::DoNotOptimize(act.data());
@@ -260,7 +277,23 @@ int register_all() {
                                  [=](benchmark::State& st) { BM_Linear(st, DType::Q6_K, 1536, 262144, m, false, true); })
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
-  for (const Shape& s : {Shape{"q6_K/hot_1536x8192", DType::Q6_K, 1536, 8192}, Shape{"q4_0/hot_1536x8192", DType::Q4_0, 1536, 8192}})
+  // The logit softcap fused into the lm_head call against a pass after it, streaming and hot.
+  for (bool hot : {false, true})
+    for (int64_t m : {1, 8})
+      for (Softcap c : {Softcap::kFused, Softcap::kPass})
+        benchmark::RegisterBenchmark((std::string("Linear/q6_K/") + (hot ? "hot_1536x8192" : "lm_head_1536x262144") +
+                                      "/softcap_" + (c == Softcap::kFused ? "fused" : "pass") + "/M" + std::to_string(m))
+                                         .c_str(),
+                                     [=](benchmark::State& st) {
+                                       BM_Linear(st, DType::Q6_K, 1536, hot ? 8192 : 262144, m, hot, false, c);
+                                     })
+            ->Unit(benchmark::kMicrosecond)
+            ->UseRealTime();
+  const Shape hot_shapes[] = {{"q6_K/hot_1536x8192", DType::Q6_K, 1536, 8192},
+                              {"q4_0/hot_1536x8192", DType::Q4_0, 1536, 8192},
+                              {"q4_0/hot_ple_gate_1536x256", DType::Q4_0, 1536, 256},
+                              {"q4_0/hot_ple_proj_256x1536", DType::Q4_0, 256, 1536}};
+  for (const Shape& s : hot_shapes)
     for (int64_t m : {1, 8})
       benchmark::RegisterBenchmark((std::string("Linear/") + s.name + "/M" + std::to_string(m)).c_str(),
                                    [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, m, true); })
