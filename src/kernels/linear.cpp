@@ -197,18 +197,14 @@ void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScrat
   drive(pool, x, m, scratch, k, [&](int, const Acts& my, int64_t b, int64_t e) {
     for (const Part& p : parts_) {
       const int64_t u0 = std::max(b, p.unit0) - p.unit0, u1 = std::min(e, p.unit0 + p.units) - p.unit0;
-      if (u0 >= u1) continue;
-      if (!post) {
-        compute(k, p, my, m, u0, u1, y + p.row0, rows_);
-        continue;
-      }
-      // Spans of kEpilogueUnits units (256 outputs of a packed part per activation row): each
-      // gets the epilogue while its outputs are in L1.
+      // With an epilogue, spans of kEpilogueUnits units (256 outputs of a packed part per
+      // activation row), each capped while its outputs are in L1; without, the run at once.
       const bool packed = p.packed.format != PackedFormat::kNone;
-      const int64_t step = packed ? kEpilogueUnits : kEpilogueUnits * kGroupRows;
+      const int64_t step = !post ? u1 - u0 : packed ? kEpilogueUnits : kEpilogueUnits * kGroupRows;
       for (int64_t v0 = u0; v0 < u1; v0 += step) {
         const int64_t v1 = std::min(u1, v0 + step);
         compute(k, p, my, m, v0, v1, y + p.row0, rows_);
+        if (!post) continue;
         const int64_t r0 = packed ? v0 * kGroupRows : v0, r1 = packed ? std::min(p.rows, v1 * kGroupRows) : v1;
         for (int64_t i = 0; i < m; ++i) post->fn(y + i * rows_ + p.row0 + r0, r1 - r0, post->arg);
       }
