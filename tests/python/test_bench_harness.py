@@ -63,6 +63,8 @@ def test_interleaves_and_reports_speedups(tmp_path):
     assert r.returncode == 0, r.stderr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert [c[0] for c in calls] == ["sluice", "llama"] * 3
+    # The file is read into the page cache once, before the first round of either engine.
+    assert 0 <= r.stderr.index("[m.gguf] read 0.00 GB into the page cache") < r.stderr.index("round 1/3")
     for c in calls:
         args = c[1:]
         if c[0] == "sluice":
