@@ -39,8 +39,8 @@ constexpr int64_t kPrefetchQ6 = 8192;
 // a long-K matrix (ffn_down: K = 6144-12288, 55-110 KB a group) streams more weights through
 // L1 between two uses of an activation line than L1 holds, so every group re-reads the
 // activation from L2. Fetching it just ahead hides that; further ahead (16-32 blocks) the lines
-// are gone again before use. kernels_bench, 12288 × 1536 at M = 1 on a ~45 GB/s bus: 0.82 →
-// 1.0 of a same-bytes K = 1536 matrix's rate; short rows unchanged.
+// are gone again before use. kernels_bench, 12288 × 1536 at M = 1 on a > 40 GB/s bus: 0.83 →
+// 1.02 of a same-bytes K = 1536 matrix's rate; short rows within the noise (performance.md §2).
 constexpr int64_t kActAhead = 4;
 
 inline int32_t ld_i32(const void* p) {
