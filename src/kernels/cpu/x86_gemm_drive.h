@@ -11,6 +11,23 @@ namespace {
 
 using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
 
+// The decode row kernels' activation fetch, called at every even block b of a 32-block
+// activation row (codes qs, scales da, sums): its codes kActAhead blocks (two lines) ahead, and
+// the next line of scales and of sums every 16 blocks. A row group of a long-K matrix (ffn_down:
+// K = 6144-12288, 55-110 KB a group) streams more weights through L1 between two uses of an
+// activation line than L1 holds, so every group re-read the activation from L2. Further ahead
+// (8-32 blocks) the lines are gone again before use. kernels_bench, 12288 × 1536 at M = 1 on a
+// > 40 GB/s bus: 0.83 → 1.02 of a same-bytes K = 1536 matrix's rate; short rows within the
+// noise (performance.md §2). Prefetches never fault: reaching past the row is harmless.
+constexpr int64_t kActAhead = 4;
+inline void prefetch_act_ahead(const int8_t* qs, const float* da, const int32_t* sums, int64_t b) {
+  __builtin_prefetch(qs + 32 * (b + kActAhead), 0, 3);
+  if ((b & 15) == 0) {
+    __builtin_prefetch(da + b + 16, 0, 3);
+    __builtin_prefetch(sums + b + 16, 0, 3);
+  }
+}
+
 // tiles[1][0] is the decode kernel (one activation row, one group at a time: one sequential
 // stream per thread); several rows are compute-bound, so each group is done with up to MTMax
 // rows sharing every decoded block (tiles[0][mt − 1] for mt rows).

@@ -46,11 +46,6 @@ namespace {
 // accumulation chain into a tree at its end, holding every term live (spills). No instruction.
 #define SLUICE_CHAIN(v) __asm__("" : "+x"(v))
 
-// The decode row kernel's activation codes, this many blocks ahead: as the AVX-512 set's
-// kActAhead (a long-K row group streams more weights through L1 between two uses of an
-// activation line than L1 holds).
-constexpr int64_t kActAhead = 4;
-
 inline int32_t ld_i32(const void* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -214,14 +209,7 @@ void legacy_row(const GemmArgs& p, int64_t gi, int64_t) {
   const __m256i ones[2] = {ones16(), ones16()};
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
-    // The activation codes kActAhead blocks ahead (one line per two blocks), and the next line
-    // of scales and of sums every 16 blocks. Prefetches never fault: reaching past the row is
-    // harmless.
-    if ((b & 1) == 0) _mm_prefetch(reinterpret_cast<const char*>(qs + 32 * (b + kActAhead)), _MM_HINT_T0);
-    if ((b & 15) == 0) {
-      _mm_prefetch(reinterpret_cast<const char*>(da + b + 16), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(sums + b + 16), _MM_HINT_T0);
-    }
+    if ((b & 1) == 0) prefetch_act_ahead(qs, da, sums, b);
     const uint8_t* blk = w + b * F::kBytes;
     const int8_t* const a[1] = {qs + 32 * b};
     const __m256i init = _mm256_set1_epi32(-F::kOff * sums[b]);

@@ -35,13 +35,6 @@ namespace {
 
 constexpr int64_t kPrefetch = 2048;
 constexpr int64_t kPrefetchQ6 = 8192;
-// The decode row kernel's activation codes, this many blocks ahead (two lines). A row group of
-// a long-K matrix (ffn_down: K = 6144-12288, 55-110 KB a group) streams more weights through
-// L1 between two uses of an activation line than L1 holds, so every group re-reads the
-// activation from L2. Fetching it just ahead hides that; further ahead (16-32 blocks) the lines
-// are gone again before use. kernels_bench, 12288 × 1536 at M = 1 on a > 40 GB/s bus: 0.83 →
-// 1.02 of a same-bytes K = 1536 matrix's rate; short rows within the noise (performance.md §2).
-constexpr int64_t kActAhead = 4;
 
 inline int32_t ld_i32(const void* p) {
   int32_t v;
@@ -217,13 +210,7 @@ void legacy_row(const GemmArgs& p, int64_t gi, int64_t) {
   };
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
-    // The activation codes kActAhead blocks ahead, and the next line of scales and of sums
-    // every 16 blocks. Prefetches never fault: reaching past the row is harmless.
-    _mm_prefetch(reinterpret_cast<const char*>(qs + 32 * (b + kActAhead)), _MM_HINT_T0);
-    if ((b & 15) == 0) {
-      _mm_prefetch(reinterpret_cast<const char*>(da + b + 16), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(sums + b + 16), _MM_HINT_T0);
-    }
+    prefetch_act_ahead(qs, da, sums, b);
     one(b);
     one(b + 1);
   }
