@@ -2,6 +2,8 @@
 // (row group, activation rows) of a call. Internal linkage, as x86_common.h explains.
 #pragma once
 
+#include <immintrin.h>
+
 #include <cstdint>
 
 #include "kernels/gemm.h"
@@ -19,12 +21,14 @@ using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
 // (8-32 blocks) the lines are gone again before use. kernels_bench, 12288 × 1536 at M = 1 on a
 // > 40 GB/s bus: 0.83 → 1.02 of a same-bytes K = 1536 matrix's rate; short rows within the
 // noise (performance.md §2). Prefetches never fault: reaching past the row is harmless.
+// always_inline: GCC 12 treats a function of nothing but prefetches as free of side effects;
+// when the branch kept it from being inlined early, the call was deleted outright.
 constexpr int64_t kActAhead = 4;
-inline void prefetch_act_ahead(const int8_t* qs, const float* da, const int32_t* sums, int64_t b) {
-  __builtin_prefetch(qs + 32 * (b + kActAhead), 0, 3);
+__attribute__((always_inline)) inline void prefetch_act_ahead(const int8_t* qs, const float* da, const int32_t* sums, int64_t b) {
+  _mm_prefetch(reinterpret_cast<const char*>(qs + 32 * (b + kActAhead)), _MM_HINT_T0);
   if ((b & 15) == 0) {
-    __builtin_prefetch(da + b + 16, 0, 3);
-    __builtin_prefetch(sums + b + 16, 0, 3);
+    _mm_prefetch(reinterpret_cast<const char*>(da + b + 16), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(sums + b + 16), _MM_HINT_T0);
   }
 }
 
