@@ -3,6 +3,8 @@
 //     dispatch on the engine's thread pool (2 threads), E2B shapes; reports GB/s of weight
 //     bytes streamed. "dram" working sets cycle through copies larger than the last-level
 //     cache, as decode does (every layer's weights are read once per token).
+//   * LinearCore/<isa>/<format>/l2_1536x384/M: one core, an L2-resident matrix, per ISA set:
+//     the kernels' compute speed (e.g. the Q6_K decode kernel's GFNI unpack).
 //   * Glu/q4_0/hot_1536x2x6144/M: the fused gate|up matmul with its GELU product, hot.
 //   * ActQuantize/<isa>/<format>/6144: one activation row quantized for the packed matmuls.
 //   * Attention/<isa>/hd/depth/{hot,cold}: one decode token's paged GQA attention (8 query
@@ -125,6 +127,26 @@ void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_
   }
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * s.bytes_each));
   st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * rows, benchmark::Counter::kIsRate);
+}
+
+// One core's compute speed per ISA set: a 1536 × 384 matrix (L2-resident: ~330-480 KB)
+// on a one-thread pool, the set passed explicitly, so the sets compare in the same run.
+void BM_LinearCore(benchmark::State& st, const CpuKernels* k, DType t, int64_t m) {
+  static ThreadPool one(1);
+  const int64_t cols = 1536, rows = 384;
+  std::vector<uint8_t> raw = random_rows(t, cols, rows, 11);
+  Mat mat{"core", t, raw.data(), cols, rows, dtype_row_bytes(t, static_cast<uint64_t>(cols))};
+  const Linear lin = Linear::build({&mat, 1}, one, "core");
+  std::vector<float> x(static_cast<size_t>(m * cols)), y(static_cast<size_t>(m * rows));
+  std::mt19937 rng(3);
+  std::normal_distribution<float> n(0.0f, 1.0f);
+  for (auto& v : x) v = n(rng);
+  ActScratch scratch;
+  for (auto _ : st) {
+    lin.run(one, x.data(), m, y.data(), scratch, k);
+    benchmark::DoNotOptimize(y.data());
+  }
+  st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * lin.stream_bytes()));
 }
 
 // One decode token: 8 heads on one KV head, f16 cache of `depth` positions in 16-slot blocks.
@@ -299,6 +321,13 @@ int register_all() {
                                    [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, m, true); })
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+  for (const CpuKernels* k : runnable_cpu_kernels())
+    for (DType t : {DType::Q6_K, DType::Q4_0})
+      for (int64_t m : {1, 4, 8})
+        benchmark::RegisterBenchmark((std::string("LinearCore/") + k->isa + "/" + std::string(dtype_name(t)) + "/l2_1536x384/M" +
+                                      std::to_string(m)).c_str(),
+                                     [=](benchmark::State& st) { BM_LinearCore(st, k, t, m); })
+            ->Unit(benchmark::kMicrosecond);
   for (int64_t m : {1, 8})
     benchmark::RegisterBenchmark((std::string("Glu/q4_0/hot_1536x2x6144/M") + std::to_string(m)).c_str(),
                                  [=](benchmark::State& st) { BM_Glu(st, 1536, 6144, m); })

@@ -27,6 +27,7 @@ CpuFeatures detect() {
   f.avx512bw = zmm_os && ((b >> 30) & 1);
   f.avx512vl = zmm_os && ((b >> 31) & 1);
   f.avx512vnni = zmm_os && ((c >> 11) & 1);
+  f.gfni = (c >> 8) & 1;
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) {
     f.avx_vnni = ymm_os && ((a >> 4) & 1);
     f.avx512bf16 = zmm_os && ((a >> 5) & 1);
@@ -53,6 +54,7 @@ std::string cpu_features_string() {
   add(f.avx2, "avx2"); add(f.fma, "fma"); add(f.f16c, "f16c");
   add(f.avx512f, "avx512f"); add(f.avx512bw, "avx512bw"); add(f.avx512vl, "avx512vl");
   add(f.avx512vnni, "avx512vnni"); add(f.avx512bf16, "avx512bf16"); add(f.avx_vnni, "avxvnni");
+  add(f.gfni, "gfni");
   return s.empty() ? "none" : s;
 }
 

@@ -10,6 +10,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512bf16 = false;
   bool avx_vnni = false;
+  bool gfni = false;   // GF(2) affine byte transforms (EVEX forms need avx512f too)
 };
 
 const CpuFeatures& cpu_features();

@@ -18,6 +18,7 @@ namespace sluice::kernels {
 // of a set this CPU can run is called.
 extern const CpuKernels kCpuKernelsAvx2;
 extern const CpuKernels kCpuKernelsAvx512;
+extern const CpuKernels kCpuKernelsAvx512Gfni;
 #endif
 
 namespace {
@@ -33,6 +34,7 @@ bool can_run_avx2(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
 bool can_run_avx512(const CpuFeatures& f) {
   return can_run_avx2(f) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
 }
+bool can_run_avx512gfni(const CpuFeatures& f) { return can_run_avx512(f) && f.gfni; }
 
 // Every compiled set with whether this CPU can run it, worst first.
 struct Entry {
@@ -45,6 +47,7 @@ std::vector<Entry> compiled() {
   const CpuFeatures& f = cpu_features();
   v.push_back({&kCpuKernelsAvx2, can_run_avx2(f)});
   v.push_back({&kCpuKernelsAvx512, can_run_avx512(f)});
+  v.push_back({&kCpuKernelsAvx512Gfni, can_run_avx512gfni(f)});
 #endif
   return v;
 }

@@ -21,7 +21,7 @@ namespace sluice::kernels {
 using DotKernel = float (*)(const void* w, const void* act, int64_t n);
 
 struct CpuKernels {
-  const char* isa;  // "scalar", "avx2", "avx512"
+  const char* isa;  // "scalar", "avx2", "avx512", "avx512gfni"
   // Dot of one weight row (raw blocks of the type with this id) with one activation row made by
   // quantize_act_row (formats as dot_ref). nullptr = use dot_ref for that type.
   DotKernel dot[kDTypeIdCount];
@@ -40,7 +40,7 @@ struct CpuKernels {
   uint64_t (*stream_sum)(const uint8_t* p, uint64_t bytes);
 };
 
-// The best set this CPU can run, chosen once. The environment variable SLUICE_ISA=scalar|avx2|avx512
+// The best set this CPU can run, chosen once. The environment variable SLUICE_ISA=scalar|avx2|avx512|avx512gfni
 // forces one (sluice::Error if it is unknown, not compiled in, or this CPU cannot run it).
 const CpuKernels& cpu_kernels();
 

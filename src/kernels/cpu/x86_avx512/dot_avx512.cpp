@@ -101,9 +101,10 @@ float dot_legacy(const void* wv, const void* av, int64_t n) {
 float dot_q4_k(const void* w, const void* a, int64_t n) { return dot_q4_k_256(w, a, n); }
 float dot_q6_k(const void* w, const void* a, int64_t n) { return dot_q6_k_256(w, a, n); }
 
-constexpr CpuKernels make() {
+// gfni: the "avx512gfni" set, the same kernels but a Q6_K matmul that unpacks with GFNI.
+constexpr CpuKernels make(bool gfni) {
   CpuKernels k{};
-  k.isa = "avx512";
+  k.isa = gfni ? "avx512gfni" : "avx512";
   k.dot[static_cast<uint32_t>(DType::Q4_0)] = dot_legacy<Q4_0>;
   k.dot[static_cast<uint32_t>(DType::Q5_0)] = dot_legacy<Q5_0>;
   k.dot[static_cast<uint32_t>(DType::Q8_0)] = dot_legacy<Q8_0>;
@@ -113,7 +114,7 @@ constexpr CpuKernels make() {
   k.gemm[static_cast<int>(PackedFormat::kQ5_0)] = avx512::gemm_q5_0;
   k.gemm[static_cast<int>(PackedFormat::kQ8_0)] = avx512::gemm_q8_0;
   k.gemm[static_cast<int>(PackedFormat::kQ4_K)] = avx512::gemm_q4_k;
-  k.gemm[static_cast<int>(PackedFormat::kQ6_K)] = avx512::gemm_q6_k;
+  k.gemm[static_cast<int>(PackedFormat::kQ6_K)] = gfni ? avx512::gemm_q6_k_gfni : avx512::gemm_q6_k;
   k.gemm[static_cast<int>(PackedFormat::kQ6_K8)] = avx512::gemm_q6_k8;
   k.gemm[static_cast<int>(PackedFormat::kF32)] = avx512::gemm_f32;
   k.gemm[static_cast<int>(PackedFormat::kF16)] = avx512::gemm_f16;
@@ -133,6 +134,8 @@ constexpr CpuKernels make() {
 
 // Constant-initialized DATA (see x86_avx2/dot_avx2.cpp).
 extern constinit const CpuKernels kCpuKernelsAvx512;
-constinit const CpuKernels kCpuKernelsAvx512 = make();
+extern constinit const CpuKernels kCpuKernelsAvx512Gfni;
+constinit const CpuKernels kCpuKernelsAvx512 = make(false);
+constinit const CpuKernels kCpuKernelsAvx512Gfni = make(true);
 
 }  // namespace sluice::kernels

@@ -290,19 +290,47 @@ void q4_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
 
 // ---- Q6_K: 16 sub-blocks of 16 with an i8 scale per row; codes q + 32 in 0..63 ----
 
-// One Q6_K super-block of one group for MT rows. Wide: the Q6_K8 layout (codes already
-// bytes, 256 B per sub-block instead of 192).
+// VGF2P8AFFINEQB x, m: each byte of x times the 8×8 bit matrix m (GF(2)), i.e. any per-byte bit
+// move with zeros elsewhere. Inline asm, so only the GFNI set's kernels ever contain it and no
+// function needs a gfni target (the avx512 set runs on CPUs without GFNI, e.g. Cascade Lake).
+SLUICE_INLINE __m512i gf2p8affine(__m512i x, __m512i m) {
+  __m512i r;
+  __asm__("vgf2p8affineqb $0, %2, %1, %0" : "=v"(r) : "v"(x), "v"(m));
+  return r;
+}
+// Bit matrices: byte 7 − t of the qword holds the input bits of output bit t.
+constexpr int64_t kHiNibbleToLow = 0x1020408000000000;   // bits 4-7 → 0-3
+constexpr int64_t kPair0To45 = 0x0000000001020000;       // bits 0-1 → 4-5
+constexpr int64_t kPair1To45 = 0x0000000004080000;       // bits 2-3 → 4-5
+constexpr int64_t kPair3To45 = 0x0000000040800000;       // bits 6-7 → 4-5
+// VPTERNLOGD truth tables (A = 0xF0, B = 0xCC, C = 0xAA): A | (B & C), and C ? A : B.
+constexpr int kOrAnd = 0xF8, kSelect = 0xE4;
+
 // The 16 rows × 16 codes (q + 32, 0..63) of sub-block g as four VNNI operands: c[k] holds
-// elements 4k..4k+3 of each row. Wide: the Q6_K8 layout, codes already bytes.
-template <bool Wide>
+// elements 4k..4k+3 of each row. A sub-block is two nibble vectors (l0: low nibbles → c[0],
+// high → c[2]; l1: c[1], c[3]) and one vector of 2-bit pairs h (bits 2k..2k+1 → c[k]).
+// Wide: the Q6_K8 layout, codes already bytes. Per sub-block the unpack is 17 vector
+// operations with and/shift/or; Gfni: 9, GFNI moving the misplaced bits (zeros elsewhere) and
+// VPTERNLOG merging them with the part already in place, taken raw. Decode kernel, one core,
+// L2-resident 1536 × 384 (kernels_bench LinearCore/<isa>/q6_K): 50.4-51.0 → 57.9-58.3 GB/s
+// (performance.md §2). Merging with VPTERNLOG alone (13 operations) measured no faster.
+template <bool Wide, bool Gfni>
 SLUICE_INLINE void q6_codes(const uint8_t* blk, int g, __m512i c[4]) {
   constexpr int64_t kSub = Wide ? 256 : 192;
   const uint8_t* sub = blk + 288 + kSub * g;
   if constexpr (Wide) {
     for (int k = 0; k < 4; ++k) c[k] = ld512(sub + 64 * k);
+    return;
+  }
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
+  if constexpr (Gfni) {
+    const __m512i hi = _mm512_set1_epi64(kHiNibbleToLow);
+    c[0] = _mm512_ternarylogic_epi32(l0, gf2p8affine(h, _mm512_set1_epi64(kPair0To45)), m4, kSelect);
+    c[1] = _mm512_ternarylogic_epi32(l1, gf2p8affine(h, _mm512_set1_epi64(kPair1To45)), m4, kSelect);
+    c[2] = _mm512_ternarylogic_epi32(gf2p8affine(l0, hi), h, m30, kOrAnd);
+    c[3] = _mm512_or_si512(gf2p8affine(l1, hi), gf2p8affine(h, _mm512_set1_epi64(kPair3To45)));
   } else {
-    const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-    const __m512i l0 = ld512(sub), l1 = ld512(sub + 64), h = ld512(sub + 128);
     c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
     c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
     c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
@@ -322,7 +350,7 @@ SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
       for (int64_t l = g * kB / 16; l < (g + 1) * kB / 16; l += 64) _mm_prefetch(reinterpret_cast<const char*>(pf + l), _MM_HINT_T0);
     }
     __m512i c[4];
-    q6_codes<Wide>(blk, g, c);
+    q6_codes<Wide, false>(blk, g, c);
     const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
     SLUICE_UNROLL
     for (int mi = 0; mi < MT; ++mi) {
@@ -345,7 +373,7 @@ SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
 
 // Decode (one activation row, one group): each sub-block's activation dwords and offset are
 // broadcast straight into the VPDPBUSDs.
-template <bool Wide>
+template <bool Wide, bool Gfni>
 void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
   constexpr int64_t kBytes = Wide ? 4384 : 3360;
   const int64_t nb = p.k / 256;
@@ -361,7 +389,7 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
     for (int g = 0; g < 16; ++g) {
       const int8_t* a = qs + 256 * b + 16 * g;
       __m512i c[4];
-      q6_codes<Wide>(blk, g, c);
+      q6_codes<Wide, Gfni>(blk, g, c);
       const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(blk + 32 + 16 * g)));
       __m512i s0 = _mm512_dpbusd_epi32(_mm512_set1_epi32(-32 * bsum[16 * b + g]), c[0], _mm512_set1_epi32(ld_i32(a)));
       __m512i s1 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), c[1], _mm512_set1_epi32(ld_i32(a + 4)));
@@ -379,7 +407,7 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
 // behind; software prefetch 8 KiB ahead, a few lines per sub-block (measured on the 1536 ×
 // 262144 lm_head, bench/kernels_bench: M = 8 23 → 16 ms, M = 4 15 → 12 ms; a whole
 // super-block's 53 prefetches at once were 15-35% slower than none).
-template <int MT, bool Wide = false>
+template <int MT, bool Wide>
 void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   constexpr int64_t kBytes = Wide ? 4384 : 3360;
   const int64_t nb = p.k / 256;
@@ -447,18 +475,24 @@ void gemm_q4_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   drive<4>(p, g0, g1, kTiles);
 }
 
+// Q6_K8 (codes already bytes) has no unpack, so no GFNI variant.
 void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
       {q6_k_tile<1, true>, q6_k_tile<2, true>, q6_k_tile<3, true>, q6_k_tile<4, true>,
        q6_k_tile<5, true>, q6_k_tile<6, true>, q6_k_tile<7, true>, q6_k_tile<8, true>},
-      {q6_k_row<true>}};
+      {q6_k_row<true, false>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
+// Gfni: the decode kernel unpacks with GFNI. The tiles of several rows do not: there the
+// unpack is shared by up to 8 rows and VPDPBUSD is the bound, and GFNI made them 3-6% slower
+// (it seems to compete with VPDPBUSD for the same pipes on Zen 4).
+template <bool Gfni>
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][8] = {{q6_k_tile<1>, q6_k_tile<2>, q6_k_tile<3>, q6_k_tile<4>,
-                                           q6_k_tile<5>, q6_k_tile<6>, q6_k_tile<7>, q6_k_tile<8>},
-                                          {q6_k_row<false>}};
+  static constexpr TileFn kTiles[2][8] = {
+      {q6_k_tile<1, false>, q6_k_tile<2, false>, q6_k_tile<3, false>, q6_k_tile<4, false>,
+       q6_k_tile<5, false>, q6_k_tile<6, false>, q6_k_tile<7, false>, q6_k_tile<8, false>},
+      {q6_k_row<false, Gfni>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
@@ -614,7 +648,8 @@ void gemm_q4_0(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_legacy<Q4_0>(p,
 void gemm_q5_0(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_legacy<Q5_0>(p, g0, g1); }
 void gemm_q8_0(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_legacy<Q8_0>(p, g0, g1); }
 void gemm_q4_k(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q4_k_impl(p, g0, g1); }
-void gemm_q6_k(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q6_k_impl(p, g0, g1); }
+void gemm_q6_k(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q6_k_impl<false>(p, g0, g1); }
+void gemm_q6_k_gfni(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q6_k_impl<true>(p, g0, g1); }
 void gemm_q6_k8(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_q6_k8_impl(p, g0, g1); }
 void gemm_f32(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_float<F32>(p, g0, g1); }
 void gemm_f16(const GemmArgs& p, int64_t g0, int64_t g1) { gemm_float<F16>(p, g0, g1); }
