@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "base/error.h"
@@ -36,6 +37,17 @@ MmapFile::MmapFile(const std::string& path) : path_(path) {
     data_ = static_cast<const uint8_t*>(p);
   }
   ::close(fd);
+}
+
+void prefault(const void* p, size_t n) {
+  if (p == nullptr || n == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+  const size_t len = reinterpret_cast<uintptr_t>(p) + n - begin;
+#ifdef MADV_POPULATE_READ
+  if (::madvise(reinterpret_cast<void*>(begin), len, MADV_POPULATE_READ) == 0) return;
+#endif
+  ::madvise(reinterpret_cast<void*>(begin), len, MADV_WILLNEED);
 }
 
 MmapFile::~MmapFile() {

@@ -26,4 +26,9 @@ class MmapFile {
   size_t size_ = 0;
 };
 
+// Maps the pages of [p, p + n) of a file mapping now (MADV_POPULATE_READ; where the kernel
+// lacks it, Linux < 5.14, only asks for read-ahead): for tables read a row at a time during
+// decode, so no decode step pays for a page fault. A hint: failures are ignored.
+void prefault(const void* p, size_t n);
+
 }  // namespace sluice
