@@ -130,13 +130,11 @@ void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_
 }
 
 // One core's compute speed per ISA set: a 1536 × 384 matrix (L2-resident: ~330-480 KB)
-// on a one-thread pool, the set passed explicitly, so the sets compare in the same run.
+// run on a one-thread pool, the set passed explicitly, so the sets compare in the same run.
 void BM_LinearCore(benchmark::State& st, const CpuKernels* k, DType t, int64_t m) {
   static ThreadPool one(1);
   const int64_t cols = 1536, rows = 384;
-  std::vector<uint8_t> raw = random_rows(t, cols, rows, 11);
-  Mat mat{"core", t, raw.data(), cols, rows, dtype_row_bytes(t, static_cast<uint64_t>(cols))};
-  const Linear lin = Linear::build({&mat, 1}, one, "core");
+  const Linear& lin = linears(t, cols, rows, 1, false).lin[0];
   std::vector<float> x(static_cast<size_t>(m * cols)), y(static_cast<size_t>(m * rows));
   std::mt19937 rng(3);
   std::normal_distribution<float> n(0.0f, 1.0f);
