@@ -3,8 +3,9 @@
 //     dispatch on the engine's thread pool (2 threads), E2B shapes; reports GB/s of weight
 //     bytes streamed. "dram" working sets cycle through copies larger than the last-level
 //     cache, as decode does (every layer's weights are read once per token).
-//   * LinearCore/<isa>/<format>/l2_1536x384/M: one core, an L2-resident matrix, per ISA set:
-//     the kernels' compute speed (e.g. the Q6_K decode kernel's GFNI unpack).
+//   * LinearCore/<isa>/<format>/l2_1536x<rows>/M: one core, an L2-resident matrix, per ISA set:
+//     the kernels' compute speed (e.g. the Q6_K decode kernel's GFNI unpack, the BF16 decode
+//     kernel's FMA chains).
 //   * Glu/q4_0/hot_1536x2x6144/M: the fused gate|up matmul with its GELU product, hot.
 //   * ActQuantize/<isa>/<format>/6144: one activation row quantized for the packed matmuls.
 //   * Attention/<isa>/hd/depth/{hot,cold}: one decode token's paged GQA attention (8 query
@@ -129,11 +130,12 @@ void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_
   st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * rows, benchmark::Counter::kIsRate);
 }
 
-// One core's compute speed per ISA set: a 1536 × 384 matrix (L2-resident: ~330-480 KB)
-// run on a one-thread pool, the set passed explicitly, so the sets compare in the same run.
-void BM_LinearCore(benchmark::State& st, const CpuKernels* k, DType t, int64_t m) {
+// One core's compute speed per ISA set: a 1536 × rows matrix, L2-resident (Q4_0 / Q6_K
+// 384 rows: ~330-480 KB; BF16 256 rows: 768 KB), run on a one-thread pool, the set passed
+// explicitly, so the sets compare in the same run.
+void BM_LinearCore(benchmark::State& st, const CpuKernels* k, DType t, int64_t rows, int64_t m) {
   static ThreadPool one(1);
-  const int64_t cols = 1536, rows = 384;
+  const int64_t cols = 1536;
   const Linear& lin = linears(t, cols, rows, 1, false).lin[0];
   std::vector<float> x(static_cast<size_t>(m * cols)), y(static_cast<size_t>(m * rows));
   std::mt19937 rng(3);
@@ -320,12 +322,14 @@ int register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
   for (const CpuKernels* k : runnable_cpu_kernels())
-    for (DType t : {DType::Q6_K, DType::Q4_0})
-      for (int64_t m : {1, 4, 8})
-        benchmark::RegisterBenchmark((std::string("LinearCore/") + k->isa + "/" + std::string(dtype_name(t)) + "/l2_1536x384/M" +
-                                      std::to_string(m)).c_str(),
-                                     [=](benchmark::State& st) { BM_LinearCore(st, k, t, m); })
+    for (DType t : {DType::Q6_K, DType::Q4_0, DType::BF16})
+      for (int64_t m : {1, 4, 8}) {
+        const int64_t rows = t == DType::BF16 ? 256 : 384;
+        benchmark::RegisterBenchmark((std::string("LinearCore/") + k->isa + "/" + std::string(dtype_name(t)) + "/l2_1536x" +
+                                      std::to_string(rows) + "/M" + std::to_string(m)).c_str(),
+                                     [=](benchmark::State& st) { BM_LinearCore(st, k, t, rows, m); })
             ->Unit(benchmark::kMicrosecond);
+      }
   for (int64_t m : {1, 8})
     benchmark::RegisterBenchmark((std::string("Glu/q4_0/hot_1536x2x6144/M") + std::to_string(m)).c_str(),
                                  [=](benchmark::State& st) { BM_Glu(st, 1536, 6144, m); })

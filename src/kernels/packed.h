@@ -27,7 +27,8 @@
 // Exactness: every kernel over these layouts computes, per output, the same integer block
 // sums and the same f32 operations in the same order as dot_ref (dot_ref.h) on the original
 // rows: results are bit-identical to it, on every ISA, for any batch size or thread split.
-// Float types reduce sequentially along K with fused multiply-adds (gemm_ref.cpp).
+// Float types reduce along K with fused multiply-adds in two chains, even and odd columns,
+// added at the end (gemm_ref.cpp).
 #pragma once
 
 #include <cstdint>

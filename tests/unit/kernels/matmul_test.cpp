@@ -51,14 +51,15 @@ std::vector<float> activations(int64_t m, uint64_t seed) {
 }
 
 // The definition: dot_ref on the activation quantized as dot_ref's format; f32/f16/bf16
-// weights (packed float formats) as sequential fused multiply-adds on f32 activations.
+// weights (packed float formats) as fused multiply-adds on f32 activations in two chains,
+// even and odd columns, added at the end.
 float expected(const Mat& w, int64_t r, const float* x) {
   if (packed_act_format(packed_format(w.type)) == ActFormat::kF32 && packed_format(w.type) != PackedFormat::kNone) {
     std::vector<float> wf(static_cast<size_t>(kCols));
     quant::dequantize_ref(w.type, w.row(r), wf.data(), kCols);
-    float v = 0;
-    for (int64_t c = 0; c < kCols; ++c) v = std::fma(wf[c], x[c], v);
-    return v;
+    float chain[2] = {0, 0};
+    for (int64_t c = 0; c < kCols; ++c) chain[c % 2] = std::fma(wf[c], x[c], chain[c % 2]);
+    return chain[0] + chain[1];
   }
   std::vector<uint8_t> act(act_row_bytes(w.type, kCols));
   quantize_act_row(w.type, x, act.data(), kCols);

@@ -43,7 +43,8 @@ Problem make_problem(DType t, int64_t rows, int64_t k, int64_t m, uint64_t seed)
 }
 
 // y_ref[i·rows + r]: dot_ref for quantized types (activations quantized as the kernels' are);
-// sequential fused multiply-adds on f32 values for float types.
+// for float types, fused multiply-adds on f32 values in two chains (even and odd columns),
+// added at the end.
 std::vector<float> reference(const Problem& p) {
   std::vector<float> y(static_cast<size_t>(p.m * p.rows));
   const PackedFormat f = packed_format(p.type);
@@ -58,7 +59,9 @@ std::vector<float> reference(const Problem& p) {
       float v = 0;
       if (is_float) {
         quant::dequantize_ref(p.type, wr, wf.data(), p.k);
-        for (int64_t c = 0; c < p.k; ++c) v = std::fma(wf[c], x[c], v);
+        float chain[2] = {0, 0};
+        for (int64_t c = 0; c < p.k; ++c) chain[c % 2] = std::fma(wf[c], x[c], chain[c % 2]);
+        v = chain[0] + chain[1];
       } else {
         v = dot_ref(p.type, wr, act.data(), p.k);
       }

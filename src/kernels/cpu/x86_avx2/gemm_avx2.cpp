@@ -485,28 +485,38 @@ struct BF16 {
   static __m256 load(const uint8_t* p) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16)); }
 };
 
-// Both halves of a group with MT activation rows: 2·MT independent chains of sequential fused
-// multiply-adds along K (MT = 1 is the decode kernel).
+// A group with MT activation rows, each output reduced in two chains of fused multiply-adds,
+// even and odd columns (gemm_ref.cpp). Up to 2 rows: both halves of the group at once (4·MT
+// accumulators; MT = 1 is the decode kernel). 3-4 rows: one half after the other (2·MT
+// accumulators; the second pass finds the group in cache), as 16 registers do not hold more.
 template <class F, int MT>
 void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const ActTile<MT> at(p.a, m0, 1);
-  __m256 acc[2][MT];
-  SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) acc[0][mi] = acc[1][mi] = _mm256_setzero_ps();
-  for (int64_t c = 0; c < p.k; ++c) {
-    const __m256 w0 = F::load(w + c * F::kBytes), w1 = F::load(w + c * F::kBytes + F::kBytes / 2);
+  constexpr int kHalves = MT <= 2 ? 2 : 1;   // halves done together
+  for (int h0 = 0; h0 < 2; h0 += kHalves) {
+    __m256 acc[2][kHalves][MT];   // [chain][half][row]
     SLUICE_UNROLL
-    for (int mi = 0; mi < MT; ++mi) {
-      const __m256 x = _mm256_set1_ps(at.f32[mi][c]);
-      acc[0][mi] = _mm256_fmadd_ps(w0, x, acc[0][mi]);
-      acc[1][mi] = _mm256_fmadd_ps(w1, x, acc[1][mi]);
+    for (int mi = 0; mi < MT; ++mi)
+      for (int h = 0; h < kHalves; ++h) acc[0][h][mi] = acc[1][h][mi] = _mm256_setzero_ps();
+    auto column = [&](int ch, int64_t c) SLUICE_INLINE_LAMBDA {
+      __m256 wv[kHalves];
+      for (int h = 0; h < kHalves; ++h) wv[h] = F::load(w + c * F::kBytes + (h0 + h) * (F::kBytes / 2));
+      SLUICE_UNROLL
+      for (int mi = 0; mi < MT; ++mi) {
+        const __m256 x = _mm256_set1_ps(at.f32[mi][c]);
+        for (int h = 0; h < kHalves; ++h) acc[ch][h][mi] = _mm256_fmadd_ps(wv[h], x, acc[ch][h][mi]);
+      }
+    };
+    int64_t c = 0;
+    for (; c + 2 <= p.k; c += 2) {
+      column(0, c);
+      column(1, c + 1);
     }
-  }
-  SLUICE_UNROLL
-  for (int mi = 0; mi < MT; ++mi) {
-    store_half(p, gi, 0, m0 + mi, acc[0][mi]);
-    store_half(p, gi, 1, m0 + mi, acc[1][mi]);
+    if (c < p.k) column(0, c);
+    SLUICE_UNROLL
+    for (int mi = 0; mi < MT; ++mi)
+      for (int h = 0; h < kHalves; ++h) store_half(p, gi, h0 + h, m0 + mi, _mm256_add_ps(acc[0][h][mi], acc[1][h][mi]));
   }
 }
 
