@@ -132,7 +132,7 @@ float row_q6_k8(const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t nb
 }
 
 // Two chains of fused multiply-adds, even and odd columns, added at the end: one chain was
-// bound by the FMA latency in the decode kernel (4 cycles a column: ~30 GB/s a core, under
+// bound by the FMA latency in the decode kernel (4 cycles a column: ~27 GB/s a core, under
 // a fast bus).
 float row_float(PackedFormat f, const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t k) {
   const float* x = a.f32(m);

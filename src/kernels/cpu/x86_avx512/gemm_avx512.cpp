@@ -442,7 +442,7 @@ struct BF16 {
 };
 
 // Two chains per activation row, even and odd columns (gemm_ref.cpp): with one, the decode
-// kernel waited on the FMA latency, 4 cycles a column, ~30 GB/s a core of BF16 weights.
+// kernel waited on the FMA latency, 4 cycles a column, ~27 GB/s a core of BF16 weights.
 template <class F, int MT>
 void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
