@@ -451,21 +451,18 @@ void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) acc[0][mi] = acc[1][mi] = _mm512_setzero_ps();
   const bool pf = m0 == 0 && p.m > 1;
+  auto column = [&](int ch, int64_t c) SLUICE_INLINE_LAMBDA {
+    const __m512 wv = F::load(w + c * F::kBytes);
+    SLUICE_UNROLL
+    for (int mi = 0; mi < MT; ++mi) acc[ch][mi] = _mm512_fmadd_ps(wv, _mm512_set1_ps(at.f32[mi][c]), acc[ch][mi]);
+  };
   int64_t c = 0;
   for (; c + 2 <= p.k; c += 2) {
     if (pf && (c & 3) == 0) prefetch_stream(w, c * F::kBytes, 4 * F::kBytes);
-    const __m512 w0 = F::load(w + c * F::kBytes), w1 = F::load(w + (c + 1) * F::kBytes);
-    SLUICE_UNROLL
-    for (int mi = 0; mi < MT; ++mi) {
-      acc[0][mi] = _mm512_fmadd_ps(w0, _mm512_set1_ps(at.f32[mi][c]), acc[0][mi]);
-      acc[1][mi] = _mm512_fmadd_ps(w1, _mm512_set1_ps(at.f32[mi][c + 1]), acc[1][mi]);
-    }
+    column(0, c);
+    column(1, c + 1);
   }
-  if (c < p.k) {
-    const __m512 w0 = F::load(w + c * F::kBytes);
-    SLUICE_UNROLL
-    for (int mi = 0; mi < MT; ++mi) acc[0][mi] = _mm512_fmadd_ps(w0, _mm512_set1_ps(at.f32[mi][c]), acc[0][mi]);
-  }
+  if (c < p.k) column(0, c);
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) store_rows(p, gi, m0 + mi, _mm512_add_ps(acc[0][mi], acc[1][mi]));
 }
