@@ -23,6 +23,16 @@ void WorkSplit::reset(int64_t n, int nth) {
   }
 }
 
+void WorkSplit::reset(const int64_t* bounds, int nth) {
+  reserve(nth);
+  if (bounds[0] != 0 || bounds[nth] > UINT32_MAX) fail("WorkSplit: ranges must start at 0 and fit 32 bits");
+  nth_ = nth;
+  for (int i = 0; i < nth; ++i) {
+    if (bounds[i + 1] < bounds[i]) fail("WorkSplit: range bounds must not decrease");
+    ranges_[i].v.store(pack(static_cast<uint32_t>(bounds[i]), static_cast<uint32_t>(bounds[i + 1])), std::memory_order_relaxed);
+  }
+}
+
 namespace {
 // Units one take claims from a range with `left` units.
 inline uint32_t run_of(uint32_t left, int64_t max_run) {

@@ -29,6 +29,9 @@ class WorkSplit {
   void reserve(int nth);
   // Before the job (one thread): n units over nth threads (reserves room for them).
   void reset(int64_t n, int nth);
+  // The same with the ranges given: thread i starts with [bounds[i], bounds[i + 1]) (nth + 1
+  // non-decreasing entries from 0), for units of unequal cost cut where the costs balance.
+  void reset(const int64_t* bounds, int nth);
   // Inside the job: the next run [*begin, *end) for thread ith; false when every unit has been
   // taken.
   bool next(int ith, int64_t* begin, int64_t* end);

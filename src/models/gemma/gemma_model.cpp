@@ -126,6 +126,7 @@ class GemmaModel final : public Model {
   std::vector<float> attn_scratch_;   // one attn_scratch_floats() area per thread
   void reserve_attention_states(const KvCache& kv);
   std::vector<int64_t> attn_first_;   // decode attention: first chunk state of each (token, KV head)
+  std::vector<int64_t> attn_bounds_;  // decode attention: each thread's first run of chunks
   std::vector<float> attn_states_;    // decode attention: chunk states (kernels/attention.h)
   kernels::ActScratch scratch_;
 };
@@ -266,6 +267,7 @@ void GemmaModel::reserve_attention_states(const KvCache& kv) {
   }
   grow(attn_states_, static_cast<size_t>(need * (pool_.size() - 1)));
   grow(attn_first_, static_cast<size_t>(pool_.size()));
+  grow(attn_bounds_, static_cast<size_t>(pool_.size() + 1));
 }
 
 void GemmaModel::forward(const ForwardBatch& b, KvCache& kv, float* logits) {
@@ -445,14 +447,21 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
   };
   const int nth = pool_.size();
   const int64_t pairs = T_ * Hkv;
-  // Chunks per (token, KV head) pair, laid end to end (only needed for the split below).
+  // Key range [pair_lo, pair_hi] of (token, KV head) pair pr.
+  auto pair_lo = [&](int64_t pr) { const int64_t p = ref_[pr / Hkv].pos; return win > 0 ? std::max<int64_t>(0, p - win + 1) : 0; };
+  auto pair_hi = [&](int64_t pr) { return static_cast<int64_t>(ref_[pr / Hkv].pos); };
+  // Keys of unit u (chunk u − attn_first_[pr] of its pair pr).
+  auto unit_keys = [&](int64_t u) {
+    const int64_t pr = std::upper_bound(attn_first_.begin(), attn_first_.begin() + pairs + 1, u) - attn_first_.begin() - 1;
+    const int64_t first = pair_lo(pr), last = pair_hi(pr);
+    const int64_t c0 = (first / kernels::kAttnChunk + u - attn_first_[pr]) * kernels::kAttnChunk;
+    return std::min(c0 + kernels::kAttnChunk - 1, last) - std::max(c0, first) + 1;
+  };
+  // Chunks per pair, laid end to end (only needed for the split below).
   int64_t units = 0;
   if (nth > 1 && pairs < nth) {
     attn_first_[0] = 0;
-    for (int64_t pr = 0; pr < pairs; ++pr) {
-      const int64_t p = ref_[pr / Hkv].pos;
-      attn_first_[pr + 1] = attn_first_[pr] + kernels::attn_chunks(win > 0 ? std::max<int64_t>(0, p - win + 1) : 0, p);
-    }
+    for (int64_t pr = 0; pr < pairs; ++pr) attn_first_[pr + 1] = attn_first_[pr] + kernels::attn_chunks(pair_lo(pr), pair_hi(pr));
     units = attn_first_[pairs];
   }
   if (units < 2 * nth) {
@@ -485,8 +494,27 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
     if (static_cast<size_t>(units * sf) > attn_states_.size()) fail("internal: attention states not reserved");
     const kernels::AttnChunksKernel chunks = kernels::cpu_attention_chunks(isa_);
     const kernels::AttnMergeKernel merge = kernels::cpu_attention_merge(isa_);
+    // Each thread starts with a run of chunks holding about 1/nth of the keys. A window's first
+    // and last chunks are partial (at depth 512: 63 + 7×64 + 1 keys); equal counts of chunks
+    // (5 + 4) left the second thread a chunk short, and it took its partner's last chunk cold
+    // every layer (attention at depth 512, far-apart cores: 1.77-2.03 → 1.66-1.98 ms).
+    int64_t keys = 0;
+    for (int64_t pr = 0; pr < pairs; ++pr) keys += pair_hi(pr) - pair_lo(pr) + 1;
+    attn_bounds_[0] = 0;
+    int64_t cut = 0, before = 0;   // keys in units [0, cut)
+    for (int i = 1; i < nth; ++i) {
+      const int64_t target = keys * i / nth;
+      while (cut < units) {
+        const int64_t k = unit_keys(cut);
+        if (before + k > target && target - before <= before + k - target) break;   // nearer to cut here
+        before += k;
+        ++cut;
+      }
+      attn_bounds_[i] = cut;
+    }
+    attn_bounds_[nth] = units;
     WorkSplit& split = scratch_.split();
-    split.reset(units, nth);
+    split.reset(attn_bounds_.data(), nth);
     pool_.run([&](int ith, int n) {
       // Units (chunks) of this thread's run in order, then others' from their backs.
       int64_t u, prev = -2;

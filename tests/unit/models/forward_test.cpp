@@ -174,6 +174,19 @@ TEST_P(Forward, ThreadCountDoesNotChangeResults) {
   EXPECT_EQ(run_chunked(*one.model, *kv1, toks, {6}), run_chunked(*two.model, *kv2, toks, {6}));
 }
 
+// Decodes deep enough that the global layers' keys span several attention chunks, so two
+// threads split each step's chunks between them (and merge their states): still bitwise the
+// one-thread result.
+TEST_P(Forward, ThreadCountDoesNotChangeDeepDecodes) {
+  test::TinyConfig c = config();
+  const auto toks = random_tokens(300, c.n_vocab, 10);
+  Loaded one = load(c, 1), two = load(c, 2);
+  auto kv1 = make_cache(*one.model, 320), kv2 = make_cache(*two.model, 320);
+  std::vector<int> steps(21, 1);   // a prefill of 280, then 20 decodes
+  steps[0] = 280;
+  EXPECT_EQ(run_chunked(*one.model, *kv1, toks, steps), run_chunked(*two.model, *kv2, toks, steps));
+}
+
 // On the f32 path (with int8 activations a random tiny model amplifies any perturbation, as
 // codes flip, so "close" would mean nothing there).
 TEST(ForwardKv, LowPrecisionKvStaysClose) {

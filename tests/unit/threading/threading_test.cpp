@@ -87,5 +87,24 @@ TEST(WorkSplit, OwnRangeIsTakenFrontToBack) {
   EXPECT_EQ(got, (std::vector<int64_t>{0, 1, 2, 3, 4, 9, 8, 7, 6, 5}));
 }
 
+// Ranges given by bounds: each thread starts at the front of its own, and a thread whose
+// range is empty (or done) takes from the back of the largest one left.
+TEST(WorkSplit, GivenRangesAreTakenAsGiven) {
+  WorkSplit split(2);
+  const int64_t bounds[3] = {0, 4, 9};
+  split.reset(bounds, 2);
+  int64_t u;
+  std::vector<int64_t> got;
+  while (split.next(1, &u)) got.push_back(u);
+  EXPECT_EQ(got, (std::vector<int64_t>{4, 5, 6, 7, 8, 3, 2, 1, 0}));
+  const int64_t empty_first[3] = {0, 0, 3};
+  split.reset(empty_first, 2);
+  got.clear();
+  while (split.next(0, &u)) got.push_back(u);
+  EXPECT_EQ(got, (std::vector<int64_t>{2, 1, 0}));
+  const int64_t bad[3] = {0, 5, 4};
+  EXPECT_THROW(split.reset(bad, 2), std::exception);
+}
+
 }  // namespace
 }  // namespace sluice
