@@ -89,6 +89,7 @@ def parse_sluice(stdout: str) -> dict:
         "prefill_tps": _need(j, "prefill.tokens_per_s", who),
         "decode_ms": {int(d["depth"]): float(d["ms_per_token"]) for d in decode},
         "bandwidth_gbs": j.get("bandwidth_gbs"),
+        "core_round_trip_ns": j.get("core_round_trip_ns"),
         "bytes_per_token": j.get("bytes_per_token"),
         "floor_ms": j.get("floor_ms"),
         "efficiency": {int(d["depth"]): d.get("efficiency") for d in decode},
@@ -170,6 +171,7 @@ def summarize(runs: list[dict], depths: list[int]) -> dict:
         s["decode_ms_range"][d] = [min(v), max(v)]
     if "bandwidth_gbs" in runs[0]:
         s["bandwidth_gbs"] = median_or_none([r["bandwidth_gbs"] for r in runs])
+        s["core_round_trip_ns"] = median_or_none([r.get("core_round_trip_ns") for r in runs])
         s["bytes_per_token"] = runs[0]["bytes_per_token"]
         s["floor_ms"] = {d: median_or_none([r["floor_ms_at"].get(d) for r in runs]) for d in depths}
         s["efficiency"] = {d: median_or_none([r["efficiency"].get(d) for r in runs]) for d in depths}
@@ -289,7 +291,8 @@ def print_table(res: dict, a, out=sys.stdout) -> None:
     if sl and sl.get("bandwidth_gbs") is not None:
         bpt = sl.get("bytes_per_token")
         print(f"  sluice: bandwidth {fmt(sl['bandwidth_gbs'], '.1f')} GB/s, "
-              f"{fmt(bpt / 1e6 if bpt else None, '.1f')} MB/token", file=out)
+              f"{fmt(bpt / 1e6 if bpt else None, '.1f')} MB/token, "
+              f"core-to-core round trip {fmt(sl.get('core_round_trip_ns'), '.0f')} ns", file=out)
         for d in a.depths:
             e_ll = (ll or {}).get("efficiency_vs_sluice_floor", {}).get(d)
             print(f"    depth {d:5d}: floor {fmt(sl['floor_ms'].get(d), '.2f')} ms, "

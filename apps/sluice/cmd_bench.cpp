@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -77,6 +78,48 @@ std::vector<int> parse_depths(const std::string& s) {
   return d;
 }
 
+// The round trip of one cache line between threads 0 and 1 of the pool, in ns (median of
+// 5 runs of 1000 round trips): the price of every hand-off in a step — a job's start and end,
+// a barrier, a row one core writes and the other reads. Our VMs move between two placements
+// of their two cores: ~50 ns (the cores share an L3; the bus gives ~35 GB/s) and ~300 ns (they
+// do not; ~60 GB/s). The regime explains much of a run's attention + other share
+// (docs/performance.md §4). 0 with one thread.
+class HandoffProbe {
+ public:
+  explicit HandoffProbe(ThreadPool& pool) : pool_(pool) {}
+  double measure() {
+    if (pool_.size() < 2) return 0;
+    constexpr int kTrips = 1000;
+    std::vector<double> runs;
+    for (int r = 0; r < 5; ++r) {
+      flag_.store(0, std::memory_order_relaxed);
+      double ns = 0;
+      pool_.run([&](int ith, int) {
+        if (ith > 1) return;
+        const auto t0 = clock_type::now();
+        for (int i = 0; i < kTrips; ++i) {
+          if (ith == 0) {
+            flag_.store(2 * i + 1, std::memory_order_release);
+            while (flag_.load(std::memory_order_acquire) != 2 * i + 2) {
+            }
+          } else {
+            while (flag_.load(std::memory_order_acquire) != 2 * i + 1) {
+            }
+            flag_.store(2 * i + 2, std::memory_order_release);
+          }
+        }
+        if (ith == 0) ns = std::chrono::duration<double, std::nano>(clock_type::now() - t0).count() / kTrips;
+      });
+      runs.push_back(ns);
+    }
+    return median(runs);
+  }
+
+ private:
+  ThreadPool& pool_;
+  alignas(64) std::atomic<int> flag_{0};
+};
+
 // A plain streaming read of `bytes` bytes split over the pool's threads, each summing its
 // contiguous share with the ISA set's widest loads (kernels::cpu_stream_sum); returns GB/s
 // (1e9 bytes per second). The buffer is 2 MiB aligned (transparent huge pages where the
@@ -128,6 +171,7 @@ struct DecodeResult {
   models::StepProfile prof;   // summed over all timed steps
   int64_t steps = 0;
   std::vector<double> bw;     // probes taken around this depth's bursts
+  std::vector<double> rt;     // core-to-core round trips (HandoffProbe) at the same moments
   // Per burst: floor at the burst's bandwidth ÷ its median step; each class's GB/s ÷ that
   // bandwidth; attention + other as a share of the step.
   std::vector<double> efficiency, rest_share;
@@ -164,9 +208,11 @@ CommandFn add_bench_command(CLI::App& app) {
     std::mt19937_64 rng(1234);
 
     BandwidthProbe probe(sess.pool(), static_cast<uint64_t>(args->bandwidth_gib * (1ull << 30)));
-    std::vector<double> bw;
+    HandoffProbe handoff(sess.pool());
+    std::vector<double> bw, rt;
     auto probe_bw = [&] {
       for (int i = 0; i < 3; ++i) bw.push_back(probe.measure());
+      rt.push_back(handoff.measure());
     };
     probe.measure();   // warm-up
     probe_bw();
@@ -207,6 +253,7 @@ CommandFn add_bench_command(CLI::App& app) {
         std::vector<int32_t> step_ids(static_cast<size_t>(B));
         double bw_before = probe.measure();
         d.bw.push_back(bw_before);
+        d.rt.push_back(handoff.measure());
         for (int i0 = 0; i0 < args->n_decode; i0 += args->burst) {
           const int i1 = std::min(args->n_decode, i0 + args->burst);
           models::StepProfile burst_prof;
@@ -221,6 +268,7 @@ CommandFn add_bench_command(CLI::App& app) {
           sess.model().set_profile(nullptr);
           const double bw_after = probe.measure();
           d.bw.push_back(bw_after);
+          d.rt.push_back(handoff.measure());
           const double burst_bw = 0.5 * (bw_before + bw_after);
           bw_before = bw_after;
           const double ms = median(burst_ms);
@@ -242,6 +290,7 @@ CommandFn add_bench_command(CLI::App& app) {
         }
       }
       bw.insert(bw.end(), d.bw.begin(), d.bw.end());
+      rt.insert(rt.end(), d.rt.begin(), d.rt.end());
       d.steps = static_cast<int64_t>(step_ms.size());
       d.ms_per_step = median(step_ms);
       dec.push_back(d);
@@ -260,6 +309,8 @@ CommandFn add_bench_command(CLI::App& app) {
     j["bandwidth_gbs"] = bandwidth;
     j["bandwidth_samples_gbs"] = bw;
     j["bandwidth_probe_bytes"] = probe.bytes();
+    j["core_round_trip_ns"] = median(rt);
+    j["core_round_trip_samples_ns"] = rt;
     j["bytes_per_token"] = acct.streamed_bytes;
     j["floor_ms"] = floor_ms;
     j["prefill"] = {{"tokens", args->prompt}, {"ms", pre_s * 1e3}, {"tokens_per_s", args->prompt / pre_s},
@@ -284,6 +335,7 @@ CommandFn add_bench_command(CLI::App& app) {
                              {"ms_per_token", d.ms_per_step / args->batch},
                              {"tokens_per_s", args->batch * 1e3 / d.ms_per_step},
                              {"bandwidth_gbs", dbw},
+                             {"core_round_trip_ns", median(d.rt)},
                              {"floor_ms", dfloor},
                              {"efficiency", median(d.efficiency)},
                              {"efficiency_bursts", d.efficiency},
@@ -299,13 +351,19 @@ CommandFn add_bench_command(CLI::App& app) {
     std::printf("\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
                 bandwidth, bw.size(), probe.bytes() / double(1ull << 30), sess.threads(), acct.streamed_bytes / 1e6, floor_ms,
                 kernels::cpu_kernels().isa);
+    if (sess.threads() > 1) {
+      const auto [lo, hi] = std::minmax_element(rt.begin(), rt.end());
+      std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(rt), rt.size(), *lo, *hi,
+                  median(rt) < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)");
+    }
     std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", args->prompt, pre_s * 1e3, args->prompt / pre_s);
     for (const auto& d : j["decode"]) {
       if (args->batch > 1)
         std::printf("\nbatch of %d sequences: %.1f tokens/s in all", args->batch, d["tokens_per_s"].get<double>());
-      std::printf("\ndecode at depth %d: %.2f ms/step | bandwidth around it %.1f GB/s, floor %.2f ms | efficiency %.0f%% "
-                  "(median of %zu bursts) | attention + other %.1f%% of a step\n",
+      std::printf("\ndecode at depth %d: %.2f ms/step | bandwidth around it %.1f GB/s, core round trip %.0f ns, floor %.2f ms | "
+                  "efficiency %.0f%% (median of %zu bursts) | attention + other %.1f%% of a step\n",
                   d["depth"].get<int>(), d["ms_per_step"].get<double>(), d["bandwidth_gbs"].get<double>(),
+                  d["core_round_trip_ns"].get<double>(),
                   d["floor_ms"].get<double>(), 100 * d["efficiency"].get<double>(), d["efficiency_bursts"].size(),
                   100 * d["attention_other_share"].get<double>());
       std::printf("  %-12s %9s %10s %8s %10s\n", "op class", "ms/step", "MB/step", "GB/s", "of bw");
