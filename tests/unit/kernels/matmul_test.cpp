@@ -31,20 +31,20 @@ struct Weights {
   Mat mat;
 };
 
-Weights make_weights(DType t, int64_t rows, uint64_t seed) {
+Weights make_weights(DType t, int64_t rows, uint64_t seed, int64_t cols = kCols) {
   Weights w;
   for (int64_t r = 0; r < rows; ++r) {
-    const auto row = testing::weight_row(t, kCols, seed + static_cast<uint64_t>(r), /*sane=*/true);
+    const auto row = testing::weight_row(t, cols, seed + static_cast<uint64_t>(r), /*sane=*/true);
     w.data.insert(w.data.end(), row.begin(), row.end());
   }
-  w.mat = Mat{"w" + std::to_string(seed), t, w.data.data(), kCols, rows, dtype_row_bytes(t, kCols)};
+  w.mat = Mat{"w" + std::to_string(seed), t, w.data.data(), cols, rows, dtype_row_bytes(t, cols)};
   return w;
 }
 
-std::vector<float> activations(int64_t m, uint64_t seed) {
+std::vector<float> activations(int64_t m, uint64_t seed, int64_t cols = kCols) {
   std::vector<float> x;
   for (int64_t i = 0; i < m; ++i) {
-    const auto row = testing::act_row(kCols, seed + static_cast<uint64_t>(i), i % 2 == 1);
+    const auto row = testing::act_row(cols, seed + static_cast<uint64_t>(i), i % 2 == 1);
     x.insert(x.end(), row.begin(), row.end());
   }
   return x;
@@ -55,15 +55,15 @@ std::vector<float> activations(int64_t m, uint64_t seed) {
 // even and odd columns, added at the end.
 float expected(const Mat& w, int64_t r, const float* x) {
   if (packed_act_format(packed_format(w.type)) == ActFormat::kF32 && packed_format(w.type) != PackedFormat::kNone) {
-    std::vector<float> wf(static_cast<size_t>(kCols));
-    quant::dequantize_ref(w.type, w.row(r), wf.data(), kCols);
+    std::vector<float> wf(static_cast<size_t>(w.cols));
+    quant::dequantize_ref(w.type, w.row(r), wf.data(), w.cols);
     float chain[2] = {0, 0};
-    for (int64_t c = 0; c < kCols; ++c) chain[c % 2] = std::fma(wf[c], x[c], chain[c % 2]);
+    for (int64_t c = 0; c < w.cols; ++c) chain[c % 2] = std::fma(wf[c], x[c], chain[c % 2]);
     return chain[0] + chain[1];
   }
-  std::vector<uint8_t> act(act_row_bytes(w.type, kCols));
-  quantize_act_row(w.type, x, act.data(), kCols);
-  return dot_ref(w.type, w.row(r), act.data(), kCols);
+  std::vector<uint8_t> act(act_row_bytes(w.type, w.cols));
+  quantize_act_row(w.type, x, act.data(), w.cols);
+  return dot_ref(w.type, w.row(r), act.data(), w.cols);
 }
 
 class LinearTypes : public ::testing::TestWithParam<DType> {};
@@ -86,6 +86,28 @@ TEST_P(LinearTypes, EqualToDotRefForAnyBatchAndThreadCount) {
           ASSERT_EQ(quant::testing::bits(y[i * rows + r]), quant::testing::bits(expected(w.mat, r, x.data() + i * kCols)))
               << dtype_name(t) << " M " << m << " threads " << pool->size() << " row " << r << " act " << i;
     }
+  }
+}
+
+// A wide row with an odd number of blocks (4128 columns: 129 blocks of 32, the SIMD
+// quantizers' 16-block loop plus a tail) through the decode (M 1-2) paths on 1-3 threads.
+TEST(LinearWideRows, OddBlockCountsEqualTheDefinition) {
+  const int64_t cols = 4128, rows = 40;
+  ThreadPool one(1), two(2), three(3);
+  for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::F16}) {
+    const Weights w = make_weights(t, rows, 77, cols);
+    const Linear lin = Linear::build({&w.mat, 1}, two, "wide");
+    const std::vector<float> x = activations(2, 5, cols);
+    ActScratch scratch;
+    for (ThreadPool* pool : {&one, &two, &three})
+      for (int64_t m : {1, 2}) {
+        std::vector<float> y(static_cast<size_t>(m * rows), -1.0f);
+        lin.run(*pool, x.data(), m, y.data(), scratch);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t r = 0; r < rows; ++r)
+            ASSERT_EQ(quant::testing::bits(y[i * rows + r]), quant::testing::bits(expected(w.mat, r, x.data() + i * cols)))
+                << dtype_name(t) << " threads " << pool->size() << " M " << m << " row " << r << " act " << i;
+      }
   }
 }
 
