@@ -81,9 +81,9 @@ std::vector<int> parse_depths(const std::string& s) {
 // The round trip of one cache line between threads 0 and 1 of the pool, in ns (median of
 // 5 runs of 1000 round trips): the price of every hand-off in a step — a job's start and end,
 // a barrier, a row one core writes and the other reads. Our VMs move between two placements
-// of their two cores: ~50 ns (the cores share an L3; the bus gives ~35 GB/s) and ~300 ns (they
-// do not; ~60 GB/s). The regime explains much of a run's attention + other share
-// (docs/performance.md §4). 0 with one thread.
+// of their two cores: ~50 ns (they share a cache; the bus gives ~35 GB/s) and ~300 ns (they do
+// not, most likely two dies with a memory link each; ~60 GB/s). The placement explains much of
+// a run's attention + other share (docs/performance.md §4). 0 with one thread.
 class HandoffProbe {
  public:
   explicit HandoffProbe(ThreadPool& pool) : pool_(pool) {}
