@@ -28,7 +28,7 @@ FAKE = textwrap.dedent("""\
            "decode": [{{"depth": d, "ms_per_token": ms + d / 512}} for d in depths]}}
     if {who!r} == "sluice":
         out.update({{"model": "fake", "threads": 2, "isa": "avx512", "kv_type": "f16", "bandwidth_gbs": 27.0,
-                     "bytes_per_token": 1.35e9, "floor_ms": 50.0}})
+                     "core_round_trip_ns": 300.0, "bytes_per_token": 1.35e9, "floor_ms": 50.0}})
         for d in out["decode"]:
             d["floor_ms"] = 50.0
             d["efficiency"] = 50.0 / d["ms_per_token"]
@@ -80,10 +80,12 @@ def test_interleaves_and_reports_speedups(tmp_path):
     assert abs(summ["speedup"]["decode"]["0"] - 60 / 50) < 1e-12
     assert abs(summ["speedup"]["decode"]["512"] - 61 / 51) < 1e-12
     assert summ["sluice"]["bandwidth_gbs"] == 27.0
+    assert summ["sluice"]["core_round_trip_ns"] == 300.0
     assert abs(summ["sluice"]["efficiency"]["512"] - 50 / 51) < 1e-12
     assert abs(summ["llama.cpp"]["efficiency_vs_sluice_floor"]["0"] - 50 / 60) < 1e-12
     assert len(res["models"][0]["runs"]) == 6
     assert "1.20x" in r.stdout and "2.50x" in r.stdout and "27.0 GB/s" in r.stdout
+    assert "core-to-core round trip 300 ns" in r.stdout
 
 
 def test_missing_binaries_are_named(tmp_path):
