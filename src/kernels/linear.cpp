@@ -1,6 +1,7 @@
 #include "kernels/linear.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/error.h"
 #include "kernels/act.h"
@@ -108,11 +109,23 @@ struct Linear::Acts {
 };
 
 template <class Body>
-void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scratch, const CpuKernels& k, Body&& body) const {
+void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scratch, const CpuKernels& k, int64_t units,
+                   const ActRows* pre, Body&& body) const {
   // The activation rows each format needs; f32 is x itself.
   Acts acts;
   acts.rows[static_cast<int>(ActFormat::kF32)] =
       ActRows{ActFormat::kF32, reinterpret_cast<const uint8_t*>(x), 4 * static_cast<uint64_t>(cols_), cols_};
+  if (pre) {
+    // Rows quantized by the caller (quantized_input()'s format): shared by every thread as given.
+    acts.rows[static_cast<int>(pre->format)] = *pre;
+    WorkSplit& split = scratch.split();
+    split.reset(units, pool.size());
+    pool.run([&](int ith, int) {
+      int64_t b, e;
+      while (split.next(ith, &b, &e)) body(ith, acts, b, e);
+    });
+    return;
+  }
   bool quantize[3] = {false, false, false};
   // Fewer rows than threads (decode): every thread quantizes all rows into its own copy — no
   // barrier, nobody idle while one thread quantizes, and its copy stays in its own cache.
@@ -142,7 +155,7 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
   const bool any_quant = quantize[1] || quantize[2] || generic;
 
   WorkSplit& split = scratch.split();
-  split.reset(units_, nth_all);
+  split.reset(units, nth_all);
   pool.run([&](int ith, int nth) {
     Acts my = acts;
     if (private_copies) {
@@ -191,10 +204,36 @@ void Linear::compute(const CpuKernels& k, const Part& p, const Acts& my, int64_t
 
 void Linear::run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch, const CpuKernels* isa,
                  const Epilogue* post) const {
+  run_impl(pool, x, nullptr, m, y, scratch, isa, post);
+}
+
+ActFormat Linear::quantized_input() const {
+  if (glu_ || parts_.empty()) return ActFormat::kF32;
+  ActFormat f = ActFormat::kF32;
+  for (const Part& p : parts_) {
+    if (p.packed.format == PackedFormat::kNone) return ActFormat::kF32;
+    const ActFormat pf = packed_act_format(p.packed.format);
+    if (pf == ActFormat::kF32 || (f != ActFormat::kF32 && pf != f)) return ActFormat::kF32;
+    f = pf;
+  }
+  return f;
+}
+
+void Linear::run_quantized(ThreadPool& pool, const ActRows& a, int64_t m, float* y, ActScratch& scratch,
+                           const CpuKernels* isa) const {
+  const ActFormat f = quantized_input();
+  if (f == ActFormat::kF32 || a.format != f || a.k != cols_)
+    fail("%s: run_quantized needs rows of %lld elements in the one quantized format this matrix reads", name_.c_str(),
+         static_cast<long long>(cols_));
+  run_impl(pool, nullptr, &a, m, y, scratch, isa, nullptr);
+}
+
+void Linear::run_impl(ThreadPool& pool, const float* x, const ActRows* pre, int64_t m, float* y, ActScratch& scratch,
+                      const CpuKernels* isa, const Epilogue* post) const {
   if (m <= 0 || parts_.empty()) return;
   if (glu_) fail("%s: a fused gate|up matrix runs through run_glu", name_.c_str());
   const CpuKernels& k = isa ? *isa : cpu_kernels();
-  drive(pool, x, m, scratch, k, [&](int, const Acts& my, int64_t b, int64_t e) {
+  drive(pool, x, m, scratch, k, units_, pre, [&](int, const Acts& my, int64_t b, int64_t e) {
     for (const Part& p : parts_) {
       const int64_t u0 = std::max(b, p.unit0) - p.unit0, u1 = std::min(e, p.unit0 + p.units) - p.unit0;
       // With an epilogue, spans of kEpilogueUnits units (256 outputs of a packed part per
@@ -251,30 +290,51 @@ Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::
 }
 
 void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, ActScratch& scratch,
-                     const CpuKernels* isa) const {
+                     const CpuKernels* isa, const ActRows* q) const {
   if (m <= 0 || parts_.empty()) return;
   const CpuKernels& k = isa ? *isa : cpu_kernels();
   const auto gelu_mul = merged_ops(k).gelu_mul;
   const int64_t ff = glu_ff_;
+  if (q && (q->format != ActFormat::kA8_32 || q->k != ff || ff % 32 != 0))
+    fail("%s: run_glu quantizes its output only as kA8_32 rows of %lld elements", name_.c_str(), static_cast<long long>(ff));
+  const int64_t nb = ff / 32;
+  // Blocks [b0, b1) of act's row i into q's row i: quantized as a row of their own into `tmp`
+  // (qs | d | sums), then each array to its place in the row (act.h's layout).
+  auto quantize_blocks = [&](int64_t i, int64_t b0, int64_t b1, uint8_t* tmp) {
+    const int64_t n = b1 - b0;
+    cpu_quantize_act(k, ActFormat::kA8_32, act + i * ff + 32 * b0, 32 * n, tmp);
+    uint8_t* row = const_cast<uint8_t*>(q->base) + static_cast<uint64_t>(i) * q->stride;
+    std::memcpy(row + 32 * b0, tmp, static_cast<size_t>(32 * n));
+    std::memcpy(row + ff + 4 * b0, tmp + 32 * n, static_cast<size_t>(4 * n));
+    std::memcpy(row + ff + 4 * nb + 4 * b0, tmp + 36 * n, static_cast<size_t>(4 * n));
+  };
+  const uint64_t qtmp_bytes = q ? act_row_stride(ActFormat::kA8_32, ff) : 0;
   if (!glu_) {
     // [gate | up] rows, then out = gelu(gate)·up per row, over the same threads.
-    float* gu = reinterpret_cast<float*>(scratch.get(kGluSlot, 4 * static_cast<uint64_t>(m * rows_)));
+    float* gu = reinterpret_cast<float*>(scratch.get(kGluSlot, 4 * static_cast<uint64_t>(m * rows_) + qtmp_bytes * pool.size()));
+    uint8_t* qtmp_all = reinterpret_cast<uint8_t*>(gu + m * rows_);
     run(pool, x, m, gu, scratch, isa);
     pool.run([&](int ith, int nth) {
       int64_t r0, r1;
       split_range(m, ith, nth, &r0, &r1);
-      for (int64_t r = r0; r < r1; ++r) gelu_mul(gu + r * rows_, gu + r * rows_ + ff, act + r * ff, ff);
+      for (int64_t r = r0; r < r1; ++r) {
+        gelu_mul(gu + r * rows_, gu + r * rows_ + ff, act + r * ff, ff);
+        if (q) quantize_blocks(r, 0, nb, qtmp_all + qtmp_bytes * static_cast<uint64_t>(ith));
+      }
     });
     return;
   }
   // Each unit's 32 output rows land in a small per-thread buffer; the GELU product of its 16
-  // gate and 16 up rows goes straight to `act` while they are in L1.
+  // gate and 16 up rows goes straight to `act` while they are in L1. Quantizing (q): the units
+  // go in pairs (one block of 32), and each run's blocks are quantized at its end, still in L1.
   const uint64_t tmp_floats = 2 * kGroupRows * static_cast<uint64_t>(m);
-  float* tmp_all = reinterpret_cast<float*>(scratch.get(kGluSlot, 4 * tmp_floats * static_cast<uint64_t>(pool.size())));
+  const uint64_t tmp_bytes = 4 * tmp_floats + qtmp_bytes;
+  uint8_t* tmp_all = scratch.get(kGluSlot, tmp_bytes * static_cast<uint64_t>(pool.size()));
   const Part& p = parts_[0];
   const GemmKernel gemm = cpu_gemm(k, p.packed.format);
-  drive(pool, x, m, scratch, k, [&](int ith, const Acts& my, int64_t b, int64_t e) {
-    float* tmp = tmp_all + tmp_floats * static_cast<uint64_t>(ith);
+  const int64_t per = q ? 2 : 1;   // glu units per work unit
+  drive(pool, x, m, scratch, k, units_ / per, nullptr, [&](int ith, const Acts& my, int64_t b, int64_t e) {
+    float* tmp = reinterpret_cast<float*>(tmp_all + tmp_bytes * static_cast<uint64_t>(ith));
     GemmArgs a;   // the unit's two groups as a 32-row matrix of their own
     a.format = p.packed.format;
     a.group_bytes = p.packed.group_bytes;
@@ -284,12 +344,14 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
     a.m = m;
     a.y = tmp;
     a.ldy = 2 * kGroupRows;
-    for (int64_t u = b; u < e; ++u) {
+    for (int64_t u = b * per; u < e * per; ++u) {
       a.w = p.packed.data.data() + static_cast<uint64_t>(2 * u) * p.packed.group_bytes;
       gemm(a, 0, 2);
       for (int64_t i = 0; i < m; ++i)
         gelu_mul(tmp + i * 2 * kGroupRows, tmp + i * 2 * kGroupRows + kGroupRows, act + i * ff + u * kGroupRows, kGroupRows);
     }
+    if (q)
+      for (int64_t i = 0; i < m; ++i) quantize_blocks(i, b, e, reinterpret_cast<uint8_t*>(tmp + tmp_floats));
   });
 }
 

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/act.h"
 #include "kernels/packed.h"
 #include "tensor/weights.h"
 #include "threading/work_split.h"
@@ -83,8 +84,20 @@ class Linear {
   // the row op. (Types without a packed layout: the plain fused matmul, then a GELU pass.)
   static Linear build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::string name,
                           ByteArena* arena = nullptr);
+  // With `q` (format kA8_32, k = ff, row i at q->base + i·q->stride, ff a multiple of 32),
+  // act's rows are also quantized into q as they are produced, while in L1: the input of a
+  // following FFN down matrix that reads kA8_32 (run_quantized), so that call quantizes
+  // nothing. Blocks of 32 are quantized independently: the bytes equal quantizing whole rows.
   void run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, ActScratch& scratch,
-               const CpuKernels* isa = nullptr) const;
+               const CpuKernels* isa = nullptr, const ActRows* q = nullptr) const;
+
+  // The activation format every part of this matrix reads, when they all read the same
+  // quantized one and none is generic; kF32 otherwise (then run_quantized is not available).
+  ActFormat quantized_input() const;
+  // y = x·Wᵀ from activation rows already in quantized_input()'s format (e.g. from run_glu):
+  // bit-identical to run() on the rows they were quantized from.
+  void run_quantized(ThreadPool& pool, const ActRows& a, int64_t m, float* y, ActScratch& scratch,
+                     const CpuKernels* isa = nullptr) const;
 
  private:
   struct Part {
@@ -96,8 +109,13 @@ class Linear {
     int64_t unit0 = 0, units = 0;   // its row groups (rows) in the call's numbering
   };
   struct Acts;
+  void run_impl(ThreadPool& pool, const float* x, const ActRows* pre, int64_t m, float* y, ActScratch& scratch,
+                const CpuKernels* isa, const Epilogue* post) const;
+  // Runs body(ith, acts, b, e) over runs of `units` units split across the threads, after
+  // quantizing x's rows into the formats the parts read — or with `pre`'s rows as given.
   template <class Body>
-  void drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scratch, const CpuKernels& k, Body&& body) const;
+  void drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scratch, const CpuKernels& k, int64_t units,
+             const ActRows* pre, Body&& body) const;
   void compute(const CpuKernels& k, const Part& p, const Acts& my, int64_t m, int64_t u0, int64_t u1, float* y,
                int64_t ldy) const;
 

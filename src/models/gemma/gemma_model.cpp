@@ -43,6 +43,9 @@ struct RopeConfig {
   int64_t offset = 0;   // floats before this config's table in a token's row of rope_cs_
 };
 
+// Steps of at most this many tokens have the FFN down's input quantized by gate|up (ffn()).
+constexpr int64_t kPrequantizeMaxRows = 8;
+
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
@@ -123,6 +126,7 @@ class GemmaModel final : public Model {
   std::vector<TokenRef> ref_;
   std::vector<int64_t> out_rows_;   // tokens whose logits the batch wants, in slice order
   std::vector<float> x_, xn_, qkv_, o_, att_, act_, ple_, pg_, rope_cs_, ple_row_;
+  std::vector<uint8_t> act_q_;   // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
   std::vector<float> attn_scratch_;   // one attn_scratch_floats() area per thread
   void reserve_attention_states(const KvCache& kv);
   std::vector<int64_t> attn_first_;   // decode attention: first chunk state of each (token, KV head)
@@ -570,10 +574,28 @@ void GemmaModel::ffn(int il) {
   const int64_t d = spec_.n_embd, ff = spec_.layers[il].n_ff;
   // act = gelu_tanh(gate) ⊙ up, taken inside the fused gate|up matmul (kernels/linear.h).
   grow(act_, static_cast<size_t>(T_ * ff));
-  lo.gate_up.run_glu(pool_, xn_.data(), T_, act_.data(), scratch_, &isa_);
+  // Decode steps (a few rows): when the down matrix reads 32-blocks, the gate|up call quantizes
+  // act for it as it goes (Linear::run_glu), so the down call starts streaming at once instead
+  // of each thread first quantizing the whole 6144-12288-wide row. Not in prefill: there a
+  // run's act rows no longer fit L1, and prefill measured 1.5-2.3% slower that way
+  // (docs/performance.md §2).
+  const bool preq = T_ <= kPrequantizeMaxRows && lo.down.quantized_input() == kernels::ActFormat::kA8_32 &&
+                    ff % 32 == 0;
+  kernels::ActRows q{kernels::ActFormat::kA8_32, nullptr, kernels::act_row_stride(kernels::ActFormat::kA8_32, ff), ff};
+  if (preq) {
+    grow(act_q_, static_cast<size_t>(T_) * q.stride);
+    q.base = act_q_.data();
+  }
+  lo.gate_up.run_glu(pool_, xn_.data(), T_, act_.data(), scratch_, &isa_, preq ? &q : nullptr);
   if (profile_) profile_->bytes[static_cast<int>(OpClass::kFfnGateUp)] += lo.gate_up.stream_bytes();
   mark(OpClass::kFfnGateUp);
-  matmul(lo.down, act_.data(), T_, att_.data(), OpClass::kFfnDown);
+  if (preq) {
+    lo.down.run_quantized(pool_, q, T_, att_.data(), scratch_, &isa_);
+    if (profile_) profile_->bytes[static_cast<int>(OpClass::kFfnDown)] += lo.down.stream_bytes();
+    mark(OpClass::kFfnDown);
+  } else {
+    matmul(lo.down, act_.data(), T_, att_.data(), OpClass::kFfnDown);
+  }
   if (spec_.ple_dim > 0) {
     rows(T_, d * 2, [&](int64_t t) { ops_.add_rms_norm(&x_[t * d], &att_[t * d], lw.post_ffw_norm.data(), d, spec_.eps); });
   } else {

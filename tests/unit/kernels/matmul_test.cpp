@@ -199,5 +199,53 @@ TEST(LinearScratch, ReuseAcrossCallsAndTypes) {
   EXPECT_EQ(y1, y2);
 }
 
+// run_glu with a quantized output (the FFN's down input): act is unchanged, q holds exactly
+// the quantized act rows, and the down matrix run on q equals it run on act — for the packed
+// gate|up (units in pairs, odd pair counts per thread) and the generic one (Q4_1), any thread
+// count and batch size.
+TEST(LinearGlu, QuantizedOutputFeedsTheDownMatrixAsRunWould) {
+  const int64_t ff = 1312;   // 82 units of 16 rows, 41 blocks of 32: runs of several blocks per thread
+  const Weights down_w = make_weights(DType::Q4_0, 37, 500, ff);
+  ThreadPool one(1), two(2), three(3);
+  const Linear down = Linear::build({&down_w.mat, 1}, two, "down");
+  ASSERT_EQ(down.quantized_input(), ActFormat::kA8_32);
+  const std::vector<float> x = activations(17, 31);
+  for (DType t : {DType::Q4_0, DType::Q4_1}) {
+    const Weights gate = make_weights(t, ff, 100), up = make_weights(t, ff, 300);
+    const Linear glu = Linear::build_glu(gate.mat, up.mat, two, "gate_up");
+    for (ThreadPool* pool : {&one, &two, &three})
+      for (int64_t m : {1, 3, 17}) {
+        ActScratch scratch;
+        std::vector<float> act(static_cast<size_t>(m * ff)), act_q(act.size(), -1.0f);
+        glu.run_glu(*pool, x.data(), m, act.data(), scratch);
+        const uint64_t stride = act_row_stride(ActFormat::kA8_32, ff);
+        std::vector<uint8_t> qbuf(static_cast<size_t>(m) * stride, 0xAB);
+        const ActRows q{ActFormat::kA8_32, qbuf.data(), stride, ff};
+        glu.run_glu(*pool, x.data(), m, act_q.data(), scratch, nullptr, &q);
+        ASSERT_EQ(act, act_q) << dtype_name(t) << " threads " << pool->size() << " M " << m;
+        std::vector<uint8_t> want(static_cast<size_t>(stride));
+        for (int64_t i = 0; i < m; ++i) {
+          cpu_quantize_act(cpu_kernels(), ActFormat::kA8_32, act.data() + i * ff, ff, want.data());
+          ASSERT_EQ(0, std::memcmp(want.data(), qbuf.data() + i * stride, static_cast<size_t>(40 * ff / 32)))
+              << dtype_name(t) << " threads " << pool->size() << " M " << m << " row " << i;
+        }
+        std::vector<float> y(static_cast<size_t>(m * 37)), y_q(y.size(), -1.0f);
+        down.run(*pool, act.data(), m, y.data(), scratch);
+        down.run_quantized(*pool, q, m, y_q.data(), scratch);
+        for (size_t j = 0; j < y.size(); ++j)
+          ASSERT_EQ(quant::testing::bits(y[j]), quant::testing::bits(y_q[j])) << dtype_name(t) << " output " << j;
+      }
+  }
+  // Float weights read f32 activations: nothing to hand them pre-quantized.
+  const Weights f = make_weights(DType::F16, 16, 600, ff);
+  const Linear lf = Linear::build({&f.mat, 1}, two, "f16");
+  EXPECT_EQ(lf.quantized_input(), ActFormat::kF32);
+  ActScratch scratch;
+  std::vector<uint8_t> qbuf(act_row_stride(ActFormat::kA8_32, ff));
+  std::vector<float> y(16);
+  EXPECT_THROW(lf.run_quantized(two, ActRows{ActFormat::kA8_32, qbuf.data(), qbuf.size(), ff}, 1, y.data(), scratch),
+               std::exception);
+}
+
 }  // namespace
 }  // namespace sluice::kernels
