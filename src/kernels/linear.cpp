@@ -297,16 +297,15 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
   const int64_t ff = glu_ff_;
   if (q && (q->format != ActFormat::kA8_32 || q->k != ff || ff % 32 != 0))
     fail("%s: run_glu quantizes its output only as kA8_32 rows of %lld elements", name_.c_str(), static_cast<long long>(ff));
-  const int64_t nb = ff / 32;
-  // Blocks [b0, b1) of act's row i into q's row i: quantized as a row of their own into `tmp`
-  // (qs | d | sums), then each array to its place in the row (act.h's layout).
+  // Blocks [b0, b1) of act's row i into q's row i: quantized as a row of their own into `tmp`,
+  // then each of its arrays (codes, scales, sums) to its place in q's row.
   auto quantize_blocks = [&](int64_t i, int64_t b0, int64_t b1, uint8_t* tmp) {
     const int64_t n = b1 - b0;
     cpu_quantize_act(k, ActFormat::kA8_32, act + i * ff + 32 * b0, 32 * n, tmp);
-    uint8_t* row = const_cast<uint8_t*>(q->base) + static_cast<uint64_t>(i) * q->stride;
-    std::memcpy(row + 32 * b0, tmp, static_cast<size_t>(32 * n));
-    std::memcpy(row + ff + 4 * b0, tmp + 32 * n, static_cast<size_t>(4 * n));
-    std::memcpy(row + ff + 4 * nb + 4 * b0, tmp + 36 * n, static_cast<size_t>(4 * n));
+    const ActRows part{ActFormat::kA8_32, tmp, 0, 32 * n};
+    std::memcpy(const_cast<int8_t*>(q->qs(i) + 32 * b0), part.qs(0), static_cast<size_t>(32 * n));
+    std::memcpy(const_cast<float*>(q->d(i) + b0), part.d(0), static_cast<size_t>(4 * n));
+    std::memcpy(const_cast<int32_t*>(q->sums(i) + b0), part.sums(0), static_cast<size_t>(4 * n));
   };
   const uint64_t qtmp_bytes = q ? act_row_stride(ActFormat::kA8_32, ff) : 0;
   if (!glu_) {
@@ -319,7 +318,7 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
       split_range(m, ith, nth, &r0, &r1);
       for (int64_t r = r0; r < r1; ++r) {
         gelu_mul(gu + r * rows_, gu + r * rows_ + ff, act + r * ff, ff);
-        if (q) quantize_blocks(r, 0, nb, qtmp_all + qtmp_bytes * static_cast<uint64_t>(ith));
+        if (q) quantize_blocks(r, 0, ff / 32, qtmp_all + qtmp_bytes * static_cast<uint64_t>(ith));
       }
     });
     return;

@@ -427,6 +427,8 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
   const uint64_t es = kv_type_size(kv.type());
   const int32_t win = ls.window;
   // Arguments for token t, KV head hk, query heads [g0, g0 + gs) of it.
+  // The first key position a query at position p sees (its window's start on sliding layers).
+  auto first_key = [&](int64_t p) { return win > 0 ? std::max<int64_t>(0, p - win + 1) : 0; };
   auto args = [&](int64_t t, int64_t hk, int64_t g0, int64_t gs, int ith) {
     const SeqSlice& s = b.seqs[ref_[t].seq];
     const int64_t p = ref_[t].pos;
@@ -444,7 +446,7 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
     a.table = s.block_tables[ls.kv_group].data();
     a.block_tokens = bt;
     a.elem = elem;
-    a.lo = win > 0 ? std::max<int64_t>(0, p - win + 1) : 0;
+    a.lo = first_key(p);
     a.hi = p;
     a.scratch = &attn_scratch_[static_cast<size_t>(ith) * kernels::attn_scratch_floats()];
     return a;
@@ -452,8 +454,8 @@ void GemmaModel::attention(int il, const ForwardBatch& b, KvCache& kv) {
   const int nth = pool_.size();
   const int64_t pairs = T_ * Hkv;
   // Key range [pair_lo, pair_hi] of (token, KV head) pair pr.
-  auto pair_lo = [&](int64_t pr) { const int64_t p = ref_[pr / Hkv].pos; return win > 0 ? std::max<int64_t>(0, p - win + 1) : 0; };
   auto pair_hi = [&](int64_t pr) { return static_cast<int64_t>(ref_[pr / Hkv].pos); };
+  auto pair_lo = [&](int64_t pr) { return first_key(pair_hi(pr)); };
   // Keys of unit u (chunk u − attn_first_[pr] of its pair pr).
   auto unit_keys = [&](int64_t u) {
     const int64_t pr = std::upper_bound(attn_first_.begin(), attn_first_.begin() + pairs + 1, u) - attn_first_.begin() - 1;
