@@ -15,6 +15,10 @@
 // bandwidth probes, and every ratio to the bandwidth (efficiency, each op class's share of
 // it) is taken per burst against the mean of its two probes, then the median over bursts is
 // reported. The headline bandwidth and floor are the medians over all probes.
+//
+// --machine measures the machine alone, without a model: the bus bandwidth and the cores'
+// round trip, as the probes above (python/loadgen.py --probe runs it before every round, so
+// each serving measurement says which placement of the cores it ran on).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -49,6 +53,7 @@ struct BenchArgs {
   std::string depths = "0,512";
   double bandwidth_gib = 1.0;
   bool json = false;
+  bool machine = false;
 };
 
 double median(std::vector<double> v) {
@@ -158,6 +163,35 @@ class BandwidthProbe {
   uint64_t sink_ = 0;
 };
 
+// --machine: the probes alone, on a pool of the session's thread count.
+int run_machine_probe(const BenchArgs& args) {
+  ThreadPool pool(args.session.threads > 0 ? args.session.threads : ThreadPool::default_threads());
+  BandwidthProbe probe(pool, static_cast<uint64_t>(args.bandwidth_gib * (1ull << 30)));
+  HandoffProbe handoff(pool);
+  probe.measure();   // warm-up
+  std::vector<double> bw, rt;
+  for (int i = 0; i < 5; ++i) bw.push_back(probe.measure());
+  for (int i = 0; i < 3; ++i) rt.push_back(handoff.measure());
+  if (args.json) {
+    nlohmann::json j;
+    j["threads"] = pool.size();
+    j["isa"] = kernels::cpu_kernels().isa;
+    j["bandwidth_gbs"] = median(bw);
+    j["bandwidth_samples_gbs"] = bw;
+    j["bandwidth_probe_bytes"] = probe.bytes();
+    j["core_round_trip_ns"] = median(rt);
+    j["core_round_trip_samples_ns"] = rt;
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+  }
+  std::printf("bandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | isa %s\n", median(bw), bw.size(),
+              probe.bytes() / double(1ull << 30), pool.size(), kernels::cpu_kernels().isa);
+  if (pool.size() > 1)
+    std::printf("core-to-core round trip %.0f ns (median of %zu probes): %s\n", median(rt), rt.size(),
+                median(rt) < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)");
+  return 0;
+}
+
 std::vector<int32_t> random_ids(int n, int vocab, std::mt19937_64& rng) {
   std::vector<int32_t> ids(static_cast<size_t>(n));
   // Skip the low ids (special tokens in Gemma vocabularies); any id costs the same.
@@ -183,7 +217,7 @@ struct DecodeResult {
 CommandFn add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "prefill and decode speed, per-op breakdown, bandwidth floor");
-  add_session_options(cmd, args->session);
+  add_session_options(cmd, args->session, false);   // required unless --machine
   cmd->add_option("-p,--prompt", args->prompt, "prefill length in tokens")->capture_default_str();
   cmd->add_option("-n,--n-decode", args->n_decode, "timed decode steps per depth and repeat")->capture_default_str();
   cmd->add_option("--depths", args->depths, "comma-separated KV depths to decode at")->capture_default_str();
@@ -193,12 +227,15 @@ CommandFn add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--bandwidth-gib", args->bandwidth_gib, "size of the bandwidth probe's buffer")->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object instead of tables");
+  cmd->add_flag("--machine", args->machine, "measure only the machine (bus bandwidth, core-to-core round trip); no model");
   return [args]() {
+    if (args->bandwidth_gib < 0.0625) fail("--bandwidth-gib must be at least 0.0625");
+    if (args->machine) return run_machine_probe(*args);
+    if (args->session.model_path.empty()) fail("bench needs a model: -m FILE (or --machine)");
     const std::vector<int> depths = parse_depths(args->depths);
     if (args->prompt < 1 || args->n_decode < 1 || args->repeats < 1 || args->burst < 1 || args->batch < 1)
       fail("--prompt, --n-decode, --repeats, --burst and --batch must be >= 1");
     args->session.n_seqs = args->batch;
-    if (args->bandwidth_gib < 0.0625) fail("--bandwidth-gib must be at least 0.0625");
     const int max_depth = *std::max_element(depths.begin(), depths.end());
     args->session.ctx_size = std::max(args->prompt, max_depth + args->n_decode) + 1;
     ModelSession sess(args->session);

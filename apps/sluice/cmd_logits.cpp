@@ -46,8 +46,8 @@ std::vector<int32_t> parse_ids(const std::string& s) {
 }
 }  // namespace
 
-void add_session_options(CLI::App* cmd, SessionOptions& o) {
-  cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required();
+void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required) {
+  cmd->add_option("-m,--model", o.model_path, "GGUF model file")->required(model_required);
   cmd->add_option("-t,--threads", o.threads, "worker threads (default: all cores)");
   cmd->add_option("-c,--ctx-size", o.ctx_size, "context size in tokens")->capture_default_str();
   cmd->add_option("--kv-type", o.kv_type, "KV cache precision: f32, bf16 or f16")->capture_default_str();
