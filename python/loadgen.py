@@ -14,6 +14,13 @@ reports medians.
   python python/loadgen.py --url http://127.0.0.1:8080/v1 --model NAME -c 8 -n 32 --max-tokens 128
   python python/loadgen.py --url ... --sweep 1,4,8 --repeat 3 --json out.json
 
+--probe CMD runs CMD before every round (e.g. `build/apps/sluice/sluice bench --machine -t 2
+--json`) and after it, and records the bus bandwidth and core-to-core round trip: our VMs move
+their two cores between a close placement (~50-90 ns, ~35 GB/s) and a far one (~300 ns,
+50-64 GB/s), which changes a single stream's speed far more than a batched step's
+(docs/performance.md §4), so every speed-up is printed with the placements it was measured in.
+--placement close (or far) measures a round again until both its probes agree on that placement.
+
 Only loopback addresses are accepted: this tool is for local measurement.
 
 The client shares the machine with the server, and on a 2-core machine every millisecond it
@@ -26,11 +33,32 @@ SDK's objects; the aggregate at 8 streams moved by less than the run-to-run nois
 import argparse
 import http.client
 import json
+import shlex
 import statistics
+import subprocess
 import sys
 import threading
 import time
 import urllib.parse
+
+
+CLOSE_NS = 150   # core round trips below this: the cores share a cache (as `sluice bench` says)
+
+
+def probe_machine(cmd):
+    """Runs the --probe command; returns its bus bandwidth (GB/s) and core round trip (ns)."""
+    out = subprocess.run(shlex.split(cmd), check=True, capture_output=True, text=True, timeout=120).stdout
+    j = json.loads(out)
+    return {"bandwidth_gbs": j["bandwidth_gbs"], "core_round_trip_ns": j["core_round_trip_ns"]}
+
+
+def placement(r):
+    """close / far when the probes before and after the round agree, else mixed (it moved)."""
+    ps = [p for p in (r.get("probe"), r.get("probe_after")) if p]
+    if not ps:
+        return "?"
+    close = {p["core_round_trip_ns"] < CLOSE_NS for p in ps}
+    return "mixed" if len(close) > 1 else "close" if close.pop() else "far"
 
 
 def percentile(xs, p):
@@ -190,6 +218,9 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--sdk", action="store_true", help="read the streams through the openai SDK (heavier client)")
+    ap.add_argument("--probe", help="command printing `sluice bench --machine --json`, run before and after every round")
+    ap.add_argument("--placement", choices=("any", "close", "far"), default="any",
+                    help="with --probe: measure a round again (up to 10 times) until both probes say this placement")
     args = ap.parse_args(argv)
     host = urllib.parse.urlparse(args.url).hostname
     if host not in ("127.0.0.1", "localhost", "::1") and not (host or "").startswith("127."):
@@ -198,6 +229,8 @@ def main(argv=None):
         ap.error("--requests must be in [1, 100000]")
     if args.repeat < 1 or args.repeat > 100:
         ap.error("--repeat must be in [1, 100]")
+    if args.placement != "any" and not args.probe:
+        ap.error("--placement needs --probe")
     if args.sdk:
         import openai
     client = openai.OpenAI(base_url=args.url, api_key=args.api_key, max_retries=0, timeout=args.timeout) if args.sdk else None
@@ -205,16 +238,29 @@ def main(argv=None):
     rounds = []
     for rep in range(args.repeat):
         for c in levels:
-            r = run_round(client, args, c)
+            for attempt in range(1, 11):
+                probe = probe_machine(args.probe) if args.probe else None
+                r = run_round(client, args, c)
+                r["probe"] = probe
+                r["probe_after"] = probe_machine(args.probe) if args.probe else None
+                r["attempts"] = attempt
+                if args.placement == "any" or placement(r) == args.placement:
+                    break
+                print(f"round at {c} streams ran {placement(r)}, not {args.placement}: measuring it again", file=sys.stderr)
+            else:
+                sys.exit(f"no round in the {args.placement} placement after 10 tries")
             r["repeat"] = rep
             rounds.append(r)
     print(f"{'conc':>4} {'reqs':>5} {'fail':>4} {'tok':>7} {'tok/s':>8} {'decode':>8} {'ttft p50':>9} {'p90':>7} {'p99':>7} "
-          f"{'itl p50':>8} {'p90':>7} {'p99':>7}")
+          f"{'itl p50':>8} {'p90':>7} {'p99':>7}" + (f" {'bus GB/s':>11} {'rt ns':>9} placement" if args.probe else ""))
     for r in rounds:
         t, l = r["ttft_s"], r["itl_s"]
         print(f"{r['concurrency']:>4} {r['requests']:>5} {r['failed']:>4} {r['generated_tokens']:>7} "
               f"{r['throughput_tok_s']:>8.1f} {r['decode_tok_s']:>8.1f} {t[50]:>9.3f} {t[90]:>7.3f} {t[99]:>7.3f} "
-              f"{l[50] * 1e3:>7.1f}m {l[90] * 1e3:>6.1f}m {l[99] * 1e3:>6.1f}m")
+              f"{l[50] * 1e3:>7.1f}m {l[90] * 1e3:>6.1f}m {l[99] * 1e3:>6.1f}m" +
+              (f" {r['probe']['bandwidth_gbs']:>5.1f}-{r['probe_after']['bandwidth_gbs']:<5.1f}"
+               f" {r['probe']['core_round_trip_ns']:>4.0f}-{r['probe_after']['core_round_trip_ns']:<4.0f} {placement(r)}"
+               if r["probe"] else ""))
     # Speed-ups over the first level, from each repeat's own rounds (the same minutes), then
     # their median.
     summary = []
@@ -222,9 +268,11 @@ def main(argv=None):
         base = levels[0]
         for c in levels[1:]:
             ratios = {"tok/s": [], "decode tok/s": []}
+            where = []
             for rep in range(args.repeat):
                 b = next(r for r in rounds if r["repeat"] == rep and r["concurrency"] == base)
                 x = next(r for r in rounds if r["repeat"] == rep and r["concurrency"] == c)
+                where.append(f"{placement(b)}/{placement(x)}")
                 if b["throughput_tok_s"] > 0:
                     ratios["tok/s"].append(x["throughput_tok_s"] / b["throughput_tok_s"])
                 if b["decode_tok_s"] > 0:
@@ -233,10 +281,11 @@ def main(argv=None):
                 if not xs:
                     continue
                 med = statistics.median(xs)
-                each = ", ".join(f"{v:.2f}" for v in xs)
+                each = ", ".join(f"{v:.2f}" + (f" {w}" if args.probe else "") for v, w in zip(xs, where))
                 print(f"aggregate speed-up at {c} streams ({what}): {med:.2f}x" +
-                      (f" (median of {len(xs)}: {each})" if len(xs) > 1 else ""))
-                summary.append({"concurrency": c, "metric": what, "median_speedup": med, "speedups": xs})
+                      (f" (median of {len(xs)}: {each})" if len(xs) > 1 or args.probe else ""))
+                summary.append({"concurrency": c, "metric": what, "median_speedup": med, "speedups": xs,
+                                "placements": where if args.probe else None})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rounds": rounds, "speedups": summary}, f, indent=1)

@@ -315,11 +315,13 @@ def test_gemma4_thinking_switch_reaches_the_template(sluice_bin):
         assert_clean_exit(s)
 
 
-def test_loadgen_reports_throughput_and_latencies(server, tmp_path):
+def test_loadgen_reports_throughput_and_latencies(server, sluice_bin, tmp_path):
     import subprocess
     import sys
     out = tmp_path / "load.json"
-    for client in ([], ["--sdk"]):   # plain HTTP (the default) and the openai SDK
+    # The plain client also probes the machine around every round (`sluice bench --machine`).
+    probe = ["--probe", f"{sluice_bin} bench --machine -t 2 --json --bandwidth-gib 0.0625"]
+    for client in (probe, ["--sdk"]):   # plain HTTP (the default) and the openai SDK
         r = subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", server.base_url, "--model", MODEL,
                             "--sweep", "1,4", "--repeat", "2", "-n", "8", "--max-tokens", "6", "--json", str(out)] + client,
                            capture_output=True, text=True, timeout=300)
@@ -337,5 +339,19 @@ def test_loadgen_reports_throughput_and_latencies(server, tmp_path):
         assert set(speedups) == {(4, "tok/s"), (4, "decode tok/s")}
         assert all(len(s["speedups"]) == 2 for s in speedups.values())
         assert "speed-up at 4 streams (decode tok/s)" in r.stdout
+        if client is probe:
+            for x in rounds:
+                for p in (x["probe"], x["probe_after"]):
+                    assert p["bandwidth_gbs"] > 0 and p["core_round_trip_ns"] > 0
+            for s in speedups.values():
+                assert len(s["placements"]) == 2
+                assert all(a in ("close", "far", "mixed") and b in ("close", "far", "mixed")
+                           for a, b in (p.split("/") for p in s["placements"]))
+        else:
+            assert all(x["probe"] is None and x["probe_after"] is None for x in rounds)
     assert subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", "http://10.0.0.1:1/v1",
                            "--model", "m"], capture_output=True).returncode != 0
+    # A placement to wait for needs the probe that tells it.
+    r = subprocess.run([sys.executable, str(ROOT / "python/loadgen.py"), "--url", server.base_url, "--model", MODEL,
+                        "--placement", "close"], capture_output=True, text=True)
+    assert r.returncode != 0 and "--placement needs --probe" in r.stderr
