@@ -42,14 +42,17 @@ import time
 import urllib.parse
 
 
-CLOSE_NS = 150   # core round trips below this: the cores share a cache (as `sluice bench` says)
+CLOSE_NS = 150   # core round trips below this: the cores share a cache (apps/sluice/cmd_bench.cpp, placement_words)
 
 
 def probe_machine(cmd):
     """Runs the --probe command; returns its bus bandwidth (GB/s) and core round trip (ns)."""
-    out = subprocess.run(shlex.split(cmd), check=True, capture_output=True, text=True, timeout=120).stdout
-    j = json.loads(out)
-    return {"bandwidth_gbs": j["bandwidth_gbs"], "core_round_trip_ns": j["core_round_trip_ns"]}
+    try:
+        out = subprocess.run(shlex.split(cmd), check=True, capture_output=True, text=True, timeout=120).stdout
+        j = json.loads(out)
+        return {"bandwidth_gbs": j["bandwidth_gbs"], "core_round_trip_ns": j["core_round_trip_ns"]}
+    except (OSError, subprocess.SubprocessError, ValueError, KeyError) as e:
+        sys.exit(f"--probe {cmd!r} failed: {e}")
 
 
 def placement(r):
@@ -268,24 +271,23 @@ def main(argv=None):
         base = levels[0]
         for c in levels[1:]:
             ratios = {"tok/s": [], "decode tok/s": []}
-            where = []
+            where = {"tok/s": [], "decode tok/s": []}   # the placements of each ratio's two rounds
             for rep in range(args.repeat):
                 b = next(r for r in rounds if r["repeat"] == rep and r["concurrency"] == base)
                 x = next(r for r in rounds if r["repeat"] == rep and r["concurrency"] == c)
-                where.append(f"{placement(b)}/{placement(x)}")
-                if b["throughput_tok_s"] > 0:
-                    ratios["tok/s"].append(x["throughput_tok_s"] / b["throughput_tok_s"])
-                if b["decode_tok_s"] > 0:
-                    ratios["decode tok/s"].append(x["decode_tok_s"] / b["decode_tok_s"])
+                for what, key in (("tok/s", "throughput_tok_s"), ("decode tok/s", "decode_tok_s")):
+                    if b[key] > 0:
+                        ratios[what].append(x[key] / b[key])
+                        where[what].append(f"{placement(b)}/{placement(x)}")
             for what, xs in ratios.items():
                 if not xs:
                     continue
                 med = statistics.median(xs)
-                each = ", ".join(f"{v:.2f}" + (f" {w}" if args.probe else "") for v, w in zip(xs, where))
+                each = ", ".join(f"{v:.2f}" + (f" {w}" if args.probe else "") for v, w in zip(xs, where[what]))
                 print(f"aggregate speed-up at {c} streams ({what}): {med:.2f}x" +
                       (f" (median of {len(xs)}: {each})" if len(xs) > 1 or args.probe else ""))
                 summary.append({"concurrency": c, "metric": what, "median_speedup": med, "speedups": xs,
-                                "placements": where if args.probe else None})
+                                "placements": where[what] if args.probe else None})
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rounds": rounds, "speedups": summary}, f, indent=1)

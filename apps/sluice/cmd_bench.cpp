@@ -17,8 +17,8 @@
 // reported. The headline bandwidth and floor are the medians over all probes.
 //
 // --machine measures the machine alone, without a model: the bus bandwidth and the cores'
-// round trip, as the probes above (python/loadgen.py --probe runs it before every round, so
-// each serving measurement says which placement of the cores it ran on).
+// round trip, as the probes above (python/loadgen.py --probe runs it before and after every
+// round, so each serving measurement says which placement of the cores it ran on).
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -125,6 +125,11 @@ class HandoffProbe {
   alignas(64) std::atomic<int> flag_{0};
 };
 
+// What a round trip says of the placement (python/loadgen.py's CLOSE_NS is the same line).
+const char* placement_words(double rt_ns) {
+  return rt_ns < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)";
+}
+
 // A plain streaming read of `bytes` bytes split over the pool's threads, each summing its
 // contiguous share with the ISA set's widest loads (kernels::cpu_stream_sum); returns GB/s
 // (1e9 bytes per second). The buffer is 2 MiB aligned (transparent huge pages where the
@@ -188,7 +193,7 @@ int run_machine_probe(const BenchArgs& args) {
               probe.bytes() / double(1ull << 30), pool.size(), kernels::cpu_kernels().isa);
   if (pool.size() > 1)
     std::printf("core-to-core round trip %.0f ns (median of %zu probes): %s\n", median(rt), rt.size(),
-                median(rt) < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)");
+                placement_words(median(rt)));
   return 0;
 }
 
@@ -391,7 +396,7 @@ CommandFn add_bench_command(CLI::App& app) {
     if (sess.threads() > 1) {
       const auto [lo, hi] = std::minmax_element(rt.begin(), rt.end());
       std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(rt), rt.size(), *lo, *hi,
-                  median(rt) < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)");
+                  placement_words(median(rt)));
     }
     std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", args->prompt, pre_s * 1e3, args->prompt / pre_s);
     for (const auto& d : j["decode"]) {
