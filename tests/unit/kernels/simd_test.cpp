@@ -142,5 +142,24 @@ TEST(CpuKernels, ExtremeCodes) {
   }
 }
 
+// The bandwidth probe's read (cpu_stream_sum): every set's sum of a buffer's 64-bit words,
+// wrapping modulo 2^64 as plain unsigned adds do. Words near 2^63 make every partial sum
+// overflow, which a signed reduction would turn into undefined behaviour (UBSan: make test-asan).
+TEST(CpuKernels, StreamSumWrapsLikeUnsignedAdds) {
+  constexpr size_t kWords = 4096;   // 32 KiB: a multiple of every set's 256-byte step
+  struct Free {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  std::unique_ptr<uint64_t, Free> buf(static_cast<uint64_t*>(std::aligned_alloc(64, kWords * 8)));
+  ASSERT_NE(buf, nullptr);
+  uint64_t want = 0;
+  for (size_t i = 0; i < kWords; ++i) {
+    buf.get()[i] = (uint64_t{1} << 63) + i * 0x9E3779B97F4A7C15ull;
+    want += buf.get()[i];
+  }
+  for (const CpuKernels* k : runnable_cpu_kernels())
+    EXPECT_EQ(cpu_stream_sum(*k, reinterpret_cast<const uint8_t*>(buf.get()), kWords * 8), want) << k->isa;
+}
+
 }  // namespace
 }  // namespace sluice::kernels

@@ -513,7 +513,13 @@ uint64_t stream_sum(const uint8_t* p, uint64_t bytes) {
     a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
     a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
   }
-  return static_cast<uint64_t>(_mm512_reduce_add_epi64(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3))));
+  // Lanes summed as unsigned: the sum wraps by design, and _mm512_reduce_add_epi64's signed
+  // adds would overflow (undefined; UBSan stopped `sluice bench --machine` on it).
+  uint64_t lanes[8];
+  _mm512_storeu_si512(lanes, _mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+  uint64_t s = 0;
+  for (uint64_t v : lanes) s += v;
+  return s;
 }
 
 }  // namespace sluice::kernels::avx512
