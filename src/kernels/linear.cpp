@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <span>
 
 #include "base/error.h"
 #include "kernels/act.h"
@@ -115,17 +116,9 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
   Acts acts;
   acts.rows[static_cast<int>(ActFormat::kF32)] =
       ActRows{ActFormat::kF32, reinterpret_cast<const uint8_t*>(x), 4 * static_cast<uint64_t>(cols_), cols_};
-  if (pre) {
-    // Rows quantized by the caller (quantized_input()'s format): shared by every thread as given.
-    acts.rows[static_cast<int>(pre->format)] = *pre;
-    WorkSplit& split = scratch.split();
-    split.reset(units, pool.size());
-    pool.run([&](int ith, int) {
-      int64_t b, e;
-      while (split.next(ith, &b, &e)) body(ith, acts, b, e);
-    });
-    return;
-  }
+  // Rows quantized by the caller (quantized_input()'s format): shared by every thread as given,
+  // so nothing below is quantized or copied.
+  if (pre) acts.rows[static_cast<int>(pre->format)] = *pre;
   bool quantize[3] = {false, false, false};
   // Fewer rows than threads (decode): every thread quantizes all rows into its own copy — no
   // barrier, nobody idle while one thread quantizes, and its copy stays in its own cache.
@@ -134,7 +127,7 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
   const bool private_copies = m < nth_all;
   uint64_t copy_bytes[4] = {0, 0, 0, 0};
   const Part* generic = nullptr;
-  for (const Part& p : parts_) {
+  for (const Part& p : pre ? std::span<const Part>() : std::span<const Part>(parts_)) {
     if (p.packed.format == PackedFormat::kNone) {
       generic = &p;
       continue;

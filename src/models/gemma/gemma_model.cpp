@@ -92,6 +92,10 @@ class GemmaModel final : public Model {
 
   void matmul(const Linear& l, const float* x, int64_t m, float* y, OpClass c, const kernels::Epilogue* post = nullptr) {
     l.run(pool_, x, m, y, scratch_, &isa_, post);
+    account(l, c);
+  }
+  // A finished call of l, for the profile: its weight bytes and the time since the last mark.
+  void account(const Linear& l, OpClass c) {
     if (profile_) profile_->bytes[static_cast<int>(c)] += l.stream_bytes();
     mark(c);
   }
@@ -589,12 +593,10 @@ void GemmaModel::ffn(int il) {
     q.base = act_q_.data();
   }
   lo.gate_up.run_glu(pool_, xn_.data(), T_, act_.data(), scratch_, &isa_, preq ? &q : nullptr);
-  if (profile_) profile_->bytes[static_cast<int>(OpClass::kFfnGateUp)] += lo.gate_up.stream_bytes();
-  mark(OpClass::kFfnGateUp);
+  account(lo.gate_up, OpClass::kFfnGateUp);
   if (preq) {
     lo.down.run_quantized(pool_, q, T_, att_.data(), scratch_, &isa_);
-    if (profile_) profile_->bytes[static_cast<int>(OpClass::kFfnDown)] += lo.down.stream_bytes();
-    mark(OpClass::kFfnDown);
+    account(lo.down, OpClass::kFfnDown);
   } else {
     matmul(lo.down, act_.data(), T_, att_.data(), OpClass::kFfnDown);
   }
