@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "base/error.h"
 
@@ -17,11 +18,37 @@ void Sampler::validate(const SamplingParams& p) {
   if (!std::isfinite(p.presence_penalty) || !std::isfinite(p.frequency_penalty)) fail("penalties must be finite");
 }
 
-Sampler::Sampler(const SamplingParams& p, int32_t n_vocab) : p_(p), n_vocab_(n_vocab), rng_(p.seed) {
+Sampler::Sampler(const SamplingParams& p, int32_t n_vocab) : p_(p), n_vocab_(n_vocab) {
   if (n_vocab <= 0) fail("sampler: empty vocabulary");
   validate(p);
-  cand_.reserve(n_vocab);
-  counts_.assign(n_vocab, 0);
+}
+
+namespace {
+
+// SplitMix64's finalizer: a bijection on 64 bits with full avalanche.
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+double keyed_uniform(uint64_t seed, int64_t position, RandomStream stream) {
+  const uint64_t h = mix64(mix64(mix64(seed) ^ static_cast<uint64_t>(position)) ^ static_cast<uint64_t>(stream));
+  return static_cast<double>(h >> 11) * 0x1p-53;
+}
+
+SamplerWorkspace& SamplerWorkspace::for_this_thread() {
+  static thread_local SamplerWorkspace ws;
+  return ws;
+}
+
+float prob_of(std::span<const TokenProb> dist, int32_t token) {
+  for (const TokenProb& e : dist)
+    if (e.token == token) return e.prob;
+  return 0.0f;
 }
 
 namespace {
@@ -80,70 +107,138 @@ int32_t Sampler::argmax(const float* x, int32_t n) {
   return argmax_scalar(x, n);
 }
 
-void Sampler::apply_penalties(float* logits, std::span<const int32_t> history) {
+void Sampler::apply_penalties(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const {
   if (p_.repeat_penalty == 1.0f && p_.presence_penalty == 0.0f && p_.frequency_penalty == 0.0f) return;
+  std::vector<int32_t>& counts = ws.counts_;
+  if (counts.size() < static_cast<size_t>(n_vocab_)) counts.resize(static_cast<size_t>(n_vocab_), 0);
   size_t start = 0;
   if (p_.penalty_last_n >= 0 && history.size() > static_cast<size_t>(p_.penalty_last_n))
     start = history.size() - p_.penalty_last_n;
   for (size_t i = start; i < history.size(); ++i)
-    if (history[i] >= 0 && history[i] < n_vocab_) ++counts_[history[i]];
+    if (history[i] >= 0 && history[i] < n_vocab_) ++counts[history[i]];
   for (size_t i = start; i < history.size(); ++i) {
     const int32_t t = history[i];
-    if (t < 0 || t >= n_vocab_ || counts_[t] == 0) continue;   // each token once
+    if (t < 0 || t >= n_vocab_ || counts[t] == 0) continue;   // each token once; counts end all zero
     float& l = logits[t];
     l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
-    l -= p_.presence_penalty + p_.frequency_penalty * static_cast<float>(counts_[t]);
-    counts_[t] = 0;
+    l -= p_.presence_penalty + p_.frequency_penalty * static_cast<float>(counts[t]);
+    counts[t] = 0;
   }
 }
 
-int32_t Sampler::sample(float* logits, std::span<const int32_t> history) {
-  apply_penalties(logits, history);
-  if (p_.temperature <= 0.0f) return argmax(logits, n_vocab_);
+namespace {
 
-  cand_.clear();
-  for (int32_t i = 0; i < n_vocab_; ++i) cand_.push_back({logits[i] / p_.temperature, i});
-  auto by_logit = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  size_t n = cand_.size();
-  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {
-    std::partial_sort(cand_.begin(), cand_.begin() + p_.top_k, cand_.end(), by_logit);
-    n = p_.top_k;
-  } else {
-    std::sort(cand_.begin(), cand_.end(), by_logit);
-  }
-  // Softmax over the survivors (sorted, so the max is first).
-  const float mx = cand_[0].first;
-  double sum = 0;
-  for (size_t i = 0; i < n; ++i) {
-    cand_[i].first = std::exp(cand_[i].first - mx);
-    sum += cand_[i].first;
-  }
-  // top-p: the smallest prefix whose mass reaches p (always at least one token).
-  if (p_.top_p < 1.0f) {
+// Candidate order: higher logit first, the lower id among equals (a strict total order, so a
+// partial sort's first k are exactly a full sort's first k).
+bool by_logit(const TokenProb& a, const TokenProb& b) {
+  return a.prob > b.prob || (a.prob == b.prob && a.token < b.token);
+}
+
+// exp((l - mx) / T) in double: finite l and mx cannot overflow, -inf never reaches here.
+double weight_of(float l, float mx, double t) { return std::exp((static_cast<double>(l) - mx) / t); }
+
+}  // namespace
+
+// top-p over c[0 .. n) (logits, unsorted unless top-k ran): the smallest prefix in logit order
+// whose mass reaches top_p. Sorting only as far as needed: the first k by partial sort, k
+// growing until the prefix holds the mass, which is the prefix a full sort would give.
+size_t Sampler::cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total) const {
+  const double t = p_.temperature;
+  size_t k = std::min<size_t>(n, 256);
+  for (;;) {
+    std::partial_sort(c.begin(), c.begin() + k, c.begin() + n, by_logit);
     double cum = 0;
-    size_t keep = n;
-    for (size_t i = 0; i < n; ++i) {
-      cum += cand_[i].first / sum;
-      if (cum >= p_.top_p) { keep = i + 1; break; }
+    for (size_t i = 0; i < k; ++i) {
+      cum += weight_of(c[i].prob, mx, t) / total;
+      if (cum >= p_.top_p) return i + 1;
     }
-    n = keep;
+    if (k == n) return n;
+    k = std::min(n, k * 8);
   }
-  // min-p: drop tokens whose probability is below min_p times the top one.
-  if (p_.min_p > 0.0f) {
-    const float floor = cand_[0].first * p_.min_p;
-    size_t keep = 1;
-    while (keep < n && cand_[keep].first >= floor) ++keep;
-    n = keep;
+}
+
+std::span<const TokenProb> Sampler::distribution(float* logits, std::span<const int32_t> history,
+                                                 SamplerWorkspace& ws) const {
+  apply_penalties(logits, history, ws);
+  std::vector<TokenProb>& c = ws.cand_;
+  c.clear();
+  if (greedy()) {
+    c.push_back({argmax(logits, n_vocab_), 1.0f});
+    return c;
   }
-  double total = 0;
-  for (size_t i = 0; i < n; ++i) total += cand_[i].first;
-  const double r = std::uniform_real_distribution<double>(0.0, total)(rng_);
-  double cum = 0;
+  c.reserve(static_cast<size_t>(n_vocab_));
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  float mx = -kInf;
+  for (int32_t i = 0; i < n_vocab_; ++i) {
+    const float l = logits[i];
+    if (!(l > -kInf)) continue;   // -inf (masked) and NaN are never drawn
+    c.push_back({i, l});
+    mx = std::max(mx, l);
+  }
+  if (c.empty()) {   // everything masked: the greedy rule decides
+    c.push_back({argmax(logits, n_vocab_), 1.0f});
+    return c;
+  }
+  if (mx == kInf) {   // softmax's limit: the +inf logits share the mass equally
+    size_t k = 0;
+    for (const TokenProb& e : c)
+      if (e.prob == kInf) c[k++] = {e.token, 0.0f};
+    c.resize(k);
+    mx = 0.0f;
+  }
+  const double t = p_.temperature;
+  size_t n = c.size();
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {
+    std::partial_sort(c.begin(), c.begin() + p_.top_k, c.end(), by_logit);
+    n = static_cast<size_t>(p_.top_k);
+  }
+  if (p_.top_p < 1.0f) {
+    double total = 0;
+    for (size_t i = 0; i < n; ++i) total += weight_of(c[i].prob, mx, t);
+    n = cut_top_p(c, n, mx, total);
+  }
+  // Weights, then min-p (relative to the top token, whose weight is exactly 1) and the drop
+  // of weights that underflowed; the top token always stays.
+  double sum = 0;
+  size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
-    cum += cand_[i].first;
-    if (r < cum) return cand_[i].second;
+    const float w = static_cast<float>(weight_of(c[i].prob, mx, t));
+    if (w > 0.0f && w >= p_.min_p) {
+      c[m++] = {c[i].token, w};
+      sum += w;
+    }
   }
-  return cand_[n - 1].second;
+  c.resize(m);
+  for (TokenProb& e : c) e.prob = static_cast<float>(e.prob / sum);
+  return c;
+}
+
+int32_t Sampler::draw(std::span<const TokenProb> dist, double u) {
+  double total = 0;
+  for (const TokenProb& e : dist) total += e.prob;
+  const double r = u * total;
+  double cum = 0;
+  int32_t last = -1;
+  for (const TokenProb& e : dist) {
+    if (!(e.prob > 0.0f)) continue;
+    cum += e.prob;
+    last = e.token;
+    if (r < cum) return e.token;
+  }
+  return last;   // u * total rounded up to the total
+}
+
+int32_t Sampler::sample(float* logits, std::span<const int32_t> history) const {
+  return sample(logits, history, SamplerWorkspace::for_this_thread());
+}
+
+int32_t Sampler::sample(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const {
+  if (greedy()) {
+    apply_penalties(logits, history, ws);
+    return argmax(logits, n_vocab_);
+  }
+  const auto dist = distribution(logits, history, ws);
+  return draw(dist, uniform(static_cast<int64_t>(history.size())));
 }
 
 }  // namespace sluice

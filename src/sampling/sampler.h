@@ -1,19 +1,36 @@
 // Token sampling from one row of logits. Order of the chain: repetition / presence /
 // frequency penalties over the recent history → temperature → top-k → top-p → min-p →
-// draw. temperature <= 0 is greedy (argmax; ties go to the lowest id). The random stream is
-// private to a sampler and seeded, so the same seed and the same logits give the same
-// tokens whatever else runs.
+// draw. A temperature below kGreedyTemperature is greedy (argmax; ties go to the lowest id).
+//
+// The chain's result is a *processed distribution*: a sparse list of (token, probability),
+// every probability finite and > 0, summing to 1 up to rounding. `distribution` returns it and
+// `draw` picks from it with one uniform number; `sample` is the two together. Speculative
+// verification (src/spec/) uses the same two calls, so it draws from exactly the distribution
+// the plain path draws from.
+//
+// Random numbers are keyed, not streamed: the uniform for the token at position p (its index
+// in prompt + output) is a hash of (seed, p, stream). The token at position p therefore does
+// not depend on how many draws came before — a preempted, recomputed or speculated sequence
+// gets the same tokens as one decoded plainly with the same seed.
+//
+// Memory: a Sampler is its parameters only. The scratch of one call (a candidate list and a
+// count per vocabulary entry, 12 bytes a token) lives in a SamplerWorkspace that its owner reuses — an
+// engine slot, or the calling thread's own (`SamplerWorkspace::for_this_thread`), so no
+// request allocates vocabulary-sized buffers of its own.
 #pragma once
 
 #include <cstdint>
-#include <random>
 #include <span>
 #include <vector>
 
 namespace sluice {
 
+// Below this temperature sampling is greedy (vLLM's threshold): logits / T would overflow
+// and the distribution is a point mass on the argmax to float precision anyway.
+inline constexpr float kGreedyTemperature = 1e-5f;
+
 struct SamplingParams {
-  float temperature = 1.0f;     // <= 0: greedy
+  float temperature = 1.0f;     // < kGreedyTemperature: greedy
   int32_t top_k = 0;            // 0: off
   float top_p = 1.0f;           // 1: off
   float min_p = 0.0f;           // 0: off
@@ -24,26 +41,77 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+// One entry of a processed distribution.
+struct TokenProb {
+  int32_t token;
+  float prob;
+};
+
+// Independent uses of the random numbers at one position.
+enum class RandomStream : uint32_t {
+  kDraw = 0,       // the plain draw (and the bonus token of a verification)
+  kAccept = 1,     // speculative acceptance test
+  kResidual = 2,   // the draw from the residual distribution after a rejection
+  kDraft = 3,      // a sampling drafter's own draw
+};
+
+// A uniform number in [0, 1) (53 random bits) that depends only on its key.
+double keyed_uniform(uint64_t seed, int64_t position, RandomStream stream);
+
+// Scratch memory for sampling one row at a time. Grows to the vocabulary once, then is reused.
+class SamplerWorkspace {
+ public:
+  SamplerWorkspace() = default;
+  SamplerWorkspace(const SamplerWorkspace&) = delete;
+  SamplerWorkspace& operator=(const SamplerWorkspace&) = delete;
+  // The calling thread's workspace (what the calls without a workspace argument use).
+  static SamplerWorkspace& for_this_thread();
+  size_t bytes_reserved() const { return cand_.capacity() * sizeof(TokenProb) + counts_.capacity() * sizeof(int32_t); }
+
+ private:
+  friend class Sampler;
+  std::vector<TokenProb> cand_;   // candidates: .prob holds the logit while sorting, then the probability
+  std::vector<int32_t> counts_;   // per token id, all zero between calls: repeats in the penalty window
+};
+
 class Sampler {
  public:
   Sampler(const SamplingParams& p, int32_t n_vocab);
   // Throws sluice::Error naming the first parameter out of range (what the constructor checks).
   static void validate(const SamplingParams& p);
 
-  // Picks a token from logits[0 .. n_vocab) (modified in place); history = tokens so far.
-  int32_t sample(float* logits, std::span<const int32_t> history);
+  // Picks the token at position history.size() from logits[0 .. n_vocab) (penalties are
+  // applied in place); history = the sequence so far (prompt + output).
+  int32_t sample(float* logits, std::span<const int32_t> history) const;
+  int32_t sample(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const;
+
+  // The processed distribution for the token after `history` (penalties applied to logits in
+  // place first). Greedy: one entry {argmax, 1}. Never empty: a row whose every logit is -inf
+  // or NaN gives {argmax, 1} too. Valid until ws is used again.
+  std::span<const TokenProb> distribution(float* logits, std::span<const int32_t> history,
+                                          SamplerWorkspace& ws) const;
+  // The entry of `dist` that u in [0, 1) falls into, walking the list in order (-1 if empty).
+  static int32_t draw(std::span<const TokenProb> dist, double u);
+  // This sampler's uniform number for position `position`.
+  double uniform(int64_t position, RandomStream s = RandomStream::kDraw) const {
+    return keyed_uniform(p_.seed, position, s);
+  }
+
+  bool greedy() const { return !(p_.temperature >= kGreedyTemperature); }
   const SamplingParams& params() const { return p_; }
+  int32_t n_vocab() const { return n_vocab_; }
 
   static int32_t argmax(const float* logits, int32_t n);
 
  private:
-  void apply_penalties(float* logits, std::span<const int32_t> history);
+  void apply_penalties(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const;
+  size_t cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total) const;
 
   SamplingParams p_;
   int32_t n_vocab_;
-  std::mt19937_64 rng_;
-  std::vector<std::pair<float, int32_t>> cand_;   // reused: no allocation per token
-  std::vector<int32_t> counts_;
 };
+
+// The probability of `token` in a processed distribution (0 when absent). Linear in its size.
+float prob_of(std::span<const TokenProb> dist, int32_t token);
 
 }  // namespace sluice

@@ -19,12 +19,15 @@ std::vector<float> logits_of(std::vector<double> probs) {
   return l;
 }
 
+// n draws at positions 0 .. n-1 (each position has its own random number; the history's
+// tokens are ids out of range, which the penalties ignore).
 std::map<int, int> histogram(const SamplingParams& p, const std::vector<float>& logits, int n) {
   Sampler s(p, static_cast<int32_t>(logits.size()));
+  const std::vector<int32_t> history(static_cast<size_t>(n), -1);
   std::map<int, int> h;
   for (int i = 0; i < n; ++i) {
     auto l = logits;
-    ++h[s.sample(l.data(), {})];
+    ++h[s.sample(l.data(), std::span<const int32_t>(history.data(), static_cast<size_t>(i)))];
   }
   return h;
 }
@@ -104,10 +107,69 @@ TEST(Sampler, SameSeedSameTokens) {
   p.temperature = 1.3f;
   const auto l = logits_of({0.25, 0.25, 0.25, 0.25});
   Sampler a(p, 4), b(p, 4);
+  std::vector<int32_t> ha, hb;
+  std::map<int32_t, int> seen;
   for (int i = 0; i < 100; ++i) {
     auto la = l, lb = l;
-    EXPECT_EQ(a.sample(la.data(), {}), b.sample(lb.data(), {}));
+    ha.push_back(a.sample(la.data(), ha));
+    hb.push_back(b.sample(lb.data(), hb));
+    ++seen[ha.back()];
   }
+  EXPECT_EQ(ha, hb);
+  EXPECT_EQ(seen.size(), 4u);   // and the positions really draw different numbers
+  p.seed = 43;
+  Sampler c(p, 4);
+  std::vector<int32_t> hc;
+  for (int i = 0; i < 100; ++i) {
+    auto lc = l;
+    hc.push_back(c.sample(lc.data(), hc));
+  }
+  EXPECT_NE(ha, hc);
+}
+
+// The token at position p depends on (seed, p) and the row only: drawing it first, or after
+// any number of other draws, or through distribution() + draw(), gives the same token.
+TEST(Sampler, KeyedStreamDoesNotDependOnEarlierDraws) {
+  SamplingParams p;
+  p.seed = 7;
+  p.top_k = 5;
+  std::mt19937 rng(1);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> row(50);
+  for (auto& v : row) v = nd(rng);
+  std::vector<int32_t> history(40);
+  for (auto& t : history) t = static_cast<int32_t>(rng() % 50);
+  Sampler fresh(p, 50), used(p, 50);
+  for (int i = 0; i < 17; ++i) {   // unrelated draws on `used`
+    auto l = row;
+    used.sample(l.data(), std::span<const int32_t>(history.data(), static_cast<size_t>(i)));
+  }
+  SamplerWorkspace ws;
+  for (size_t pos = 0; pos < history.size(); ++pos) {
+    const std::span<const int32_t> h(history.data(), pos);
+    auto l1 = row, l2 = row, l3 = row;
+    const int32_t a = fresh.sample(l1.data(), h);
+    EXPECT_EQ(used.sample(l2.data(), h), a);
+    EXPECT_EQ(Sampler::draw(fresh.distribution(l3.data(), h, ws), fresh.uniform(static_cast<int64_t>(pos))), a);
+  }
+}
+
+TEST(Sampler, KeyedUniformsLookUniformAndIndependent) {
+  // 16 equal bins over 64k positions, and the kAccept stream against kDraw at the same position.
+  std::vector<int> bins(16, 0);
+  int both_low = 0;
+  const int n = 1 << 16;
+  for (int64_t pos = 0; pos < n; ++pos) {
+    const double u = keyed_uniform(99, pos, RandomStream::kDraw);
+    ASSERT_GE(u, 0.0);
+    ASSERT_LT(u, 1.0);
+    ++bins[static_cast<int>(u * 16)];
+    if (u < 0.5 && keyed_uniform(99, pos, RandomStream::kAccept) < 0.5) ++both_low;
+  }
+  for (int b : bins) EXPECT_NEAR(b, n / 16, 5 * std::sqrt(n / 16.0));
+  EXPECT_NEAR(both_low, n / 4, 5 * std::sqrt(n * 3.0 / 16));
+  EXPECT_NE(keyed_uniform(1, 5, RandomStream::kDraw), keyed_uniform(2, 5, RandomStream::kDraw));
+  EXPECT_NE(keyed_uniform(1, 5, RandomStream::kDraw), keyed_uniform(1, 6, RandomStream::kDraw));
 }
 
 TEST(Sampler, PenaltiesPushRepeatsDown) {
