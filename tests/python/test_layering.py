@@ -16,6 +16,7 @@ ALLOWED = {
     "kernels": {"tensor", "quant", "threading", "gguf", "base"},
     "kv": {"base"},
     "sampling": {"base"},
+    "spec": {"sampling", "base"},
     "tokenizer": {"gguf", "base"},
     "chat": {"tokenizer", "gguf", "base"},
     "models": {"kernels", "kv", "tensor", "gguf", "quant", "threading", "base"},

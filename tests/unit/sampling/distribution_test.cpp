@@ -47,22 +47,25 @@ std::vector<int32_t> draws(const Sampler& s, const std::vector<float>& row, int 
 }
 
 TEST(SamplerDistribution, TemperatureBelowTheThresholdIsGreedy) {
-  // The tokens after the maximum are the least likely: a sampler dividing by a tiny T used
-  // to overflow to NaN and fall through to the last candidate.
-  const std::vector<float> row = {1.0f, 3.0f, 2.0f, 3.0f, -5.0f, -7.0f};
-  for (float t : {1e-38f, 1e-30f, 1e-12f, 1e-6f, 9.9e-6f, 0.0f, -1.0f}) {
-    SamplingParams p;
-    p.temperature = t;
-    p.seed = 5;
-    Sampler s(p, 6);
-    EXPECT_TRUE(s.greedy()) << t;
-    for (int32_t tok : draws(s, row, 50)) EXPECT_EQ(tok, 1) << t;
-    SamplerWorkspace ws;
-    auto l = row;
-    const auto d = s.distribution(l.data(), {}, ws);
-    ASSERT_EQ(d.size(), 1u);
-    EXPECT_EQ(d[0].token, 1);
-    EXPECT_EQ(d[0].prob, 1.0f);
+  // The tokens after the maximum are the least likely. Dividing the second row by 1e-38
+  // overflows its top logits to +inf, inf - inf is NaN, and the sampler this replaced fell
+  // through to its last candidate: token 5, the least likely of all (issue 24, D10).
+  for (const std::vector<float>& row : {std::vector<float>{1.0f, 3.0f, 2.0f, 3.0f, -5.0f, -7.0f},
+                                        std::vector<float>{10.0f, 40.0f, 20.0f, 39.0f, -5.0f, -7.0f}}) {
+    for (float t : {1e-38f, 1e-30f, 1e-12f, 1e-6f, 9.9e-6f, 0.0f, -1.0f}) {
+      SamplingParams p;
+      p.temperature = t;
+      p.seed = 5;
+      Sampler s(p, 6);
+      EXPECT_TRUE(s.greedy()) << t;
+      for (int32_t tok : draws(s, row, 50)) EXPECT_EQ(tok, 1) << t;
+      SamplerWorkspace ws;
+      auto l = row;
+      const auto d = s.distribution(l.data(), {}, ws);
+      ASSERT_EQ(d.size(), 1u);
+      EXPECT_EQ(d[0].token, 1);
+      EXPECT_EQ(d[0].prob, 1.0f);
+    }
   }
   SamplingParams p;
   p.temperature = kGreedyTemperature;
