@@ -105,6 +105,21 @@ TEST(NgramDrafter, IncrementalIndexEqualsTheScanningDefinition) {
   }
 }
 
+// A rejected run's n-grams are forgotten: the match falls back to the occurrence before.
+TEST(NgramDrafter, RollbackRestoresTheEarlierOccurrence) {
+  NgramDrafter d({2, 3});
+  d.observe(std::vector<int32_t>{1, 2, 3, 9, 5, 1, 2, 3, 8, 6});
+  d.truncate(8);   // [1 2 3 9 5 1 2 3]: "1 2 3" was followed by 8 only in the part dropped
+  Draft out;
+  d.propose(4, out);
+  EXPECT_EQ(std::vector<int32_t>(out.tokens().begin(), out.tokens().end()), (std::vector<int32_t>{9, 5, 1, 2}));
+  EXPECT_EQ(out.source, 3);
+  d.observe(std::vector<int32_t>{4});
+  d.truncate(8);
+  d.truncate(5);   // [1 2 3 9 5]: no 2-gram repeats
+  EXPECT_TRUE(propose(d, 4).empty());
+}
+
 // Rollbacks restore the index exactly: after any mix of observe and truncate, the proposal
 // equals the definition over the tokens kept.
 TEST(NgramDrafter, TruncateRestoresTheIndexExactly) {
