@@ -130,30 +130,43 @@ namespace {
 
 // Candidate order: higher logit first, the lower id among equals (a strict total order, so a
 // partial sort's first k are exactly a full sort's first k).
-bool by_logit(const TokenProb& a, const TokenProb& b) {
+// (A function object, not a function pointer, so the sorts inline it.)
+constexpr auto by_logit = [](const TokenProb& a, const TokenProb& b) {
   return a.prob > b.prob || (a.prob == b.prob && a.token < b.token);
-}
+};
 
 // exp((l - mx) / T) in double: finite l and mx cannot overflow, -inf never reaches here.
 double weight_of(float l, float mx, double t) { return std::exp((static_cast<double>(l) - mx) / t); }
 
+// Puts the candidates of rank [from, to) in c[from .. to), in order, given that c[0 .. from)
+// already holds the first `from` in order: a selection, then a sort of the selected part only.
+// A few ranks out of many: a partial sort, which dismisses most candidates with one comparison
+// against its heap's top. Many: a linear selection, then a sort of those.
+void sort_ranks(std::vector<TokenProb>& c, size_t from, size_t to, size_t n) {
+  if ((to - from) * 64 <= n - from) {
+    std::partial_sort(c.begin() + from, c.begin() + to, c.begin() + n, by_logit);
+    return;
+  }
+  if (to < n) std::nth_element(c.begin() + from, c.begin() + to, c.begin() + n, by_logit);
+  std::sort(c.begin() + from, c.begin() + to, by_logit);
+}
+
 }  // namespace
 
-// top-p over c[0 .. n) (logits, unsorted unless top-k ran): the smallest prefix in logit order
-// whose mass reaches top_p. Sorting only as far as needed: the first k by partial sort, k
-// growing until the prefix holds the mass, which is the prefix a full sort would give.
-size_t Sampler::cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total) const {
+// top-p over c[0 .. n) (logits, in order when top-k ran): the smallest prefix in logit order
+// whose mass reaches top_p. Sorted only as far as needed, in growing steps, each step selecting
+// and sorting the next ranks; the prefix is the one a full sort would give.
+size_t Sampler::cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total, bool sorted) const {
   const double t = p_.temperature;
-  size_t k = std::min<size_t>(n, 256);
-  for (;;) {
-    std::partial_sort(c.begin(), c.begin() + k, c.begin() + n, by_logit);
-    double cum = 0;
-    for (size_t i = 0; i < k; ++i) {
-      cum += weight_of(c[i].prob, mx, t) / total;
-      if (cum >= p_.top_p) return i + 1;
+  double cum = 0;
+  size_t done = 0;
+  for (size_t k = std::min<size_t>(n, 256);; k = std::min(n, k * 8)) {
+    if (!sorted) sort_ranks(c, done, k, n);
+    for (; done < k; ++done) {
+      cum += weight_of(c[done].prob, mx, t) / total;
+      if (cum >= p_.top_p) return done + 1;
     }
     if (k == n) return n;
-    k = std::min(n, k * 8);
   }
 }
 
@@ -188,14 +201,15 @@ std::span<const TokenProb> Sampler::distribution(float* logits, std::span<const 
   }
   const double t = p_.temperature;
   size_t n = c.size();
-  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n) {
-    std::partial_sort(c.begin(), c.begin() + p_.top_k, c.end(), by_logit);
+  const bool top_k = p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n;
+  if (top_k) {
+    sort_ranks(c, 0, static_cast<size_t>(p_.top_k), n);
     n = static_cast<size_t>(p_.top_k);
   }
   if (p_.top_p < 1.0f) {
     double total = 0;
     for (size_t i = 0; i < n; ++i) total += weight_of(c[i].prob, mx, t);
-    n = cut_top_p(c, n, mx, total);
+    n = cut_top_p(c, n, mx, total, top_k);
   }
   // Weights, then min-p (relative to the top token, whose weight is exactly 1) and the drop
   // of weights that underflowed; the top token always stays.

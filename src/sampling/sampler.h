@@ -105,7 +105,7 @@ class Sampler {
 
  private:
   void apply_penalties(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const;
-  size_t cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total) const;
+  size_t cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total, bool sorted) const;
 
   SamplingParams p_;
   int32_t n_vocab_;
