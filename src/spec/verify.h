@@ -56,7 +56,8 @@ struct RejectionScratch {
   std::vector<TokenProb> residual;
 };
 
-// Stochastic verification of a draft that carries q (Draft::has_q). p_of(i) returns the
+// Stochastic verification of a draft that carries q (Draft::has_q; without q every draft is
+// rejected and the residual is p itself, which is still exact, only wasteful). p_of(i) returns the
 // target's processed distribution for row i (i = 0 .. K; valid until the next call), e.g.
 // Sampler::distribution over that row. pos0 is the position of the first draft; the uniforms
 // come from s's keyed streams (kAccept, kResidual at the draft's position; the bonus token is

@@ -3,6 +3,7 @@
 #include <random>
 #include <vector>
 
+#include "base/error.h"
 #include "spec/ngram_drafter.h"
 #include "spec/verify.h"
 #include "unit/spec/synthetic_model.h"
@@ -46,6 +47,8 @@ TEST(Verify, GreedyAcceptsDraftsEqualToTheArgmax) {
   r = rows;
   EXPECT_EQ(verify_sampled(s, seq, 2, r.data(), 4, ws, out), 1);
   EXPECT_EQ(out, (std::vector<int32_t>{2, 3}));
+  EXPECT_THROW(verify_sampled(s, seq, 5, r.data(), 4, ws, out), Error);
+  EXPECT_THROW(verify_sampled(s, seq, -1, r.data(), 4, ws, out), Error);
 }
 
 // Drafters for the identity test: what the n-gram index proposes; an oracle that knows the
