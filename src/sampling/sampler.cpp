@@ -128,9 +128,9 @@ void Sampler::apply_penalties(float* logits, std::span<const int32_t> history, S
 
 namespace {
 
-// Candidate order: higher logit first, the lower id among equals (a strict total order, so a
-// partial sort's first k are exactly a full sort's first k).
-// (A function object, not a function pointer, so the sorts inline it.)
+// Candidate order: higher logit first, the lower id among equals. A strict total order, so a
+// selection's first k, sorted, are exactly a full sort's first k. (A function object, not a
+// function pointer, so the sorts inline it.)
 constexpr auto by_logit = [](const TokenProb& a, const TokenProb& b) {
   return a.prob > b.prob || (a.prob == b.prob && a.token < b.token);
 };
@@ -139,9 +139,9 @@ constexpr auto by_logit = [](const TokenProb& a, const TokenProb& b) {
 double weight_of(float l, float mx, double t) { return std::exp((static_cast<double>(l) - mx) / t); }
 
 // Puts the candidates of rank [from, to) in c[from .. to), in order, given that c[0 .. from)
-// already holds the first `from` in order: a selection, then a sort of the selected part only.
-// A few ranks out of many: a partial sort, which dismisses most candidates with one comparison
-// against its heap's top. Many: a linear selection, then a sort of those.
+// already holds the first `from` in order. A few ranks out of many: a partial sort, which
+// dismisses most candidates with one comparison against its heap's top. Many: a linear
+// selection (nth_element), then a sort of the selected part only.
 void sort_ranks(std::vector<TokenProb>& c, size_t from, size_t to, size_t n) {
   if ((to - from) * 64 <= n - from) {
     std::partial_sort(c.begin() + from, c.begin() + to, c.begin() + n, by_logit);
