@@ -1,7 +1,8 @@
 // AVX2 (+FMA, F16C) row ops and paged attention (rowops.h, attention.h): the reference's
-// operation sequences, 8 lanes at a time, so results are bit-identical to it. Reductions keep the reference's 16 lanes as two
-// ymm (lanes 0..7 and 8..15) and end with its fixed tree. Tails are loaded masked with zeros,
-// which leaves the lanes' sums unchanged, exactly as the reference's tail rule.
+// operation sequences, 8 lanes at a time, so results are bit-identical to it. Reductions keep
+// the reference's 16 lanes as two ymm (lanes 0..7 and 8..15) and end with its fixed tree.
+// Tails are loaded masked with zeros, which leaves the lanes' sums unchanged, exactly as the
+// reference's tail rule.
 // See x86_common.h for the linkage rules of ISA translation units.
 #include <immintrin.h>
 
@@ -339,7 +340,8 @@ uint64_t stream_sum_impl(const uint8_t* p, uint64_t bytes) {
   }
   // Lanes summed as unsigned: the checksum wraps by design.
   uint64_t lanes4[4];
-  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes4), _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3)));
+  const __m256i all = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes4), all);
   uint64_t s = 0;
   for (uint64_t v : lanes4) s += v;
   return s;
