@@ -42,14 +42,13 @@ void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
 
-// Row work, in units of about one float read and written by a cheap op; the weights of the
-// ops the steps run per row. An op with a transcendental per element (tanh, sin/cos) costs
-// several units; q/k-norm + RoPE reads each element in the norm's two passes and the rotation.
-inline constexpr int64_t kCostCopy = 1;       // one pass: scale, a plain RMSNorm output
-inline constexpr int64_t kCostNormRope = 4;   // RMSNorm (2 passes) + RoPE (2 per pair)
-inline constexpr int64_t kCostTranscendental = 8;   // GELU-tanh, cos/sin
-// Below this much work a step's row op runs inline: a pool job (waking the workers, a
-// barrier) costs about as much as this many units on one core.
+// Work of the per-row ops, per element of a row, in units of one streaming vector op (a scale,
+// an RMSNorm): relative weights that only decide whether a row op is worth a pool job.
+inline constexpr int64_t kCostCopy = 1;             // RMSNorm, scale, an embedding row
+inline constexpr int64_t kCostNormRope = 4;         // per-head RMSNorm then RoPE, in place
+inline constexpr int64_t kCostTranscendental = 8;   // an exp/tanh or a cos/sin per element
+// Below this much work (T · width · cost) a row op runs inline on the calling thread: waking
+// the workers and meeting at the job's end costs about as much as this many units on one core.
 inline constexpr int64_t kInlineRowWork = 8192;
 
 // fn(t) for t in [0, T), rows split over the pool's threads unless the work (T · cost units)
