@@ -507,7 +507,12 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
                                          "rounded to Q8_0 blocks (llama.cpp-style kernels)")
             # An engine comparing to these logits sees only its own error; allow generous
             # room for Q8_0 activation rounding, yet stay far below the quantization error.
-            v["tolerance"] = {"nmse": float(max(1e-5, 5 * an)), "argmax_agreement_min": 0.9}
+            # The same rounding flips some greedy choices of a model with small top-2 gaps:
+            # allow twice the flips it causes here (and never require more than 90%).
+            aq_agree = float(np.mean(logits_aq.argmax(-1) == logits.argmax(-1)))
+            v["activation_q8_0_argmax_agreement"] = aq_agree
+            v["tolerance"] = {"nmse": float(max(1e-5, 5 * an)),
+                              "argmax_agreement_min": float(min(0.9, 1 - 2 * (1 - aq_agree)))}
         margin = np.sort(logits, -1)
         v["min_top2_gap"] = float(np.min(margin[:, -1] - margin[:, -2]))
         entry["variants"][ot] = v
