@@ -294,8 +294,8 @@ def read_hparams(cfg: dict, tensors: dict[str, np.ndarray]) -> Hparams:
     )
 
     if arch == "gemma4":
-        if cfg.get("attention_k_eq_v"):
-            raise NotImplementedError("attention_k_eq_v (31B/26B: global layers without v_proj)")
+        # attention_k_eq_v (31B/26B): global layers have no v_proj, so no attn_v is written;
+        # a reader takes V from the K projection where a global layer has no attn_v.
         if cfg.get("enable_moe_block"):
             raise NotImplementedError("MoE Gemma 4 (26B-A4B)")
         if cfg.get("use_bidirectional_attention"):

@@ -58,6 +58,10 @@ import make_tiny_model as tiny  # noqa: E402
 MODELS = [
     {"id": "tiny-gemma4", "arch": "gemma4", "seed": 4, "prompt_seed": 40, "n_tokens": 64},
     {"id": "tiny-gemma3", "arch": "gemma3", "seed": 3, "prompt_seed": 30, "n_tokens": 64},
+    # 31B-shaped (gemma4.md §1.3): global layers share K and V (no v_proj), no KV-shared
+    # layers, no PLE, no double-wide MLP.
+    {"id": "tiny-gemma4-k-eq-v", "arch": "gemma4", "seed": 31, "prompt_seed": 310, "n_tokens": 64,
+     "options": {"attention_k_eq_v": True, "kv_shared_layers": 0, "ple_width": 0, "double_wide_mlp": False}},
 ]
 OUTTYPES = ["f32", "q8_0", "q4_0"]
 TAPS_MAGIC, TAPS_VERSION = b"SLTP", 1
@@ -145,6 +149,7 @@ def run_hf(model, ids: np.ndarray, taps: bool = False):
         return hook
 
     orig_proj = getattr(inner, "project_per_layer_inputs", None)
+    overridden = False
     if taps:
         hooks.append(inner.embed_tokens.register_forward_hook(save("embd")))
         for i, layer in enumerate(inner.layers):
@@ -158,6 +163,7 @@ def run_hf(model, ids: np.ndarray, taps: bool = False):
                 rec["ple"] = out.detach()[0].float().numpy().copy()
                 return out
             inner.project_per_layer_inputs = proj
+            overridden = True
     try:
         with torch.no_grad():
             # output_hidden_states=True turns off transformers' "slice to logits_to_keep before
@@ -168,7 +174,7 @@ def run_hf(model, ids: np.ndarray, taps: bool = False):
     finally:
         for h in hooks:
             h.remove()
-        if taps and orig_proj is not None:
+        if overridden:
             del inner.project_per_layer_inputs   # drop the instance override
     logits = out.logits[0].float().numpy().copy()
     if not taps:
@@ -305,7 +311,8 @@ def spec_forward(gguf_path, ids: np.ndarray):
         q = rope(q)
         if il < first_shared:
             k = (a @ blk("attn_k").T).reshape(T, n_head_kv, D)
-            v = (a @ blk("attn_v").T).reshape(T, n_head_kv, D)
+            # K=V (31B global layers): no attn_v, V is the K projection before k-norm/RoPE
+            v = k if f"blk.{il}.attn_v.weight" not in W else (a @ blk("attn_v").T).reshape(T, n_head_kv, D)
             k = rope(_rms(k, blk("attn_k_norm"), eps))
             if arch == "gemma4":
                 v = _rms(v, None, eps)                                 # V-norm, no weight
@@ -362,6 +369,11 @@ def check_facts_gemma4(model, ids, window: int) -> dict:
     assert all(not a.v_norm.with_scale and not hasattr(a.v_norm, "weight") for a in own)
     facts["v_norm"] = "RMSNorm over head_dim without weight (with_scale=False), applied before caching"
     assert all(not hasattr(a, "k_proj") for a in atts if a.is_kv_shared_layer)
+    k_eq_v = [not a.is_sliding and cfg.attention_k_eq_v for a in atts]
+    assert all((a.v_proj is None) == kv for a, kv in zip(own, k_eq_v))
+    facts["k_eq_v_layers"] = [i for i, kv in enumerate(k_eq_v) if kv]
+    if any(k_eq_v):
+        facts["k_eq_v"] = "global layers have no v_proj: V = v_norm(k_proj(x)), before k_norm and RoPE"
     modes = cfg.kv_sharing_modes
     store = {cfg.layer_types[i]: i for i, mde in enumerate(modes) if mde == "store"}
     src = [i if modes[i] != "reuse" else store[cfg.layer_types[i]] for i in range(len(modes))]
@@ -409,7 +421,7 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
     import torch
     arch, mid = spec["arch"], spec["id"]
     print(f"== {mid}", file=sys.stderr)
-    model0, config, opts = tiny.build_model(arch, seed=spec["seed"])
+    model0, config, opts = tiny.build_model(arch, seed=spec["seed"], **spec.get("options", {}))
     ckpt = tiny.save_model(model0, work / mid)
     model = load_hf(ckpt)
     # the reload must be bit-identical to what was generated (incl. layer_scalar buffers)
@@ -495,7 +507,12 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
                                          "rounded to Q8_0 blocks (llama.cpp-style kernels)")
             # An engine comparing to these logits sees only its own error; allow generous
             # room for Q8_0 activation rounding, yet stay far below the quantization error.
-            v["tolerance"] = {"nmse": float(max(1e-5, 5 * an)), "argmax_agreement_min": 0.9}
+            # The same rounding flips some greedy choices of a model with small top-2 gaps:
+            # allow twice the flips it causes here (and never require more than 90%).
+            aq_agree = float(np.mean(logits_aq.argmax(-1) == logits.argmax(-1)))
+            v["activation_q8_0_argmax_agreement"] = aq_agree
+            v["tolerance"] = {"nmse": float(max(1e-5, 5 * an)),
+                              "argmax_agreement_min": float(min(0.9, 1 - 2 * (1 - aq_agree)))}
         margin = np.sort(logits, -1)
         v["min_top2_gap"] = float(np.min(margin[:, -1] - margin[:, -2]))
         entry["variants"][ot] = v
@@ -509,17 +526,29 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=str(ROOT / "tests" / "data" / "golden"))
     p.add_argument("--keep-hf", help="keep the generated HF checkpoints in this directory")
+    p.add_argument("--only", action="append", metavar="ID",
+                   help="rebuild only this model (repeatable); the manifest keeps the others' entries")
     a = p.parse_args(argv)
     import torch
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    for old in list(out.glob("tiny-gemma*")) + [out / "manifest.json"]:
-        if old.exists():
-            old.unlink()
+    ids = [m["id"] for m in MODELS]
+    only = a.only or ids
+    if set(only) - set(ids):
+        p.error(f"unknown model id(s) {sorted(set(only) - set(ids))}; known: {ids}")
+    kept = {}
+    if a.only:
+        old_manifest = json.loads((out / "manifest.json").read_text())
+        kept = {k: v for k, v in old_manifest["models"].items() if k not in only}
+    for old in [f for f in out.iterdir() if f.is_file() and f.name.split(".")[0] in only]:
+        old.unlink()
+    if not a.only and (out / "manifest.json").exists():
+        (out / "manifest.json").unlink()
     ctx = tempfile.TemporaryDirectory() if not a.keep_hf else contextlib.nullcontext(a.keep_hf)
     with ctx as work:
         work = pathlib.Path(work)
-        models = {m["id"]: build_one(m, out, work) for m in MODELS}
+        built = {m["id"]: build_one(m, out, work) for m in MODELS if m["id"] in only}
+    models = {mid: built[mid] if mid in built else kept[mid] for mid in ids if mid in built or mid in kept}
     import transformers
     manifest = {
         "format_version": FORMAT_VERSION,

@@ -40,7 +40,7 @@ PRESETS = {
         layer_pattern="SSSSF", kv_shared_layers=5, ple_width=32, vocab=512,
         double_wide_mlp=True, final_softcap=30.0, rope_theta=1_000_000.0,
         rope_theta_swa=10_000.0, partial_rotary_factor=0.25, tie_embeddings=True,
-        max_position=2048, rope_scaling_factor=None,
+        max_position=2048, rope_scaling_factor=None, attention_k_eq_v=False,
     ),
     "gemma3": dict(
         layers=12, hidden=64, intermediate=128, heads=4, kv_heads=2,
@@ -108,7 +108,7 @@ def make_config(arch: str, opts: dict):
             hidden_size_per_layer_input=opts["ple_width"],
             vocab_size_per_layer_input=opts["vocab"],
             use_double_wide_mlp=opts["double_wide_mlp"],
-            attention_k_eq_v=False, enable_moe_block=False,
+            attention_k_eq_v=opts.get("attention_k_eq_v", False), enable_moe_block=False,
         )
     if arch == "gemma3":
         from transformers import Gemma3TextConfig
@@ -262,6 +262,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="global-layer scaling factor (Gemma 3: linear; Gemma 4: proportional 'factor')")
     p.add_argument("--tie-embeddings", type=_bool, help="tie_word_embeddings (true/false)")
     p.add_argument("--max-position", type=int, help="max_position_embeddings")
+    p.add_argument("--attention-k-eq-v", type=_bool,
+                   help="Gemma 4 attention_k_eq_v: global layers without v_proj, V = K projection (true/false)")
 
 
 def _bool(s: str) -> bool:

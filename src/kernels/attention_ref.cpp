@@ -5,6 +5,7 @@
 
 #include "base/fp16.h"
 #include "kernels/attention.h"
+#include "kernels/attention_loops.h"
 #include "kernels/rowops.h"
 
 namespace sluice::kernels {
@@ -78,46 +79,17 @@ void finish(float l, float* out, int hd) {
 }  // namespace
 
 void attention_ref(const AttnArgs& a) {
-  const int gs = a.gs, hd = a.hd;
-  float* oc = a.scratch + kAttnMaxGroup * kAttnChunk + kAttnMaxHeadDim;   // [gs × hd] chunk output
-  float m[kAttnMaxGroup], l[kAttnMaxGroup], mc[kAttnMaxGroup], lc[kAttnMaxGroup];
-  const int64_t nc = attn_chunks(a.lo, a.hi);
-  for (int64_t c = 0; c < nc; ++c) {
-    chunk_state(a, c, mc, lc, oc);
-    for (int g = 0; g < gs; ++g) {
-      float* out = a.out + g * hd;
-      if (c == 0) {
-        m[g] = mc[g];
-        l[g] = lc[g];
-        std::memcpy(out, oc + g * hd, 4 * static_cast<size_t>(hd));
-      } else {
-        merge_one(m[g], l[g], out, mc[g], lc[g], oc + g * hd, hd);
-      }
-    }
-  }
-  for (int g = 0; g < gs; ++g) finish(l[g], a.out + g * hd, hd);
+  auto chunk = [&](int64_t c, bool, float* mc, float* lc, float* oc) { chunk_state(a, c, mc, lc, oc); };
+  attention_loop(a, a.scratch + kAttnMaxGroup * kAttnChunk + kAttnMaxHeadDim, chunk, merge_one, finish);
 }
 
 void attention_chunks_ref(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states) {
-  const int64_t sf = attn_state_floats(a.gs, a.hd);
-  for (int64_t c = c_begin; c < c_end; ++c) {
-    float* st = states + (c - c_begin) * sf;
-    chunk_state(a, c, st, st + a.gs, st + 2 * a.gs);
-  }
+  auto chunk = [&](int64_t c, bool, float* mc, float* lc, float* oc) { chunk_state(a, c, mc, lc, oc); };
+  attention_chunks_loop(a, c_begin, c_end, states, chunk);
 }
 
 void attention_merge_ref(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out) {
-  const int64_t sf = attn_state_floats(gs, hd);
-  for (int g = g0; g < g1; ++g) {
-    float m = states[g], l = states[gs + g];
-    float* o = out + g * hd;
-    std::memcpy(o, states + 2 * gs + g * hd, 4 * static_cast<size_t>(hd));
-    for (int64_t c = 1; c < n; ++c) {
-      const float* st = states + c * sf;
-      merge_one(m, l, o, st[g], st[gs + g], st + 2 * gs + g * hd, hd);
-    }
-    finish(l, o, hd);
-  }
+  attention_merge_loop(states, n, gs, hd, g0, g1, out, merge_one, finish);
 }
 
 }  // namespace sluice::kernels

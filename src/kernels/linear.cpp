@@ -14,8 +14,6 @@
 namespace sluice::kernels {
 
 namespace {
-constexpr int kGenericSlot = 3;   // ActScratch slot of the generic path's activation rows
-constexpr int kGluSlot = 4;       // ActScratch slot of run_glu's gate|up outputs
 constexpr int64_t kEpilogueUnits = 16;   // row groups per epilogue span (run with `post`)
 
 // A packed matrix of `rows` rows from the stacked sources, repacked by all threads.
@@ -32,8 +30,13 @@ PackedMatrix pack_all(ThreadPool& pool, DType t, int64_t rows, int64_t cols, Pac
 
 }  // namespace
 
-uint8_t* ActScratch::get(int fmt, uint64_t bytes) {
-  AlignedBytes& b = buf_[fmt];
+ActSlot act_slot(ActFormat f) {
+  if (f == ActFormat::kF32) fail("internal: f32 activations have no scratch slot");
+  return f == ActFormat::kA8_32 ? ActSlot::kA8_32 : ActSlot::kA8_256;
+}
+
+uint8_t* ActScratch::get(ActSlot slot, uint64_t bytes) {
+  AlignedBytes& b = buf_[static_cast<int>(slot)];
   if (b.size < bytes) b = AlignedBytes::alloc(bytes);
   return b.data();
 }
@@ -125,7 +128,8 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
   // Otherwise the rows are split over the threads and shared after a barrier.
   const int nth_all = pool.size();
   const bool private_copies = m < nth_all;
-  uint64_t copy_bytes[4] = {0, 0, 0, 0};
+  uint64_t copy_bytes[3] = {0, 0, 0};   // per ActFormat; the generic rows' in generic_bytes
+  uint64_t generic_bytes = 0;
   const Part* generic = nullptr;
   for (const Part& p : pre ? std::span<const Part>() : std::span<const Part>(parts_)) {
     if (p.packed.format == PackedFormat::kNone) {
@@ -138,12 +142,13 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
     quantize[fi] = true;
     const uint64_t stride = act_row_stride(f, cols_);
     copy_bytes[fi] = stride * static_cast<uint64_t>(m);
-    acts.rows[fi] = ActRows{f, scratch.get(fi, copy_bytes[fi] * (private_copies ? nth_all : 1)), stride, cols_};
+    uint8_t* rows = scratch.get(act_slot(f), copy_bytes[fi] * (private_copies ? nth_all : 1));
+    acts.rows[fi] = ActRows{f, rows, stride, cols_};
   }
   if (generic) {
     acts.generic_stride = (act_row_bytes(generic->raw.type, cols_) + 63) / 64 * 64;
-    copy_bytes[kGenericSlot] = acts.generic_stride * static_cast<uint64_t>(m);
-    acts.generic = scratch.get(kGenericSlot, copy_bytes[kGenericSlot] * (private_copies ? nth_all : 1));
+    generic_bytes = acts.generic_stride * static_cast<uint64_t>(m);
+    acts.generic = scratch.get(ActSlot::kGeneric, generic_bytes * (private_copies ? nth_all : 1));
   }
   const bool any_quant = quantize[1] || quantize[2] || generic;
 
@@ -153,7 +158,7 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
     Acts my = acts;
     if (private_copies) {
       for (int fi = 1; fi < 3; ++fi) my.rows[fi].base += copy_bytes[fi] * static_cast<uint64_t>(ith);
-      if (generic) my.generic += copy_bytes[kGenericSlot] * static_cast<uint64_t>(ith);
+      if (generic) my.generic += generic_bytes * static_cast<uint64_t>(ith);
     }
     if (any_quant) {
       int64_t r0 = 0, r1 = m;
@@ -303,7 +308,8 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
   const uint64_t qtmp_bytes = q ? act_row_stride(ActFormat::kA8_32, ff) : 0;
   if (!glu_) {
     // [gate | up] rows, then out = gelu(gate)·up per row, over the same threads.
-    float* gu = reinterpret_cast<float*>(scratch.get(kGluSlot, 4 * static_cast<uint64_t>(m * rows_) + qtmp_bytes * pool.size()));
+    const uint64_t gu_bytes = 4 * static_cast<uint64_t>(m * rows_) + qtmp_bytes * pool.size();
+    float* gu = reinterpret_cast<float*>(scratch.get(ActSlot::kGlu, gu_bytes));
     uint8_t* qtmp_all = reinterpret_cast<uint8_t*>(gu + m * rows_);
     run(pool, x, m, gu, scratch, isa);
     pool.run([&](int ith, int nth) {
@@ -321,7 +327,7 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
   // go in pairs (one block of 32), and each run's blocks are quantized at its end, still in L1.
   const uint64_t tmp_floats = 2 * kGroupRows * static_cast<uint64_t>(m);
   const uint64_t tmp_bytes = 4 * tmp_floats + qtmp_bytes;
-  uint8_t* tmp_all = scratch.get(kGluSlot, tmp_bytes * static_cast<uint64_t>(pool.size()));
+  uint8_t* tmp_all = scratch.get(ActSlot::kGlu, tmp_bytes * static_cast<uint64_t>(pool.size()));
   const Part& p = parts_[0];
   const GemmKernel gemm = cpu_gemm(k, p.packed.format);
   const int64_t per = q ? 2 : 1;   // glu units per work unit

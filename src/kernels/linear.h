@@ -33,15 +33,22 @@ namespace sluice::kernels {
 
 struct CpuKernels;
 
+// What one ActScratch buffer holds: a call's activation rows quantized to kA8_32 or kA8_256,
+// the generic path's activation rows, or run_glu's gate|up outputs.
+enum class ActSlot : uint8_t { kA8_32, kA8_256, kGeneric, kGlu };
+inline constexpr int kActSlotCount = 4;
+// The slot of a quantized activation format (not kF32, which is never copied).
+ActSlot act_slot(ActFormat f);
+
 // Per-caller state of Linear::run, reused across calls so a steady-state step allocates
-// nothing: growable 64-byte aligned activation rows and the dynamic work split.
+// nothing: growable 64-byte aligned buffers, one per slot, and the dynamic work split.
 class ActScratch {
  public:
-  uint8_t* get(int fmt, uint64_t bytes);
+  uint8_t* get(ActSlot slot, uint64_t bytes);
   WorkSplit& split() { return split_; }
 
  private:
-  AlignedBytes buf_[5];
+  AlignedBytes buf_[kActSlotCount];
   WorkSplit split_;
 };
 

@@ -42,6 +42,7 @@ struct LayerSpec {
   int32_t kv_index = -1;
   float attn_scale = 1.0f;       // multiplies q·k
   bool v_norm = false;           // weightless RMSNorm on V (Gemma 4)
+  bool k_eq_v = false;           // no V projection: V is the raw K projection (Gemma 4 31B global layers)
 };
 
 struct ModelSpec {
@@ -87,6 +88,23 @@ struct StepProfile {
   int64_t layer_tokens = 0;   // Σ over steps and layers of the tokens a layer computed
 };
 
+// A named activation of a step, for debugging and for the per-layer golden test:
+//   "embd" (layer −1)        token embedding · embed_scale            [rows × n_embd]
+//   "ple" (−1)               Gemma 4 per-layer inputs                 [rows × n_layer·ple_dim]
+//   "attn_out" (layer i)     attention output projection, before its post-norm [rows × n_embd]
+//   "ffn_out" (i)            FFN down projection, before its post-norm          [rows × n_embd]
+//   "l_out" (i)              the residual stream after layer i                  [rows × n_embd]
+//   "result_norm" (−1)       the final norm's output of the rows whose logits are computed
+// Rows are the step's tokens in slice order; from the first of the trailing layers that own no
+// K/V on, only those whose logits the batch wants (all of them with LogitsWanted::kAll).
+struct TapView {
+  const char* name;
+  int layer;
+  const float* data;
+  int64_t rows, width;
+};
+using Tap = std::function<void(const TapView&)>;
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -96,6 +114,9 @@ class Model {
   // Accumulates per-op-class timings of later steps into *p (nullptr: stop). Costs a clock
   // read per op while set.
   virtual void set_profile(StepProfile* p) { (void)p; }
+  // Calls `tap` with each TapView of later steps, synchronously (empty: stop). Costs nothing
+  // while unset.
+  virtual void set_tap(Tap tap) { (void)tap; }
   // Human-readable lines describing the repacked weights (formats, fused matrices, bytes).
   virtual std::vector<std::string> describe_weights() const { return {}; }
 };

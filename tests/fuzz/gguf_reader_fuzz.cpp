@@ -8,8 +8,8 @@
 // check_invariants() (gguf_corpus.cpp); an inconsistent accepted file aborts.
 //
 // Seeds: `gguf_reader_fuzz --write-seeds=DIR` writes the malformed corpus and the valid seed
-// files of tests/unit/gguf/gguf_corpus.cpp to DIR/*.gguf and exits (the gtest does the same
-// with SLUICE_WRITE_CORPUS=DIR). tests/fuzz/run.sh BUILD_DIR SECONDS does both steps:
+// files of tests/unit/gguf/gguf_corpus.cpp to DIR/*.gguf and exits (tests/tools'
+// sluice_gguf_corpus_tool DIR does the same without a fuzz build). tests/fuzz/run.sh BUILD_DIR SECONDS does both steps:
 //   tests/fuzz/run.sh build-fuzz 60
 // libFuzzer ignores flags that start with "--", so the option never reaches it.
 

@@ -59,7 +59,7 @@ GemmaLayerWeights bind_gemma_layer(const WeightBinder& b, const ModelSpec& spec,
   w.q_norm = b.vector_f32(p + "attn_q_norm.weight", hd);
   if (ls.has_kv) {
     w.wk = b.matrix(p + "attn_k.weight", d, kvw);
-    w.wv = b.matrix(p + "attn_v.weight", d, kvw);
+    if (!ls.k_eq_v) w.wv = b.matrix(p + "attn_v.weight", d, kvw);
     w.k_norm = b.vector_f32(p + "attn_k_norm.weight", hd);
   }
   w.wo = b.matrix(p + "attn_output.weight", qw, d);

@@ -14,7 +14,7 @@ namespace sluice::models {
 
 struct GemmaLayerWeights {
   std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffw_norm;
-  Mat wq, wk, wv, wo;                       // wk/wv empty when the layer reads shared K/V
+  Mat wq, wk, wv, wo;                       // wk/wv empty when the layer reads shared K/V; wv when k_eq_v
   Mat gate, up, down;
   Mat inp_gate, proj;                       // PLE (Gemma 4)
   std::vector<float> post_norm;             // PLE post-norm

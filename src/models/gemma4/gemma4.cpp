@@ -1,6 +1,6 @@
 // Gemma 4 from GGUF (gemma4.md §3): sliding/global layers with their own head dims and RoPE,
-// KV-shared layers, per-layer embeddings, V-norm, layer scalar, proportional RoPE through
-// rope_freqs, final softcap. Norm weights are used as stored (no +1, unlike Gemma 3).
+// KV-shared layers, global layers whose V is their K projection (no attn_v), per-layer
+// embeddings, V-norm, layer scalar, proportional RoPE through rope_freqs, final softcap. Norm weights are used as stored (no +1, unlike Gemma 3).
 #include <cmath>
 
 #include "base/error.h"
@@ -14,7 +14,9 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
   const char* fn = f.name().c_str();
   ModelSpec s = read_gemma_common(f, "gemma4", 131072);
   s.ple_dim = static_cast<int32_t>(f.get_uint_or(a + "embedding_length_per_layer_input", 0, 1 << 16));
-  if (f.get_uint_or(a + "expert_count", 0) > 0) fail("%s: Gemma 4 mixture-of-experts models are not supported yet", fn);
+  if (const uint64_t experts = f.get_uint_or(a + "expert_count", 0); experts > 0)
+    fail("%s: MoE not supported yet: key '%sexpert_count' = %llu (a Gemma 4 mixture-of-experts model)", fn, a.c_str(),
+         static_cast<unsigned long long>(experts));
 
   const auto n_ff = f.get_uint_per_layer(a + "feed_forward_length", s.n_layer, 1 << 20);
   const auto n_head = f.get_uint_per_layer(a + "attention.head_count", s.n_layer, 4096);
@@ -53,6 +55,8 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
     ls.attn_scale = 1.0f;   // QK-norm replaces 1/sqrt(d)
     ls.v_norm = true;
     ls.has_kv = l < first_shared;
+    // 31B/26B: global layers have no V projection, V is their raw K projection (gemma4.md §1.3).
+    ls.k_eq_v = ls.has_kv && !swa && f.find_tensor("blk." + std::to_string(l) + ".attn_v.weight") == nullptr;
     ls.kv_source = l;
     if (!ls.has_kv) {
       // The last non-shared layer of the same type (gemma4.md §1.2).

@@ -6,7 +6,7 @@
 //    produce malformed files, so malformed cases start from a RawFile.
 //  * example_raw(): the 608-byte worked example of gguf.md §11 as a RawFile.
 //  * malformed_cases(): the malformed corpus — the single source of truth. The gtest checks
-//    every case; SLUICE_WRITE_CORPUS=DIR (gtest) or `gguf_reader_fuzz --write-seeds=DIR`
+//    every case; `sluice_gguf_corpus_tool DIR` (tests/tools) or `gguf_reader_fuzz --write-seeds=DIR`
 //    writes them out as DIR/<name>.gguf fuzz seeds.
 //  * touch_everything(): reads every value and every tensor's first/last byte of a parsed
 //    file through the public accessors, so ASan sees any out-of-bounds view.

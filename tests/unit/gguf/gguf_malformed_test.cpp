@@ -1,8 +1,6 @@
 // The malformed GGUF corpus (gguf_corpus.cpp is the source of truth) and the sweeps:
-// every prefix of a valid file, and thousands of seeded byte mutations.
-//
-// SLUICE_WRITE_CORPUS=DIR ./gguf_test --gtest_filter='GgufCorpus.*' writes every case to
-// DIR/<name>.gguf (plus valid seeds as DIR/valid_<name>.gguf), e.g. to seed the fuzzer.
+// every prefix of a valid file, and thousands of seeded byte mutations. The corpus as files:
+// tests/tools/sluice_gguf_corpus_tool DIR.
 
 #include <gtest/gtest.h>
 
@@ -95,14 +93,6 @@ TEST(GgufCorpus, WrittenFilesFailTheSameWayThroughOpen) {
       EXPECT_EQ(std::memcmp(t.data, bytes.data() + f->data_offset() + t.offset, t.nbytes), 0) << path << " " << t.name;
   }
   std::filesystem::remove_all(dir);
-}
-
-// SLUICE_WRITE_CORPUS=DIR: write the corpus for the fuzzer (see the top of this file).
-TEST(GgufCorpus, WriteCorpusIfRequested) {
-  const char* dir = std::getenv("SLUICE_WRITE_CORPUS");
-  if (dir == nullptr || *dir == '\0') GTEST_SKIP() << "set SLUICE_WRITE_CORPUS=DIR to write the corpus";
-  const size_t n = write_corpus(dir);
-  std::printf("wrote %zu GGUF corpus files to %s\n", n, dir);
 }
 
 TEST(GgufCorpus, ValidSeedsParseAndAreConsistent) {

@@ -84,6 +84,7 @@ std::vector<float> run_chunked(models::Model& m, KvCache& kv, const std::vector<
 struct Variant {
   std::string arch;
   DType type;
+  bool k_eq_v = false;   // Gemma 4 31B-style global layers (V from the K projection)
 };
 
 class Forward : public ::testing::TestWithParam<Variant> {
@@ -92,6 +93,7 @@ class Forward : public ::testing::TestWithParam<Variant> {
     test::TinyConfig c;
     c.arch = GetParam().arch;
     c.matrix_type = GetParam().type;
+    c.k_eq_v = GetParam().k_eq_v;
     return c;
   }
 };
@@ -215,8 +217,12 @@ TEST(ForwardKv, LowPrecisionKvStaysClose) {
 
 INSTANTIATE_TEST_SUITE_P(Arch, Forward,
                          ::testing::Values(Variant{"gemma4", DType::F32}, Variant{"gemma3", DType::F32},
-                                           Variant{"gemma4", DType::Q4_0}, Variant{"gemma3", DType::Q8_0}),
-                         [](const auto& p) { return p.param.arch + "_" + std::string(dtype_name(p.param.type)); });
+                                           Variant{"gemma4", DType::Q4_0}, Variant{"gemma3", DType::Q8_0},
+                                           Variant{"gemma4", DType::Q8_0, true}),
+                         [](const auto& p) {
+                           const std::string t(dtype_name(p.param.type));
+                           return p.param.arch + "_" + t + (p.param.k_eq_v ? "_k_eq_v" : "");
+                         });
 
 // The same file on every ISA set this CPU runs: bitwise identical logits (the optimized
 // kernels compute exactly what the scalar references do), for every weight format.

@@ -6,46 +6,25 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
+
+#include "golden_util.h"
 
 #include "base/error.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
-#include "kv/sequence_kv.h"
 #include "models/model.h"
-#include "threading/thread_pool.h"
 
 namespace sluice {
 namespace {
 
 using nlohmann::json;
-const std::string kDir = std::string(SLUICE_SOURCE_DIR) + "/tests/data/golden/";
-
-// The GGUFs are not committed: `make fixtures` rebuilds them from the manifest's seeds and
-// checks their sha256 (python/make_fixtures.py).
-std::unique_ptr<gguf::GgufFile> open_fixture(const std::string& name) {
-  if (!std::filesystem::exists(kDir + name))
-    throw std::runtime_error(kDir + name + " is missing: run `make fixtures` first");
-  return gguf::GgufFile::open(kDir + name);
-}
-
-json manifest() {
-  std::ifstream in(kDir + "manifest.json");
-  if (!in) throw std::runtime_error("missing " + kDir + "manifest.json");
-  return json::parse(in);
-}
-
-std::vector<float> read_f32(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  const auto n = static_cast<size_t>(in.tellg());
-  std::vector<float> v(n / 4);
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(n));
-  return v;
-}
+using golden::kDir;
+using golden::manifest;
+using golden::open_fixture;
+using golden::read_f32;
+using golden::run;
 
 struct Compare {
   double rel_max = 0;   // max|Δ| / max|ref|
@@ -75,35 +54,6 @@ Compare compare(const std::vector<float>& got, const std::vector<float>& ref, in
   }
   c.argmax_agree = double(agree) / rows;
   return c;
-}
-
-// Runs ids through a fresh cache in steps of `chunk`; returns [n × V] logits.
-std::vector<float> run(const gguf::GgufFile& f, const std::vector<int32_t>& ids, size_t chunk,
-                       std::function<void(models::ModelSpec&)> adjust = {}) {
-  ThreadPool pool(2);
-  models::LoadOptions lo;
-  lo.pool = &pool;
-  lo.adjust_spec = std::move(adjust);
-  auto m = models::load_model(f, lo);
-  const auto& groups = m->spec().kv_groups;
-  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 16), KvType::F32);
-  SequenceKv seq(kv);
-  const int64_t V = m->spec().n_vocab;
-  std::vector<float> all(ids.size() * V);
-  for (size_t pos = 0; pos < ids.size(); pos += chunk) {
-    const size_t n = std::min(chunk, ids.size() - pos);
-    seq.release_outside_window(static_cast<int32_t>(pos));
-    EXPECT_TRUE(seq.reserve(static_cast<int32_t>(pos + n)));
-    models::ForwardBatch b;
-    models::SeqSlice s;
-    s.tokens = {ids.data() + pos, n};
-    s.pos0 = static_cast<int32_t>(pos);
-    for (int g = 0; g < kv.n_groups(); ++g) s.block_tables[g] = seq.table(g);
-    s.logits = models::LogitsWanted::kAll;
-    b.seqs.push_back(s);
-    m->forward(b, kv, all.data() + pos * V);
-  }
-  return all;
 }
 
 struct Case {
@@ -141,7 +91,9 @@ TEST_P(Golden, MatchesTransformersWholeChunkedAndTokenByToken) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Golden,
                          ::testing::Values(Case{"tiny-gemma4", "f32"}, Case{"tiny-gemma4", "q8_0"},
                                            Case{"tiny-gemma4", "q4_0"}, Case{"tiny-gemma3", "f32"},
-                                           Case{"tiny-gemma3", "q8_0"}, Case{"tiny-gemma3", "q4_0"}),
+                                           Case{"tiny-gemma3", "q8_0"}, Case{"tiny-gemma3", "q4_0"},
+                                           Case{"tiny-gemma4-k-eq-v", "f32"}, Case{"tiny-gemma4-k-eq-v", "q8_0"},
+                                           Case{"tiny-gemma4-k-eq-v", "q4_0"}),
                          [](const auto& p) {
                            std::string n = p.param.model + "_" + p.param.variant;
                            for (char& ch : n)

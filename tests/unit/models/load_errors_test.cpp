@@ -56,5 +56,23 @@ TEST(LoadErrors, SharedLayersMayOmitOrKeepKv) {
   EXPECT_NE(load_error(g3).find("'blk.7.attn_v.weight'"), std::string::npos);
 }
 
+TEST(LoadErrors, MixtureOfExpertsIsRefusedNamingTheKey) {
+  test::TinyConfig c;
+  c.n_expert = 128;
+  const std::string err = load_error(c);
+  EXPECT_NE(err.find("MoE not supported yet"), std::string::npos) << err;
+  EXPECT_NE(err.find("'gemma4.expert_count' = 128"), std::string::npos) << err;
+  EXPECT_NE(err.find("bad.gguf"), std::string::npos) << err;
+}
+
+TEST(LoadErrors, OnlyGlobalLayersMayLackAV) {
+  test::TinyConfig c;   // 31B-style: global layers take V from their K projection
+  c.k_eq_v = true;
+  EXPECT_EQ(load_error(c), "");
+  test::TinyConfig s;   // a sliding layer without attn_v is a broken file
+  s.omit = {"blk.1.attn_v.weight"};
+  EXPECT_NE(load_error(s).find("'blk.1.attn_v.weight'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace sluice

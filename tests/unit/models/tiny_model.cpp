@@ -58,6 +58,7 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
     w.add_u32(a + "attention.shared_kv_layers", c.n_shared);
     w.add_u32(a + "embedding_length_per_layer_input", c.ple);
     w.add_f32(a + "final_logit_softcapping", c.softcap);
+    if (c.n_expert > 0) w.add_u32(a + "expert_count", c.n_expert);
   } else {
     w.add_u32(a + "feed_forward_length", c.n_ff);
     w.add_u32(a + "attention.key_length", c.hd_swa);
@@ -105,7 +106,7 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
     add(p + "attn_q_norm.weight", {hd}, 0.1f, norm_mean);
     if (has_kv) {
       add(p + "attn_k.weight", {d, kvw}, 0.15f);
-      add(p + "attn_v.weight", {d, kvw}, 0.15f);
+      if (!(g4 && c.k_eq_v && !sliding[l])) add(p + "attn_v.weight", {d, kvw}, 0.15f);
       add(p + "attn_k_norm.weight", {hd}, 0.1f, norm_mean);
     }
     add(p + "attn_output.weight", {qw, d}, 0.15f);

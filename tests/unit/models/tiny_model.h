@@ -17,6 +17,8 @@ struct TinyConfig {
   int n_layer = 10, n_embd = 64, n_head = 4, n_head_kv = 1, hd_swa = 32, hd_full = 64;
   int n_ff = 128, n_vocab = 96, window = 8, n_shared = 4, ple = 16;
   bool double_wide = true;
+  bool k_eq_v = false;                        // Gemma 4: global layers without attn_v (31B)
+  int n_expert = 0;                           // Gemma 4: writes expert_count when > 0 (MoE files)
   float softcap = 30.0f;
   std::set<std::string> omit;                 // tensor names to leave out
   std::string wrong_shape;                    // tensor name to write with a wrong shape

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/attention.h"
 #include "kernels/gemm.h"
 
 namespace sluice::kernels::avx2 {
@@ -29,5 +30,9 @@ void rope(float* x, const float* cs, int64_t n_rot);
 int64_t argmax(const float* x, int64_t n);
 void to_f16(const float* x, uint16_t* out, int64_t n);
 void to_bf16(const float* x, uint16_t* out, int64_t n);
+void attention(const AttnArgs& a);
+void attention_chunks(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states);
+void attention_merge(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out);
+uint64_t stream_sum(const uint8_t* p, uint64_t bytes);
 
 }  // namespace sluice::kernels::avx2

@@ -1,7 +1,8 @@
-// AVX2 (+FMA, F16C) row ops (rowops.h): the reference's operation sequences, 8 lanes at a
-// time, so results are bit-identical to it. Reductions keep the reference's 16 lanes as two
-// ymm (lanes 0..7 and 8..15) and end with its fixed tree. Tails are loaded masked with zeros,
-// which leaves the lanes' sums unchanged, exactly as the reference's tail rule.
+// AVX2 (+FMA, F16C) row ops and paged attention (rowops.h, attention.h): the reference's
+// operation sequences, 8 lanes at a time, so results are bit-identical to it. Reductions keep
+// the reference's 16 lanes as two ymm (lanes 0..7 and 8..15) and end with its fixed tree.
+// Tails are loaded masked with zeros, which leaves the lanes' sums unchanged, exactly as the
+// reference's tail rule.
 // See x86_common.h for the linkage rules of ISA translation units.
 #include <immintrin.h>
 
@@ -9,6 +10,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/attention.h"
+#include "kernels/attention_loops.h"
 #include "kernels/cpu/x86_avx2/avx2_sets.h"
 
 namespace sluice::kernels::avx2 {
@@ -182,6 +185,140 @@ void to_bf16_impl(const float* x, uint16_t* out, int64_t n) {
   }
 }
 
+// ---- attention ----
+
+// One K or V row of hd elements as f32 into row (F16C and the bf16 shift are exact, as the
+// reference's conversions).
+void load_row(KvElem e, const uint8_t* p, float* row, int64_t hd) {
+  if (e == KvElem::kF32) {
+    std::memcpy(row, p, 4 * static_cast<size_t>(hd));
+    return;
+  }
+  for (int64_t i = 0; i < hd; i += 8) {
+    __m128i h;
+    if (hd - i >= 8) {
+      h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2 * i));
+    } else {
+      uint16_t t[8] = {};
+      std::memcpy(t, p + 2 * i, 2 * static_cast<size_t>(hd - i));
+      h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(t));
+    }
+    const __m256 v = e == KvElem::kF16 ? _mm256_cvtph_ps(h)
+                                       : _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+    st(row + i, v, hd - i);
+  }
+}
+
+// Softmax of one head's n scores in place (attention.h): returns the max m_c, the scores
+// become p = exp(s − m_c), *lc = sum16(p) with lanes past the tail adding nothing.
+float softmax_row(float* sg, int n, float* lc) {
+  float m = sg[0];
+  for (int j = 1; j < n; ++j)
+    if (m < sg[j]) m = sg[j];   // the first largest, as std::max_element
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
+  for (int j = 0; j < n; j += 16) {
+    const __m256 p0 = exp8(_mm256_sub_ps(ld(sg + j, n - j), vm));
+    const __m256 p1 = exp8(_mm256_sub_ps(ld(sg + j + 8, n - j - 8), vm));
+    st(sg + j, p0, n - j);
+    st(sg + j + 8, p1, n - j - 8);
+    lo = _mm256_add_ps(lo, _mm256_and_ps(p0, _mm256_castsi256_ps(lanes(n - j))));
+    hi = _mm256_add_ps(hi, _mm256_and_ps(p1, _mm256_castsi256_ps(lanes(n - j - 8))));
+  }
+  *lc = tree16(lo, hi);
+  return m;
+}
+
+// Chunk c's state (attention.h): scores → probabilities in the scratch, (mc, lc) per head,
+// oc = Σ p·v in key order. Each K/V row is converted once into the scratch row for all heads.
+void chunk_state(const AttnArgs& a, int64_t c, float* mc, float* lc, float* oc) {
+  const int gs = a.gs;
+  const int64_t hd = a.hd;
+  float* s = a.scratch;                          // [gs × kAttnChunk]
+  float* row = s + kAttnMaxGroup * kAttnChunk;   // [hd] one K or V row
+  const int64_t c0 = (a.lo / kAttnChunk + c) * kAttnChunk;
+  const int64_t j0 = c0 > a.lo ? c0 : a.lo;
+  const int64_t j1 = c0 + kAttnChunk - 1 < a.hi ? c0 + kAttnChunk - 1 : a.hi;
+  const int n = static_cast<int>(j1 - j0 + 1);
+  auto at = [&](int64_t pos, uint64_t off) {
+    return a.base + static_cast<uint64_t>(a.table[pos / a.block_tokens]) * a.block_stride + off +
+           static_cast<uint64_t>(pos % a.block_tokens) * a.slot_stride;
+  };
+  for (int j = 0; j < n; ++j) {
+    load_row(a.elem, at(j0 + j, a.k_off), row, hd);
+    for (int g = 0; g < gs; ++g) s[g * kAttnChunk + j] = a.scale * dot16(a.q + g * hd, row, hd);
+  }
+  for (int g = 0; g < gs; ++g) {
+    mc[g] = softmax_row(s + g * kAttnChunk, n, &lc[g]);
+    for (int64_t i = 0; i < hd; ++i) oc[g * hd + i] = 0.0f;
+  }
+  for (int j = 0; j < n; ++j) {
+    load_row(a.elem, at(j0 + j, a.v_off), row, hd);
+    for (int g = 0; g < gs; ++g) {
+      const __m256 p = _mm256_set1_ps(s[g * kAttnChunk + j]);
+      float* o = oc + g * hd;
+      for (int64_t i = 0; i < hd; i += 8) st(o + i, _mm256_fmadd_ps(p, ld(row + i, hd - i), ld(o + i, hd - i)), hd - i);
+    }
+  }
+}
+
+// (m, l, out) ← merge with a chunk's (mc, lc, o) for one head (attention.h).
+void merge_one(float& m, float& l, float* out, float mc, float lc, const float* o, int64_t hd) {
+  const float mn = m > mc ? m : mc;
+  float ev[8];
+  _mm256_storeu_ps(ev, exp8(_mm256_setr_ps(m - mn, mc - mn, 0, 0, 0, 0, 0, 0)));
+  const float ea = ev[0], eb = ev[1];
+  l = l * ea + lc * eb;
+  const __m256 va = _mm256_set1_ps(ea), vb = _mm256_set1_ps(eb);
+  for (int64_t i = 0; i < hd; i += 8)
+    st(out + i, _mm256_fmadd_ps(ld(o + i, hd - i), vb, _mm256_mul_ps(ld(out + i, hd - i), va)), hd - i);
+  m = mn;
+}
+
+void finish(float l, float* out, int64_t hd) {
+  const __m256 inv = _mm256_set1_ps(1.0f / l);
+  for (int64_t i = 0; i < hd; i += 8) st(out + i, _mm256_mul_ps(ld(out + i, hd - i), inv), hd - i);
+}
+
+void attention_impl(const AttnArgs& a) {
+  auto chunk = [&](int64_t c, bool, float* mc, float* lc, float* oc) { chunk_state(a, c, mc, lc, oc); };
+  attention_loop(a, a.scratch + kAttnMaxGroup * kAttnChunk + kAttnMaxHeadDim, chunk, merge_one, finish);
+}
+
+void attention_chunks_impl(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states) {
+  auto chunk = [&](int64_t c, bool, float* mc, float* lc, float* oc) { chunk_state(a, c, mc, lc, oc); };
+  attention_chunks_loop(a, c_begin, c_end, states, chunk);
+}
+
+void attention_merge_impl(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out) {
+  attention_merge_loop(states, n, gs, hd, g0, g1, out, merge_one, finish);
+}
+
+// Four 64-byte loads per iteration (two ymm each) into four accumulators: the widest plain
+// read this set has, for the bandwidth probe.
+inline __m256i add64x2(__m256i acc, const uint8_t* p) {
+  const __m256i x = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i y = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32));
+  return _mm256_add_epi64(acc, _mm256_add_epi64(x, y));
+}
+
+uint64_t stream_sum_impl(const uint8_t* p, uint64_t bytes) {
+  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
+  for (uint64_t i = 0; i + 256 <= bytes; i += 256) {
+    a0 = add64x2(a0, p + i);
+    a1 = add64x2(a1, p + i + 64);
+    a2 = add64x2(a2, p + i + 128);
+    a3 = add64x2(a3, p + i + 192);
+  }
+  // Lanes summed as unsigned: the checksum wraps by design.
+  uint64_t lanes4[4];
+  const __m256i all = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(lanes4), all);
+  uint64_t s = 0;
+  for (uint64_t v : lanes4) s += v;
+  return s;
+}
+
 }  // namespace
 
 // The entry points the set's table (dot_avx2.cpp) points at.
@@ -194,5 +331,13 @@ void rope(float* x, const float* cs, int64_t n_rot) { rope_impl(x, cs, n_rot); }
 int64_t argmax(const float* x, int64_t n) { return argmax_impl(x, n); }
 void to_f16(const float* x, uint16_t* out, int64_t n) { to_f16_impl(x, out, n); }
 void to_bf16(const float* x, uint16_t* out, int64_t n) { to_bf16_impl(x, out, n); }
+void attention(const AttnArgs& a) { attention_impl(a); }
+void attention_chunks(const AttnArgs& a, int64_t c_begin, int64_t c_end, float* states) {
+  attention_chunks_impl(a, c_begin, c_end, states);
+}
+void attention_merge(const float* states, int64_t n, int gs, int hd, int g0, int g1, float* out) {
+  attention_merge_impl(states, n, gs, hd, g0, g1, out);
+}
+uint64_t stream_sum(const uint8_t* p, uint64_t bytes) { return stream_sum_impl(p, bytes); }
 
 }  // namespace sluice::kernels::avx2

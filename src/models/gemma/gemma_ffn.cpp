@@ -1,0 +1,47 @@
+// The FFN step of a Gemma layer (gemma4.md §2.4, gemma3.md §2): a dense gated GELU MLP.
+#include "models/gemma/gemma_forward.h"
+
+namespace sluice::models {
+
+namespace {
+// Steps of at most this many tokens have the FFN down's input quantized by gate|up (ffn()).
+constexpr int64_t kPrequantizeMaxRows = 8;
+}  // namespace
+
+// x += RMSNorm(Wdown · (gelu_tanh(Wgate·m) ⊙ Wup·m)),  m = xn (ffn_norm applied by attention())
+void GemmaModel::ffn(int il) {
+  const GemmaLayerWeights& lw = w_.layers[il];
+  const LayerOps& lo = layer_ops_[il];
+  const int64_t d = spec_.n_embd, ff = spec_.layers[il].n_ff;
+  // act = gelu_tanh(gate) ⊙ up, taken inside the fused gate|up matmul (kernels/linear.h).
+  grow(act_, static_cast<size_t>(T_ * ff));
+  // Decode steps (a few rows): when the down matrix reads 32-blocks, the gate|up call quantizes
+  // act for it as it goes (Linear::run_glu), so the down call starts streaming at once instead
+  // of each thread first quantizing the whole row. Not in prefill: there a run's act rows no
+  // longer fit L1, and the extra pass costs more than it saves (docs/performance.md §2).
+  const bool preq = T_ <= kPrequantizeMaxRows && lo.down.quantized_input() == kernels::ActFormat::kA8_32 &&
+                    ff % 32 == 0;
+  kernels::ActRows q{kernels::ActFormat::kA8_32, nullptr, kernels::act_row_stride(kernels::ActFormat::kA8_32, ff), ff};
+  if (preq) {
+    grow(act_q_, static_cast<size_t>(T_) * q.stride);
+    q.base = act_q_.data();
+  }
+  lo.gate_up.run_glu(pool_, xn_.data(), T_, act_.data(), scratch_, &isa_, preq ? &q : nullptr);
+  prof_.account(lo.gate_up, OpClass::kFfnGateUp);
+  if (preq) {
+    lo.down.run_quantized(pool_, q, T_, att_.data(), scratch_, &isa_);
+    prof_.account(lo.down, OpClass::kFfnDown);
+  } else {
+    matmul(lo.down, act_.data(), T_, att_.data(), OpClass::kFfnDown);
+  }
+  tap("ffn_out", il, att_.data(), T_, d);
+  if (spec_.ple_dim > 0) {
+    for_rows(pool_, T_, d * 2 * kCostCopy,
+             [&](int64_t t) { ops_.add_rms_norm(&x_[t * d], &att_[t * d], lw.post_ffw_norm.data(), d, spec_.eps); });
+  } else {
+    end_layer(il, lw.post_ffw_norm);
+  }
+  prof_.mark(OpClass::kOther);
+}
+
+}  // namespace sluice::models
