@@ -513,7 +513,21 @@ void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
   drive<8>(p, g0, g1, kTiles);
 }
 
-// ---- activation quantizers (byte-identical to quantize_act_ref) ----
+// ---- activation quantizers (byte-identical to quantize_act_ref, NaN and Inf inputs included) ----
+
+// max(|v|, m) per lane, skipping NaN as the reference's scans do (VMAXPS returns its second
+// operand when either is NaN, and m never is).
+inline __m512 absmax_ps(__m512 v, __m512 m) { return _mm512_max_ps(_mm512_abs_ps(v), m); }
+
+// The reference's int8 cast of each int32 code, sign-extended back: the sums add the stored
+// bytes (a NaN's code is INT32_MIN, whose low byte is 0).
+inline __m512i as_i8(__m512i q) { return _mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24); }
+
+// quant's nearest_int, bit for bit: v + 1.5·2^23 leaves the rounded integer in the low mantissa bits.
+inline __m512i nearest_int(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(_mm512_add_ps(v, _mm512_set1_ps(12582912.0f)));
+  return _mm512_sub_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(0x007FFFFF)), _mm512_set1_epi32(0x00400000));
+}
 
 // roundf (half away from zero) then to int32, in 4 operations: trunc(v + copysign(0.49999997, v)).
 // The largest float below 0.5 instead of 0.5 keeps v = 0.49999997 from rounding up to 1; the
@@ -579,7 +593,7 @@ void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
     __m512 m[16];
     SLUICE_UNROLL
     for (int j = 0; j < 16; ++j)
-      m[j] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xb + 32 * j)), _mm512_abs_ps(_mm512_loadu_ps(xb + 32 * j + 16)));
+      m[j] = absmax_ps(_mm512_loadu_ps(xb + 32 * j), absmax_ps(_mm512_loadu_ps(xb + 32 * j + 16), _mm512_setzero_ps()));
     const __m512 db = _mm512_div_ps(reduce_transposed(m, fmax), _mm512_set1_ps(127.0f));
     const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(db, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_set1_ps(1.0f), db);
     _mm512_storeu_ps(d + b, _mm512_cvtph_ps(_mm512_cvtps_ph(db, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
@@ -593,13 +607,13 @@ void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
       const __m512i q1 = round_away_i32(_mm512_mul_ps(_mm512_loadu_ps(xb + 32 * j + 16), v));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * (b + j)), _mm512_cvtepi32_epi8(q0));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * (b + j) + 16), _mm512_cvtepi32_epi8(q1));
-      s[j] = _mm512_add_epi32(q0, q1);
+      s[j] = _mm512_add_epi32(as_i8(q0), as_i8(q1));
     }
     _mm512_storeu_si512(sums + b, reduce_transposed(s, iadd));
   }
   for (; b < nb; ++b) {
     const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+    const float amax = _mm512_reduce_max_ps(absmax_ps(x0, absmax_ps(x1, _mm512_setzero_ps())));
     const float db = amax / 127;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
@@ -608,7 +622,7 @@ void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(q1));
     d[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(db), _MM_FROUND_TO_NEAREST_INT)));
-    sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(as_i8(q0), as_i8(q1)));
   }
 }
 
@@ -620,7 +634,7 @@ void quantize_a8_256_impl(const float* x, int64_t k, uint8_t* out) {
   for (int64_t b = 0; b < nb; ++b) {
     const float* xb = x + 256 * b;
     __m512 amaxv = _mm512_setzero_ps();
-    for (int j = 0; j < 16; ++j) amaxv = _mm512_max_ps(amaxv, _mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)));
+    for (int j = 0; j < 16; ++j) amaxv = absmax_ps(_mm512_loadu_ps(xb + 16 * j), amaxv);
     const float amax = _mm512_reduce_max_ps(amaxv);
     // The signed value of the FIRST element with the largest magnitude (as the reference).
     float max = 0.0f;
@@ -640,10 +654,10 @@ void quantize_a8_256_impl(const float* x, int64_t k, uint8_t* out) {
     const float iscale = -127.0f / max;
     const __m512 vs = _mm512_set1_ps(iscale);
     for (int j = 0; j < 16; ++j) {
-      __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * j), vs));   // nearest, ties to even
+      __m512i q = nearest_int(_mm512_mul_ps(vs, _mm512_loadu_ps(xb + 16 * j)));
       q = _mm512_min_epi32(q, _mm512_set1_epi32(127));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 256 * b + 16 * j), _mm512_cvtepi32_epi8(q));
-      sums[16 * b + j] = _mm512_reduce_add_epi32(q);
+      sums[16 * b + j] = _mm512_reduce_add_epi32(as_i8(q));
     }
     d[b] = 1 / iscale;
   }
