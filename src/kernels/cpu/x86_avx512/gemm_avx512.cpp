@@ -7,10 +7,10 @@
 // Σ q·a = Σ q_u·a − off·Σa. Then, per block and row, acc += (d_w·d_a)·sumi as separate f32 mul,
 // mul, add — the operations of dot_ref, in its order, so results are bit-identical to it.
 //
-// Decode (one activation row) streams one row group at a time, front to back: measured on
-// Zen 4, one sequential stream per core with the hardware prefetchers alone reaches 90-100% of
-// a plain streaming read, while two interleaved streams or software prefetch reached 50-75%
-// (bench/kernels_bench, docs/performance.md). With several activation rows, up to 8 share
+// Decode (one activation row) streams one row group at a time, front to back: one sequential
+// stream per core is what the hardware prefetchers follow best, and two interleaved streams or
+// software prefetch of the weights were slower (bench/kernels_bench; docs/perf-log.md). With
+// several activation rows, up to 8 share
 // each decoded block (small-M batches; prefill re-reads the group from cache).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -311,9 +311,9 @@ constexpr int kOrAnd = 0xF8, kSelect = 0xE4;
 // high → c[2]; l1: c[1], c[3]) and one vector of 2-bit pairs h (bits 2k..2k+1 → c[k]).
 // Wide: the Q6_K8 layout, codes already bytes. Per sub-block the unpack is 17 vector
 // operations with and/shift/or; Gfni: 9, GFNI moving the misplaced bits (zeros elsewhere) and
-// VPTERNLOG merging them with the part already in place, taken raw. Decode kernel, one core,
-// L2-resident 1536 × 384 (kernels_bench LinearCore/<isa>/q6_K): 50.4-51.0 → 57.9-58.3 GB/s
-// (performance.md §2). Merging with VPTERNLOG alone (13 operations) measured no faster.
+// VPTERNLOG merging them with the part already in place, taken raw: fewer vector operations,
+// so the decode kernel's arithmetic hides under its stream (kernels_bench LinearCore/<isa>/q6_K;
+// docs/perf-log.md). Merging with VPTERNLOG alone (13 operations) was no faster.
 template <bool Wide, bool Gfni>
 SLUICE_INLINE void q6_codes(const uint8_t* blk, int g, __m512i c[4]) {
   constexpr int64_t kSub = Wide ? 256 : 192;
@@ -404,9 +404,8 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
 }
 
 // Q6_K tiles of several activation rows: compute-bound, so the hardware prefetchers fall
-// behind; software prefetch 8 KiB ahead, a few lines per sub-block (measured on the 1536 ×
-// 262144 lm_head, bench/kernels_bench: M = 8 23 → 16 ms, M = 4 15 → 12 ms; a whole
-// super-block's 53 prefetches at once were 15-35% slower than none).
+// behind; software prefetch 8 KiB ahead, a few lines per sub-block (bench/kernels_bench on the
+// 1536 × 262144 lm_head; a whole super-block's prefetches at once were slower than none).
 template <int MT, bool Wide>
 void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   constexpr int64_t kBytes = Wide ? 4384 : 3360;
@@ -442,7 +441,7 @@ struct BF16 {
 };
 
 // Two chains per activation row, even and odd columns (gemm_ref.cpp): with one, the decode
-// kernel waited on the FMA latency, 4 cycles a column, ~27 GB/s a core of BF16 weights.
+// kernel waited on the FMA latency (4 cycles a column), slower than a fast bus delivers.
 template <class F, int MT>
 void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
@@ -493,8 +492,8 @@ void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
 }
 
 // Gfni: the decode kernel unpacks with GFNI. The tiles of several rows do not: there the
-// unpack is shared by up to 8 rows and VPDPBUSD is the bound, and GFNI made them 3-6% slower
-// (it seems to compete with VPDPBUSD for the same pipes on Zen 4).
+// unpack is shared by up to 8 rows and VPDPBUSD is the bound, and GFNI made them slower (it
+// seems to compete with VPDPBUSD for the same pipes on Zen 4).
 template <bool Gfni>
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
