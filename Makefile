@@ -17,7 +17,7 @@ APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-
   libcli11-dev libcpp-httplib-dev libxxhash-dev clang-format-14
 
 .PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden fixtures clean \
-  e2b-model bench-venv bench format format-check function-length test-times-reset
+  e2b-model e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
 # a chat turn by echoing it, so the main job continues a text. --chat is for instruction-tuned files.
@@ -127,9 +127,12 @@ golden: deps $(GOLDEN_VENV)/.stamp model
 	$(GOLDEN_VENV)/bin/python python/make_llamacpp_golden.py $(MODEL)
 
 # Benchmarks (never part of `make test`; python/README.md "Benchmarks"). sluice against llama.cpp,
-# interleaved, on a Gemma 4 E2B-shaped file with random weights (3.35 GB, ~30 s to write) and on
-# the real Gemma 3 270M. BENCH_ARGS is passed to python/bench.py (e.g. BENCH_ARGS="--rounds 5").
+# interleaved, on Gemma 4 E2B- and E4B-shaped files with random weights (3.35 and 5.17 GB, under
+# a minute each to write) and on the real Gemma 3 270M. BENCH_ARGS is passed to python/bench.py
+# (e.g. BENCH_ARGS="--rounds 5").
 E2B_MODEL := models/gemma4-e2b-shaped-q4_0.gguf
+E4B_MODEL := models/gemma4-e4b-shaped-q4_0.gguf
+G31B_MODEL := models/gemma4-31b-shaped-q4_0.gguf
 E2B_SEED ?= 0
 BENCH_VENV := .venv-bench
 BENCH_ARGS ?=
@@ -137,6 +140,15 @@ e2b-model: $(E2B_MODEL)
 $(E2B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
 	mkdir -p models
 	$(VENV)/bin/python python/make_e2b_shaped.py $@ --seed $(E2B_SEED)
+e4b-model: $(E4B_MODEL)
+$(E4B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
+	mkdir -p models
+	$(VENV)/bin/python python/make_e2b_shaped.py $@ --variant e4b --seed $(E2B_SEED)
+# 17.6 GB: written only on request (make 31b-model or make bench-31b); delete it after use.
+31b-model: $(G31B_MODEL)
+$(G31B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
+	mkdir -p models
+	$(VENV)/bin/python python/make_e2b_shaped.py $@ --variant 31b --seed $(E2B_SEED)
 
 # llama-cpp-python built from source for THIS CPU (GGML_NATIVE=ON: AVX-512 where present).
 $(BENCH_VENV)/.stamp: python/requirements-bench.txt
@@ -148,8 +160,15 @@ $(BENCH_VENV)/.stamp: python/requirements-bench.txt
 	touch $@
 bench-venv: $(BENCH_VENV)/.stamp
 
-bench: deps build e2b-model model bench-venv
-	$(BENCH_VENV)/bin/python python/bench.py --model $(E2B_MODEL) --model $(MODEL) $(BENCH_ARGS)
+bench: deps build e2b-model e4b-model model bench-venv
+	$(BENCH_VENV)/bin/python python/bench.py --model $(E2B_MODEL) --model $(E4B_MODEL) --model $(MODEL) $(BENCH_ARGS)
+
+# The 31B-shaped file, sluice alone (a benchmark of size: ~17.6 GB of weights a token, so a short
+# prompt and few steps), with the peak RSS of the run in the table and in bench-31b.json. Needs
+# about as much free RAM as the file is large, for the repacked weights.
+BENCH_31B_ARGS ?= --prompt 16 --n-decode 4 --depths 0 --rounds 1
+bench-31b: deps build 31b-model
+	$(PY) python/bench.py --model $(G31B_MODEL) --skip llama.cpp --out bench-31b.json $(BENCH_31B_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
