@@ -164,8 +164,9 @@ bench: deps build e2b-model e4b-model model bench-venv
 	$(BENCH_VENV)/bin/python python/bench.py --model $(E2B_MODEL) --model $(E4B_MODEL) --model $(MODEL) $(BENCH_ARGS)
 
 # The 31B-shaped file, sluice alone (a benchmark of size: ~17.6 GB of weights a token, so a short
-# prompt and few steps), with the peak RSS of the run in the table and in bench-31b.json. Needs
-# about as much free RAM as the file is large, for the repacked weights.
+# prompt and few steps), with the peak RSS of the run in the table and in bench-31b.json. The
+# repacked weights are anonymous memory about the size of the file (an E4B run peaked at 8.8 GB
+# RSS for its 5.2 GB file, the mapped file included): it needs a machine with RAM to match.
 BENCH_31B_ARGS ?= --prompt 16 --n-decode 4 --depths 0 --rounds 1
 bench-31b: deps build 31b-model
 	$(PY) python/bench.py --model $(G31B_MODEL) --skip llama.cpp --out bench-31b.json $(BENCH_31B_ARGS)
