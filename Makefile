@@ -14,10 +14,10 @@ FUZZ_SECONDS ?= 60
 
 APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev \
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
-  libcli11-dev libcpp-httplib-dev libxxhash-dev
+  libcli11-dev libcpp-httplib-dev libxxhash-dev clang-format-14
 
 .PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden fixtures clean \
-  e2b-model bench-venv bench
+  e2b-model e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
 # a chat turn by echoing it, so the main job continues a text. --chat is for instruction-tuned files.
@@ -25,8 +25,16 @@ PROMPT ?= The river begins high in the mountains, where
 run: deps venv model build
 	$(SLUICE) run -m $(MODEL) -p "$(PROMPT)" -n 128 --seed 1 --repeat-penalty 1.15
 
-test: deps venv model build test-unit test-real test-python test-asan test-server-asan fuzz
+# Each suite runs under tests/timed.sh, which prints its wall time; the summary comes at the end.
+SUITE_TIMES := $(abspath $(BUILD))/suite-times.txt
+TIMED := SUITE_TIMES=$(SUITE_TIMES) tests/timed.sh
+test: deps venv model build test-times-reset format-check function-length test-unit test-real test-python test-asan \
+  test-server-asan fuzz
+	@echo "suite wall times:"; cat $(SUITE_TIMES)
 	@echo "all test suites passed"
+
+test-times-reset:
+	@mkdir -p $(BUILD) && : > $(SUITE_TIMES)
 
 # System packages: installs only what is missing (needs root or sudo).
 deps:
@@ -61,18 +69,18 @@ fixtures: venv
 	$(VENV)/bin/python python/make_fixtures.py
 
 test-unit: build fixtures
-	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE real
+	$(TIMED) test-unit ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -LE real
 
 # The real Gemma 3 270M against llama.cpp golden data (tests/data/llamacpp).
 test-real: build model
-	ctest --test-dir $(BUILD) --output-on-failure -L real
+	$(TIMED) test-real ctest --test-dir $(BUILD) --output-on-failure -L real
 
 test-python: build venv model fixtures
-	SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/pytest -q tests/python
+	$(TIMED) test-python env SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/pytest -q tests/python
 
 # Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (separate build).
 test-asan: build-asan fixtures
-	ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -LE real
+	$(TIMED) test-asan ctest --test-dir $(BUILD)-asan --output-on-failure -j $(JOBS) -LE real
 
 build-asan:
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address,undefined
@@ -81,14 +89,29 @@ build-asan:
 # The tiny-model server tests (API + soak) against the ASan build: every server they start
 # must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
 test-server-asan: build-asan venv fixtures
-	SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py
+	$(TIMED) test-server-asan env SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 \
+	  $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py
 
 # libFuzzer on the GGUF reader for FUZZ_SECONDS, seeded with the malformed corpus.
 fuzz:
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz
-	tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+	$(TIMED) fuzz tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+
+# Style: every C++ file as clang-format 14 (.clang-format) lays it out. `make format` rewrites
+# them in place; format-check only reports (part of make test).
+CLANG_FORMAT := clang-format-14
+CXX_SOURCES = $(shell find src apps tests bench -name '*.cpp' -o -name '*.h' | sort)
+format:
+	$(CLANG_FORMAT) -i $(CXX_SOURCES)
+format-check:
+	@$(TIMED) format-check $(CLANG_FORMAT) --dry-run --Werror $(CXX_SOURCES)
+
+# No function in src/ or apps/ over 100 lines, measured by the pinned lizard
+# (python/check_function_length.py; exceptions in python/function_length_allow.txt).
+function-length: venv
+	$(TIMED) function-length $(VENV)/bin/python python/check_function_length.py
 
 # Regenerates every committed golden fixture from implementations we did not write
 # (transformers, llama.cpp via llama-cpp-python, HF tokenizers, jinja2). Needs a separate
@@ -104,9 +127,12 @@ golden: deps $(GOLDEN_VENV)/.stamp model
 	$(GOLDEN_VENV)/bin/python python/make_llamacpp_golden.py $(MODEL)
 
 # Benchmarks (never part of `make test`; python/README.md "Benchmarks"). sluice against llama.cpp,
-# interleaved, on a Gemma 4 E2B-shaped file with random weights (3.35 GB, ~30 s to write) and on
-# the real Gemma 3 270M. BENCH_ARGS is passed to python/bench.py (e.g. BENCH_ARGS="--rounds 5").
+# interleaved, on Gemma 4 E2B- and E4B-shaped files with random weights (3.35 and 5.17 GB, under
+# a minute each to write) and on the real Gemma 3 270M. BENCH_ARGS is passed to python/bench.py
+# (e.g. BENCH_ARGS="--rounds 5").
 E2B_MODEL := models/gemma4-e2b-shaped-q4_0.gguf
+E4B_MODEL := models/gemma4-e4b-shaped-q4_0.gguf
+G31B_MODEL := models/gemma4-31b-shaped-q4_0.gguf
 E2B_SEED ?= 0
 BENCH_VENV := .venv-bench
 BENCH_ARGS ?=
@@ -114,6 +140,15 @@ e2b-model: $(E2B_MODEL)
 $(E2B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
 	mkdir -p models
 	$(VENV)/bin/python python/make_e2b_shaped.py $@ --seed $(E2B_SEED)
+e4b-model: $(E4B_MODEL)
+$(E4B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
+	mkdir -p models
+	$(VENV)/bin/python python/make_e2b_shaped.py $@ --variant e4b --seed $(E2B_SEED)
+# 17.6 GB: written only on request (make 31b-model or make bench-31b); delete it after use.
+31b-model: $(G31B_MODEL)
+$(G31B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
+	mkdir -p models
+	$(VENV)/bin/python python/make_e2b_shaped.py $@ --variant 31b --seed $(E2B_SEED)
 
 # llama-cpp-python built from source for THIS CPU (GGML_NATIVE=ON: AVX-512 where present).
 $(BENCH_VENV)/.stamp: python/requirements-bench.txt
@@ -125,8 +160,16 @@ $(BENCH_VENV)/.stamp: python/requirements-bench.txt
 	touch $@
 bench-venv: $(BENCH_VENV)/.stamp
 
-bench: deps build e2b-model model bench-venv
-	$(BENCH_VENV)/bin/python python/bench.py --model $(E2B_MODEL) --model $(MODEL) $(BENCH_ARGS)
+bench: deps build e2b-model e4b-model model bench-venv
+	$(BENCH_VENV)/bin/python python/bench.py --model $(E2B_MODEL) --model $(E4B_MODEL) --model $(MODEL) $(BENCH_ARGS)
+
+# The 31B-shaped file, sluice alone (a benchmark of size: ~17.6 GB of weights a token, so a short
+# prompt and few steps), with the peak RSS of the run in the table and in bench-31b.json. The
+# repacked weights are anonymous memory about the size of the file (an E4B run peaked at 8.8 GB
+# RSS for its 5.2 GB file, the mapped file included): it needs a machine with RAM to match.
+BENCH_31B_ARGS ?= --prompt 16 --n-decode 4 --depths 0 --rounds 1
+bench-31b: deps build 31b-model
+	$(PY) python/bench.py --model $(G31B_MODEL) --skip llama.cpp --out bench-31b.json $(BENCH_31B_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz

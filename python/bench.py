@@ -20,6 +20,7 @@ llamacpp_bench.py is parse_llamacpp().
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -118,21 +119,34 @@ def parse_llamacpp(stdout: str) -> dict:
 # ---------------------------------------------------------------------------------------
 # Running
 # ---------------------------------------------------------------------------------------
-def run_tool(cmd: list[str], who: str, timeout: float) -> tuple[str, float]:
+def run_tool(cmd: list[str], who: str, timeout: float) -> tuple[str, float, float]:
+    """(stdout, wall seconds, peak RSS in MB) of one run; the peak RSS is the kernel's own
+    account of the child (wait4's ru_maxrss), so no sampling can miss it."""
     t0 = time.perf_counter()
     try:
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     except FileNotFoundError:
         raise BenchError(f"{who}: cannot run {cmd[0]} (not found)")
     except PermissionError:
         raise BenchError(f"{who}: cannot run {cmd[0]} (not executable)")
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"{who}: still running after {timeout:.0f} s: {shlex.join(cmd)}")
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        out, err = pool.submit(p.stdout.read), pool.submit(p.stderr.read)
+        while True:
+            pid, status, usage = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() - t0 > timeout:
+                p.kill()
+                os.wait4(p.pid, 0)
+                raise BenchError(f"{who}: still running after {timeout:.0f} s: {shlex.join(cmd)}")
+            time.sleep(0.02)
+        stdout, stderr = out.result(), err.result()
+    p.returncode = os.waitstatus_to_exitcode(status)
     wall = time.perf_counter() - t0
     if p.returncode != 0:
-        tail = "\n".join((p.stderr or p.stdout).strip().splitlines()[-15:])
+        tail = "\n".join((stderr or stdout).strip().splitlines()[-15:])
         raise BenchError(f"{who} failed (exit {p.returncode}): {shlex.join(cmd)}\n{tail}")
-    return p.stdout, wall
+    return stdout, wall, usage.ru_maxrss / 1024
 
 
 def common_args(a) -> list[str]:
@@ -162,6 +176,7 @@ def summarize(runs: list[dict], depths: list[int]) -> dict:
         "prefill_tps": median_or_none([r["prefill_tps"] for r in runs]),
         "prefill_tps_range": [min(r["prefill_tps"] for r in runs), max(r["prefill_tps"] for r in runs)],
         "decode_ms": {}, "decode_ms_range": {},
+        "peak_rss_mb": max((r.get("peak_rss_mb") or 0 for r in runs), default=None),
     }
     for d in depths:
         v = [r["decode_ms"][d] for r in runs if d in r["decode_ms"]]
@@ -250,10 +265,11 @@ def bench_model(a, model: pathlib.Path, log) -> dict:
             cmd = sluice_cmd(a, model) if engine == "sluice" else llamacpp_cmd(a, model)
             who = "sluice bench" if engine == "sluice" else "llamacpp_bench.py"
             log(f"[{model.name}] round {r + 1}/{a.rounds}: {engine} ...")
-            out, wall = run_tool(cmd, who, a.timeout)
+            out, wall, rss_mb = run_tool(cmd, who, a.timeout)
             parsed = parse_sluice(out) if engine == "sluice" else parse_llamacpp(out)
+            parsed["peak_rss_mb"] = rss_mb
             runs[engine].append(parsed)
-            raw.append({"round": r + 1, "engine": engine, "cmd": cmd, "wall_s": wall,
+            raw.append({"round": r + 1, "engine": engine, "cmd": cmd, "wall_s": wall, "peak_rss_mb": rss_mb,
                         "output": _one_json_object(out, who)})
     summary = {e: summarize(v, a.depths) for e, v in runs.items() if v}
     sl, ll = summary.get("sluice"), summary.get("llama.cpp")
@@ -286,6 +302,7 @@ def print_table(res: dict, a, out=sys.stdout) -> None:
     for d in a.depths:
         rows.append((f"decode ms/token @{d}", sl and sl["decode_ms"][d], ll and ll["decode_ms"][d],
                      sp and sp["decode"][d]))
+    rows.append(("peak RSS, MB", sl and sl.get("peak_rss_mb"), ll and ll.get("peak_rss_mb"), None))
     for label, x, y, r in rows:
         print(f"  {label:24s} {fmt(x, '10.2f')} {fmt(y, '10.2f')} {fmt(r, '8.2f')}{'x' if r else ' '}", file=out)
     if sl and sl.get("bandwidth_gbs") is not None:

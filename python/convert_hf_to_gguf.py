@@ -10,7 +10,7 @@ ones (`model.language_model.` / `language_model.model.`; vision/audio tensors ar
 Needs only numpy and the PyPI `gguf` package (safetensors is parsed here), so it runs in
 the main .venv as well as in .venv-golden.
 
-Spec references: ../shared/spec/gemma4.md (§ numbers "G4 §x"), gemma3.md ("G3 §x"),
+Spec references: docs/spec/gemma4.md (§ numbers "G4 §x"), gemma3.md ("G3 §x"),
 gguf.md §7 (dimension order), quants.md (Q8_0/Q4_0). Every mapping decision below cites
 the section it follows.
 

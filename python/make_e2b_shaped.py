@@ -1,11 +1,20 @@
 #!/usr/bin/env python3
-"""Write a Gemma 4 E2B-shaped GGUF with random weights, typed like Google's QAT Q4_0 release,
-for benchmarking (the decode floor depends only on shapes and types, not on what the weights say).
+"""Write a Gemma 4 E2B-, E4B- or 31B-shaped GGUF with random weights, typed like Google's QAT
+Q4_0 release, for benchmarking (the decode floor depends only on shapes and types, not on what
+the weights say).
 
     .venv/bin/python python/make_e2b_shaped.py models/gemma4-e2b-shaped-q4_0.gguf [--seed 0]
-    make e2b-model                     # the same, into models/
+    .venv/bin/python python/make_e2b_shaped.py models/gemma4-e4b-shaped-q4_0.gguf --variant e4b
+    make e2b-model / make e4b-model / make 31b-model     # the same, into models/
 
-Shapes, names and metadata: ../shared/spec/gemma4.md §1.1 (E2B config), §3.2 (keys), §3.3
+Variants (VARIANTS; docs/spec/gemma4.md §1.1 for E2B, §1.3 for the others): E2B 3.35 GB; E4B
+42 layers of width 2560, 5 sliding : 1 global, 2 KV heads, 18 KV-shared layers, FFN 10240
+everywhere (no double-wide MLP), ~5.3 GB; 31B 60 layers of width 5376, window 1024, 32 query
+heads, 16 KV heads on sliding layers and 4 on global ones (head_count_kv written as a per-layer
+array), no KV sharing, no per-layer embeddings, FFN 21504, and K = V on the global layers: those
+have no attn_v tensor (the key projection is also the value), ~17.6 GB.
+
+Shapes, names and metadata: docs/spec/gemma4.md §1.1 (E2B config), §3.2 (keys), §3.3
 (tensors: 601 = 6 global + 17 per layer, llama.cpp names, KV tensors of the shared layers
 included as in real files), §3.4 (types of the official QAT file: Q4_0 for every 2-D layer
 matrix, Q6_K `token_embd` (tied LM head, no `output.weight`) and `per_layer_token_embd`,
@@ -47,8 +56,8 @@ layout), 160 single characters, then merged 2- and 3-character pieces, each with
 converter writes), bos 2 / eos 1 / unk 3 / pad 0 / mask 4, add_bos true, add_space_prefix false.
 No chat template. llama.cpp 0.3.36's vocab loader needs the merges and asserts unique strings.
 
-The shrink options (--layers, --hidden, --ffn, --vocab, --shared-kv-layers) exist for tests; the
-defaults are E2B.
+The shrink options (--layers, --hidden, --ffn, --vocab, --shared-kv-layers) exist for tests; they
+change the chosen variant's value (E2B by default).
 """
 from __future__ import annotations
 
@@ -85,8 +94,8 @@ Q6_K_SCALE_RMS = math.sqrt(9477.25)   # rms of |sc|, sc uniform on 64..127
 
 @dataclasses.dataclass(frozen=True)
 class Shape:
-    """E2B by default (gemma4.md §1.1). ffn is the width of the non-shared layers; the
-    KV-shared ones are double-wide."""
+    """E2B by default (gemma4.md §1.1). ffn is the width of the non-shared layers; with
+    double_wide the KV-shared ones are twice as wide."""
     layers: int = 35
     hidden: int = 1536
     ffn: int = 6144
@@ -101,6 +110,18 @@ class Shape:
     vocab: int = 262144
     context: int = 131072
     partial_rotary: float = 0.25
+    kv_heads_global: int | None = None   # None: kv_heads on every layer
+    double_wide: bool = True
+    k_eq_v: bool = False                 # global layers have no attn_v (V = K)
+    label: str = "E2B"
+
+    def n_kv_heads(self, il: int) -> int:
+        if self.is_swa(il) or self.kv_heads_global is None:
+            return self.kv_heads
+        return self.kv_heads_global
+
+    def has_v(self, il: int) -> bool:
+        return self.is_swa(il) or not self.k_eq_v
 
     def is_swa(self, il: int) -> bool:
         return self.pattern[il % len(self.pattern)] == "S"
@@ -113,7 +134,7 @@ class Shape:
         return self.layers - self.shared_kv_layers
 
     def n_ff(self, il: int) -> int:
-        return self.ffn * (2 if il >= self.first_shared else 1)
+        return self.ffn * (2 if self.double_wide and il >= self.first_shared else 1)
 
     def validate(self) -> None:
         def bad(msg):
@@ -124,16 +145,30 @@ class Shape:
             bad(f"hidden {self.hidden} must be a positive multiple of 256 (Q6_K rows of token_embd)")
         if self.ffn % 32 or self.ffn <= 0:
             bad(f"ffn {self.ffn} must be a positive multiple of 32 (Q4_0 rows of ffn_down)")
-        if (self.layers * self.ple) % 256:
+        if self.ple < 0 or (self.layers * self.ple) % 256:
             bad(f"layers*ple = {self.layers * self.ple} must be a multiple of 256 (Q6_K rows of the PLE table)")
         if self.vocab < MIN_VOCAB:
             bad(f"vocab {self.vocab} is below the {MIN_VOCAB} ids the fixed tokens need")
         if set(self.pattern) - {"S", "F"} or self.is_swa(self.layers - 1):
             bad("pattern must be S/F and the last layer global")
+        for il in range(self.layers):
+            if self.n_kv_heads(il) < 1 or self.heads % self.n_kv_heads(il):
+                bad(f"layer {il}: {self.heads} query heads are not a multiple of {self.n_kv_heads(il)} KV heads")
         # every shared layer needs an earlier non-shared layer of its type (gemma4.md §1.2)
         for il in range(self.first_shared, self.layers):
             if not any(self.is_swa(j) == self.is_swa(il) for j in range(self.first_shared)):
                 bad(f"KV-shared layer {il} has no earlier {'sliding' if self.is_swa(il) else 'global'} layer")
+
+
+# The published text configs (docs/spec/gemma4.md §1.3; head dims 256 sliding / 512 global and
+# the proportional RoPE of the global layers as in E2B).
+VARIANTS = {
+    "e2b": Shape(),
+    "e4b": Shape(layers=42, hidden=2560, ffn=10240, heads=8, kv_heads=2, pattern="SSSSSF", shared_kv_layers=18,
+                 double_wide=False, label="E4B"),
+    "31b": Shape(layers=60, hidden=5376, ffn=21504, heads=32, kv_heads=16, kv_heads_global=4, pattern="SSSSSF",
+                 window=1024, shared_kv_layers=0, ple=0, double_wide=False, k_eq_v=True, label="31B"),
+}
 
 
 # ---------------------------------------------------------------------------------------
@@ -277,15 +312,18 @@ def plan_tensors(s: Shape) -> list[TensorPlan]:
     t = [
         TensorPlan("token_embd.weight", QT.Q6_K, (E, V), std=WEIGHT_STD["token_embd"]),
         TensorPlan("rope_freqs.weight", QT.F32, (s.head_dim // 2,), values=rope),
-        TensorPlan("per_layer_token_embd.weight", QT.Q6_K, (LP, V), std=WEIGHT_STD["per_layer_token_embd"]),
-        TensorPlan("per_layer_model_proj.weight", QT.BF16, (E, LP), std=WEIGHT_STD["per_layer_model_proj"]),
-        TensorPlan("per_layer_proj_norm.weight", QT.F32, (s.ple,), lo_hi=NORM_RANGE["per_layer_proj_norm"]),
-        TensorPlan("output_norm.weight", QT.F32, (E,), lo_hi=NORM_RANGE["output_norm"]),
     ]
+    if s.ple:
+        t += [
+            TensorPlan("per_layer_token_embd.weight", QT.Q6_K, (LP, V), std=WEIGHT_STD["per_layer_token_embd"]),
+            TensorPlan("per_layer_model_proj.weight", QT.BF16, (E, LP), std=WEIGHT_STD["per_layer_model_proj"]),
+            TensorPlan("per_layer_proj_norm.weight", QT.F32, (s.ple,), lo_hi=NORM_RANGE["per_layer_proj_norm"]),
+        ]
+    t.append(TensorPlan("output_norm.weight", QT.F32, (E,), lo_hi=NORM_RANGE["output_norm"]))
     m = WEIGHT_STD["matrix"]
     for il in range(s.layers):
         hd, ff, p = s.hd(il), s.n_ff(il), f"blk.{il}."
-        q, kv = s.heads * hd, s.kv_heads * hd
+        q, kv = s.heads * hd, s.n_kv_heads(il) * hd
 
         def vec(leaf, n):
             return TensorPlan(p + leaf + ".weight", QT.F32, (n,), lo_hi=NORM_RANGE[leaf])
@@ -295,7 +333,10 @@ def plan_tensors(s: Shape) -> list[TensorPlan]:
             TensorPlan(p + "attn_q.weight", QT.Q4_0, (E, q), std=m),
             # shared layers (il >= first_shared) carry K/V too, unused, as real files do
             TensorPlan(p + "attn_k.weight", QT.Q4_0, (E, kv), std=m),
-            TensorPlan(p + "attn_v.weight", QT.Q4_0, (E, kv), std=m),
+        ]
+        if s.has_v(il):
+            t.append(TensorPlan(p + "attn_v.weight", QT.Q4_0, (E, kv), std=m))
+        t += [
             TensorPlan(p + "attn_output.weight", QT.Q4_0, (q, E), std=m),
             vec("attn_q_norm", hd),
             vec("attn_k_norm", hd),
@@ -305,11 +346,14 @@ def plan_tensors(s: Shape) -> list[TensorPlan]:
             TensorPlan(p + "ffn_up.weight", QT.Q4_0, (E, ff), std=m),
             TensorPlan(p + "ffn_down.weight", QT.Q4_0, (ff, E), std=WEIGHT_STD["ffn_down"]),
             vec("post_ffw_norm", E),
-            TensorPlan(p + "inp_gate.weight", QT.Q4_0, (E, s.ple), std=m),
-            TensorPlan(p + "proj.weight", QT.Q4_0, (s.ple, E), std=m),
-            vec("post_norm", E),
-            vec("layer_output_scale", 1),
         ]
+        if s.ple:
+            t += [
+                TensorPlan(p + "inp_gate.weight", QT.Q4_0, (E, s.ple), std=m),
+                TensorPlan(p + "proj.weight", QT.Q4_0, (s.ple, E), std=m),
+                vec("post_norm", E),
+            ]
+        t.append(vec("layer_output_scale", 1))
     return t
 
 
@@ -334,10 +378,10 @@ def tensor_chunks(tp: TensorPlan, rng: np.random.Generator):
 def add_metadata(w: gguf.GGUFWriter, s: Shape, seed: int) -> None:
     """gemma4.md §3.2 keys (written the way python/convert_hf_to_gguf.py and llama.cpp do)."""
     w.add_type("model")
-    w.add_name("Gemma 4 E2B-shaped (random weights)")
+    w.add_name(f"Gemma 4 {s.label}-shaped (random weights)")
     w.add_basename("gemma-4")
-    w.add_size_label("E2B")
-    w.add_description(f"sluice benchmark file: Gemma 4 E2B shapes and QAT Q4_0 types, random weights "
+    w.add_size_label(s.label)
+    w.add_description(f"sluice benchmark file: Gemma 4 {s.label} shapes and QAT Q4_0 types, random weights "
                       f"(python/make_e2b_shaped.py, seed {seed}); its output is meaningless")
     w.add_file_type(gguf.LlamaFileType.MOSTLY_Q4_0)
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
@@ -354,7 +398,11 @@ def add_metadata(w: gguf.GGUFWriter, s: Shape, seed: int) -> None:
     else:
         w.add_feed_forward_length(n_ff[0])
     w.add_head_count(s.heads)
-    w.add_head_count_kv(s.kv_heads)
+    n_kv = [s.n_kv_heads(il) for il in range(s.layers)]
+    if len(set(n_kv)) > 1:
+        w.add_head_count_kv(n_kv)                  # arr[i32]: sliding and global layers differ
+    else:
+        w.add_head_count_kv(n_kv[0])
     w.add_rope_freq_base(1_000_000.0)
     w.add_rope_freq_base_swa(10_000.0)
     w.add_layer_norm_rms_eps(1e-6)
@@ -440,15 +488,18 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("out", help="GGUF file to write (e.g. models/gemma4-e2b-shaped-q4_0.gguf)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--layers", type=int, default=d.layers, help="(tests) number of layers")
-    p.add_argument("--shared-kv-layers", type=int, default=d.shared_kv_layers, help="(tests)")
-    p.add_argument("--hidden", type=int, default=d.hidden, help="(tests) multiple of 256")
-    p.add_argument("--ffn", type=int, default=d.ffn, help="(tests) non-shared FFN width; shared layers get 2x")
-    p.add_argument("--vocab", type=int, default=d.vocab, help=f"(tests) at least {MIN_VOCAB}")
+    p.add_argument("--variant", choices=sorted(VARIANTS), default="e2b", help="which Gemma 4 shape (default e2b)")
+    p.add_argument("--layers", type=int, help=f"(tests) number of layers (E2B: {d.layers})")
+    p.add_argument("--shared-kv-layers", type=int, help="(tests)")
+    p.add_argument("--hidden", type=int, help="(tests) multiple of 256")
+    p.add_argument("--ffn", type=int, help="(tests) non-shared FFN width (shared layers get 2x with double-wide)")
+    p.add_argument("--vocab", type=int, help=f"(tests) at least {MIN_VOCAB}")
     a = p.parse_args(argv)
     if a.seed < 0:
         p.error("--seed must be >= 0")
-    s = Shape(layers=a.layers, shared_kv_layers=a.shared_kv_layers, hidden=a.hidden, ffn=a.ffn, vocab=a.vocab)
+    shrink = {k: v for k, v in (("layers", a.layers), ("shared_kv_layers", a.shared_kv_layers), ("hidden", a.hidden),
+                                ("ffn", a.ffn), ("vocab", a.vocab)) if v is not None}
+    s = dataclasses.replace(VARIANTS[a.variant], **shrink)
     try:
         write(a.out, s, a.seed)
     except (ValueError, OSError) as e:

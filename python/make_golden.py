@@ -18,7 +18,7 @@ For each tiny model (fixed seeds, python/make_tiny_model.py presets):
   4. per-layer taps (embd, ple, attn_out.i, ffn_out.i, l_out.i, result_norm) for the f32
      models;
   5. self-checks: an independent numpy forward written from the spec text
-     (../shared/spec/gemma4.md §2, gemma3.md §2) that reads ONLY the GGUF must match
+     (docs/spec/gemma4.md §2, gemma3.md §2) that reads ONLY the GGUF must match
      transformers; facts about transformers' implementation (attention scale, V-norm, KV
      sharing, mask boundary, proportional RoPE, embed scale) are asserted and recorded.
 Outputs (all little-endian): <id>.<type>.logits.f32 (raw float32, row-major

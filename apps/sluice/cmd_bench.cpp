@@ -11,7 +11,7 @@
 // ms/token is then ms/step ÷ B. Token ids are random (seeded) — speed does not depend on them.
 //
 // Our machines share their memory bus with other tenants: the bandwidth a run can get drifts
-// by 30% within seconds. So decode is measured in bursts of --burst steps, each between two
+// within seconds. So decode is measured in bursts of --burst steps, each between two
 // bandwidth probes, and every ratio to the bandwidth (efficiency, each op class's share of
 // it) is taken per burst against the mean of its two probes, then the median over bursts is
 // reported. The headline bandwidth and floor are the medians over all probes.
@@ -86,9 +86,10 @@ std::vector<int> parse_depths(const std::string& s) {
 // The round trip of one cache line between threads 0 and 1 of the pool, in ns (median of
 // 5 runs of 1000 round trips): the price of every hand-off in a step — a job's start and end,
 // a barrier, a row one core writes and the other reads. Our VMs move between two placements
-// of their two cores: ~50 ns (they share a cache; the bus gives ~35 GB/s) and ~300 ns (they do
-// not, most likely two dies with a memory link each; ~60 GB/s). The placement explains much of
-// a run's attention + other share (docs/performance.md §4). 0 with one thread.
+// of their two cores: one where they share a cache (a short round trip, a slower bus) and one
+// where they do not (most likely two dies with a memory link each: a round trip several times
+// longer, a faster bus). The placement explains much of a run's attention + other share
+// (docs/performance.md §4). 0 with one thread.
 class HandoffProbe {
  public:
   explicit HandoffProbe(ThreadPool& pool) : pool_(pool) {}

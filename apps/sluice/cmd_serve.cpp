@@ -65,9 +65,8 @@ uint64_t parse_bytes(const std::string& s) {
 // glibc keeps freed small blocks in a cache per thread (tcache) and gives each thread its own
 // arena; malloc_trim, which the engine calls when it goes idle, can return neither. With ~30
 // HTTP threads each doing JSON work, a server's anonymous memory crept up for hundreds of
-// requests after warm-up (measured on the tiny model: +26% over 1000 requests, flattening
-// only slowly) although nothing leaks. With the tcache off and one arena it stays flat
-// (±1.5% over 1000 requests). Those are start-up tunables only, hence one re-execution with
+// requests after warm-up, flattening only slowly, although nothing leaks. With the tcache off
+// and one arena it stays flat. Those are start-up tunables only, hence one re-execution with
 // them set in the environment; the server's hot path (the engine step) does not allocate.
 void tune_malloc_for_server(char** argv) {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)

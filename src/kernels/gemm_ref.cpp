@@ -132,8 +132,8 @@ float row_q6_k8(const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t nb
 }
 
 // Two chains of fused multiply-adds, even and odd columns, added at the end: one chain was
-// bound by the FMA latency in the decode kernel (4 cycles a column: ~27 GB/s a core, under
-// a fast bus).
+// bound by the FMA latency in the decode kernel (4 cycles a column: under what a fast bus
+// delivers).
 float row_float(PackedFormat f, const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t k) {
   const float* x = a.f32(m);
   float acc[2] = {0, 0};

@@ -73,10 +73,9 @@ inline F4 load4(const float* p) {
 }  // namespace
 
 // Greedy sampling of a batch's every row: 262144 logits a row, on the engine thread while the
-// workers wait, so it is vectorized (3× the scalar loop, measured: 95 → 32 µs a row). Two
-// passes: the largest value (16 lanes; `a > m ? a : m` keeps m when a is NaN, as the scalar
-// rule does), then its first index. Same result as argmax_scalar: the lowest id among the
-// maxima, NaNs never chosen unless logits[0] is one (then every lane starts NaN, nothing
+// workers wait, so it is vectorized. Two passes: the largest value (16 lanes; `a > m ? a : m`
+// keeps m when a is NaN, as the scalar rule does), then its first index. Same result as
+// argmax_scalar: the lowest id among the maxima, NaNs never chosen unless logits[0] is one (then every lane starts NaN, nothing
 // compares equal, and the scalar loop decides).
 int32_t Sampler::argmax(const float* x, int32_t n) {
   if (n < 64) return argmax_scalar(x, n);

@@ -7,7 +7,7 @@
 namespace sluice {
 
 namespace {
-constexpr int kSpinIterations = 1 << 14;   // pause loops before an idle worker sleeps (~1 ms)
+constexpr int kSpinIterations = 1 << 14;   // pause loops before an idle worker sleeps
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)

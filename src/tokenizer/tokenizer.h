@@ -1,4 +1,4 @@
-// Gemma 3 / Gemma 4 tokenizer read from GGUF metadata (shared/spec/tokenizer.md).
+// Gemma 3 / Gemma 4 tokenizer read from GGUF metadata (docs/spec/tokenizer.md).
 //
 // Goal: byte-for-byte the ids of llama.cpp's `llama_tokenize` and the text of
 // `llama_token_to_piece` / `llama_detokenize` for the two tokenizer models Gemma ships:

@@ -27,6 +27,7 @@ FAKE = textwrap.dedent("""\
     out = {{"prefill": {{"tokens": n_prompt, "ms": 1000.0, "tokens_per_s": {prefill_tps!r}}},
            "decode": [{{"depth": d, "ms_per_token": ms + d / 512}} for d in depths]}}
     if {who!r} == "sluice":
+        held = b"x" * (200 << 20)   # 200 MB written, so resident: the harness reports the peak RSS
         out.update({{"model": "fake", "threads": 2, "isa": "avx512", "kv_type": "f16", "bandwidth_gbs": 27.0,
                      "core_round_trip_ns": 300.0, "bytes_per_token": 1.35e9, "floor_ms": 50.0}})
         for d in out["decode"]:
@@ -86,6 +87,11 @@ def test_interleaves_and_reports_speedups(tmp_path):
     assert len(res["models"][0]["runs"]) == 6
     assert "1.20x" in r.stdout and "2.50x" in r.stdout and "27.0 GB/s" in r.stdout
     assert "core-to-core round trip 300 ns" in r.stdout
+    # peak RSS of every run, from the kernel's account of each child
+    rss = {e: [x["peak_rss_mb"] for x in res["models"][0]["runs"] if x["engine"] == e] for e in ("sluice", "llama.cpp")}
+    assert all(200 < x < 400 for x in rss["sluice"]) and all(1 < x < 150 for x in rss["llama.cpp"]), rss
+    assert summ["sluice"]["peak_rss_mb"] == max(rss["sluice"])
+    assert "peak RSS, MB" in r.stdout
 
 
 def test_missing_binaries_are_named(tmp_path):

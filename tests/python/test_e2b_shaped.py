@@ -1,5 +1,6 @@
 """python/make_e2b_shaped.py: the full E2B plan against the spec tables (no 3 GB file is
 written), and small variants written, read back with the PyPI gguf package and run by sluice."""
+import json
 import math
 import pathlib
 import sys
@@ -185,3 +186,122 @@ def test_bad_arguments_give_clear_errors(tmp_path):
     r = run(GEN + [tmp_path / "x.gguf", "--vocab", "100"])
     assert r.returncode == 1 and "vocab" in r.stderr
     assert not list(tmp_path.glob("*.gguf*"))   # nothing half-written left behind
+
+
+# ---- E4B and 31B (docs/spec/gemma4.md §1.3): the full plans against the spec's variant table,
+# small files with each variant's layer structure written, accounted and run.
+
+def spec_variants():
+    """{column: {row label: cell}} of the variant table in docs/spec/gemma4.md §1.3."""
+    text = (ROOT / "docs" / "spec" / "gemma4.md").read_text()
+    sec = text.split("\n### 1.3", 1)[1].split("\n## ", 1)[0]
+    rows = [[c.strip() for c in line.strip().strip("|").split("|")] for line in sec.splitlines()
+            if line.startswith("|") and not line.startswith("|---")]
+    header, body = rows[0], rows[1:]
+    return {col: {r[0]: r[i] for r in body} for i, col in enumerate(header) if i > 0}
+
+
+def shape_from_spec(col):
+    v = spec_variants()[col]
+    ints = lambda cell: [int(x) for x in cell.split("(")[0].replace(" ", "").split("/")]   # noqa: E731
+    layers, hidden, ffn = ints(v["layers / hidden / ffn"])
+    heads, kv_swa, kv_glob = ints(v["q heads / kv heads (sliding) / kv heads (global)"])
+    n_s, n_f = (int(x) for x in v["pattern"].replace("S", "").replace("F", "").split(":"))
+    ple = v["PLE width"].split()[0]
+    return dict(layers=layers, hidden=hidden, ffn=ffn, heads=heads, kv_swa=kv_swa, kv_glob=kv_glob,
+                pattern="S" * n_s + "F" * n_f, window=int(v["sliding window"]),
+                shared=int(v["kv-shared layers"]), ple=int(ple), double_wide=v["double-wide MLP"] == "yes",
+                k_eq_v=v["K=V (global layers have no v_proj)"] == "yes")
+
+
+@pytest.mark.parametrize("variant,col", [("e2b", "E2B"), ("e4b", "E4B"), ("31b", "31B")])
+def test_variant_shapes_match_the_spec_table(variant, col):
+    want, s = shape_from_spec(col), m.VARIANTS[variant]
+    got = dict(layers=s.layers, hidden=s.hidden, ffn=s.ffn, heads=s.heads, kv_swa=s.kv_heads,
+               kv_glob=s.kv_heads_global or s.kv_heads, pattern=s.pattern, window=s.window,
+               shared=s.shared_kv_layers, ple=s.ple, double_wide=s.double_wide, k_eq_v=s.k_eq_v)
+    assert got == want
+    assert (s.head_dim_swa, s.head_dim) == (256, 512) and s.vocab == 262144
+
+
+def expected_plan(s):
+    """name -> (type, ne), from the shape rules of docs/spec/gemma4.md §3.3 written out again."""
+    E, V = s.hidden, 262144
+    t = {"token_embd.weight": (QT.Q6_K, (E, V)), "rope_freqs.weight": (QT.F32, (256,)),
+         "output_norm.weight": (QT.F32, (E,))}
+    if s.ple:
+        LP = s.layers * s.ple
+        t.update({"per_layer_token_embd.weight": (QT.Q6_K, (LP, V)),
+                  "per_layer_model_proj.weight": (QT.BF16, (E, LP)),
+                  "per_layer_proj_norm.weight": (QT.F32, (s.ple,))})
+    first_shared = s.layers - s.shared_kv_layers
+    for il in range(s.layers):
+        glob = s.pattern[il % len(s.pattern)] == "F"
+        hd = 512 if glob else 256
+        kvh = (s.kv_heads_global or s.kv_heads) if glob else s.kv_heads
+        ff = s.ffn * (2 if s.double_wide and il >= first_shared else 1)
+        p = f"blk.{il}."
+        t.update({p + "attn_norm.weight": (QT.F32, (E,)), p + "attn_q.weight": (QT.Q4_0, (E, s.heads * hd)),
+                  p + "attn_k.weight": (QT.Q4_0, (E, kvh * hd)),
+                  p + "attn_output.weight": (QT.Q4_0, (s.heads * hd, E)),
+                  p + "attn_q_norm.weight": (QT.F32, (hd,)), p + "attn_k_norm.weight": (QT.F32, (hd,)),
+                  p + "post_attention_norm.weight": (QT.F32, (E,)), p + "ffn_norm.weight": (QT.F32, (E,)),
+                  p + "ffn_gate.weight": (QT.Q4_0, (E, ff)), p + "ffn_up.weight": (QT.Q4_0, (E, ff)),
+                  p + "ffn_down.weight": (QT.Q4_0, (ff, E)), p + "post_ffw_norm.weight": (QT.F32, (E,)),
+                  p + "layer_output_scale.weight": (QT.F32, (1,))})
+        if not (glob and s.k_eq_v):
+            t[p + "attn_v.weight"] = (QT.Q4_0, (E, kvh * hd))
+        if s.ple:
+            t.update({p + "inp_gate.weight": (QT.Q4_0, (E, s.ple)), p + "proj.weight": (QT.Q4_0, (s.ple, E)),
+                      p + "post_norm.weight": (QT.F32, (E,))})
+    return t
+
+
+@pytest.mark.parametrize("variant,n_tensors,gb", [("e4b", 720, 5.17), ("31b", 833, 17.64)])
+def test_full_variant_plans(variant, n_tensors, gb):
+    s = m.VARIANTS[variant]
+    plans = m.plan_tensors(s)
+    got = {tp.name: (tp.qtype, tp.ne) for tp in plans}
+    assert len(plans) == n_tensors == len(got)
+    assert got == expected_plan(s)
+    assert abs(sum(tp.nbytes for tp in plans) / 1e9 - gb) < 0.01
+    if variant == "31b":   # the global layers (5, 11, ..., 59) have no V projection
+        assert sorted(int(n.split(".")[1]) for n in got if n.startswith("blk.") and n.endswith("attn_k.weight")
+                      and n.replace("attn_k", "attn_v") not in got) == list(range(5, 60, 6))
+
+
+def test_small_variants_written_accounted_and_run(sluice_bin, tmp_path):
+    e4b = write_small(tmp_path / "e4b.gguf", "--variant", "e4b")
+    g31 = write_small(tmp_path / "31b.gguf", "--variant", "31b", "--layers", "12")
+    r = gguf.GGUFReader(str(e4b))
+    assert field(r, "gemma4.block_count") == 42 and field(r, "gemma4.attention.shared_kv_layers") == 18
+    assert field(r, "gemma4.feed_forward_length") == 512 and field(r, "gemma4.attention.head_count_kv") == 2
+    assert field(r, "gemma4.attention.sliding_window_pattern") == ([True] * 5 + [False]) * 7
+    r = gguf.GGUFReader(str(g31))
+    assert field(r, "gemma4.attention.head_count_kv") == ([16] * 5 + [4]) * 2
+    assert field(r, "gemma4.embedding_length_per_layer_input") == 0 and field(r, "gemma4.attention.sliding_window") == 1024
+    names = {t.name for t in r.tensors}
+    assert "blk.5.attn_v.weight" not in names and "blk.4.attn_v.weight" in names
+    assert not any("per_layer" in n or n.endswith(("inp_gate.weight", "proj.weight")) for n in names)
+    for path in (e4b, g31):
+        # sluice inspect accounts every byte: per type, and per token (the KV tensors of shared
+        # layers unused, one row of the PLE table)
+        rd = gguf.GGUFReader(str(path))
+        total = sum(int(t.n_bytes) for t in rd.tensors)
+        res = run([sluice_bin, "inspect", path, "--json", "--no-tensors"])
+        assert res.returncode == 0, res.stderr
+        info = json.loads(res.stdout)
+        assert sum(v["bytes"] for v in info["bytes_per_type"].values()) == total
+        s = m.VARIANTS["e4b" if path == e4b else "31b"]
+        first_shared = field(rd, "gemma4.block_count") - s.shared_kv_layers
+        unused = sum(int(t.n_bytes) for t in rd.tensors if t.name.startswith("blk.")
+                     and int(t.name.split(".")[1]) >= first_shared
+                     and t.name.split(".")[2] in ("attn_k", "attn_v", "attn_k_norm"))
+        ple = next((t for t in rd.tensors if t.name == "per_layer_token_embd.weight"), None)
+        ple_saved = int(ple.n_bytes) - int(ple.n_bytes) // 2048 if ple is not None else 0
+        assert info["decode_stream"]["unused_tensor_bytes"] == unused
+        assert info["decode_stream"]["bytes_per_token"] == total - unused - ple_saved
+    res = run([sluice_bin, "bench", "-m", e4b, "-t", "1", "-p", "8", "-n", "2", "--depths", "0", "--repeats", "1",
+               "--json"])
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["decode"]

@@ -25,7 +25,7 @@ MANIFEST = json.loads((GOLDEN / "manifest.json").read_text())
 VARIANTS = [(mid, ot) for mid, e in MANIFEST["models"].items() for ot in e["variants"]]
 OUTTYPE_QT = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0}
 
-# Required metadata keys and their GGUF types (gemma4.md §3.2, gemma3.md §3.1, §4.1).
+# Required metadata keys and their GGUF types (gemma4.md §3.2, §4.1, gemma3.md §3.1).
 U32, F32, STR = VT.UINT32, VT.FLOAT32, VT.STRING
 COMMON_KEYS = {
     "general.architecture": STR, "general.file_type": U32,

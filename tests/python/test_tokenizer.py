@@ -139,7 +139,7 @@ def test_gemma3_vocab_matches_llamacpp(tokenize_tool, gemma3_path):
               "attrs", "pieces_fnv_special", "pieces_fnv_plain"]:
         assert ours[k] == want[k], k
     assert ours["model"] == "llama"
-    assert ours["eog"] == [1, 106, 212]   # <eos>, <end_of_turn>, and "</s>" (spec §11 omits it)
+    assert ours["eog"] == [1, 106, 212]   # <eos>, <end_of_turn>, and "</s>" (tokenizer.md §11)
 
 
 def test_gemma3_load_is_fast(tokenize_tool, gemma3_path):

@@ -17,10 +17,9 @@ using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
 // activation row (codes qs, scales da, sums): its codes kActAhead blocks (two lines) ahead, and
 // the next line of scales and of sums every 16 blocks. A row group of a long-K matrix (ffn_down:
 // K = 6144-12288, 55-110 KB a group) streams more weights through L1 between two uses of an
-// activation line than L1 holds, so every group re-read the activation from L2. Further ahead
-// (8-32 blocks) the lines are gone again before use. kernels_bench, 12288 × 1536 at M = 1 on a
-// > 40 GB/s bus: 0.83 → 1.02 of a same-bytes K = 1536 matrix's rate; short rows within the
-// noise (performance.md §2). Prefetches never fault: reaching past the row is harmless.
+// activation line than L1 holds, so every group re-read the activation from L2. Much further
+// ahead the lines are gone again before use (docs/perf-log.md has the sweep). Prefetches never
+// fault: reaching past the row is harmless.
 // always_inline: GCC 12 treats a function of nothing but prefetches as free of side effects;
 // when the branch kept it from being inlined early, the call was deleted outright.
 constexpr int64_t kActAhead = 4;

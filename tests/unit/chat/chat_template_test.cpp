@@ -1,5 +1,5 @@
 // Built-in Gemma formats against the rendered examples of tokenizer.md §10 / gemma4.md §4.4,
-// plus stop tokens (§11). (tests/python/test_chat_templates.py checks the same templates
+// plus stop tokens (tokenizer.md §11). (tests/python/test_chat_templates.py checks the same templates
 // against Python jinja2 over generated conversations.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

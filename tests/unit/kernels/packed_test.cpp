@@ -221,6 +221,35 @@ TEST(ActQuantize, SimdMatchesReferenceBytes) {
   }
 }
 
+// NaN and ±Inf inputs give the reference's bytes on every set: NaN never wins a block's maximum
+// (the reference's scans skip it), its code is the reference's int8 cast of what the rounding
+// makes of it, and the sums add those codes. Lanes of either half of a 16-lane load, negative
+// NaN, a NaN with a payload, whole NaN blocks and blocks whose maximum is infinite.
+TEST(ActQuantize, NanAndInfBytesMatchReferenceOnEveryIsa) {
+  const float specials[] = {std::nanf(""), -std::nanf(""), std::nanf("0x1234"), INFINITY, -INFINITY};
+  for (const CpuKernels* k : runnable_cpu_kernels()) {
+    for (ActFormat f : {ActFormat::kA8_32, ActFormat::kA8_256}) {
+      for (int64_t n : {256, 1536, 6144, 800}) {
+        if (n % act_block_elems(f) != 0) continue;
+        for (uint64_t seed = 0; seed < 6; ++seed) {
+          std::vector<float> x = testing::act_row(n, 77 + seed);
+          std::mt19937_64 rng(seed);
+          const int rate = seed < 3 ? 8 : 64;   // dense, then sparse (most blocks keep a finite maximum)
+          for (auto& v : x)
+            if (rng() % rate == 0) v = specials[rng() % (seed % 2 ? 5 : 3)];   // odd seeds add ±Inf
+          std::fill(x.begin(), x.begin() + act_block_elems(f), std::nanf(""));   // an all-NaN block
+          const uint64_t stride = act_row_stride(f, n);
+          std::vector<uint8_t> ref(stride, 0), got(stride, 0);
+          quantize_act_ref(f, x.data(), n, ref.data());
+          cpu_quantize_act(*k, f, x.data(), n, got.data());
+          ASSERT_EQ(std::memcmp(ref.data(), got.data(), stride), 0)
+              << k->isa << " format " << static_cast<int>(f) << " n=" << n << " seed=" << seed;
+        }
+      }
+    }
+  }
+}
+
 // The codes' rounding at every boundary the quantizer can meet: blocks whose scale is exactly
 // 1 (a 127 first), then every k + 0.5 and its neighbours one and two ulps away, k in
 // [-127, 126], and ±0.49999997: each set's codes are roundf's (half away from zero), checked

@@ -123,6 +123,42 @@ TEST(RowOps, EveryIsaBitIdenticalToReference) {
   }
 }
 
+// NaN and ±Inf as the reference treats them, on every set: softcap gives cap·tanh_ref, which
+// answers ±1 with the sign of a NaN (its exp clamps NaN to the low end); argmax never picks a
+// NaN, and a NaN first element is never exceeded (the answer is 0, also for an all-NaN row).
+TEST(RowOps, NanAndInfTreatedAsReferenceOnEveryIsa) {
+  const RowOps& ref = rowops_ref();
+  const float nan = std::nanf(""), specials[] = {nan, -nan, INFINITY, -INFINITY};
+  for (const CpuKernels* k : runnable_cpu_kernels()) {
+    const RowOps o = merged_ops(*k);
+    for (int64_t n : {16, 37, 256, 6144 + 5}) {
+      std::vector<float> x = randn(n, 50 + n, 3.0f);
+      for (int64_t i = 1; i < n; i += 5) x[i] = specials[i % 4];
+      std::vector<float> a = x, b = x;
+      ref.softcap(a.data(), n, 30.0f);
+      o.softcap(b.data(), n, 30.0f);
+      EXPECT_TRUE(same_bits(a, b)) << k->isa << " softcap " << n;
+
+      std::vector<float> y = randn(n, 60 + n);
+      y[n / 2] = 1e9f;
+      std::vector<std::vector<float>> rows;
+      for (int64_t at : {int64_t{0}, n / 3, n - 1}) {   // one NaN before, after and at the tail of the maximum
+        rows.push_back(y);
+        rows.back()[at] = (at % 2) ? -nan : nan;
+      }
+      rows.push_back(y);
+      for (int64_t i = 0; i < n; i += 3) rows.back()[i] = nan;   // NaN in every lane position, x[0] included
+      rows.push_back(y);
+      for (int64_t i = 1; i < n; i += 2) rows.back()[i] = nan;   // NaN next to the maximum's lane, x[0] finite
+      rows.emplace_back(static_cast<size_t>(n), nan);           // all NaN
+      rows.emplace_back(static_cast<size_t>(n), -INFINITY);     // no finite value
+      rows.back()[n - 1] = nan;
+      for (size_t r = 0; r < rows.size(); ++r)
+        EXPECT_EQ(ref.argmax(rows[r].data(), n), o.argmax(rows[r].data(), n)) << k->isa << " argmax " << n << " row " << r;
+    }
+  }
+}
+
 // A paged KV layout: `blocks` blocks of bt slots, rows of hd elements at a fixed offset.
 struct PagedKv {
   KvElem elem;

@@ -7,10 +7,10 @@
 // Σ q·a = Σ q_u·a − off·Σa. Then, per block and row, acc += (d_w·d_a)·sumi as separate f32 mul,
 // mul, add — the operations of dot_ref, in its order, so results are bit-identical to it.
 //
-// Decode (one activation row) streams one row group at a time, front to back: measured on
-// Zen 4, one sequential stream per core with the hardware prefetchers alone reaches 90-100% of
-// a plain streaming read, while two interleaved streams or software prefetch reached 50-75%
-// (bench/kernels_bench, docs/performance.md). With several activation rows, up to 8 share
+// Decode (one activation row) streams one row group at a time, front to back: one sequential
+// stream per core is what the hardware prefetchers follow best, and two interleaved streams or
+// software prefetch of the weights were slower (bench/kernels_bench; docs/perf-log.md). With
+// several activation rows, up to 8 share
 // each decoded block (small-M batches; prefill re-reads the group from cache).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -311,9 +311,9 @@ constexpr int kOrAnd = 0xF8, kSelect = 0xE4;
 // high → c[2]; l1: c[1], c[3]) and one vector of 2-bit pairs h (bits 2k..2k+1 → c[k]).
 // Wide: the Q6_K8 layout, codes already bytes. Per sub-block the unpack is 17 vector
 // operations with and/shift/or; Gfni: 9, GFNI moving the misplaced bits (zeros elsewhere) and
-// VPTERNLOG merging them with the part already in place, taken raw. Decode kernel, one core,
-// L2-resident 1536 × 384 (kernels_bench LinearCore/<isa>/q6_K): 50.4-51.0 → 57.9-58.3 GB/s
-// (performance.md §2). Merging with VPTERNLOG alone (13 operations) measured no faster.
+// VPTERNLOG merging them with the part already in place, taken raw: fewer vector operations,
+// so the decode kernel's arithmetic hides under its stream (kernels_bench LinearCore/<isa>/q6_K;
+// docs/perf-log.md). Merging with VPTERNLOG alone (13 operations) was no faster.
 template <bool Wide, bool Gfni>
 SLUICE_INLINE void q6_codes(const uint8_t* blk, int g, __m512i c[4]) {
   constexpr int64_t kSub = Wide ? 256 : 192;
@@ -404,9 +404,8 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
 }
 
 // Q6_K tiles of several activation rows: compute-bound, so the hardware prefetchers fall
-// behind; software prefetch 8 KiB ahead, a few lines per sub-block (measured on the 1536 ×
-// 262144 lm_head, bench/kernels_bench: M = 8 23 → 16 ms, M = 4 15 → 12 ms; a whole
-// super-block's 53 prefetches at once were 15-35% slower than none).
+// behind; software prefetch 8 KiB ahead, a few lines per sub-block (bench/kernels_bench on the
+// 1536 × 262144 lm_head; a whole super-block's prefetches at once were slower than none).
 template <int MT, bool Wide>
 void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   constexpr int64_t kBytes = Wide ? 4384 : 3360;
@@ -442,7 +441,7 @@ struct BF16 {
 };
 
 // Two chains per activation row, even and odd columns (gemm_ref.cpp): with one, the decode
-// kernel waited on the FMA latency, 4 cycles a column, ~27 GB/s a core of BF16 weights.
+// kernel waited on the FMA latency (4 cycles a column), slower than a fast bus delivers.
 template <class F, int MT>
 void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
@@ -493,8 +492,8 @@ void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
 }
 
 // Gfni: the decode kernel unpacks with GFNI. The tiles of several rows do not: there the
-// unpack is shared by up to 8 rows and VPDPBUSD is the bound, and GFNI made them 3-6% slower
-// (it seems to compete with VPDPBUSD for the same pipes on Zen 4).
+// unpack is shared by up to 8 rows and VPDPBUSD is the bound, and GFNI made them slower (it
+// seems to compete with VPDPBUSD for the same pipes on Zen 4).
 template <bool Gfni>
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
@@ -513,7 +512,21 @@ void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
   drive<8>(p, g0, g1, kTiles);
 }
 
-// ---- activation quantizers (byte-identical to quantize_act_ref) ----
+// ---- activation quantizers (byte-identical to quantize_act_ref, NaN and Inf inputs included) ----
+
+// max(|v|, m) per lane, skipping NaN as the reference's scans do (VMAXPS returns its second
+// operand when either is NaN, and m never is).
+inline __m512 absmax_ps(__m512 v, __m512 m) { return _mm512_max_ps(_mm512_abs_ps(v), m); }
+
+// The reference's int8 cast of each int32 code, sign-extended back: the sums add the stored
+// bytes (a NaN's code is INT32_MIN, whose low byte is 0).
+inline __m512i as_i8(__m512i q) { return _mm512_srai_epi32(_mm512_slli_epi32(q, 24), 24); }
+
+// quant's nearest_int, bit for bit: v + 1.5·2^23 leaves the rounded integer in the low mantissa bits.
+inline __m512i nearest_int(__m512 v) {
+  const __m512i bits = _mm512_castps_si512(_mm512_add_ps(v, _mm512_set1_ps(12582912.0f)));
+  return _mm512_sub_epi32(_mm512_and_si512(bits, _mm512_set1_epi32(0x007FFFFF)), _mm512_set1_epi32(0x00400000));
+}
 
 // roundf (half away from zero) then to int32, in 4 operations: trunc(v + copysign(0.49999997, v)).
 // The largest float below 0.5 instead of 0.5 keeps v = 0.49999997 from rounding up to 1; the
@@ -579,7 +592,7 @@ void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
     __m512 m[16];
     SLUICE_UNROLL
     for (int j = 0; j < 16; ++j)
-      m[j] = _mm512_max_ps(_mm512_abs_ps(_mm512_loadu_ps(xb + 32 * j)), _mm512_abs_ps(_mm512_loadu_ps(xb + 32 * j + 16)));
+      m[j] = absmax_ps(_mm512_loadu_ps(xb + 32 * j), absmax_ps(_mm512_loadu_ps(xb + 32 * j + 16), _mm512_setzero_ps()));
     const __m512 db = _mm512_div_ps(reduce_transposed(m, fmax), _mm512_set1_ps(127.0f));
     const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(db, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_set1_ps(1.0f), db);
     _mm512_storeu_ps(d + b, _mm512_cvtph_ps(_mm512_cvtps_ph(db, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
@@ -593,13 +606,13 @@ void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
       const __m512i q1 = round_away_i32(_mm512_mul_ps(_mm512_loadu_ps(xb + 32 * j + 16), v));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * (b + j)), _mm512_cvtepi32_epi8(q0));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * (b + j) + 16), _mm512_cvtepi32_epi8(q1));
-      s[j] = _mm512_add_epi32(q0, q1);
+      s[j] = _mm512_add_epi32(as_i8(q0), as_i8(q1));
     }
     _mm512_storeu_si512(sums + b, reduce_transposed(s, iadd));
   }
   for (; b < nb; ++b) {
     const __m512 x0 = _mm512_loadu_ps(x + 32 * b), x1 = _mm512_loadu_ps(x + 32 * b + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(x0), _mm512_abs_ps(x1)));
+    const float amax = _mm512_reduce_max_ps(absmax_ps(x0, absmax_ps(x1, _mm512_setzero_ps())));
     const float db = amax / 127;
     const float id = db != 0.0f ? 1.0f / db : 0.0f;
     const __m512 vid = _mm512_set1_ps(id);
@@ -608,7 +621,7 @@ void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b), _mm512_cvtepi32_epi8(q0));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 32 * b + 16), _mm512_cvtepi32_epi8(q1));
     d[b] = _mm_cvtss_f32(_mm_cvtph_ps(_mm_cvtps_ph(_mm_set_ss(db), _MM_FROUND_TO_NEAREST_INT)));
-    sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(q0, q1));
+    sums[b] = _mm512_reduce_add_epi32(_mm512_add_epi32(as_i8(q0), as_i8(q1)));
   }
 }
 
@@ -620,7 +633,7 @@ void quantize_a8_256_impl(const float* x, int64_t k, uint8_t* out) {
   for (int64_t b = 0; b < nb; ++b) {
     const float* xb = x + 256 * b;
     __m512 amaxv = _mm512_setzero_ps();
-    for (int j = 0; j < 16; ++j) amaxv = _mm512_max_ps(amaxv, _mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)));
+    for (int j = 0; j < 16; ++j) amaxv = absmax_ps(_mm512_loadu_ps(xb + 16 * j), amaxv);
     const float amax = _mm512_reduce_max_ps(amaxv);
     // The signed value of the FIRST element with the largest magnitude (as the reference).
     float max = 0.0f;
@@ -640,10 +653,10 @@ void quantize_a8_256_impl(const float* x, int64_t k, uint8_t* out) {
     const float iscale = -127.0f / max;
     const __m512 vs = _mm512_set1_ps(iscale);
     for (int j = 0; j < 16; ++j) {
-      __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + 16 * j), vs));   // nearest, ties to even
+      __m512i q = nearest_int(_mm512_mul_ps(vs, _mm512_loadu_ps(xb + 16 * j)));
       q = _mm512_min_epi32(q, _mm512_set1_epi32(127));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + 256 * b + 16 * j), _mm512_cvtepi32_epi8(q));
-      sums[16 * b + j] = _mm512_reduce_add_epi32(q);
+      sums[16 * b + j] = _mm512_reduce_add_epi32(as_i8(q));
     }
     d[b] = 1 / iscale;
   }

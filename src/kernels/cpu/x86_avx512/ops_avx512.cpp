@@ -61,13 +61,15 @@ inline __m512 exp16(__m512 x) {
   return _mm512_mul_ps(y, _mm512_castsi512_ps(bits));
 }
 
+// tanh_ref: copysign(1 − 2/(exp(2|x|) + 1), x). t's own sign is replaced, not or-ed: for x = NaN
+// the clamp in exp makes t = −1, and the reference answers ±1 with the NaN's sign.
 inline __m512 tanh16(__m512 x) {
   const __m512i sign_mask = _mm512_set1_epi32(static_cast<int>(0x80000000u));
   const __m512i xi = _mm512_castps_si512(x);
   const __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_mask, xi));
   const __m512 e = exp16(_mm512_add_ps(a, a));
   const __m512 t = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
-  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(t), _mm512_and_si512(xi, sign_mask)));
+  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_andnot_si512(sign_mask, _mm512_castps_si512(t)), _mm512_and_si512(xi, sign_mask)));
 }
 
 inline float norm_scale(float ss, int64_t n, float eps) {
@@ -123,10 +125,13 @@ void rope_impl(float* x, const float* cs, int64_t n_rot) {
   }
 }
 
+// The reference keeps the first index whose value no later one exceeds; NaN never wins, and a
+// NaN first element is never exceeded (it answers 0).
 int64_t argmax_impl(const float* x, int64_t n) {
+  if (x[0] != x[0]) return 0;
   __m512 mx = _mm512_set1_ps(-INFINITY);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(x + i));
+  for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(_mm512_loadu_ps(x + i), mx);   // NaN lanes keep mx
   float best = _mm512_reduce_max_ps(mx);
   for (; i < n; ++i) best = x[i] > best ? x[i] : best;
   for (int64_t j = 0; j + 16 <= n; j += 16) {
@@ -135,7 +140,7 @@ int64_t argmax_impl(const float* x, int64_t n) {
   }
   for (int64_t j = n / 16 * 16; j < n; ++j)
     if (x[j] == best) return j;
-  return 0;   // only when every element is NaN (the reference also answers 0)
+  return 0;   // not reached: x[0] is not NaN, so best is one of the elements
 }
 
 // F16C rounds to nearest even, subnormals included: the reference's f32_to_f16 for every
