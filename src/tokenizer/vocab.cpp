@@ -147,37 +147,30 @@ void read_special_ids(Vocab& v, const gguf::GgufFile& f) {
   }
 }
 
-}  // namespace
-
-std::unique_ptr<Vocab> load_vocab(const gguf::GgufFile& f) {
-  auto vp = std::make_unique<Vocab>();
-  Vocab& v = *vp;
-  v.name = f.name();
-
+// tokenizer.ggml.model: which algorithm the vocabulary is for.
+TokenizerModel read_model(const Vocab& v, const gguf::GgufFile& f) {
   if (!f.has("tokenizer.ggml.model"))
     fail("%s: missing key 'tokenizer.ggml.model': the file has no tokenizer", v.name.c_str());
   const std::string_view model = f.get_string("tokenizer.ggml.model");
-  const bool has_merges = f.has("tokenizer.ggml.merges");
-  if (model == "llama") {
-    v.model = TokenizerModel::kSpm;
-    // Spec §12.7: Ollama-made Gemma 4 files are said to declare "llama"; their scores are
-    // placeholders, so only the merges give a usable tokenizer.
-    if (f.get_string_or("general.architecture", "") == "gemma4" && has_merges) {
-      std::fprintf(stderr,
-                   "warning: %s: tokenizer.ggml.model is \"llama\" but the architecture is gemma4 and "
-                   "merges are present; using the Gemma 4 BPE tokenizer\n",
-                   v.name.c_str());
-      v.model = TokenizerModel::kGemma4Bpe;
-    }
-  } else if (model == "gemma4") {
-    v.model = TokenizerModel::kGemma4Bpe;
-  } else {
+  if (model == "gemma4") return TokenizerModel::kGemma4Bpe;
+  if (model != "llama")
     fail("%s: tokenizer.ggml.model = \"%.*s\" is not supported (sluice knows \"llama\" for Gemma 3 "
          "and \"gemma4\" for Gemma 4)",
          v.name.c_str(), int(model.size()), model.data());
+  // Spec §12.7: Ollama-made Gemma 4 files are said to declare "llama"; their scores are
+  // placeholders, so only the merges give a usable tokenizer.
+  if (f.get_string_or("general.architecture", "") == "gemma4" && f.has("tokenizer.ggml.merges")) {
+    std::fprintf(stderr,
+                 "warning: %s: tokenizer.ggml.model is \"llama\" but the architecture is gemma4 and "
+                 "merges are present; using the Gemma 4 BPE tokenizer\n",
+                 v.name.c_str());
+    return TokenizerModel::kGemma4Bpe;
   }
+  return TokenizerModel::kSpm;
+}
 
-  // Defaults by vocab type (llama.cpp llama_vocab::impl::load).
+// Defaults by vocab type (llama.cpp llama_vocab::impl::load), before the file's keys.
+void set_model_defaults(Vocab& v) {
   if (v.model == TokenizerModel::kSpm) {
     v.bos = 1;   // LLaMA's values; every Gemma 3 file overrides them
     v.eos = 2;
@@ -192,19 +185,18 @@ std::unique_ptr<Vocab> load_vocab(const gguf::GgufFile& f) {
     v.add_bos = false;
     v.add_eos = false;
   }
-  v.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+}
 
-  const KeyValue& tokens = f.get_array("tokenizer.ggml.tokens", ValueType::STRING);
+void read_token_count(Vocab& v, const KeyValue& tokens) {
   if (tokens.count == 0) fail("%s: tokenizer.ggml.tokens is empty", v.name.c_str());
   if (tokens.count > static_cast<uint64_t>(std::numeric_limits<int32_t>::max() / 2))
     fail("%s: tokenizer.ggml.tokens has %llu entries, too many", v.name.c_str(),
          static_cast<unsigned long long>(tokens.count));
   v.n_vocab = static_cast<int32_t>(tokens.count);
+}
 
-  read_scores(v, f);
-  read_types(v, f);
-  read_texts(v, tokens);
-
+// The ids of the byte tokens, in both spellings: "<0x41>" (SPM byte fallback) and the raw byte.
+void index_byte_tokens(Vocab& v) {
   v.byte_hex_id.fill(kNoToken);
   v.byte_raw_id.fill(kNoToken);
   static const char kHex[] = "0123456789ABCDEF";
@@ -214,10 +206,10 @@ std::unique_ptr<Vocab> load_vocab(const gguf::GgufFile& f) {
     const char raw = static_cast<char>(b);
     v.byte_raw_id[b] = v.find(std::string_view(&raw, 1));
   }
+}
 
-  if (v.model == TokenizerModel::kGemma4Bpe) load_merges(v, f);
-
-  read_special_ids(v, f);
+// tokenizer.ggml.add_{bos,eos,sep}_token, checked against the special ids they need.
+void read_add_flags(Vocab& v, const gguf::GgufFile& f) {
   v.add_bos = f.get_bool_or("tokenizer.ggml.add_bos_token", v.add_bos);
   v.add_eos = f.get_bool_or("tokenizer.ggml.add_eos_token", v.add_eos);
   v.add_sep = f.get_bool_or("tokenizer.ggml.add_sep_token", v.add_sep);
@@ -233,17 +225,41 @@ std::unique_ptr<Vocab> load_vocab(const gguf::GgufFile& f) {
   if (v.add_eos && v.eos == kNoToken)
     fail("%s: tokenizer.ggml.add_eos_token is true but the vocabulary has no EOS token "
          "(tokenizer.ggml.eos_token_id)", v.name.c_str());
+}
 
-  // llama.cpp's "newline token": SPM takes the byte token for '\n', BPE tokenizes "\n"
-  // (before special tokens are known). Only informational for sluice. llama.cpp's fallback
-  // is the PAD id as it stood before the keys were read: none for both models.
+// llama.cpp's "newline token": SPM takes the byte token for '\n', BPE tokenizes "\n"
+// (before special tokens are known). Only informational for sluice. llama.cpp's fallback
+// is the PAD id as it stood before the keys were read: none for both models.
+void find_linefeed(Vocab& v) {
   if (v.model == TokenizerModel::kSpm) {
     v.linefeed = v.byte_hex_id['\n'] != kNoToken ? v.byte_hex_id['\n'] : v.byte_raw_id['\n'];
-  } else {
-    std::vector<int32_t> ids;
-    bpe_gemma4_tokenize(v, "\n", ids);
-    v.linefeed = ids.empty() ? kNoToken : ids[0];
+    return;
   }
+  std::vector<int32_t> ids;
+  bpe_gemma4_tokenize(v, "\n", ids);
+  v.linefeed = ids.empty() ? kNoToken : ids[0];
+}
+
+}  // namespace
+
+std::unique_ptr<Vocab> load_vocab(const gguf::GgufFile& f) {
+  auto vp = std::make_unique<Vocab>();
+  Vocab& v = *vp;
+  v.name = f.name();
+  v.model = read_model(v, f);
+  set_model_defaults(v);
+  v.add_space_prefix = f.get_bool_or("tokenizer.ggml.add_space_prefix", v.add_space_prefix);
+
+  const KeyValue& tokens = f.get_array("tokenizer.ggml.tokens", ValueType::STRING);
+  read_token_count(v, tokens);
+  read_scores(v, f);
+  read_types(v, f);
+  read_texts(v, tokens);
+  index_byte_tokens(v);
+  if (v.model == TokenizerModel::kGemma4Bpe) load_merges(v, f);
+  read_special_ids(v, f);
+  read_add_flags(v, f);
+  find_linefeed(v);
 
   derive_special_tokens(v);
   build_special_index(v);
