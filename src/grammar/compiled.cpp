@@ -1,0 +1,113 @@
+#include "grammar/compiled.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/error.h"
+#include "grammar/pda.h"
+
+namespace sluice::grammar {
+
+CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, Limits limits)
+    : g_(std::move(g)), vocab_(std::move(vocab)), limits_(limits), mask_index_(g_.elems.size(), -1) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const Elem& e : g_.elems)
+    if (e.kind == Elem::kToken && static_cast<int64_t>(e.arg) >= vocab_->n_vocab())
+      fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
+  byte_tokens_.assign(vocab_->mask_words(), 0);
+  for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
+  Pda pda(g_, limits_, /*dense=*/true);
+  std::vector<uint8_t> flag(static_cast<size_t>(vocab_->n_vocab()), 0);
+  for (uint32_t pos = 0; pos < g_.elems.size(); ++pos) {
+    if (g_.elems[pos].kind != Elem::kBytes) continue;
+    mask_index_[pos] = static_cast<int32_t>(masks_.size());
+    masks_.emplace_back();
+    analyse(pda, pos, masks_.back(), flag);
+    stats_.dependent_total += masks_.back().dependent.size();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (ms > limits_.max_compile_ms)
+      fail("grammar: compiling took over %.0f ms (limit max_compile_ms)", limits_.max_compile_ms);
+  }
+  stats_.positions = masks_.size();
+  stats_.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One depth-first walk of the vocabulary trie from the stack [pos] (see the header).
+void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag) {
+  const auto& nodes = vocab_->nodes();
+  const auto& toks = vocab_->trie_tokens();
+  auto tok_at = [&](uint32_t node) {
+    return node < nodes.size() ? nodes[node].tok_begin : static_cast<uint32_t>(toks.size());
+  };
+  std::vector<uint32_t> state(2, pda.start(pos, Pda::kEmptyStack));
+  std::vector<uint8_t> ended(2, 0);   // the rule could have ended within this prefix
+  std::vector<int32_t> accepted;
+  for (uint32_t i = 1; i < nodes.size();) {
+    const auto& nd = nodes[i];
+    const uint32_t s = pda.step(state[nd.depth - 1], nd.byte);
+    if (s == Pda::kDead) {
+      if (ended[nd.depth - 1])
+        out.dependent.insert(out.dependent.end(), toks.begin() + nd.tok_begin, toks.begin() + tok_at(nd.end));
+      i = nd.end;
+      continue;
+    }
+    if (state.size() <= nd.depth + 1u) {
+      state.resize(nd.depth + 2);
+      ended.resize(nd.depth + 2);
+    }
+    state[nd.depth] = s;
+    ended[nd.depth] = ended[nd.depth - 1] || pda.has_empty_stack(s);
+    accepted.insert(accepted.end(), toks.begin() + nd.tok_begin, toks.begin() + nd.tok_end);
+    ++i;
+  }
+  if (accepted.size() * 2 <= toks.size()) {
+    std::sort(accepted.begin(), accepted.end());
+    out.ids = std::move(accepted);
+  } else {
+    out.complement = true;
+    for (int32_t id : accepted) flag[id] = 1;
+    for (int32_t id : toks)
+      if (!flag[id]) out.ids.push_back(id);
+    for (int32_t id : accepted) flag[id] = 0;
+    std::sort(out.ids.begin(), out.ids.end());
+  }
+  out.dep_lcp.resize(out.dependent.size());
+  for (size_t k = 0; k < out.dependent.size(); ++k) {
+    if (k == 0) continue;
+    const std::string_view a = vocab_->piece(out.dependent[k - 1]), b = vocab_->piece(out.dependent[k]);
+    size_t l = 0;
+    while (l < a.size() && l < b.size() && a[l] == b[l]) ++l;
+    out.dep_lcp[k] = static_cast<uint16_t>(l);
+  }
+}
+
+std::shared_ptr<const CompiledGrammar> GrammarCache::get(const std::string& key, const std::function<Grammar()>& build) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      ++hits_;
+      return it->second->second;
+    }
+  }
+  // Compiled outside the lock: two requests racing on one new key both compile; one wins.
+  auto compiled = std::make_shared<const CompiledGrammar>(build(), vocab_, limits_);
+  std::lock_guard lock(mu_);
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second->second;
+  lru_.emplace_front(key, compiled);
+  index_[key] = lru_.begin();
+  while (lru_.size() > capacity_) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  return compiled;
+}
+
+size_t GrammarCache::size() const {
+  std::lock_guard lock(mu_);
+  return lru_.size();
+}
+
+}  // namespace sluice::grammar

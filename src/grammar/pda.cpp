@@ -1,0 +1,112 @@
+#include "grammar/pda.h"
+
+#include <algorithm>
+
+#include "base/error.h"
+
+namespace sluice::grammar {
+
+Pda::Pda(const Grammar& g, const Limits& limits, bool dense) : g_(g), limits_(limits), dense_(dense) {
+  frames_.push_back(Frame{UINT32_MAX, UINT32_MAX});   // stack 0: the empty stack
+  state_off_ = {0, 0};                                // state 0: no stacks (dead)
+  if (dense_) table_.assign(256, kDead);
+  else memo_.reserve(1024);
+}
+
+uint32_t Pda::intern_frame(uint32_t pos, uint32_t parent) {
+  const uint64_t key = uint64_t{pos} << 32 | parent;
+  auto [it, fresh] = frame_ids_.try_emplace(key, static_cast<uint32_t>(frames_.size()));
+  if (fresh) frames_.push_back(Frame{pos, parent});
+  return it->second;
+}
+
+// Appends the normalised stacks that frame (pos, parent) stands for.
+void Pda::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, int depth) {
+  if (out.size() > limits_.max_stacks_per_state || depth > 10000)
+    fail("grammar: more than %zu parallel parses in one state (limit max_stacks_per_state)",
+         limits_.max_stacks_per_state);
+  const Elem& e = g_.elems[pos];
+  switch (e.kind) {
+    case Elem::kBytes:
+    case Elem::kToken:
+      out.push_back(intern_frame(pos, parent));
+      return;
+    case Elem::kEnd:
+      if (parent == kEmptyStack) {
+        out.push_back(kEmptyStack);
+      } else {
+        const Frame f = frames_[parent];
+        expand(f.pos + 1, f.parent, out, depth + 1);
+      }
+      return;
+    case Elem::kRule: {
+      const uint32_t call = intern_frame(pos, parent);
+      for (uint32_t a : g_.rules[e.arg].alts) expand(a, call, out, depth + 1);
+      return;
+    }
+  }
+}
+
+uint32_t Pda::intern_state(std::vector<uint32_t>& s) {
+  if (s.empty()) return kDead;
+  std::sort(s.begin(), s.end());
+  s.erase(std::unique(s.begin(), s.end()), s.end());
+  uint64_t h = 0x9E3779B97F4A7C15ull;
+  for (uint32_t x : s) h = (h ^ x) * 0x100000001B3ull + (h >> 29);
+  auto& cands = state_ids_[h];
+  for (uint32_t id : cands) {
+    auto have = stacks(id);
+    if (have.size() == s.size() && std::equal(have.begin(), have.end(), s.begin())) return id;
+  }
+  if (n_states() >= limits_.max_states)
+    fail("grammar: more than %zu matcher states (limit max_states)", limits_.max_states);
+  const auto id = static_cast<uint32_t>(n_states());
+  stack_pool_.insert(stack_pool_.end(), s.begin(), s.end());
+  state_off_.push_back(static_cast<uint32_t>(stack_pool_.size()));
+  cands.push_back(id);
+  if (dense_) table_.resize(table_.size() + 256, kUnknown);
+  return id;
+}
+
+uint32_t Pda::start(uint32_t pos, uint32_t parent) {
+  std::vector<uint32_t> out;
+  expand(pos, parent, out, 0);
+  return intern_state(out);
+}
+
+uint32_t Pda::compute_step(uint32_t state, uint8_t byte) {
+  std::vector<uint32_t> out;
+  for (uint32_t s : stacks(state)) {
+    if (s == kEmptyStack) continue;
+    const Frame f = frames_[s];
+    const Elem& e = g_.elems[f.pos];
+    if (e.kind == Elem::kBytes && g_.sets[e.arg].has(byte)) expand(f.pos + 1, f.parent, out, 0);
+  }
+  return intern_state(out);
+}
+
+uint32_t Pda::step_token(uint32_t state, int32_t token) {
+  std::vector<uint32_t> out;
+  for (uint32_t s : stacks(state)) {
+    if (s == kEmptyStack) continue;
+    const Frame f = frames_[s];
+    const Elem& e = g_.elems[f.pos];
+    if (e.kind == Elem::kToken && e.arg == static_cast<uint32_t>(token)) expand(f.pos + 1, f.parent, out, 0);
+  }
+  return intern_state(out);
+}
+
+uint32_t Pda::single(uint32_t stack) {
+  std::vector<uint32_t> one{stack};
+  return intern_state(one);
+}
+
+uint32_t Pda::merge(uint32_t a, uint32_t b) {
+  if (a == kDead || a == b) return b;
+  if (b == kDead) return a;
+  std::vector<uint32_t> both(stacks(a).begin(), stacks(a).end());
+  both.insert(both.end(), stacks(b).begin(), stacks(b).end());
+  return intern_state(both);
+}
+
+}  // namespace sluice::grammar
