@@ -1,1 +1,75 @@
+// JSON Schema front end against the `jsonschema` package: every value it finds valid (in
+// canonical serialisation) is a complete match, every value it finds invalid is rejected
+// (tests/data/grammar/json_cases.json, written by python/make_grammar_cases.py).
 #include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "grammar/compiled.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+#include "test_vocab.h"
+
+namespace sluice::grammar {
+namespace {
+
+// Feeds the text one byte token at a time: true when every byte is accepted and the grammar
+// is complete at the end.
+bool matches(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+  Matcher m(g);
+  for (unsigned char c : text)
+    if (!m.advance(1 + c)) return false;
+  return m.is_complete();
+}
+
+TEST(JsonSchema, AgreesWithTheJsonschemaPackageOnTheCorpus) {
+  std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/json_cases.json");
+  ASSERT_TRUE(in) << "missing tests/data/grammar/json_cases.json";
+  const auto data = nlohmann::ordered_json::parse(in);   // keeps the schemas' property order
+  auto vocab = test::byte_vocab(false);
+  size_t n_valid = 0, n_invalid = 0;
+  ASSERT_GE(data["cases"].size(), 60u);
+  for (const auto& c : data["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar_text(c["schema"].dump()), vocab);
+    for (const auto& v : c["valid"]) {
+      EXPECT_TRUE(matches(g, v.get<std::string>())) << "valid value rejected: " << v.get<std::string>();
+      ++n_valid;
+    }
+    for (const auto& v : c["invalid"]) {
+      EXPECT_FALSE(matches(g, v.get<std::string>())) << "invalid value accepted: " << v.get<std::string>();
+      ++n_invalid;
+    }
+  }
+  EXPECT_GT(n_valid, 300u);
+  EXPECT_GT(n_invalid, 300u);
+}
+
+void expect_error(const std::string& schema, const std::string& needle) {
+  try {
+    json_schema_grammar_text(schema);
+    ADD_FAILURE() << "no error for " << schema;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonSchema, UnsupportedKeywordsAreErrorsNamingThem) {
+  expect_error(R"({"type":"object","patternProperties":{"^a":{}}})", "'patternProperties'");
+  expect_error(R"({"type":"array","uniqueItems":true})", "'uniqueItems'");
+  expect_error(R"({"type":"number","multipleOf":3})", "'multipleOf'");
+  expect_error(R"({"type":"object","properties":{"a":{"type":"string","contentEncoding":"base64"}}})", "'contentEncoding' at #/properties/a");
+  expect_error(R"({"type":"string","format":"hostname"})", "format 'hostname'");
+  expect_error(R"({"type":"string","pattern":"(a)\\1"})", "pattern");
+  expect_error(R"({"$ref":"http://example.com/s.json"})", "local '$ref'");
+  expect_error(R"({"type":"number","minimum":0.5})", "non-integer 'minimum'");
+  expect_error(R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "'type'");
+  expect_error(R"({"type":"integer","minimum":5,"maximum":4})", "no integer");
+  expect_error(R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})", "left-recursive");
+  expect_error("{not json", "not valid JSON");
+}
+
+}  // namespace
+}  // namespace sluice::grammar
