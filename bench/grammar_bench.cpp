@@ -6,6 +6,7 @@
 //   grammar_bench [model.gguf] [tests/data/grammar/json_cases.json]
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -55,6 +56,7 @@ int main(int argc, char** argv) {
       t0 = Clock::now();
       auto g = std::make_shared<const grammar::CompiledGrammar>(grammar::json_schema_grammar_text(schema), vocab);
       compile_ms.push_back(us_since(t0) / 1000);
+      const size_t first_mask = mask_us.size();
       for (const auto& v : c["valid"]) {
         grammar::Matcher m(g);
         for (int32_t id : tok->encode(v.get<std::string>(), false, false)) {
@@ -69,6 +71,13 @@ int main(int argc, char** argv) {
         t0 = Clock::now();
         m.fill_mask(mask);
         mask_us.push_back(us_since(t0));
+      }
+      if (std::getenv("GRAMMAR_BENCH_VERBOSE")) {
+        double worst = 0;
+        for (size_t i = first_mask; i < mask_us.size(); ++i) worst = std::max(worst, mask_us[i]);
+        std::printf("  %-32s compile %8.1f ms  positions %5zu  dependent %8zu  worst mask %9.1f us\n",
+                    c["name"].get<std::string>().c_str(), compile_ms.back(), g->stats().positions,
+                    g->stats().dependent_total, worst);
       }
     }
     double sum = 0;

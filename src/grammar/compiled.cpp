@@ -36,28 +36,19 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
 void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag) {
   const auto& nodes = vocab_->nodes();
   const auto& toks = vocab_->trie_tokens();
-  auto tok_at = [&](uint32_t node) {
-    return node < nodes.size() ? nodes[node].tok_begin : static_cast<uint32_t>(toks.size());
-  };
-  std::vector<uint32_t> state(2, pda.start(pos, Pda::kEmptyStack));
-  std::vector<uint8_t> ended(2, 0);   // the rule could have ended within this prefix
+  std::vector<uint32_t> state(2, pda.start_local(pos));
   std::vector<int32_t> accepted;
   for (uint32_t i = 1; i < nodes.size();) {
     const auto& nd = nodes[i];
     const uint32_t s = pda.step(state[nd.depth - 1], nd.byte);
-    if (s == Pda::kDead) {
-      if (ended[nd.depth - 1])
-        out.dependent.insert(out.dependent.end(), toks.begin() + nd.tok_begin, toks.begin() + tok_at(nd.end));
+    if (s == Pda::kDead) {   // dead in every context, with everything below it
       i = nd.end;
       continue;
     }
-    if (state.size() <= nd.depth + 1u) {
-      state.resize(nd.depth + 2);
-      ended.resize(nd.depth + 2);
-    }
+    if (state.size() <= nd.depth + 1u) state.resize(nd.depth + 2);
     state[nd.depth] = s;
-    ended[nd.depth] = ended[nd.depth - 1] || pda.has_empty_stack(s);
-    accepted.insert(accepted.end(), toks.begin() + nd.tok_begin, toks.begin() + nd.tok_end);
+    auto& list = pda.has_internal(s) ? accepted : out.dependent;
+    list.insert(list.end(), toks.begin() + nd.tok_begin, toks.begin() + nd.tok_end);
     ++i;
   }
   if (accepted.size() * 2 <= toks.size()) {

@@ -8,6 +8,20 @@ namespace sluice::grammar {
 
 Pda::Pda(const Grammar& g, const Limits& limits, bool dense) : g_(g), limits_(limits), dense_(dense) {
   frames_.push_back(Frame{UINT32_MAX, UINT32_MAX});   // stack 0: the empty stack
+  frames_.push_back(Frame{UINT32_MAX, UINT32_MAX});   // stack 1: unused (keeps ids stable)
+  bottom_ = {0, 0};
+  if (dense) {
+    rule_of_.assign(g_.elems.size(), 0);
+    return_sites_.resize(g_.rules.size());
+    seen_.assign(g_.rules.size(), 0);
+    for (uint32_t r = 0; r < g_.rules.size(); ++r)
+      for (uint32_t a : g_.rules[r].alts)
+        for (uint32_t p = a;; ++p) {
+          rule_of_[p] = r;
+          if (g_.elems[p].kind == Elem::kRule) return_sites_[g_.elems[p].arg].push_back(p + 1);
+          if (g_.elems[p].kind == Elem::kEnd) break;
+        }
+  }
   state_off_ = {0, 0};                                // state 0: no stacks (dead)
   if (dense_) table_.assign(256, kDead);
   else memo_.reserve(1024);
@@ -16,7 +30,10 @@ Pda::Pda(const Grammar& g, const Limits& limits, bool dense) : g_(g), limits_(li
 uint32_t Pda::intern_frame(uint32_t pos, uint32_t parent) {
   const uint64_t key = uint64_t{pos} << 32 | parent;
   auto [it, fresh] = frame_ids_.try_emplace(key, static_cast<uint32_t>(frames_.size()));
-  if (fresh) frames_.push_back(Frame{pos, parent});
+  if (fresh) {
+    frames_.push_back(Frame{pos, parent});
+    bottom_.push_back(pos == kWild0 || pos == kEndedPos ? 1 : pos == kWild1 ? 2 : bottom_[parent]);
+  }
   return it->second;
 }
 
@@ -36,7 +53,9 @@ void Pda::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, int 
         out.push_back(kEmptyStack);
       } else {
         const Frame f = frames_[parent];
-        expand(f.pos + 1, f.parent, out, depth + 1);
+        if (f.pos == kWild0) out.push_back(intern_frame(kEndedPos, f.parent));
+        else if (f.pos == kWild1) wild_pop(f.parent, out, depth + 1);
+        else expand(f.pos + 1, f.parent, out, depth + 1);
       }
       return;
     case Elem::kRule: {
@@ -74,10 +93,33 @@ uint32_t Pda::start(uint32_t pos, uint32_t parent) {
   return intern_state(out);
 }
 
-uint32_t Pda::compute_step(uint32_t state, uint8_t byte) {
+// Continues after rule `rule` ended under a wildcard: at every reference to it (each rule
+// once per step: the continuations do not depend on the path that led here).
+void Pda::wild_pop(uint32_t rule, std::vector<uint32_t>& out, int depth) {
+  if (seen_[rule] == epoch_) return;
+  seen_[rule] = epoch_;
+  if (rule == g_.root) out.push_back(kEmptyStack);
+  for (uint32_t q : return_sites_[rule]) expand(q, intern_frame(kWild1, rule_of_[q]), out, depth + 1);
+}
+
+uint32_t Pda::start_local(uint32_t pos) {
+  ++epoch_;
   std::vector<uint32_t> out;
-  for (uint32_t s : stacks(state)) {
-    if (s == kEmptyStack) continue;
+  expand(pos, intern_frame(kWild0, rule_of_[pos]), out, 0);
+  return intern_state(out);
+}
+
+uint32_t Pda::compute_step(uint32_t state, uint8_t byte) {
+  std::vector<uint32_t> out, ended;
+  ++epoch_;
+  auto span = stacks(state);
+  std::vector<uint32_t> todo(span.begin(), span.end());
+  for (uint32_t s : span)
+    if (frames_[s].pos == kEndedPos) wild_pop(frames_[s].parent, ended, 0);   // continue in the callers
+  todo.insert(todo.end(), ended.begin(), ended.end());
+  ++epoch_;   // pops after this byte are a new phase: their continuations are not in `todo`
+  for (uint32_t s : todo) {
+    if (s == kEmptyStack || frames_[s].pos == kEndedPos) continue;
     const Frame f = frames_[s];
     const Elem& e = g_.elems[f.pos];
     if (e.kind == Elem::kBytes && g_.sets[e.arg].has(byte)) expand(f.pos + 1, f.parent, out, 0);

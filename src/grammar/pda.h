@@ -26,6 +26,11 @@ class Pda {
 
   static constexpr uint32_t kDead = 0;
   static constexpr uint32_t kEmptyStack = 0;
+  // Compile-time analysis only (see CompiledGrammar) uses three special frames, with a rule
+  // id as their parent: Ended(R), a stack meaning "the analysed instance of R has just
+  // ended"; W0(R), the unknown caller below the analysed rule; W1(R), an unknown caller
+  // reached after a pop. Stepping past Ended(R) or popping W1(R) continues at every place
+  // the grammar refers to R, so a token that dies in all of them dies in every real context.
 
   struct Frame {
     uint32_t pos, parent;
@@ -33,6 +38,14 @@ class Pda {
 
   // The state holding the expansion of frame (pos, parent) — pos may be any position.
   uint32_t start(uint32_t pos, uint32_t parent);
+  // The analysis start for a position: [pos] over W0(its rule).
+  uint32_t start_local(uint32_t pos);
+  // Some stack of the state is still inside the analysed rule instance (or has just ended it).
+  bool has_internal(uint32_t state) const {
+    for (uint32_t s : stacks(state))
+      if (bottom_[s] == 1) return true;
+    return false;
+  }
   // State after consuming one byte / one token terminal.
   uint32_t step(uint32_t state, uint8_t byte) {
     if (dense_) {
@@ -76,6 +89,8 @@ class Pda {
   uint32_t intern_state(std::vector<uint32_t>& stacks);
   void expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, int depth);
   uint32_t compute_step(uint32_t state, uint8_t byte);
+  void wild_pop(uint32_t rule, std::vector<uint32_t>& out, int depth);
+  static constexpr uint32_t kWild0 = UINT32_MAX - 1, kWild1 = UINT32_MAX - 2, kEndedPos = UINT32_MAX - 3;
 
   const Grammar& g_;
   Limits limits_;
@@ -88,6 +103,11 @@ class Pda {
   std::vector<uint32_t> table_;
   std::unordered_map<uint64_t, uint32_t> memo_;
   std::vector<uint32_t> scratch_;
+  std::vector<uint8_t> bottom_;                     // per frame: 0 real, 1 W0/kEnded, 2 W1
+  std::vector<uint32_t> rule_of_;                   // per position (analysis only)
+  std::vector<std::vector<uint32_t>> return_sites_; // per rule: positions after each reference
+  std::vector<uint32_t> seen_;                      // per rule: epoch of the last wild pop
+  uint32_t epoch_ = 0;
 };
 
 }  // namespace sluice::grammar
