@@ -51,16 +51,21 @@ void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::ve
     list.insert(list.end(), toks.begin() + nd.tok_begin, toks.begin() + nd.tok_end);
     ++i;
   }
-  if (accepted.size() * 2 <= toks.size()) {
+  constexpr size_t kListMax = 8192;
+  const size_t rejected = toks.size() - accepted.size();
+  if (accepted.size() <= kListMax) {
     std::sort(accepted.begin(), accepted.end());
     out.ids = std::move(accepted);
-  } else {
+  } else if (rejected <= kListMax) {
     out.complement = true;
     for (int32_t id : accepted) flag[id] = 1;
     for (int32_t id : toks)
       if (!flag[id]) out.ids.push_back(id);
     for (int32_t id : accepted) flag[id] = 0;
     std::sort(out.ids.begin(), out.ids.end());
+  } else {
+    out.bits.assign(vocab_->mask_words(), 0);
+    for (int32_t id : accepted) out.bits[id >> 6] |= uint64_t{1} << (id & 63);
   }
   out.dep_lcp.resize(out.dependent.size());
   for (size_t k = 0; k < out.dependent.size(); ++k) {

@@ -77,7 +77,7 @@ struct Limits {
   size_t max_positions = 200000;     // grammar elements
   size_t max_rules = 50000;
   size_t max_stacks_per_state = 2048;   // parallel parses the matcher follows at once
-  size_t max_states = 1 << 20;       // distinct matcher states (interned stack sets)
+  size_t max_states = 1 << 16;       // distinct states per matcher/compile (1 KiB of transitions each)
   double max_compile_ms = 5000;      // grammar compile, including the mask tables
   size_t max_schema_bytes = 1 << 20; // JSON Schema text
   size_t max_repeat = 10000;         // bound of one counted repetition (maxLength, ...)

@@ -106,11 +106,11 @@ Expr SchemaCompiler::string_expr(const Json& s, const std::string& path) {
     if (!s["format"].is_string()) fail("json schema: 'format' at %s must be a string", path.c_str());
     return quoted(format_expr(s["format"].get<std::string>(), path));
   }
-  if (!has_len) return ref(string_);
+  if (!has_len) return quoted(star(char_));
   const uint32_t lo = s.contains("minLength") ? length_of(s, "minLength", path, opts_.limits.max_repeat) : 0;
   const uint32_t hi = s.contains("maxLength") ? length_of(s, "maxLength", path, opts_.limits.max_repeat) : kInf;
   if (lo > hi) fail("json schema: minLength > maxLength at %s", path.c_str());
-  return quoted(repeat(ref(str_char_), lo, hi));
+  return quoted(repeat(char_, lo, hi));
 }
 
 // Decimal strings (no leading zeros) of the integers in [lo, hi], or [lo, inf).

@@ -86,14 +86,18 @@ void SchemaCompiler::common_rules() {
     plain.add('\n');
     plain.add('\t');
     plain.w[1] &= ~(uint64_t{1} << ('|' - 64));
-    str_char_ = b_.add("char", alt({bytes(plain), ref(utf8)}));
+    char_ = alt({bytes(plain), ref(utf8)});
   } else {
     ByteSet plain = ByteSet::range(0x20, 0x7F);
     plain.w[0] &= ~(uint64_t{1} << '"');
     plain.w[1] &= ~(uint64_t{1} << ('\\' - 64));
-    str_char_ = b_.add("char", alt({bytes(plain), ref(utf8), seq({lit("\\"), alt({bytes(simple_esc), uesc})})}));
+    char_ = alt({bytes(plain), ref(utf8), seq({lit("\\"), alt({bytes(simple_esc), uesc})})});
   }
-  rx_ = RegexContext{&b_, !native_, str_char_, utf8};
+  // The character is an expression, not a shared rule: each string gets its own loop rule,
+  // whose one call site lets the mask analysis follow a token past the closing quote
+  // (CompiledGrammar). Shared rules are analysed under a wildcard caller instead.
+  str_char_ = b_.add("char", char_);
+  rx_ = RegexContext{&b_, !native_, char_, utf8};
   string_ = b_.add("string", quoted(star(ref(str_char_))));
   const Expr digits = plus(bytes(ByteSet::range('0', '9')));
   ByteSet e;
@@ -120,12 +124,17 @@ void SchemaCompiler::common_rules() {
 
 Expr SchemaCompiler::any_value() { return ref(value_); }
 
-uint32_t SchemaCompiler::rule_for(const Json& s, const std::string& path) {
-  const std::string key = s.dump();
-  auto it = memo_.find(key);
-  if (it != memo_.end()) return it->second;
-  const uint32_t r = b_.declare("s" + std::to_string(memo_.size()));
-  memo_.emplace(key, r);
+// One rule per use of a sub-schema: a rule with one call site lets the mask analysis
+// follow tokens out of it (CompiledGrammar). Only $ref targets are shared (memoized by
+// their text), which is also what makes recursive schemas finite.
+uint32_t SchemaCompiler::rule_for(const Json& s, const std::string& path, bool shared) {
+  const std::string key = shared ? s.dump() : std::string();
+  if (shared) {
+    auto it = memo_.find(key);
+    if (it != memo_.end()) return it->second;
+  }
+  const uint32_t r = b_.declare("s" + std::to_string(b_.n_rules()));
+  if (shared) memo_.emplace(key, r);
   if (++depth_ > 200) fail("json schema: nesting deeper than 200 at %s", path.c_str());
   b_.define(r, value_expr(s, path));
   --depth_;
@@ -189,7 +198,7 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     return any_value();
   }
   check_keywords(s0, path);
-  if (s0.contains("$ref")) return ref(rule_for(resolve(s0, path), path + "/$ref"));
+  if (s0.contains("$ref")) return ref(rule_for(resolve(s0, path), path + "/$ref", true));
   const Json s = s0.contains("allOf") ? merge_all_of(s0, path) : s0;
   if (s.contains("allOf")) return value_expr(s, path);
   std::vector<Expr> alts;
@@ -329,10 +338,19 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
     if (max != kInf && max > opts_.limits.max_repeat) fail("json schema: maxItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
     if (need > opts_.limits.max_repeat) fail("json schema: minItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
     const Expr more = seq({punct(','), *item});
+    if (i == 0 && need == 0 && max == kInf) {
+      // "]" | item ("," item)* "]" as a loop that calls the item from one place:
+      // each ::= item next; next ::= "," each | "]".
+      const uint32_t each = b_.declare("items"), next = b_.declare("items-next");
+      b_.define(each, seq({*item, ref(next)}));
+      b_.define(next, alt({seq({punct(','), ref(each)}), seq({ws(), lit("]")})}));
+      return alt({seq({ws(), lit("]")}), ref(each)});
+    }
     if (i > 0) return repeat(more, static_cast<uint32_t>(need), max);
     Expr some = seq({*item, repeat(more, need ? static_cast<uint32_t>(need - 1) : 0, max == kInf ? kInf : max - 1)});
     return need ? some : opt(std::move(some));
   };
+  if (k == 0 && item && lo == 0 && hi == SIZE_MAX) return seq({lit("["), ws(), rest(0)});   // the loop closes itself
   Expr body = rest(k);
   for (size_t i = k; i-- > 0;) {
     Expr next = seq({i ? punct(',') : empty(), prefix[i], std::move(body)});

@@ -17,7 +17,7 @@ using Json = nlohmann::ordered_json;
 class SchemaCompiler {
  public:
   SchemaCompiler(GrammarBuilder& b, const Json& root, const JsonSchemaOptions& opts);
-  uint32_t rule_for(const Json& s, const std::string& path);
+  uint32_t rule_for(const Json& s, const std::string& path, bool shared = false);
 
   // json_scalars.cpp
   Expr string_expr(const Json& s, const std::string& path);
@@ -49,6 +49,7 @@ class SchemaCompiler {
   uint32_t ws_ = 0, value_ = 0, string_ = 0, number_ = 0, str_char_ = 0, digit1_ = 0, key_ = 0;
   std::unordered_map<std::string, uint32_t> memo_;   // canonical schema text -> rule
   size_t depth_ = 0;
+  Expr char_;   // one string character, inlined into each use (see common_rules)
 };
 
 }  // namespace sluice::grammar::detail

@@ -7,7 +7,7 @@
 namespace sluice::grammar {
 
 Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g)
-    : g_(std::move(g)), pda_(g_->grammar(), g_->limits(), /*dense=*/false) {
+    : g_(std::move(g)), pda_(g_->grammar(), g_->limits(), /*dense=*/true) {
   // The root rule is entered from a frame whose parent is the empty stack: when the root's
   // alternative ends, the empty stack (complete) appears in the state.
   uint32_t state = Pda::kDead;
@@ -50,7 +50,7 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
   const uint32_t cur = history_.back();
   if (cur == kTerminated) return;
   const auto& elems = g_->grammar().elems;
-  const PositionMask* done_ci = nullptr;   // stacks are sorted by id, not by position: dedupe loosely
+  done_.clear();
   // A copy: the dependent-token walks intern new states, which may move the stack pool.
   const auto span = pda_.stacks(cur);
   stacks_.assign(span.begin(), span.end());
@@ -66,23 +66,25 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
       continue;
     }
     const PositionMask& m = *g_->position_mask(pos);
-    if (&m != done_ci) {
-      if (m.complement) {
-        const auto& base = g_->byte_tokens();
-        if (stacks_.size() == 1) {
-          std::copy(base.begin(), base.end(), mask.begin());
-          for (int32_t id : m.ids) mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
-        } else {
-          std::vector<uint64_t> tmp(base);
-          for (int32_t id : m.ids) tmp[id >> 6] &= ~(uint64_t{1} << (id & 63));
-          for (size_t w = 0; w < mask.size(); ++w) mask[w] |= tmp[w];
-        }
-      } else {
-        for (int32_t id : m.ids) mask[id >> 6] |= uint64_t{1} << (id & 63);
-      }
-      done_ci = &m;
+    // Several stacks may share a top position (different callers): its fixed part once.
+    if (std::find(done_.begin(), done_.end(), pos) == done_.end()) {
+      done_.push_back(pos);
+      apply_fixed(m, mask);
     }
     add_dependent(stack, m, mask);
+  }
+}
+
+void Matcher::apply_fixed(const PositionMask& m, std::span<uint64_t> mask) {
+  if (!m.bits.empty()) {
+    for (size_t w = 0; w < mask.size(); ++w) mask[w] |= m.bits[w];
+  } else if (m.complement) {
+    const auto& base = g_->byte_tokens();
+    tmp_.assign(base.begin(), base.end());
+    for (int32_t id : m.ids) tmp_[id >> 6] &= ~(uint64_t{1} << (id & 63));
+    for (size_t w = 0; w < mask.size(); ++w) mask[w] |= tmp_[w];
+  } else {
+    for (int32_t id : m.ids) mask[id >> 6] |= uint64_t{1} << (id & 63);
   }
 }
 

@@ -47,12 +47,15 @@ class Matcher {
  private:
   static constexpr uint32_t kTerminated = UINT32_MAX;
   uint32_t next_state(int32_t token);
+  void apply_fixed(const PositionMask& m, std::span<uint64_t> mask);
   void add_dependent(uint32_t stack, const PositionMask& m, std::span<uint64_t> mask);
 
   std::shared_ptr<const CompiledGrammar> g_;
   Pda pda_;
   std::vector<uint32_t> history_;   // state after 0, 1, ... accepted tokens
   std::vector<uint32_t> stacks_;    // the current state's stacks, copied per mask
+  std::vector<uint32_t> done_;      // positions whose fixed part is in the mask already
+  std::vector<uint64_t> tmp_;
   std::vector<uint32_t> walk_;      // per-depth states of the dependent-token walk
 };
 

@@ -21,6 +21,7 @@ Pda::Pda(const Grammar& g, const Limits& limits, bool dense) : g_(g), limits_(li
           if (g_.elems[p].kind == Elem::kRule) return_sites_[g_.elems[p].arg].push_back(p + 1);
           if (g_.elems[p].kind == Elem::kEnd) break;
         }
+    find_callers();
   }
   state_off_ = {0, 0};                                // state 0: no stacks (dead)
   if (dense_) table_.assign(256, kDead);
@@ -32,7 +33,7 @@ uint32_t Pda::intern_frame(uint32_t pos, uint32_t parent) {
   auto [it, fresh] = frame_ids_.try_emplace(key, static_cast<uint32_t>(frames_.size()));
   if (fresh) {
     frames_.push_back(Frame{pos, parent});
-    bottom_.push_back(pos == kWild0 || pos == kEndedPos ? 1 : pos == kWild1 ? 2 : bottom_[parent]);
+    bottom_.push_back(pos == kWild0 || pos == kEndedPos ? 1 : pos == kWild1 || pos == kWildEndPos ? 2 : bottom_[parent]);
   }
   return it->second;
 }
@@ -59,7 +60,10 @@ void Pda::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, int 
       }
       return;
     case Elem::kRule: {
-      const uint32_t call = intern_frame(pos, parent);
+      // A call in tail position pushes no frame: the callee returns straight to our caller.
+      // Loops (R ::= x R | ...) then keep one stack depth, so their states repeat and the
+      // memoized transitions hit.
+      const uint32_t call = g_.elems[pos + 1].kind == Elem::kEnd ? parent : intern_frame(pos, parent);
       for (uint32_t a : g_.rules[e.arg].alts) expand(a, call, out, depth + 1);
       return;
     }
@@ -98,15 +102,54 @@ uint32_t Pda::start(uint32_t pos, uint32_t parent) {
 void Pda::wild_pop(uint32_t rule, std::vector<uint32_t>& out, int depth) {
   if (seen_[rule] == epoch_) return;
   seen_[rule] = epoch_;
-  if (rule == g_.root) out.push_back(kEmptyStack);
+  if (rule == g_.root) out.push_back(intern_frame(kWildEndPos, 0));   // the grammar may end here
   for (uint32_t q : return_sites_[rule]) expand(q, intern_frame(kWild1, rule_of_[q]), out, depth + 1);
 }
 
 uint32_t Pda::start_local(uint32_t pos) {
   ++epoch_;
+  std::vector<uint32_t> chain;
+  uint32_t r = rule_of_[pos], bottom = kNone;
+  while (chain.size() < 16) {
+    const uint32_t c = caller_[r];
+    if (c == kRootCaller) bottom = kEmptyStack;
+    if (c == kNone || c == kRootCaller) break;
+    chain.push_back(c);
+    r = rule_of_[c];
+  }
+  uint32_t parent = bottom == kEmptyStack ? kEmptyStack : intern_frame(kWild0, r);
+  for (size_t i = chain.size(); i-- > 0;) parent = intern_frame(chain[i], parent);
   std::vector<uint32_t> out;
-  expand(pos, intern_frame(kWild0, rule_of_[pos]), out, 0);
+  expand(pos, parent, out, 0);
   return intern_state(out);
+}
+
+// caller_[R]: the one position whose frame sits below R's frames in every stack, if there
+// is one. Tail calls push no frame, so a rule called in tail position inherits the callers
+// of the rule that calls it. The root's caller is "outside" (the empty stack).
+void Pda::find_callers() {
+  const size_t n = g_.rules.size();
+  std::vector<std::vector<uint32_t>> sets(n), tail_from(n);
+  auto add = [](std::vector<uint32_t>& set, uint32_t c) {
+    if (set.size() >= 2 || std::find(set.begin(), set.end(), c) != set.end()) return false;
+    set.push_back(c);
+    return true;
+  };
+  add(sets[g_.root], kRootCaller);
+  for (uint32_t q = 0; q < g_.elems.size(); ++q) {
+    if (g_.elems[q].kind != Elem::kRule) continue;
+    if (g_.elems[q + 1].kind == Elem::kEnd) tail_from[g_.elems[q].arg].push_back(rule_of_[q]);
+    else add(sets[g_.elems[q].arg], q);
+  }
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t r = 0; r < n; ++r)
+      for (uint32_t from : tail_from[r])
+        for (size_t i = 0; i < sets[from].size(); ++i) changed |= add(sets[r], sets[from][i]);
+  }
+  caller_.assign(n, kNone);
+  for (uint32_t r = 0; r < n; ++r)
+    if (sets[r].size() == 1) caller_[r] = sets[r][0];
 }
 
 uint32_t Pda::compute_step(uint32_t state, uint8_t byte) {
@@ -119,7 +162,7 @@ uint32_t Pda::compute_step(uint32_t state, uint8_t byte) {
   todo.insert(todo.end(), ended.begin(), ended.end());
   ++epoch_;   // pops after this byte are a new phase: their continuations are not in `todo`
   for (uint32_t s : todo) {
-    if (s == kEmptyStack || frames_[s].pos == kEndedPos) continue;
+    if (s == kEmptyStack || frames_[s].pos >= kWildEndPos) continue;
     const Frame f = frames_[s];
     const Elem& e = g_.elems[f.pos];
     if (e.kind == Elem::kBytes && g_.sets[e.arg].has(byte)) expand(f.pos + 1, f.parent, out, 0);

@@ -38,12 +38,13 @@ class Pda {
 
   // The state holding the expansion of frame (pos, parent) — pos may be any position.
   uint32_t start(uint32_t pos, uint32_t parent);
-  // The analysis start for a position: [pos] over W0(its rule).
+  // The analysis start for a position: [pos], over the frames every real stack with this top
+  // has below it (rules with one call site), over W0 of the first rule with several.
   uint32_t start_local(uint32_t pos);
   // Some stack of the state is still inside the analysed rule instance (or has just ended it).
   bool has_internal(uint32_t state) const {
     for (uint32_t s : stacks(state))
-      if (bottom_[s] == 1) return true;
+      if (bottom_[s] != 2) return true;
     return false;
   }
   // State after consuming one byte / one token terminal.
@@ -90,7 +91,9 @@ class Pda {
   void expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, int depth);
   uint32_t compute_step(uint32_t state, uint8_t byte);
   void wild_pop(uint32_t rule, std::vector<uint32_t>& out, int depth);
-  static constexpr uint32_t kWild0 = UINT32_MAX - 1, kWild1 = UINT32_MAX - 2, kEndedPos = UINT32_MAX - 3;
+  void find_callers();
+  static constexpr uint32_t kWild0 = UINT32_MAX - 1, kWild1 = UINT32_MAX - 2, kEndedPos = UINT32_MAX - 3,
+                             kWildEndPos = UINT32_MAX - 4, kRootCaller = UINT32_MAX;
 
   const Grammar& g_;
   Limits limits_;
@@ -106,6 +109,8 @@ class Pda {
   std::vector<uint8_t> bottom_;                     // per frame: 0 real, 1 W0/kEnded, 2 W1
   std::vector<uint32_t> rule_of_;                   // per position (analysis only)
   std::vector<std::vector<uint32_t>> return_sites_; // per rule: positions after each reference
+  std::vector<uint32_t> caller_;                    // per rule: its one non-tail call site, or kNone
+  static constexpr uint32_t kNone = UINT32_MAX - 1;
   std::vector<uint32_t> seen_;                      // per rule: epoch of the last wild pop
   uint32_t epoch_ = 0;
 };

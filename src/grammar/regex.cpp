@@ -216,7 +216,7 @@ class RegexParser {
   }
 
   Expr any_char() {
-    if (ctx_.json_string) return ref(ctx_.json_char);
+    if (ctx_.json_string) return ctx_.json_char;
     ByteSet raw = ByteSet::range(0, 0x7f);
     return alt({bytes(raw), ref(ctx_.utf8_multi)});
   }

@@ -23,7 +23,7 @@ namespace sluice::grammar {
 struct RegexContext {
   GrammarBuilder* b = nullptr;
   bool json_string = false;
-  uint32_t json_char = 0;      // json_string mode: a rule for one JSON string character
+  Expr json_char;              // json_string mode: one JSON string character
   uint32_t utf8_multi = 0;     // a rule for one well-formed non-ASCII UTF-8 character
 };
 
