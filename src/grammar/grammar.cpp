@@ -137,6 +137,23 @@ uint32_t GrammarBuilder::helper(const std::string& base, const Expr& e) {
   return add(base + "-" + std::to_string(g_.rules.size()), e);
 }
 
+namespace {
+
+// x's alternatives, each followed by `next`: (a | b) next -> a next | b next. Inlining the
+// alternatives keeps every byte position of a loop inside the loop's own rule, which has
+// one caller (the mask analysis then sees through it; see CompiledGrammar).
+Expr each_then(const Expr& x, const Expr& next) {
+  std::vector<Expr> alts;
+  if (x.kind == Expr::kAlt) {
+    for (const Expr& a : x.kids) alts.push_back(seq({a, next}));
+  } else {
+    alts.push_back(seq({x, next}));
+  }
+  return alt(std::move(alts));
+}
+
+}  // namespace
+
 // x{min,max}: min copies of x, then a chain of optional copies (or one star rule).
 uint32_t GrammarBuilder::repeat_rule(const Expr& e, const std::string& base) {
   if (e.max != kInf && e.max > limits_.max_repeat)
@@ -145,18 +162,18 @@ uint32_t GrammarBuilder::repeat_rule(const Expr& e, const std::string& base) {
     fail("grammar: repetition bound %u over the limit %zu (limit max_repeat)", e.min, limits_.max_repeat);
   if (e.max != kInf && e.min > e.max) fail("grammar: repetition {%u,%u} has min > max", e.min, e.max);
   Expr x = e.kids[0];
-  if (x.kind == Expr::kSeq || x.kind == Expr::kAlt || x.kind == Expr::kRepeat) x = ref(helper(base, x));
+  if (x.kind == Expr::kRepeat) x = ref(helper(base, x));
   std::vector<Expr> parts(e.min, x);
   if (e.max == kInf) {
     const uint32_t s = declare(base + "-star" + std::to_string(g_.rules.size()));
-    define(s, alt({seq({x, ref(s)}), empty()}));
+    define(s, alt({each_then(x, ref(s)), empty()}));
     parts.push_back(ref(s));
   } else if (e.max > e.min) {
     uint32_t prev = declare(base + "-opt" + std::to_string(g_.rules.size()));
     define(prev, alt({x, empty()}));
     for (uint32_t k = e.min + 1; k < e.max; ++k) {
       const uint32_t r = declare(base + "-opt" + std::to_string(g_.rules.size()));
-      define(r, alt({seq({x, ref(prev)}), empty()}));
+      define(r, alt({each_then(x, ref(prev)), empty()}));
       prev = r;
     }
     parts.push_back(ref(prev));

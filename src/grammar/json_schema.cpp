@@ -55,14 +55,15 @@ void SchemaCompiler::common_rules() {
   ByteSet e1x;
   e1x.add_range(0xE1, 0xEC);
   e1x.add_range(0xEE, 0xEF);
-  const uint32_t utf8 = b_.add("utf8", alt({
+  std::vector<Expr> utf8_alts{
       seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}),
       seq({lit("\xE0"), bytes(ByteSet::range(0xA0, 0xBF)), cont}),
       seq({bytes(e1x), cont, cont}),
       seq({lit("\xED"), bytes(ByteSet::range(0x80, 0x9F)), cont}),
       seq({lit("\xF0"), bytes(ByteSet::range(0x90, 0xBF)), cont, cont}),
       seq({bytes(ByteSet::range(0xF1, 0xF3)), cont, cont, cont}),
-      seq({lit("\xF4"), bytes(ByteSet::range(0x80, 0x8F)), cont, cont})}));
+      seq({lit("\xF4"), bytes(ByteSet::range(0x80, 0x8F)), cont, cont})};
+  const uint32_t utf8 = b_.add("utf8", alt(utf8_alts));
   ByteSet hex = ByteSet::range('0', '9');
   hex.add_range('a', 'f');
   hex.add_range('A', 'F');
@@ -86,12 +87,17 @@ void SchemaCompiler::common_rules() {
     plain.add('\n');
     plain.add('\t');
     plain.w[1] &= ~(uint64_t{1} << ('|' - 64));
-    char_ = alt({bytes(plain), ref(utf8)});
+    std::vector<Expr> alts{bytes(plain)};
+    alts.insert(alts.end(), utf8_alts.begin(), utf8_alts.end());
+    char_ = alt(std::move(alts));
   } else {
     ByteSet plain = ByteSet::range(0x20, 0x7F);
     plain.w[0] &= ~(uint64_t{1} << '"');
     plain.w[1] &= ~(uint64_t{1} << ('\\' - 64));
-    char_ = alt({bytes(plain), ref(utf8), seq({lit("\\"), alt({bytes(simple_esc), uesc})})});
+    std::vector<Expr> alts{bytes(plain)};
+    alts.insert(alts.end(), utf8_alts.begin(), utf8_alts.end());
+    alts.push_back(seq({lit("\\"), alt({bytes(simple_esc), uesc})}));
+    char_ = alt(std::move(alts));
   }
   // The character is an expression, not a shared rule: each string gets its own loop rule,
   // whose one call site lets the mask analysis follow a token past the closing quote
