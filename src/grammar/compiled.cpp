@@ -18,8 +18,28 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
   for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
   Pda pda(g_, limits_, /*dense=*/true);
   std::vector<uint8_t> flag(static_cast<size_t>(vocab_->n_vocab()), 0);
+  // Only rules reachable from the root can be on a stack (front ends add shared helpers
+  // that a given schema may never use).
+  std::vector<uint8_t> reach(g_.rules.size(), 0);
+  std::vector<uint32_t> todo{g_.root};
+  reach[g_.root] = 1;
+  while (!todo.empty()) {
+    const uint32_t r = todo.back();
+    todo.pop_back();
+    for (uint32_t a : g_.rules[r].alts)
+      for (uint32_t p = a; g_.elems[p].kind != Elem::kEnd; ++p)
+        if (g_.elems[p].kind == Elem::kRule && !reach[g_.elems[p].arg]) {
+          reach[g_.elems[p].arg] = 1;
+          todo.push_back(g_.elems[p].arg);
+        }
+  }
+  std::vector<uint8_t> live(g_.elems.size(), 0);
+  for (uint32_t r = 0; r < g_.rules.size(); ++r)
+    if (reach[r])
+      for (uint32_t a : g_.rules[r].alts)
+        for (uint32_t p = a; g_.elems[p].kind != Elem::kEnd; ++p) live[p] = 1;
   for (uint32_t pos = 0; pos < g_.elems.size(); ++pos) {
-    if (g_.elems[pos].kind != Elem::kBytes) continue;
+    if (g_.elems[pos].kind != Elem::kBytes || !live[pos]) continue;
     mask_index_[pos] = static_cast<int32_t>(masks_.size());
     masks_.emplace_back();
     analyse(pda, pos, masks_.back(), flag);
