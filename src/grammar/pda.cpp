@@ -24,6 +24,7 @@ Pda::Pda(const Grammar& g, const Limits& limits, bool dense) : g_(g), limits_(li
     find_callers();
   }
   state_off_ = {0, 0};                                // state 0: no stacks (dead)
+  internal_ = {0};
   if (dense_) table_.assign(256, kDead);
   else memo_.reserve(1024);
 }
@@ -85,6 +86,7 @@ uint32_t Pda::intern_state(std::vector<uint32_t>& s) {
     fail("grammar: more than %zu matcher states (limit max_states)", limits_.max_states);
   const auto id = static_cast<uint32_t>(n_states());
   stack_pool_.insert(stack_pool_.end(), s.begin(), s.end());
+  internal_.push_back(std::any_of(s.begin(), s.end(), [&](uint32_t x) { return bottom_[x] != 2; }));
   state_off_.push_back(static_cast<uint32_t>(stack_pool_.size()));
   cands.push_back(id);
   if (dense_) table_.resize(table_.size() + 256, kUnknown);

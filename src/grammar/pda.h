@@ -42,11 +42,7 @@ class Pda {
   // has below it (rules with one call site), over W0 of the first rule with several.
   uint32_t start_local(uint32_t pos);
   // Some stack of the state is still inside the analysed rule instance (or has just ended it).
-  bool has_internal(uint32_t state) const {
-    for (uint32_t s : stacks(state))
-      if (bottom_[s] != 2) return true;
-    return false;
-  }
+  bool has_internal(uint32_t state) const { return internal_[state]; }
   // State after consuming one byte / one token terminal.
   uint32_t step(uint32_t state, uint8_t byte) {
     if (dense_) {
@@ -106,6 +102,7 @@ class Pda {
   std::vector<uint32_t> table_;
   std::unordered_map<uint64_t, uint32_t> memo_;
   std::vector<uint32_t> scratch_;
+  std::vector<uint8_t> internal_;                   // per state: has_internal()
   std::vector<uint8_t> bottom_;                     // per frame: 0 real, 1 W0/kEnded, 2 W1
   std::vector<uint32_t> rule_of_;                   // per position (analysis only)
   std::vector<std::vector<uint32_t>> return_sites_; // per rule: positions after each reference
