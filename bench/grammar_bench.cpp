@@ -6,8 +6,8 @@
 //   grammar_bench [model.gguf] [tests/data/grammar/json_cases.json]
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -25,7 +25,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
+double us_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
 
 double pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;
@@ -86,9 +88,14 @@ int main(int argc, char** argv) {
                 mask_us.size(), rejected);
     std::printf("mask us/token: mean %.1f  p50 %.1f  p99 %.1f  max %.1f\n", sum / static_cast<double>(mask_us.size()),
                 pct(mask_us, 0.5), pct(mask_us, 0.99), pct(mask_us, 1.0));
-    std::printf("compile ms/schema: mean %.1f  p50 %.1f  p99 %.1f  max %.1f\n",
-                [&] { double s = 0; for (double x : compile_ms) s += x; return s / static_cast<double>(compile_ms.size()); }(),
-                pct(compile_ms, 0.5), pct(compile_ms, 0.99), pct(compile_ms, 1.0));
+    std::printf(
+        "compile ms/schema: mean %.1f  p50 %.1f  p99 %.1f  max %.1f\n",
+        [&] {
+          double s = 0;
+          for (double x : compile_ms) s += x;
+          return s / static_cast<double>(compile_ms.size());
+        }(),
+        pct(compile_ms, 0.5), pct(compile_ms, 0.99), pct(compile_ms, 1.0));
     return rejected ? 1 : 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "grammar_bench: %s\n", e.what());

@@ -61,7 +61,7 @@ void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::ve
   for (uint32_t i = 1; i < nodes.size();) {
     const auto& nd = nodes[i];
     const uint32_t s = pda.step(state[nd.depth - 1], nd.byte);
-    if (s == Pda::kDead) {   // dead in every context, with everything below it
+    if (s == Pda::kDead) {  // dead in every context, with everything below it
       i = nd.end;
       continue;
     }
@@ -97,7 +97,8 @@ void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::ve
   }
 }
 
-std::shared_ptr<const CompiledGrammar> GrammarCache::get(const std::string& key, const std::function<Grammar()>& build) {
+std::shared_ptr<const CompiledGrammar> GrammarCache::get(const std::string& key,
+                                                         const std::function<Grammar()>& build) {
   {
     std::lock_guard lock(mu_);
     auto it = index_.find(key);

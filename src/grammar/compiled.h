@@ -30,11 +30,11 @@ namespace sluice::grammar {
 // The tokens a position accepts in every context, in the cheapest of three forms to OR into
 // a mask: a list of ids, a list of the byte tokens it does NOT accept, or (large) a bitset.
 struct PositionMask {
-  bool complement = false;        // `ids` lists the byte tokens NOT accepted
-  std::vector<int32_t> ids;       // ascending
-  std::vector<uint64_t> bits;     // when not empty: the accepted set (ids unused)
-  std::vector<int32_t> dependent; // trie order
-  std::vector<uint16_t> dep_lcp;  // common prefix length with the previous dependent token
+  bool complement = false;         // `ids` lists the byte tokens NOT accepted
+  std::vector<int32_t> ids;        // ascending
+  std::vector<uint64_t> bits;      // when not empty: the accepted set (ids unused)
+  std::vector<int32_t> dependent;  // trie order
+  std::vector<uint16_t> dep_lcp;   // common prefix length with the previous dependent token
 };
 
 struct CompileStats {

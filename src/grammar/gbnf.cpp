@@ -36,8 +36,10 @@ class GbnfParser {
   [[noreturn]] void error(const char* what) {
     size_t line = 1, col = 1;
     for (size_t k = 0; k < i_ && k < t_.size(); ++k) {
-      if (t_[k] == '\n') ++line, col = 1;
-      else ++col;
+      if (t_[k] == '\n')
+        ++line, col = 1;
+      else
+        ++col;
     }
     fail("gbnf: %s at line %zu, column %zu", what, line, col);
   }
@@ -104,11 +106,16 @@ class GbnfParser {
     for (;;) {
       if (i_ >= t_.size()) return e;
       const char c = t_[i_];
-      if (c == '*') e = star(std::move(e)), ++i_;
-      else if (c == '+') e = plus(std::move(e)), ++i_;
-      else if (c == '?') e = opt(std::move(e)), ++i_;
-      else if (c == '{') e = braces(std::move(e));
-      else return e;
+      if (c == '*')
+        e = star(std::move(e)), ++i_;
+      else if (c == '+')
+        e = plus(std::move(e)), ++i_;
+      else if (c == '?')
+        e = opt(std::move(e)), ++i_;
+      else if (c == '{')
+        e = braces(std::move(e));
+      else
+        return e;
     }
   }
 
@@ -155,7 +162,8 @@ class GbnfParser {
       i_ += 2;
       int64_t id = 0;
       const size_t s = i_;
-      while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9' && id < (int64_t{1} << 31)) id = id * 10 + (t_[i_++] - '0');
+      while (i_ < t_.size() && t_[i_] >= '0' && t_[i_] <= '9' && id < (int64_t{1} << 31))
+        id = id * 10 + (t_[i_++] - '0');
       if (i_ == s || t_.substr(i_, 2) != "]>") error("expected a token terminal <[id]>");
       i_ += 2;
       return token(static_cast<int32_t>(id));
@@ -186,7 +194,12 @@ class GbnfParser {
       case 'n': return '\n';
       case 'r': return '\r';
       case 't': return '\t';
-      case '\\': case '"': case '[': case ']': case '-': case '^': return static_cast<uint8_t>(e);
+      case '\\':
+      case '"':
+      case '[':
+      case ']':
+      case '-':
+      case '^': return static_cast<uint8_t>(e);
       case 'x': return hex(2);
       case 'u': return hex(4);
       case 'U': return hex(8);
@@ -198,7 +211,10 @@ class GbnfParser {
     for (int k = 0; k < n; ++k, ++i_) {
       if (i_ >= t_.size()) error("truncated hex escape");
       const char c = t_[i_];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+      const int d = c >= '0' && c <= '9'   ? c - '0'
+                    : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                    : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                           : -1;
       if (d < 0) error("bad hex digit");
       v = v * 16 + static_cast<uint32_t>(d);
     }
@@ -206,10 +222,13 @@ class GbnfParser {
   }
   static std::string utf8(uint32_t cp) {
     std::string s;
-    if (cp < 0x80) s += static_cast<char>(cp);
-    else if (cp < 0x800) s += {static_cast<char>(0xC0 | cp >> 6), static_cast<char>(0x80 | (cp & 0x3F))};
+    if (cp < 0x80)
+      s += static_cast<char>(cp);
+    else if (cp < 0x800)
+      s += {static_cast<char>(0xC0 | cp >> 6), static_cast<char>(0x80 | (cp & 0x3F))};
     else if (cp < 0x10000)
-      s += {static_cast<char>(0xE0 | cp >> 12), static_cast<char>(0x80 | (cp >> 6 & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
+      s += {static_cast<char>(0xE0 | cp >> 12), static_cast<char>(0x80 | (cp >> 6 & 0x3F)),
+            static_cast<char>(0x80 | (cp & 0x3F))};
     else
       s += {static_cast<char>(0xF0 | cp >> 18), static_cast<char>(0x80 | (cp >> 12 & 0x3F)),
             static_cast<char>(0x80 | (cp >> 6 & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
@@ -231,7 +250,8 @@ class GbnfParser {
     ByteSet ascii;
     for (int b = 0; b < 128; ++b)
       if (!excluded.has(static_cast<uint8_t>(b))) ascii.add(static_cast<uint8_t>(b));
-    return alt({bytes(ascii), seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}), seq({bytes(ByteSet::range(0xE0, 0xEF)), cont, cont}),
+    return alt({bytes(ascii), seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}),
+                seq({bytes(ByteSet::range(0xE0, 0xEF)), cont, cont}),
                 seq({bytes(ByteSet::range(0xF0, 0xF4)), cont, cont, cont})});
   }
 
@@ -266,6 +286,8 @@ class GbnfParser {
 
 }  // namespace
 
-Grammar gbnf_grammar(std::string_view text, const Limits& limits) { return GbnfParser(text, limits).parse(); }
+Grammar gbnf_grammar(std::string_view text, const Limits& limits) {
+  return GbnfParser(text, limits).parse();
+}
 
 }  // namespace sluice::grammar

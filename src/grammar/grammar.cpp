@@ -7,7 +7,9 @@
 
 namespace sluice::grammar {
 
-Expr empty() { return Expr{}; }
+Expr empty() {
+  return Expr{};
+}
 
 Expr lit(std::string_view s) {
   Expr e;
@@ -69,8 +71,7 @@ uint32_t GrammarBuilder::declare(std::string name) {
 }
 
 void GrammarBuilder::check_size() const {
-  if (g_.rules.size() > limits_.max_rules)
-    fail("grammar: more than %zu rules (limit max_rules)", limits_.max_rules);
+  if (g_.rules.size() > limits_.max_rules) fail("grammar: more than %zu rules (limit max_rules)", limits_.max_rules);
   if (g_.elems.size() > limits_.max_positions)
     fail("grammar: more than %zu grammar positions (limit max_positions)", limits_.max_positions);
 }
@@ -89,7 +90,7 @@ void GrammarBuilder::define(uint32_t rule, const Expr& e) {
   if (defined_[rule]) fail("grammar: rule '%s' defined twice", g_.rules[rule].name.c_str());
   defined_[rule] = true;
   std::vector<uint32_t> alts;
-  const std::string base = g_.rules[rule].name;   // a copy: helper rules grow g_.rules
+  const std::string base = g_.rules[rule].name;  // a copy: helper rules grow g_.rules
   lower_alt(e, alts, base);
   g_.rules[rule].alts = std::move(alts);
 }
@@ -114,22 +115,14 @@ void GrammarBuilder::lower_seq(const Expr& e, std::vector<Elem>& out, const std:
     case Expr::kSeq:
       for (const Expr& k : e.kids) lower_seq(k, out, base);
       return;
-    case Expr::kBytes:
-      out.push_back(Elem{Elem::kBytes, set_index(e.bytes)});
-      return;
+    case Expr::kBytes: out.push_back(Elem{Elem::kBytes, set_index(e.bytes)}); return;
     case Expr::kRule:
       if (e.id >= g_.rules.size()) fail("grammar: reference to undeclared rule %u", e.id);
       out.push_back(Elem{Elem::kRule, e.id});
       return;
-    case Expr::kToken:
-      out.push_back(Elem{Elem::kToken, e.id});
-      return;
-    case Expr::kAlt:
-      out.push_back(Elem{Elem::kRule, helper(base, e)});
-      return;
-    case Expr::kRepeat:
-      out.push_back(Elem{Elem::kRule, repeat_rule(e, base)});
-      return;
+    case Expr::kToken: out.push_back(Elem{Elem::kToken, e.id}); return;
+    case Expr::kAlt: out.push_back(Elem{Elem::kRule, helper(base, e)}); return;
+    case Expr::kRepeat: out.push_back(Elem{Elem::kRule, repeat_rule(e, base)}); return;
   }
 }
 
@@ -223,9 +216,8 @@ void validate(const Grammar& g) {
   });
   for (size_t r = 0; r < g.rules.size(); ++r)
     if (!productive[r]) fail("grammar: rule '%s' matches no finite string", g.rules[r].name.c_str());
-  const auto nullable = fixed_point(g, [&](const Elem& e, const std::vector<bool>& in) {
-    return e.kind == Elem::kRule && in[e.arg];
-  });
+  const auto nullable =
+      fixed_point(g, [&](const Elem& e, const std::vector<bool>& in) { return e.kind == Elem::kRule && in[e.arg]; });
   // Left corners: r -> s when s can start r without r consuming input first.
   std::vector<std::vector<uint32_t>> corner(g.rules.size());
   for (size_t r = 0; r < g.rules.size(); ++r)
@@ -234,7 +226,7 @@ void validate(const Grammar& g) {
         corner[r].push_back(g.elems[p].arg);
         if (!nullable[g.elems[p].arg]) break;
       }
-  std::vector<uint8_t> mark(g.rules.size(), 0);   // 0 new, 1 on the path, 2 done
+  std::vector<uint8_t> mark(g.rules.size(), 0);  // 0 new, 1 on the path, 2 done
   std::function<void(uint32_t)> visit = [&](uint32_t r) {
     mark[r] = 1;
     for (uint32_t s : corner[r]) {

@@ -35,8 +35,16 @@ struct ByteSet {
   ByteSet inverted() const { return ByteSet{{~w[0], ~w[1], ~w[2], ~w[3]}}; }
   bool empty() const { return (w[0] | w[1] | w[2] | w[3]) == 0; }
   bool operator==(const ByteSet&) const = default;
-  static ByteSet of(uint8_t b) { ByteSet s; s.add(b); return s; }
-  static ByteSet range(uint8_t lo, uint8_t hi) { ByteSet s; s.add_range(lo, hi); return s; }
+  static ByteSet of(uint8_t b) {
+    ByteSet s;
+    s.add(b);
+    return s;
+  }
+  static ByteSet range(uint8_t lo, uint8_t hi) {
+    ByteSet s;
+    s.add_range(lo, hi);
+    return s;
+  }
 };
 
 // An expression tree, the front ends' output.
@@ -49,38 +57,44 @@ struct Expr {
   uint32_t min = 0, max = 0;  // kRepeat: {min, max}, max may be kInf
 };
 
-Expr empty();                              // matches ""
-Expr lit(std::string_view s);              // the bytes of s
+Expr empty();                  // matches ""
+Expr lit(std::string_view s);  // the bytes of s
 Expr bytes(const ByteSet& s);
 Expr ref(uint32_t rule);
 Expr token(int32_t id);
 Expr seq(std::vector<Expr> parts);
 Expr alt(std::vector<Expr> parts);
 Expr repeat(Expr e, uint32_t min, uint32_t max);
-inline Expr opt(Expr e) { return repeat(std::move(e), 0, 1); }
-inline Expr star(Expr e) { return repeat(std::move(e), 0, kInf); }
-inline Expr plus(Expr e) { return repeat(std::move(e), 1, kInf); }
+inline Expr opt(Expr e) {
+  return repeat(std::move(e), 0, 1);
+}
+inline Expr star(Expr e) {
+  return repeat(std::move(e), 0, kInf);
+}
+inline Expr plus(Expr e) {
+  return repeat(std::move(e), 1, kInf);
+}
 
 struct Elem {
   enum Kind : uint8_t { kBytes, kRule, kToken, kEnd };
   Kind kind;
-  uint32_t arg;   // kBytes: index into Grammar::sets; kRule: rule id; kToken: token id
+  uint32_t arg;  // kBytes: index into Grammar::sets; kRule: rule id; kToken: token id
 };
 
 struct Rule {
   std::string name;
-  std::vector<uint32_t> alts;   // start positions
+  std::vector<uint32_t> alts;  // start positions
 };
 
 // Limits on what a request may make us build (over them: sluice::Error naming the limit).
 struct Limits {
-  size_t max_positions = 200000;     // grammar elements
+  size_t max_positions = 200000;  // grammar elements
   size_t max_rules = 50000;
-  size_t max_stacks_per_state = 2048;   // parallel parses the matcher follows at once
-  size_t max_states = 1 << 16;       // distinct states per matcher/compile (1 KiB of transitions each)
-  double max_compile_ms = 5000;      // grammar compile, including the mask tables
-  size_t max_schema_bytes = 1 << 20; // JSON Schema text
-  size_t max_repeat = 10000;         // bound of one counted repetition (maxLength, ...)
+  size_t max_stacks_per_state = 2048;  // parallel parses the matcher follows at once
+  size_t max_states = 1 << 16;         // distinct states per matcher/compile (1 KiB of transitions each)
+  double max_compile_ms = 5000;        // grammar compile, including the mask tables
+  size_t max_schema_bytes = 1 << 20;   // JSON Schema text
+  size_t max_repeat = 10000;           // bound of one counted repetition (maxLength, ...)
 };
 
 struct Grammar {

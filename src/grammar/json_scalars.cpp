@@ -12,7 +12,8 @@ namespace {
 // The formats as anchored patterns over the decoded string. Dates have per-month day
 // ranges (February stops at 28: leap days are never generated) and years 1000-9999.
 const char* const kDate =
-    "[1-9]\\d{3}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))";
+    "[1-9]\\d{3}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|"
+    "2[0-8]))";
 const char* const kTime = "(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d{1,6})?(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)";
 const char* const kUuid = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
 const char* const kEmail = "[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\\.[A-Za-z0-9-]{1,63}){1,4}";
@@ -22,13 +23,18 @@ uint32_t length_of(const Json& s, const char* key, const std::string& path, size
   const Json& v = s.at(key);
   if (!v.is_number_integer() || v.get<int64_t>() < 0)
     fail("json schema: '%s' at %s must be a non-negative integer", key, path.c_str());
-  if (v.get<uint64_t>() > limit) fail("json schema: '%s' at %s over the limit %zu (limit max_repeat)", key, path.c_str(), limit);
+  if (v.get<uint64_t>() > limit)
+    fail("json schema: '%s' at %s over the limit %zu (limit max_repeat)", key, path.c_str(), limit);
   return v.get<uint32_t>();
 }
 
-std::string digits_of(uint64_t v) { return std::to_string(v); }
+std::string digits_of(uint64_t v) {
+  return std::to_string(v);
+}
 
-Expr digit_range(char a, char b) { return bytes(ByteSet::range(static_cast<uint8_t>(a), static_cast<uint8_t>(b))); }
+Expr digit_range(char a, char b) {
+  return bytes(ByteSet::range(static_cast<uint8_t>(a), static_cast<uint8_t>(b)));
+}
 
 // Decimal strings of one length between a and b (a <= b, same length).
 Expr same_length(const std::string& a, const std::string& b) {
@@ -37,16 +43,18 @@ Expr same_length(const std::string& a, const std::string& b) {
   const std::string ra = a.substr(1), rb = b.substr(1);
   if (a[0] == b[0]) return seq({lit(a.substr(0, 1)), same_length(ra, rb)});
   if (ra == std::string(ra.size(), '0') && rb == std::string(rb.size(), '9'))
-    return seq({digit_range(a[0], b[0]), repeat(digit_range('0', '9'), static_cast<uint32_t>(ra.size()), static_cast<uint32_t>(ra.size()))});
+    return seq({digit_range(a[0], b[0]),
+                repeat(digit_range('0', '9'), static_cast<uint32_t>(ra.size()), static_cast<uint32_t>(ra.size()))});
   std::vector<Expr> alts{seq({lit(a.substr(0, 1)), same_length(ra, std::string(ra.size(), '9'))})};
   if (a[0] + 1 <= b[0] - 1)
-    alts.push_back(seq({digit_range(static_cast<char>(a[0] + 1), static_cast<char>(b[0] - 1)),
-                        repeat(digit_range('0', '9'), static_cast<uint32_t>(ra.size()), static_cast<uint32_t>(ra.size()))}));
+    alts.push_back(
+        seq({digit_range(static_cast<char>(a[0] + 1), static_cast<char>(b[0] - 1)),
+             repeat(digit_range('0', '9'), static_cast<uint32_t>(ra.size()), static_cast<uint32_t>(ra.size()))}));
   alts.push_back(seq({lit(b.substr(0, 1)), same_length(std::string(rb.size(), '0'), rb)}));
   return alt(std::move(alts));
 }
 
-constexpr uint64_t kMaxBound = 1000000000000000000ull;   // 1e18: bounds beyond are rejected
+constexpr uint64_t kMaxBound = 1000000000000000000ull;  // 1e18: bounds beyond are rejected
 
 }  // namespace
 
@@ -84,13 +92,20 @@ Expr SchemaCompiler::json_literal(const Json& v) {
 
 Expr SchemaCompiler::format_expr(const std::string& fmt, const std::string& path) {
   std::string re;
-  if (fmt == "date") re = kDate;
-  else if (fmt == "time") re = kTime;
-  else if (fmt == "date-time") re = std::string(kDate) + "T" + kTime;
-  else if (fmt == "uuid") re = kUuid;
-  else if (fmt == "email") re = kEmail;
-  else if (fmt == "ipv4") re = kIpv4;
-  else fail("json schema: unsupported format '%s' at %s", fmt.c_str(), path.c_str());
+  if (fmt == "date")
+    re = kDate;
+  else if (fmt == "time")
+    re = kTime;
+  else if (fmt == "date-time")
+    re = std::string(kDate) + "T" + kTime;
+  else if (fmt == "uuid")
+    re = kUuid;
+  else if (fmt == "email")
+    re = kEmail;
+  else if (fmt == "ipv4")
+    re = kIpv4;
+  else
+    fail("json schema: unsupported format '%s' at %s", fmt.c_str(), path.c_str());
   return regex_to_expr("^" + re + "$", rx_);
 }
 
@@ -123,7 +138,8 @@ Expr SchemaCompiler::digits_range(uint64_t lo, uint64_t hi, bool unbounded) {
     const std::string to = (!unbounded && len == last) ? digits_of(hi) : std::string(len, '9');
     alts.push_back(same_length(from, to));
   }
-  if (unbounded) alts.push_back(seq({ref(digit1_), repeat(digit_range('0', '9'), static_cast<uint32_t>(a.size()), kInf)}));
+  if (unbounded)
+    alts.push_back(seq({ref(digit1_), repeat(digit_range('0', '9'), static_cast<uint32_t>(a.size()), kInf)}));
   return alt(std::move(alts));
 }
 
@@ -131,7 +147,8 @@ Expr SchemaCompiler::digits_range(uint64_t lo, uint64_t hi, bool unbounded) {
 // Integers: digit strings. Numbers: an integer part and an optional fraction, exact at
 // the bounds (a fraction above an open lower bound must be non-zero, the upper bound
 // itself only with an all-zero fraction); no exponent.
-std::optional<Expr> SchemaCompiler::magnitude(uint64_t a, bool a_open, std::optional<uint64_t> b, bool b_open, bool integer) {
+std::optional<Expr> SchemaCompiler::magnitude(uint64_t a, bool a_open, std::optional<uint64_t> b, bool b_open,
+                                              bool integer) {
   if (integer) {
     if (a_open) ++a;
     if (b && b_open) {
@@ -151,8 +168,10 @@ std::optional<Expr> SchemaCompiler::magnitude(uint64_t a, bool a_open, std::opti
   }
   if (b && a > *b) return std::nullopt;
   std::vector<Expr> alts{seq({lit(digits_of(a)), a_open ? frac_nonzero : frac_any})};
-  if (!b) alts.push_back(seq({digits_range(a + 1, 0, true), frac_any}));
-  else if (a + 1 <= *b - 1) alts.push_back(seq({digits_range(a + 1, *b - 1, false), frac_any}));
+  if (!b)
+    alts.push_back(seq({digits_range(a + 1, 0, true), frac_any}));
+  else if (a + 1 <= *b - 1)
+    alts.push_back(seq({digits_range(a + 1, *b - 1, false), frac_any}));
   if (b && !b_open) alts.push_back(seq({lit(digits_of(*b)), frac_zero}));
   return alt(std::move(alts));
 }
@@ -166,8 +185,10 @@ Expr SchemaCompiler::number_expr(const Json& s, const std::string& path, bool in
     if (v.is_boolean()) fail("json schema: '%s' as a boolean (draft 4) at %s is not supported", key, path.c_str());
     if (!v.is_number()) fail("json schema: '%s' at %s must be a number", key, path.c_str());
     const double x = v.get<double>();
-    if (std::fabs(x) >= static_cast<double>(kMaxBound)) fail("json schema: '%s' at %s is beyond +-1e18", key, path.c_str());
-    if (!integer && x != std::floor(x)) fail("json schema: a non-integer '%s' on a number at %s is not supported", key, path.c_str());
+    if (std::fabs(x) >= static_cast<double>(kMaxBound))
+      fail("json schema: '%s' at %s is beyond +-1e18", key, path.c_str());
+    if (!integer && x != std::floor(x))
+      fail("json schema: a non-integer '%s' on a number at %s is not supported", key, path.c_str());
     const bool is_lo = &slot == &lo;
     // Keep the tighter of minimum / exclusiveMinimum (maximum / exclusiveMaximum).
     if (!slot || (is_lo ? x > *slot || (x == *slot && exclusive) : x < *slot || (x == *slot && exclusive))) {
@@ -183,7 +204,7 @@ Expr SchemaCompiler::number_expr(const Json& s, const std::string& path, bool in
     if (integer) return seq({opt(lit("-")), alt({lit("0"), seq({ref(digit1_), star(digit_range('0', '9'))})})});
     return ref(number_);
   }
-  if (integer) {   // integer bounds: round inwards, then closed
+  if (integer) {  // integer bounds: round inwards, then closed
     if (lo) *lo = lo_open ? std::floor(*lo) + 1 : std::ceil(*lo);
     if (hi) *hi = hi_open ? std::ceil(*hi) - 1 : std::floor(*hi);
     lo_open = hi_open = false;
@@ -201,7 +222,8 @@ Expr SchemaCompiler::number_expr(const Json& s, const std::string& path, bool in
     const bool hi_neg = hi && *hi <= 0;
     const uint64_t a = hi_neg ? static_cast<uint64_t>(-*hi) : 0;
     const bool a_open = hi_neg ? (hi_open || (a == 0)) : true;
-    auto m = magnitude(a, a_open, lo ? std::optional<uint64_t>(static_cast<uint64_t>(-*lo)) : std::nullopt, lo_open, integer);
+    auto m = magnitude(a, a_open, lo ? std::optional<uint64_t>(static_cast<uint64_t>(-*lo)) : std::nullopt, lo_open,
+                       integer);
     if (m) alts.push_back(seq({lit("-"), std::move(*m)}));
   }
   if (alts.empty()) fail("json schema: no %s satisfies the bounds at %s", integer ? "integer" : "number", path.c_str());

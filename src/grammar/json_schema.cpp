@@ -16,12 +16,41 @@ namespace {
 
 // Keywords that constrain nothing (annotations) are accepted; every other keyword outside
 // this list is an error naming it.
-const std::set<std::string> kKeywords = {
-    "type", "properties", "required", "additionalProperties", "enum", "const", "anyOf", "oneOf",
-    "allOf", "items", "prefixItems", "minItems", "maxItems", "minLength", "maxLength", "pattern",
-    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format", "$ref", "$defs",
-    "definitions", "nullable", "title", "description", "default", "examples", "$schema", "$id",
-    "$comment", "deprecated", "readOnly", "writeOnly"};
+const std::set<std::string> kKeywords = {"type",
+                                         "properties",
+                                         "required",
+                                         "additionalProperties",
+                                         "enum",
+                                         "const",
+                                         "anyOf",
+                                         "oneOf",
+                                         "allOf",
+                                         "items",
+                                         "prefixItems",
+                                         "minItems",
+                                         "maxItems",
+                                         "minLength",
+                                         "maxLength",
+                                         "pattern",
+                                         "minimum",
+                                         "maximum",
+                                         "exclusiveMinimum",
+                                         "exclusiveMaximum",
+                                         "format",
+                                         "$ref",
+                                         "$defs",
+                                         "definitions",
+                                         "nullable",
+                                         "title",
+                                         "description",
+                                         "default",
+                                         "examples",
+                                         "$schema",
+                                         "$id",
+                                         "$comment",
+                                         "deprecated",
+                                         "readOnly",
+                                         "writeOnly"};
 const std::set<std::string> kFormats = {"date", "time", "date-time", "uuid", "email", "ipv4"};
 
 void check_keywords(const Json& s, const std::string& path) {
@@ -55,14 +84,13 @@ void SchemaCompiler::common_rules() {
   ByteSet e1x;
   e1x.add_range(0xE1, 0xEC);
   e1x.add_range(0xEE, 0xEF);
-  std::vector<Expr> utf8_alts{
-      seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}),
-      seq({lit("\xE0"), bytes(ByteSet::range(0xA0, 0xBF)), cont}),
-      seq({bytes(e1x), cont, cont}),
-      seq({lit("\xED"), bytes(ByteSet::range(0x80, 0x9F)), cont}),
-      seq({lit("\xF0"), bytes(ByteSet::range(0x90, 0xBF)), cont, cont}),
-      seq({bytes(ByteSet::range(0xF1, 0xF3)), cont, cont, cont}),
-      seq({lit("\xF4"), bytes(ByteSet::range(0x80, 0x8F)), cont, cont})};
+  std::vector<Expr> utf8_alts{seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}),
+                              seq({lit("\xE0"), bytes(ByteSet::range(0xA0, 0xBF)), cont}),
+                              seq({bytes(e1x), cont, cont}),
+                              seq({lit("\xED"), bytes(ByteSet::range(0x80, 0x9F)), cont}),
+                              seq({lit("\xF0"), bytes(ByteSet::range(0x90, 0xBF)), cont, cont}),
+                              seq({bytes(ByteSet::range(0xF1, 0xF3)), cont, cont, cont}),
+                              seq({lit("\xF4"), bytes(ByteSet::range(0x80, 0x8F)), cont, cont})};
   const uint32_t utf8 = b_.add("utf8", alt(utf8_alts));
   ByteSet hex = ByteSet::range('0', '9');
   hex.add_range('a', 'f');
@@ -112,8 +140,9 @@ void SchemaCompiler::common_rules() {
   ByteSet sign;
   sign.add('+');
   sign.add('-');
-  number_ = b_.add("number", seq({opt(lit("-")), alt({lit("0"), seq({ref(digit1_), star(bytes(ByteSet::range('0', '9')))})}),
-                                  opt(seq({lit("."), digits})), opt(seq({bytes(e), opt(bytes(sign)), digits}))}));
+  number_ =
+      b_.add("number", seq({opt(lit("-")), alt({lit("0"), seq({ref(digit1_), star(bytes(ByteSet::range('0', '9')))})}),
+                            opt(seq({lit("."), digits})), opt(seq({bytes(e), opt(bytes(sign)), digits}))}));
   value_ = b_.declare("value");
   // Keys of members the schema does not name: any string, or in native syntax an identifier.
   ByteSet id0 = ByteSet::range('a', 'z');
@@ -124,11 +153,14 @@ void SchemaCompiler::common_rules() {
   key_ = native_ ? b_.add("ident", seq({bytes(id0), star(bytes(id1))})) : string_;
   const Expr member = seq({ref(key_), punct(':'), ref(value_)});
   const Expr object = seq({lit("{"), ws(), opt(seq({member, star(seq({punct(','), member}))})), ws(), lit("}")});
-  const Expr array = seq({lit("["), ws(), opt(seq({ref(value_), star(seq({punct(','), ref(value_)}))})), ws(), lit("]")});
+  const Expr array =
+      seq({lit("["), ws(), opt(seq({ref(value_), star(seq({punct(','), ref(value_)}))})), ws(), lit("]")});
   b_.define(value_, alt({object, array, ref(string_), ref(number_), lit("true"), lit("false"), lit("null")}));
 }
 
-Expr SchemaCompiler::any_value() { return ref(value_); }
+Expr SchemaCompiler::any_value() {
+  return ref(value_);
+}
 
 // One rule per use of a sub-schema: a rule with one call site lets the mask analysis
 // follow tokens out of it (CompiledGrammar). Only $ref targets are shared (memoized by
@@ -171,7 +203,8 @@ Json SchemaCompiler::resolve(const Json& s, const std::string& path, int depth) 
 Json SchemaCompiler::merge_all_of(const Json& s, const std::string& path) {
   Json merged = s;
   merged.erase("allOf");
-  if (!s["allOf"].is_array() || s["allOf"].empty()) fail("json schema: 'allOf' at %s must be a non-empty array", path.c_str());
+  if (!s["allOf"].is_array() || s["allOf"].empty())
+    fail("json schema: 'allOf' at %s must be a non-empty array", path.c_str());
   for (size_t i = 0; i < s["allOf"].size(); ++i) {
     const std::string sub_path = path + "/allOf/" + std::to_string(i);
     Json sub = resolve(s["allOf"][i], sub_path);
@@ -217,7 +250,8 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     return alt(std::move(alts));
   }
   if (s.contains("enum")) {
-    if (!s["enum"].is_array() || s["enum"].empty()) fail("json schema: 'enum' at %s must be a non-empty array", path.c_str());
+    if (!s["enum"].is_array() || s["enum"].empty())
+      fail("json schema: 'enum' at %s must be a non-empty array", path.c_str());
     for (const Json& v : s["enum"]) alts.push_back(json_literal(v));
     return alt(std::move(alts));
   }
@@ -238,19 +272,27 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
   std::vector<std::string> types;
   if (s.contains("type")) {
     const Json& t = s["type"];
-    if (t.is_string()) types.push_back(t.get<std::string>());
+    if (t.is_string())
+      types.push_back(t.get<std::string>());
     else if (t.is_array())
       for (const Json& x : t) types.push_back(x.is_string() ? x.get<std::string>() : std::string("?"));
     if (types.empty()) fail("json schema: 'type' at %s must be a string or a non-empty array of strings", path.c_str());
   } else {
     // Keywords imply their type when "type" is absent (a value the grammar produces then
     // also satisfies the keyword; see docs/structured-output.md).
-    if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties")) types.push_back("object");
-    else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems")) types.push_back("array");
-    else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format")) types.push_back("string");
-    else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") || s.contains("exclusiveMaximum")) types.push_back("number");
-    else if (alts.empty()) return any_value();
-    else alts.push_back(any_value());
+    if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties"))
+      types.push_back("object");
+    else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems"))
+      types.push_back("array");
+    else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format"))
+      types.push_back("string");
+    else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
+             s.contains("exclusiveMaximum"))
+      types.push_back("number");
+    else if (alts.empty())
+      return any_value();
+    else
+      alts.push_back(any_value());
   }
   for (const std::string& t : types) alts.push_back(typed_expr(s, t, path));
   return alt(std::move(alts));
@@ -286,14 +328,16 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
     if (!s["required"].is_array()) fail("json schema: 'required' at %s must be an array", path.c_str());
     for (const Json& r : s["required"]) {
       auto it = r.is_string() ? std::find(names.begin(), names.end(), r.get<std::string>()) : names.end();
-      if (it == names.end()) fail("json schema: required property %s at %s is not in 'properties'", r.dump().c_str(), path.c_str());
+      if (it == names.end())
+        fail("json schema: required property %s at %s is not in 'properties'", r.dump().c_str(), path.c_str());
       required[it - names.begin()] = true;
     }
   }
-  std::optional<Expr> extra;   // one additional member
+  std::optional<Expr> extra;  // one additional member
   const Json add = s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
   if (!(add.is_boolean() && !add.get<bool>())) {
-    extra = seq({ref(key_), punct(':'), add.is_boolean() ? any_value() : ref(rule_for(add, path + "/additionalProperties"))});
+    extra = seq(
+        {ref(key_), punct(':'), add.is_boolean() ? any_value() : ref(rule_for(add, path + "/additionalProperties"))});
   }
   const size_t n = names.size();
   // tail[k][first]: the members from index k on, `first` when nothing was written yet.
@@ -308,8 +352,10 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
       }
       const bool all_optional = std::none_of(required.begin() + k, required.end(), [](bool r) { return r; });
       if (all_optional) {
-        if (extra) alts.push_back(opt(seq({sep, *extra, star(seq({punct(','), *extra}))})));
-        else alts.push_back(empty());
+        if (extra)
+          alts.push_back(opt(seq({sep, *extra, star(seq({punct(','), *extra}))})));
+        else
+          alts.push_back(empty());
       }
       tail[k][first] = b_.add("obj" + std::to_string(k), alt(std::move(alts)));
     }
@@ -327,22 +373,28 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   std::optional<Expr> item = any_value();
   if (s.contains("items")) {
     const Json& it = s["items"];
-    if (it.is_boolean() && !it.get<bool>()) item.reset();
-    else if (it.is_array()) fail("json schema: 'items' as an array (draft 2019) at %s: use 'prefixItems'", path.c_str());
-    else item = ref(rule_for(it, path + "/items"));
+    if (it.is_boolean() && !it.get<bool>())
+      item.reset();
+    else if (it.is_array())
+      fail("json schema: 'items' as an array (draft 2019) at %s: use 'prefixItems'", path.c_str());
+    else
+      item = ref(rule_for(it, path + "/items"));
   }
   const size_t lo = s.contains("minItems") ? as_count(s, "minItems", path) : 0;
   const size_t hi = s.contains("maxItems") ? as_count(s, "maxItems", path) : SIZE_MAX;
   if (lo > hi) fail("json schema: minItems > maxItems at %s", path.c_str());
-  if (!item && lo > prefix.size()) fail("json schema: minItems at %s needs more items than prefixItems allows", path.c_str());
+  if (!item && lo > prefix.size())
+    fail("json schema: minItems at %s needs more items than prefixItems allows", path.c_str());
   const size_t k = std::min(prefix.size(), hi);
   // Items after the prefix: i items are already written.
   auto rest = [&](size_t i) -> Expr {
     if (!item || i >= hi) return empty();
     const size_t need = lo > i ? lo - i : 0;
     const uint32_t max = hi == SIZE_MAX ? kInf : static_cast<uint32_t>(hi - i);
-    if (max != kInf && max > opts_.limits.max_repeat) fail("json schema: maxItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
-    if (need > opts_.limits.max_repeat) fail("json schema: minItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
+    if (max != kInf && max > opts_.limits.max_repeat)
+      fail("json schema: maxItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
+    if (need > opts_.limits.max_repeat)
+      fail("json schema: minItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
     const Expr more = seq({punct(','), *item});
     if (i == 0 && need == 0 && max == kInf) {
       // "]" | item ("," item)* "]" as a loop that calls the item from one place:
@@ -356,7 +408,7 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
     Expr some = seq({*item, repeat(more, need ? static_cast<uint32_t>(need - 1) : 0, max == kInf ? kInf : max - 1)});
     return need ? some : opt(std::move(some));
   };
-  if (k == 0 && item && lo == 0 && hi == SIZE_MAX) return seq({lit("["), ws(), rest(0)});   // the loop closes itself
+  if (k == 0 && item && lo == 0 && hi == SIZE_MAX) return seq({lit("["), ws(), rest(0)});  // the loop closes itself
   Expr body = rest(k);
   for (size_t i = k; i-- > 0;) {
     Expr next = seq({i ? punct(',') : empty(), prefix[i], std::move(body)});
@@ -380,7 +432,8 @@ Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSche
 
 Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions& opts) {
   if (text.size() > opts.limits.max_schema_bytes)
-    fail("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", text.size(), opts.limits.max_schema_bytes);
+    fail("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", text.size(),
+         opts.limits.max_schema_bytes);
   nlohmann::ordered_json schema;
   try {
     schema = nlohmann::ordered_json::parse(text);

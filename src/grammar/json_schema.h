@@ -20,8 +20,8 @@ namespace sluice::grammar {
 struct JsonSchemaOptions {
   enum class Syntax : uint8_t { kJson, kGemmaNative };
   Syntax syntax = Syntax::kJson;
-  bool any_whitespace = false;   // allow up to a few spaces/newlines around punctuation
-  int32_t native_quote_token = 52;   // Gemma 4 `<|"|>`
+  bool any_whitespace = false;      // allow up to a few spaces/newlines around punctuation
+  int32_t native_quote_token = 52;  // Gemma 4 `<|"|>`
   Limits limits;
 };
 

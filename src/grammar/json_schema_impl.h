@@ -22,8 +22,8 @@ class SchemaCompiler {
   // json_scalars.cpp
   Expr string_expr(const Json& s, const std::string& path);
   Expr number_expr(const Json& s, const std::string& path, bool integer);
-  Expr quoted(Expr content);            // "..." or <|"|>...<|"|>
-  Expr json_literal(const Json& v);     // a const/enum value in the output syntax
+  Expr quoted(Expr content);         // "..." or <|"|>...<|"|>
+  Expr json_literal(const Json& v);  // a const/enum value in the output syntax
 
  private:
   Expr value_expr(const Json& s, const std::string& path);
@@ -47,9 +47,9 @@ class SchemaCompiler {
   bool native_;
   RegexContext rx_;
   uint32_t ws_ = 0, value_ = 0, string_ = 0, number_ = 0, str_char_ = 0, digit1_ = 0, key_ = 0;
-  std::unordered_map<std::string, uint32_t> memo_;   // canonical schema text -> rule
+  std::unordered_map<std::string, uint32_t> memo_;  // canonical schema text -> rule
   size_t depth_ = 0;
-  Expr char_;   // one string character, inlined into each use (see common_rules)
+  Expr char_;  // one string character, inlined into each use (see common_rules)
 };
 
 }  // namespace sluice::grammar::detail

@@ -11,7 +11,8 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g)
   // The root rule is entered from a frame whose parent is the empty stack: when the root's
   // alternative ends, the empty stack (complete) appears in the state.
   uint32_t state = Pda::kDead;
-  for (uint32_t a : g_->grammar().rules[g_->grammar().root].alts) state = pda_.merge(state, pda_.start(a, Pda::kEmptyStack));
+  for (uint32_t a : g_->grammar().rules[g_->grammar().root].alts)
+    state = pda_.merge(state, pda_.start(a, Pda::kEmptyStack));
   history_.push_back(state);
 }
 
@@ -28,7 +29,9 @@ uint32_t Matcher::next_state(int32_t token) {
   return pda_.merge(by_bytes, pda_.step_token(cur, token));
 }
 
-bool Matcher::accepts(int32_t token) { return next_state(token) != Pda::kDead; }
+bool Matcher::accepts(int32_t token) {
+  return next_state(token) != Pda::kDead;
+}
 
 bool Matcher::advance(int32_t token) {
   const uint32_t next = next_state(token);

@@ -52,11 +52,11 @@ class Matcher {
 
   std::shared_ptr<const CompiledGrammar> g_;
   Pda pda_;
-  std::vector<uint32_t> history_;   // state after 0, 1, ... accepted tokens
-  std::vector<uint32_t> stacks_;    // the current state's stacks, copied per mask
-  std::vector<uint32_t> done_;      // positions whose fixed part is in the mask already
+  std::vector<uint32_t> history_;  // state after 0, 1, ... accepted tokens
+  std::vector<uint32_t> stacks_;   // the current state's stacks, copied per mask
+  std::vector<uint32_t> done_;     // positions whose fixed part is in the mask already
   std::vector<uint64_t> tmp_;
-  std::vector<uint32_t> walk_;      // per-depth states of the dependent-token walk
+  std::vector<uint32_t> walk_;  // per-depth states of the dependent-token walk
 };
 
 }  // namespace sluice::grammar

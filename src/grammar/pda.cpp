@@ -7,8 +7,8 @@
 namespace sluice::grammar {
 
 Pda::Pda(const Grammar& g, const Limits& limits, bool dense) : g_(g), limits_(limits), dense_(dense) {
-  frames_.push_back(Frame{UINT32_MAX, UINT32_MAX});   // stack 0: the empty stack
-  frames_.push_back(Frame{UINT32_MAX, UINT32_MAX});   // stack 1: unused (keeps ids stable)
+  frames_.push_back(Frame{UINT32_MAX, UINT32_MAX});  // stack 0: the empty stack
+  frames_.push_back(Frame{UINT32_MAX, UINT32_MAX});  // stack 1: unused (keeps ids stable)
   bottom_ = {0, 0};
   if (dense) {
     rule_of_.assign(g_.elems.size(), 0);
@@ -23,10 +23,12 @@ Pda::Pda(const Grammar& g, const Limits& limits, bool dense) : g_(g), limits_(li
         }
     find_callers();
   }
-  state_off_ = {0, 0};                                // state 0: no stacks (dead)
+  state_off_ = {0, 0};  // state 0: no stacks (dead)
   internal_ = {0};
-  if (dense_) table_.assign(256, kDead);
-  else memo_.reserve(1024);
+  if (dense_)
+    table_.assign(256, kDead);
+  else
+    memo_.reserve(1024);
 }
 
 uint32_t Pda::intern_frame(uint32_t pos, uint32_t parent) {
@@ -34,7 +36,9 @@ uint32_t Pda::intern_frame(uint32_t pos, uint32_t parent) {
   auto [it, fresh] = frame_ids_.try_emplace(key, static_cast<uint32_t>(frames_.size()));
   if (fresh) {
     frames_.push_back(Frame{pos, parent});
-    bottom_.push_back(pos == kWild0 || pos == kEndedPos ? 1 : pos == kWild1 || pos == kWildEndPos ? 2 : bottom_[parent]);
+    bottom_.push_back(pos == kWild0 || pos == kEndedPos     ? 1
+                      : pos == kWild1 || pos == kWildEndPos ? 2
+                                                            : bottom_[parent]);
   }
   return it->second;
 }
@@ -47,17 +51,18 @@ void Pda::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, int 
   const Elem& e = g_.elems[pos];
   switch (e.kind) {
     case Elem::kBytes:
-    case Elem::kToken:
-      out.push_back(intern_frame(pos, parent));
-      return;
+    case Elem::kToken: out.push_back(intern_frame(pos, parent)); return;
     case Elem::kEnd:
       if (parent == kEmptyStack) {
         out.push_back(kEmptyStack);
       } else {
         const Frame f = frames_[parent];
-        if (f.pos == kWild0) out.push_back(intern_frame(kEndedPos, f.parent));
-        else if (f.pos == kWild1) wild_pop(f.parent, out, depth + 1);
-        else expand(f.pos + 1, f.parent, out, depth + 1);
+        if (f.pos == kWild0)
+          out.push_back(intern_frame(kEndedPos, f.parent));
+        else if (f.pos == kWild1)
+          wild_pop(f.parent, out, depth + 1);
+        else
+          expand(f.pos + 1, f.parent, out, depth + 1);
       }
       return;
     case Elem::kRule: {
@@ -104,7 +109,7 @@ uint32_t Pda::start(uint32_t pos, uint32_t parent) {
 void Pda::wild_pop(uint32_t rule, std::vector<uint32_t>& out, int depth) {
   if (seen_[rule] == epoch_) return;
   seen_[rule] = epoch_;
-  if (rule == g_.root) out.push_back(intern_frame(kWildEndPos, 0));   // the grammar may end here
+  if (rule == g_.root) out.push_back(intern_frame(kWildEndPos, 0));  // the grammar may end here
   for (uint32_t q : return_sites_[rule]) expand(q, intern_frame(kWild1, rule_of_[q]), out, depth + 1);
 }
 
@@ -140,8 +145,10 @@ void Pda::find_callers() {
   add(sets[g_.root], kRootCaller);
   for (uint32_t q = 0; q < g_.elems.size(); ++q) {
     if (g_.elems[q].kind != Elem::kRule) continue;
-    if (g_.elems[q + 1].kind == Elem::kEnd) tail_from[g_.elems[q].arg].push_back(rule_of_[q]);
-    else add(sets[g_.elems[q].arg], q);
+    if (g_.elems[q + 1].kind == Elem::kEnd)
+      tail_from[g_.elems[q].arg].push_back(rule_of_[q]);
+    else
+      add(sets[g_.elems[q].arg], q);
   }
   for (bool changed = true; changed;) {
     changed = false;
@@ -160,9 +167,9 @@ uint32_t Pda::compute_step(uint32_t state, uint8_t byte) {
   auto span = stacks(state);
   std::vector<uint32_t> todo(span.begin(), span.end());
   for (uint32_t s : span)
-    if (frames_[s].pos == kEndedPos) wild_pop(frames_[s].parent, ended, 0);   // continue in the callers
+    if (frames_[s].pos == kEndedPos) wild_pop(frames_[s].parent, ended, 0);  // continue in the callers
   todo.insert(todo.end(), ended.begin(), ended.end());
-  ++epoch_;   // pops after this byte are a new phase: their continuations are not in `todo`
+  ++epoch_;  // pops after this byte are a new phase: their continuations are not in `todo`
   for (uint32_t s : todo) {
     if (s == kEmptyStack || frames_[s].pos >= kWildEndPos) continue;
     const Frame f = frames_[s];

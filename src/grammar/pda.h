@@ -48,7 +48,7 @@ class Pda {
     if (dense_) {
       const size_t at = size_t{state} * 256 + byte;
       if (table_[at] == kUnknown) {
-        const uint32_t next = compute_step(state, byte);   // may grow table_
+        const uint32_t next = compute_step(state, byte);  // may grow table_
         table_[at] = next;
       }
       return table_[at];
@@ -89,7 +89,7 @@ class Pda {
   void wild_pop(uint32_t rule, std::vector<uint32_t>& out, int depth);
   void find_callers();
   static constexpr uint32_t kWild0 = UINT32_MAX - 1, kWild1 = UINT32_MAX - 2, kEndedPos = UINT32_MAX - 3,
-                             kWildEndPos = UINT32_MAX - 4, kRootCaller = UINT32_MAX;
+                            kWildEndPos = UINT32_MAX - 4, kRootCaller = UINT32_MAX;
 
   const Grammar& g_;
   Limits limits_;
@@ -98,17 +98,17 @@ class Pda {
   std::unordered_map<uint64_t, uint32_t> frame_ids_;
   std::vector<uint32_t> stack_pool_;
   std::vector<uint32_t> state_off_;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> state_ids_;   // hash -> candidate ids
+  std::unordered_map<uint64_t, std::vector<uint32_t>> state_ids_;  // hash -> candidate ids
   std::vector<uint32_t> table_;
   std::unordered_map<uint64_t, uint32_t> memo_;
   std::vector<uint32_t> scratch_;
-  std::vector<uint8_t> internal_;                   // per state: has_internal()
-  std::vector<uint8_t> bottom_;                     // per frame: 0 real, 1 W0/kEnded, 2 W1
-  std::vector<uint32_t> rule_of_;                   // per position (analysis only)
-  std::vector<std::vector<uint32_t>> return_sites_; // per rule: positions after each reference
-  std::vector<uint32_t> caller_;                    // per rule: its one non-tail call site, or kNone
+  std::vector<uint8_t> internal_;                    // per state: has_internal()
+  std::vector<uint8_t> bottom_;                      // per frame: 0 real, 1 W0/kEnded, 2 W1
+  std::vector<uint32_t> rule_of_;                    // per position (analysis only)
+  std::vector<std::vector<uint32_t>> return_sites_;  // per rule: positions after each reference
+  std::vector<uint32_t> caller_;                     // per rule: its one non-tail call site, or kNone
   static constexpr uint32_t kNone = UINT32_MAX - 1;
-  std::vector<uint32_t> seen_;                      // per rule: epoch of the last wild pop
+  std::vector<uint32_t> seen_;  // per rule: epoch of the last wild pop
   uint32_t epoch_ = 0;
 };
 

@@ -57,12 +57,16 @@ class RegexParser {
     Expr e = atom();
     for (;;) {
       uint32_t lo, hi;
-      if (at('*')) lo = 0, hi = kInf, ++i_;
-      else if (at('+')) lo = 1, hi = kInf, ++i_;
-      else if (at('?')) lo = 0, hi = 1, ++i_;
-      else if (at('{') && braces(lo, hi)) {}
-      else return e;
-      if (at('?')) ++i_;   // lazy: same language
+      if (at('*'))
+        lo = 0, hi = kInf, ++i_;
+      else if (at('+'))
+        lo = 1, hi = kInf, ++i_;
+      else if (at('?'))
+        lo = 0, hi = 1, ++i_;
+      else if (at('{') && braces(lo, hi)) {
+      } else
+        return e;
+      if (at('?')) ++i_;  // lazy: same language
       e = repeat(std::move(e), lo, hi);
     }
   }
@@ -91,8 +95,10 @@ class RegexParser {
     if (c == '(') {
       ++i_;
       if (at('?')) {
-        if (i_ + 1 < p_.size() && p_[i_ + 1] == ':') i_ += 2;
-        else unsupported("lookaround or group flag");
+        if (i_ + 1 < p_.size() && p_[i_ + 1] == ':')
+          i_ += 2;
+        else
+          unsupported("lookaround or group flag");
       }
       Expr e = alternation();
       if (!at(')')) unsupported("unclosed '('");
@@ -128,13 +134,27 @@ class RegexParser {
     const char c = p_[i_ + 1];
     i_ += 2;
     switch (c) {
-      case 'd': case 'D': s.add_range('0', '9'); negated = c == 'D'; return true;
-      case 'w': case 'W':
-        s.add_range('a', 'z'); s.add_range('A', 'Z'); s.add_range('0', '9'); s.add('_');
+      case 'd':
+      case 'D':
+        s.add_range('0', '9');
+        negated = c == 'D';
+        return true;
+      case 'w':
+      case 'W':
+        s.add_range('a', 'z');
+        s.add_range('A', 'Z');
+        s.add_range('0', '9');
+        s.add('_');
         negated = c == 'W';
         return true;
-      case 's': case 'S':
-        s.add(' '); s.add('\t'); s.add('\n'); s.add('\r'); s.add('\f'); s.add('\v');
+      case 's':
+      case 'S':
+        s.add(' ');
+        s.add('\t');
+        s.add('\n');
+        s.add('\r');
+        s.add('\f');
+        s.add('\v');
         negated = c == 'S';
         return true;
       case 'n': s.add('\n'); return false;
@@ -247,6 +267,8 @@ class RegexParser {
 
 }  // namespace
 
-Expr regex_to_expr(std::string_view pattern, const RegexContext& ctx) { return RegexParser(pattern, ctx).parse(); }
+Expr regex_to_expr(std::string_view pattern, const RegexContext& ctx) {
+  return RegexParser(pattern, ctx).parse();
+}
 
 }  // namespace sluice::grammar

@@ -23,8 +23,8 @@ namespace sluice::grammar {
 struct RegexContext {
   GrammarBuilder* b = nullptr;
   bool json_string = false;
-  Expr json_char;              // json_string mode: one JSON string character
-  uint32_t utf8_multi = 0;     // a rule for one well-formed non-ASCII UTF-8 character
+  Expr json_char;           // json_string mode: one JSON string character
+  uint32_t utf8_multi = 0;  // a rule for one well-formed non-ASCII UTF-8 character
 };
 
 // Throws sluice::Error ("pattern '...': <what> at offset N is not supported").

@@ -27,7 +27,7 @@ bool matches(const std::shared_ptr<const CompiledGrammar>& g, const std::string&
 TEST(JsonSchema, AgreesWithTheJsonschemaPackageOnTheCorpus) {
   std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/json_cases.json");
   ASSERT_TRUE(in) << "missing tests/data/grammar/json_cases.json";
-  const auto data = nlohmann::ordered_json::parse(in);   // keeps the schemas' property order
+  const auto data = nlohmann::ordered_json::parse(in);  // keeps the schemas' property order
   auto vocab = test::byte_vocab(false);
   size_t n_valid = 0, n_invalid = 0;
   ASSERT_GE(data["cases"].size(), 60u);
@@ -60,14 +60,16 @@ TEST(JsonSchema, UnsupportedKeywordsAreErrorsNamingThem) {
   expect_error(R"({"type":"object","patternProperties":{"^a":{}}})", "'patternProperties'");
   expect_error(R"({"type":"array","uniqueItems":true})", "'uniqueItems'");
   expect_error(R"({"type":"number","multipleOf":3})", "'multipleOf'");
-  expect_error(R"({"type":"object","properties":{"a":{"type":"string","contentEncoding":"base64"}}})", "'contentEncoding' at #/properties/a");
+  expect_error(R"({"type":"object","properties":{"a":{"type":"string","contentEncoding":"base64"}}})",
+               "'contentEncoding' at #/properties/a");
   expect_error(R"({"type":"string","format":"hostname"})", "format 'hostname'");
   expect_error(R"({"type":"string","pattern":"(a)\\1"})", "pattern");
   expect_error(R"({"$ref":"http://example.com/s.json"})", "local '$ref'");
   expect_error(R"({"type":"number","minimum":0.5})", "non-integer 'minimum'");
   expect_error(R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "'type'");
   expect_error(R"({"type":"integer","minimum":5,"maximum":4})", "no integer");
-  expect_error(R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})", "left-recursive");
+  expect_error(R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})",
+               "left-recursive");
   expect_error("{not json", "not valid JSON");
 }
 

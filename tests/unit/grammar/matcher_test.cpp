@@ -13,7 +13,9 @@
 namespace sluice::grammar {
 namespace {
 
-bool bit(const std::vector<uint64_t>& m, int32_t id) { return (m[id >> 6] >> (id & 63)) & 1; }
+bool bit(const std::vector<uint64_t>& m, int32_t id) {
+  return (m[id >> 6] >> (id & 63)) & 1;
+}
 
 // Walks random allowed tokens; at each step compares the mask with accepts() per token.
 void check_mask_walks(const std::shared_ptr<const CompiledGrammar>& g, int walks, int steps, uint32_t seed) {
@@ -42,19 +44,21 @@ std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema,
 
 TEST(Matcher, MaskEqualsBruteForceOnJsonSchemas) {
   auto v = test::byte_vocab();
-  for (const char* schema : {
-           R"({"type":"object","properties":{"name":{"type":"string","maxLength":6},"age":{"type":"integer","minimum":-5,"maximum":120},"tags":{"type":"array","items":{"enum":["a","b\"c"]},"maxItems":3}},"required":["name"],"additionalProperties":false})",
-           R"({"type":"array","items":{"type":"number","exclusiveMinimum":-2,"maximum":3}})",
-           R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},"k":{"type":"array","items":{"$ref":"#/$defs/n"}}},"required":["v"]}},"$ref":"#/$defs/n"})",
-           R"({})"}) {
+  for (
+      const char* schema :
+      {R"({"type":"object","properties":{"name":{"type":"string","maxLength":6},"age":{"type":"integer","minimum":-5,"maximum":120},"tags":{"type":"array","items":{"enum":["a","b\"c"]},"maxItems":3}},"required":["name"],"additionalProperties":false})",
+       R"({"type":"array","items":{"type":"number","exclusiveMinimum":-2,"maximum":3}})",
+       R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},"k":{"type":"array","items":{"$ref":"#/$defs/n"}}},"required":["v"]}},"$ref":"#/$defs/n"})",
+       R"({})"}) {
     SCOPED_TRACE(schema);
     check_mask_walks(compile_schema(schema, v), 6, 40, 1);
   }
 }
 
 TEST(Matcher, RollbackRestoresTheExactState) {
-  auto g = compile_schema(R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"array","items":{"type":"integer"}}}})",
-                          test::byte_vocab());
+  auto g = compile_schema(
+      R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"array","items":{"type":"integer"}}}})",
+      test::byte_vocab());
   Matcher m(g);
   std::vector<uint32_t> states{m.state_id()};
   std::vector<std::vector<uint64_t>> masks;
@@ -88,13 +92,15 @@ TEST(Matcher, RollbackRestoresTheExactState) {
 
 TEST(Matcher, TokenTerminalsAreMatchedById) {
   auto v = test::byte_vocab();
-  const int32_t quote = static_cast<int32_t>(v->n_vocab()) - 7;   // "<|\"|>" in the test vocab
+  const int32_t quote = static_cast<int32_t>(v->n_vocab()) - 7;  // "<|\"|>" in the test vocab
   ASSERT_EQ(v->piece(quote), "<|\"|>");
   JsonSchemaOptions o;
   o.syntax = JsonSchemaOptions::Syntax::kGemmaNative;
   o.native_quote_token = quote;
   auto g = std::make_shared<const CompiledGrammar>(
-      json_schema_grammar_text(R"({"type":"object","properties":{"city":{"type":"string"},"n":{"type":"integer"}},"required":["city"]})", o), v);
+      json_schema_grammar_text(
+          R"({"type":"object","properties":{"city":{"type":"string"},"n":{"type":"integer"}},"required":["city"]})", o),
+      v);
   Matcher m(g);
   for (unsigned char c : std::string("{city:")) ASSERT_TRUE(m.advance(1 + c));
   EXPECT_FALSE(m.accepts(1 + '"'));
@@ -145,7 +151,10 @@ TEST(Grammar, LimitsNameTheLimit) {
 TEST(Grammar, CacheReturnsTheSameCompiledGrammar) {
   GrammarCache cache(test::byte_vocab(), 2);
   int builds = 0;
-  auto build = [&] { ++builds; return json_schema_grammar_text(R"({"type":"boolean"})"); };
+  auto build = [&] {
+    ++builds;
+    return json_schema_grammar_text(R"({"type":"boolean"})");
+  };
   auto a = cache.get("k1", build);
   auto b = cache.get("k1", build);
   EXPECT_EQ(a.get(), b.get());
