@@ -56,22 +56,26 @@ class RegexParser {
   Expr quantified() {
     Expr e = atom();
     for (;;) {
-      uint32_t lo, hi;
-      if (at('*'))
-        lo = 0, hi = kInf, ++i_;
-      else if (at('+'))
-        lo = 1, hi = kInf, ++i_;
-      else if (at('?'))
-        lo = 0, hi = 1, ++i_;
-      else if (at('{') && braces(lo, hi)) {
-      } else
+      uint32_t lo = 0, hi = kInf;
+      if (at('*')) {
+        ++i_;
+      } else if (at('+')) {
+        lo = 1;
+        ++i_;
+      } else if (at('?')) {
+        hi = 1;
+        ++i_;
+      } else if (at('{')) {
+        braces(lo, hi);
+      } else {
         return e;
+      }
       if (at('?')) ++i_;  // lazy: same language
       e = repeat(std::move(e), lo, hi);
     }
   }
 
-  bool braces(uint32_t& lo, uint32_t& hi) {
+  void braces(uint32_t& lo, uint32_t& hi) {
     size_t j = i_ + 1;
     auto number = [&](uint32_t& v) {
       const size_t s = j;
@@ -87,7 +91,6 @@ class RegexParser {
     }
     if (j >= p_.size() || p_[j] != '}') unsupported("malformed {n,m}");
     i_ = j + 1;
-    return true;
   }
 
   Expr atom() {
