@@ -47,6 +47,68 @@ TEST(JsonSchema, AgreesWithTheJsonschemaPackageOnTheCorpus) {
   EXPECT_GT(n_invalid, 300u);
 }
 
+// A value in Gemma 4's native argument syntax, as token ids: bytes as single-byte tokens,
+// string delimiters as the `quote` token. Returns false for strings holding '|' (outside
+// the native subset).
+bool native_tokens(const nlohmann::ordered_json& v, int32_t quote, std::vector<int32_t>& out) {
+  auto text = [&](const std::string& s) {
+    for (unsigned char c : s) out.push_back(1 + c);
+  };
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s.find('|') != std::string::npos) return false;
+    out.push_back(quote);
+    text(s);
+    out.push_back(quote);
+  } else if (v.is_object()) {
+    text("{");
+    bool first = true;
+    for (const auto& [k, x] : v.items()) {
+      if (!first) text(",");
+      first = false;
+      text(k + ":");
+      if (!native_tokens(x, quote, out)) return false;
+    }
+    text("}");
+  } else if (v.is_array()) {
+    text("[");
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) text(",");
+      if (!native_tokens(v[i], quote, out)) return false;
+    }
+    text("]");
+  } else {
+    text(v.dump());
+  }
+  return true;
+}
+
+TEST(JsonSchema, NativeSyntaxAcceptsTheValidValues) {
+  std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/json_cases.json");
+  ASSERT_TRUE(in);
+  const auto data = nlohmann::ordered_json::parse(in);
+  auto vocab = test::byte_vocab();
+  const int32_t quote = vocab->n_vocab() - 7;
+  JsonSchemaOptions o;
+  o.syntax = JsonSchemaOptions::Syntax::kGemmaNative;
+  o.native_quote_token = quote;
+  size_t checked = 0;
+  for (const auto& c : data["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar(c["schema"], o), vocab);
+    for (const auto& v : c["valid"]) {
+      std::vector<int32_t> ids;
+      if (!native_tokens(nlohmann::ordered_json::parse(v.get<std::string>()), quote, ids)) continue;
+      Matcher m(g);
+      bool ok = true;
+      for (int32_t id : ids) ok = ok && m.advance(id);
+      EXPECT_TRUE(ok && m.is_complete()) << v.get<std::string>();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300u);
+}
+
 void expect_error(const std::string& schema, const std::string& needle) {
   try {
     json_schema_grammar_text(schema);
