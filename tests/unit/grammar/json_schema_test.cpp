@@ -137,3 +137,45 @@ TEST(JsonSchema, UnsupportedKeywordsAreErrorsNamingThem) {
 
 }  // namespace
 }  // namespace sluice::grammar
+
+namespace sluice::grammar {
+namespace {
+
+bool schema_matches(const std::string& schema, const std::string& text) {
+  static auto vocab = test::byte_vocab(false);
+  return matches(std::make_shared<const CompiledGrammar>(json_schema_grammar_text(schema), vocab), text);
+}
+
+TEST(JsonSchema, PatternsDescribeTheDecodedString) {
+  // A quote or backslash in the pattern is written escaped in the JSON text.
+  EXPECT_TRUE(schema_matches(R"({"type":"string","pattern":"^a\"b\\\\c$"})", R"("a\"b\\c")"));
+  EXPECT_FALSE(schema_matches(R"({"type":"string","pattern":"^a\"b\\\\c$"})", R"("a"b\c")"));
+  // Unanchored patterns search; anchored ones match the whole string.
+  EXPECT_TRUE(schema_matches(R"({"type":"string","pattern":"b+"})", R"("abbbc")"));
+  EXPECT_FALSE(schema_matches(R"({"type":"string","pattern":"^b+$"})", R"("abbbc")"));
+  // A negated class admits escapes and non-ASCII characters.
+  EXPECT_TRUE(schema_matches(R"({"type":"string","pattern":"^[^x]{3}$"})", "\"\\n\xC3\xA9y\""));
+  EXPECT_FALSE(schema_matches(R"({"type":"string","pattern":"^[^x]{3}$"})", R"("axy")"));
+  EXPECT_TRUE(schema_matches(R"({"type":"string","pattern":"^(ab|cd){2}\\d?$"})", R"("abcd7")"));
+  EXPECT_FALSE(schema_matches(R"({"type":"string","pattern":"^(ab|cd){2}\\d?$"})", R"("abc")"));
+}
+
+TEST(JsonSchema, LengthCountsCharactersNotBytes) {
+  const std::string s = R"({"type":"string","minLength":2,"maxLength":2})";
+  EXPECT_TRUE(schema_matches(s, "\"\xE6\x97\xA5\xE6\x9C\xAC\""));  // two 3-byte characters
+  EXPECT_TRUE(schema_matches(s, R"("\n\"")"));                     // two escapes
+  EXPECT_FALSE(schema_matches(s, R"("abc")"));
+  EXPECT_FALSE(schema_matches(s, "\"\xE6\x97\xA5\""));
+}
+
+TEST(JsonSchema, NumberBoundsAreExact) {
+  const std::string s = R"({"type":"number","exclusiveMinimum":-2,"maximum":3})";
+  for (const char* ok : {"-1.999", "-1", "0", "-0.5", "2.75", "3", "3.000"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {"-2", "-2.0", "3.001", "4", "1e2", "-2.5", "03"}) EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  const std::string i = R"({"type":"integer","minimum":-15,"exclusiveMaximum":120})";
+  for (const char* ok : {"-15", "-9", "0", "99", "119"}) EXPECT_TRUE(schema_matches(i, ok)) << ok;
+  for (const char* bad : {"-16", "120", "1000", "-0", "1.0"}) EXPECT_FALSE(schema_matches(i, bad)) << bad;
+}
+
+}  // namespace
+}  // namespace sluice::grammar
