@@ -49,6 +49,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
       fail("grammar: compiling took over %.0f ms (limit max_compile_ms)", limits_.max_compile_ms);
   }
   stats_.positions = masks_.size();
+  stats_.states = pda.n_states();
   stats_.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 

@@ -41,6 +41,7 @@ struct CompileStats {
   double ms = 0;
   size_t positions = 0;        // byte-class positions analysed
   size_t dependent_total = 0;  // sum of dependent-token list lengths
+  size_t states = 0;           // analysis states interned
 };
 
 class CompiledGrammar {
