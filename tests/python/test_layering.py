@@ -19,6 +19,7 @@ ALLOWED = {
     "spec": {"sampling", "base"},
     "tokenizer": {"gguf", "base"},
     "chat": {"tokenizer", "gguf", "base"},
+    "grammar": {"tokenizer", "gguf", "base"},
     "models": {"kernels", "kv", "tensor", "gguf", "quant", "threading", "base"},
     "engine": {"models", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
     "api": {"engine", "models", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},

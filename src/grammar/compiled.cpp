@@ -1,0 +1,131 @@
+#include "grammar/compiled.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/error.h"
+#include "grammar/pda.h"
+
+namespace sluice::grammar {
+
+CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, Limits limits)
+    : g_(std::move(g)), vocab_(std::move(vocab)), limits_(limits), mask_index_(g_.elems.size(), -1) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (const Elem& e : g_.elems)
+    if (e.kind == Elem::kToken && static_cast<int64_t>(e.arg) >= vocab_->n_vocab())
+      fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
+  byte_tokens_.assign(vocab_->mask_words(), 0);
+  for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
+  Pda pda(g_, limits_, /*dense=*/true);
+  std::vector<uint8_t> flag(static_cast<size_t>(vocab_->n_vocab()), 0);
+  // Only rules reachable from the root can be on a stack (front ends add shared helpers
+  // that a given schema may never use).
+  std::vector<uint8_t> reach(g_.rules.size(), 0);
+  std::vector<uint32_t> todo{g_.root};
+  reach[g_.root] = 1;
+  while (!todo.empty()) {
+    const uint32_t r = todo.back();
+    todo.pop_back();
+    for (uint32_t a : g_.rules[r].alts)
+      for (uint32_t p = a; g_.elems[p].kind != Elem::kEnd; ++p)
+        if (g_.elems[p].kind == Elem::kRule && !reach[g_.elems[p].arg]) {
+          reach[g_.elems[p].arg] = 1;
+          todo.push_back(g_.elems[p].arg);
+        }
+  }
+  std::vector<uint8_t> live(g_.elems.size(), 0);
+  for (uint32_t r = 0; r < g_.rules.size(); ++r)
+    if (reach[r])
+      for (uint32_t a : g_.rules[r].alts)
+        for (uint32_t p = a; g_.elems[p].kind != Elem::kEnd; ++p) live[p] = 1;
+  for (uint32_t pos = 0; pos < g_.elems.size(); ++pos) {
+    if (g_.elems[pos].kind != Elem::kBytes || !live[pos]) continue;
+    mask_index_[pos] = static_cast<int32_t>(masks_.size());
+    masks_.emplace_back();
+    analyse(pda, pos, masks_.back(), flag);
+    stats_.dependent_total += masks_.back().dependent.size();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (ms > limits_.max_compile_ms)
+      fail("grammar: compiling took over %.0f ms (limit max_compile_ms)", limits_.max_compile_ms);
+  }
+  stats_.positions = masks_.size();
+  stats_.states = pda.n_states();
+  stats_.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// One depth-first walk of the vocabulary trie from the stack [pos] (see the header).
+void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag) {
+  const auto& nodes = vocab_->nodes();
+  const auto& toks = vocab_->trie_tokens();
+  std::vector<uint32_t> state(2, pda.start_local(pos));
+  std::vector<int32_t> accepted;
+  for (uint32_t i = 1; i < nodes.size();) {
+    const auto& nd = nodes[i];
+    const uint32_t s = pda.step(state[nd.depth - 1], nd.byte);
+    if (s == Pda::kDead) {  // dead in every context, with everything below it
+      i = nd.end;
+      continue;
+    }
+    if (state.size() <= nd.depth + 1u) state.resize(nd.depth + 2);
+    state[nd.depth] = s;
+    auto& list = pda.has_internal(s) ? accepted : out.dependent;
+    list.insert(list.end(), toks.begin() + nd.tok_begin, toks.begin() + nd.tok_end);
+    ++i;
+  }
+  constexpr size_t kListMax = 8192;
+  const size_t rejected = toks.size() - accepted.size();
+  if (accepted.size() <= kListMax) {
+    std::sort(accepted.begin(), accepted.end());
+    out.ids = std::move(accepted);
+  } else if (rejected <= kListMax) {
+    out.complement = true;
+    for (int32_t id : accepted) flag[id] = 1;
+    for (int32_t id : toks)
+      if (!flag[id]) out.ids.push_back(id);
+    for (int32_t id : accepted) flag[id] = 0;
+    std::sort(out.ids.begin(), out.ids.end());
+  } else {
+    out.bits.assign(vocab_->mask_words(), 0);
+    for (int32_t id : accepted) out.bits[id >> 6] |= uint64_t{1} << (id & 63);
+  }
+  out.dep_lcp.resize(out.dependent.size());
+  for (size_t k = 0; k < out.dependent.size(); ++k) {
+    if (k == 0) continue;
+    const std::string_view a = vocab_->piece(out.dependent[k - 1]), b = vocab_->piece(out.dependent[k]);
+    size_t l = 0;
+    while (l < a.size() && l < b.size() && a[l] == b[l]) ++l;
+    out.dep_lcp[k] = static_cast<uint16_t>(l);
+  }
+}
+
+std::shared_ptr<const CompiledGrammar> GrammarCache::get(const std::string& key,
+                                                         const std::function<Grammar()>& build) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(key);
+    if (it != index_.end()) {
+      lru_.splice(lru_.begin(), lru_, it->second);
+      ++hits_;
+      return it->second->second;
+    }
+  }
+  // Compiled outside the lock: two requests racing on one new key both compile; one wins.
+  auto compiled = std::make_shared<const CompiledGrammar>(build(), vocab_, limits_);
+  std::lock_guard lock(mu_);
+  auto it = index_.find(key);
+  if (it != index_.end()) return it->second->second;
+  lru_.emplace_front(key, compiled);
+  index_[key] = lru_.begin();
+  while (lru_.size() > capacity_) {
+    index_.erase(lru_.back().first);
+    lru_.pop_back();
+  }
+  return compiled;
+}
+
+size_t GrammarCache::size() const {
+  std::lock_guard lock(mu_);
+  return lru_.size();
+}
+
+}  // namespace sluice::grammar

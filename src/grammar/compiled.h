@@ -1,0 +1,96 @@
+// A grammar compiled against a vocabulary: the grammar plus, for every byte-class position,
+// the tokens it accepts or rejects whatever lies below it on the stack.
+//
+// Mask algorithm (the idea XGrammar calls context-independent tokens). For a position p,
+// walk the vocabulary trie from the stack [p] alone, with the empty stack standing for
+// "p's rule instance has ended". A token whose bytes keep a parse alive inside the rule
+// (or end exactly where the rule ends) is accepted in every context; one that dies before
+// the rule could end is rejected in every context; only a token that outlives the rule's
+// end is *dependent*: whether it fits depends on the frames below. The walk runs once per
+// position at compile time, sharing prefixes (a dead prefix skips its whole subtree) and
+// memoizing byte transitions. At run time a stack with top p contributes p's accepted set
+// plus those of p's dependent tokens that the full stack accepts (a second, small trie walk
+// over just the dependent tokens). The union over the state's stacks is the mask.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/vocab.h"
+
+namespace sluice::grammar {
+
+// The tokens a position accepts in every context, in the cheapest of three forms to OR into
+// a mask: a list of ids, a list of the byte tokens it does NOT accept, or (large) a bitset.
+struct PositionMask {
+  bool complement = false;         // `ids` lists the byte tokens NOT accepted
+  std::vector<int32_t> ids;        // ascending
+  std::vector<uint64_t> bits;      // when not empty: the accepted set (ids unused)
+  std::vector<int32_t> dependent;  // trie order
+  std::vector<uint16_t> dep_lcp;   // common prefix length with the previous dependent token
+};
+
+struct CompileStats {
+  double ms = 0;
+  size_t positions = 0;        // byte-class positions analysed
+  size_t dependent_total = 0;  // sum of dependent-token list lengths
+  size_t states = 0;           // analysis states interned
+};
+
+class CompiledGrammar {
+ public:
+  // Throws sluice::Error naming the limit when the analysis exceeds Limits::max_compile_ms.
+  CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, Limits limits = {});
+
+  const Grammar& grammar() const { return g_; }
+  const TokenVocab& vocab() const { return *vocab_; }
+  const Limits& limits() const { return limits_; }
+  const CompileStats& stats() const { return stats_; }
+  // Mask data of a byte-class position (nullptr for other positions).
+  const PositionMask* position_mask(uint32_t pos) const {
+    const int32_t i = mask_index_[pos];
+    return i < 0 ? nullptr : &masks_[i];
+  }
+  // Bits of every token that has bytes (the base of a complement-form position mask).
+  const std::vector<uint64_t>& byte_tokens() const { return byte_tokens_; }
+
+ private:
+  void analyse(class Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag);
+
+  Grammar g_;
+  std::shared_ptr<const TokenVocab> vocab_;
+  Limits limits_;
+  std::vector<int32_t> mask_index_;
+  std::vector<PositionMask> masks_;
+  std::vector<uint64_t> byte_tokens_;
+  CompileStats stats_;
+};
+
+// Compiled grammars by key (e.g. the schema's canonical text + options) for one vocabulary;
+// least recently used ones are dropped past `capacity`. Thread-safe.
+class GrammarCache {
+ public:
+  GrammarCache(std::shared_ptr<const TokenVocab> vocab, size_t capacity = 64, Limits limits = {})
+      : vocab_(std::move(vocab)), capacity_(capacity), limits_(limits) {}
+  std::shared_ptr<const CompiledGrammar> get(const std::string& key, const std::function<Grammar()>& build);
+  size_t size() const;
+  size_t hits() const { return hits_; }
+
+ private:
+  std::shared_ptr<const TokenVocab> vocab_;
+  size_t capacity_;
+  Limits limits_;
+  mutable std::mutex mu_;
+  std::list<std::pair<std::string, std::shared_ptr<const CompiledGrammar>>> lru_;
+  std::unordered_map<std::string, decltype(lru_)::iterator> index_;
+  size_t hits_ = 0;
+};
+
+}  // namespace sluice::grammar

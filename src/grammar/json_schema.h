@@ -1,0 +1,39 @@
+// JSON Schema -> grammar, in two output syntaxes:
+//   * JSON (default): compact — no whitespace between tokens — with object properties in
+//     the schema's `properties` order, then any additional properties;
+//   * Gemma 4's native tool-argument syntax: the same value shapes, keys unquoted, strings
+//     between `<|"|>` token terminals instead of quotes (gemma4.md §4.5).
+// The supported keywords and their exact semantics are listed in docs/structured-output.md.
+// A keyword outside the subset is an error naming it and its location — never ignored.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "grammar/grammar.h"
+
+namespace sluice::grammar {
+
+struct JsonSchemaOptions {
+  enum class Syntax : uint8_t { kJson, kGemmaNative };
+  Syntax syntax = Syntax::kJson;
+  bool any_whitespace = false;      // allow up to a few spaces/newlines around punctuation
+  int32_t native_quote_token = 52;  // Gemma 4 `<|"|>`
+  Limits limits;
+};
+
+// Adds the schema's value rule to `b` and returns it (callers embed it, e.g. in a tool call).
+uint32_t add_json_schema(GrammarBuilder& b, const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts);
+
+// The whole grammar: one value of the schema. Throws sluice::Error for malformed JSON,
+// unsupported keywords, over-limit schemas.
+Grammar json_schema_grammar_text(std::string_view schema_text, const JsonSchemaOptions& opts = {});
+Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts = {});
+
+// A cache key: the schema's canonical text plus the options.
+std::string json_schema_cache_key(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts);
+
+}  // namespace sluice::grammar

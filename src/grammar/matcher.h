@@ -1,0 +1,62 @@
+// Runs a compiled grammar over generated tokens: advance, roll back, check one token, or
+// compute the mask of allowed tokens for the next step.
+//
+// Not thread-safe (one matcher per sequence); the CompiledGrammar it reads is shared.
+// The state after each accepted token is kept, so rollback(n) returns exactly to the state
+// n tokens back (speculative drafts advance tentatively, rejected ones roll back).
+//
+// End of generation: once the grammar is complete, the vocabulary's end-of-generation ids
+// are allowed; accepting one terminates the matcher (nothing more is allowed after it).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "grammar/compiled.h"
+#include "grammar/pda.h"
+
+namespace sluice::grammar {
+
+class Matcher {
+ public:
+  explicit Matcher(std::shared_ptr<const CompiledGrammar> g);
+
+  // Fast path: would `token` be accepted now? (No state change.)
+  bool accepts(int32_t token);
+  // Advances on `token`; returns false, leaving the state unchanged, if it is not allowed.
+  bool advance(int32_t token);
+  // Undoes the last n accepted tokens (n <= n_tokens(), else sluice::Error).
+  void rollback(size_t n);
+  size_t n_tokens() const { return history_.size() - 1; }
+
+  // The grammar has matched a complete string (an end-of-generation token is allowed).
+  bool is_complete() const;
+  // An end-of-generation token was accepted: the sequence is finished.
+  bool is_terminated() const { return history_.back() == kTerminated; }
+
+  // Writes the allowed-token bitset (bit id of word id/64) for the next token.
+  // mask.size() must be vocab().mask_words().
+  void fill_mask(std::span<uint64_t> mask);
+
+  // Opaque id of the current state, equal for equal states (tests compare rollbacks).
+  uint32_t state_id() const { return history_.back(); }
+  const CompiledGrammar& compiled() const { return *g_; }
+
+ private:
+  static constexpr uint32_t kTerminated = UINT32_MAX;
+  uint32_t next_state(int32_t token);
+  void apply_fixed(const PositionMask& m, std::span<uint64_t> mask);
+  void add_dependent(uint32_t stack, const PositionMask& m, std::span<uint64_t> mask);
+
+  std::shared_ptr<const CompiledGrammar> g_;
+  Pda pda_;
+  std::vector<uint32_t> history_;  // state after 0, 1, ... accepted tokens
+  std::vector<uint32_t> stacks_;   // the current state's stacks, copied per mask
+  std::vector<uint32_t> done_;     // positions whose fixed part is in the mask already
+  std::vector<uint64_t> tmp_;
+  std::vector<uint32_t> walk_;  // per-depth states of the dependent-token walk
+};
+
+}  // namespace sluice::grammar

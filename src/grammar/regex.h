@@ -1,0 +1,33 @@
+// A regex subset compiled to grammar expressions, for JSON Schema `pattern`, GBNF-free
+// string formats and tests.
+//
+// Supported: literals (UTF-8 passes through), `.`, classes `[a-z_]` / `[^...]` over ASCII,
+// escapes \d \w \s \D \W \S \. \\ \/ \- \n \t \r and other escaped punctuation, groups
+// `(...)` and `(?:...)`, alternation `|`, quantifiers `* + ? {n} {n,} {n,m}` (a trailing
+// lazy `?` is accepted: a grammar has no preference), `^` at the very start and `$` at the
+// very end. Anything else (backreferences, lookaround, anchors elsewhere, non-ASCII class
+// ranges, \b, \p{..}) is an error naming the construct.
+//
+// In JSON-string mode the pattern describes the decoded string: literal characters that
+// JSON must escape are emitted escaped, negated classes and `.` also admit any escape and
+// any non-ASCII character, and an unanchored pattern may be surrounded by any characters
+// (JSON Schema patterns search, they do not match whole strings).
+#pragma once
+
+#include <string_view>
+
+#include "grammar/grammar.h"
+
+namespace sluice::grammar {
+
+struct RegexContext {
+  GrammarBuilder* b = nullptr;
+  bool json_string = false;
+  Expr json_char;           // json_string mode: one JSON string character
+  uint32_t utf8_multi = 0;  // a rule for one well-formed non-ASCII UTF-8 character
+};
+
+// Throws sluice::Error ("pattern '...': <what> at offset N is not supported").
+Expr regex_to_expr(std::string_view pattern, const RegexContext& ctx);
+
+}  // namespace sluice::grammar

@@ -1,0 +1,83 @@
+// GBNF front end against Lark's Earley parser (tests/data/grammar/gbnf_cases.json, written
+// by python/make_gbnf_cases.py), plus parse errors.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "grammar/compiled.h"
+#include "grammar/gbnf.h"
+#include "grammar/matcher.h"
+#include "test_vocab.h"
+
+namespace sluice::grammar {
+namespace {
+
+bool matches(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+  Matcher m(g);
+  for (unsigned char c : text)
+    if (!m.advance(1 + c)) return false;
+  return m.is_complete();
+}
+
+TEST(Gbnf, AgreesWithLarkOnTheCorpus) {
+  std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/gbnf_cases.json");
+  ASSERT_TRUE(in) << "missing tests/data/grammar/gbnf_cases.json";
+  const auto data = nlohmann::json::parse(in);
+  auto vocab = test::byte_vocab();
+  ASSERT_GE(data["cases"].size(), 8u);
+  for (const auto& c : data["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    auto g = std::make_shared<const CompiledGrammar>(gbnf_grammar(c["gbnf"].get<std::string>()), vocab);
+    for (const auto& s : c["accept"]) EXPECT_TRUE(matches(g, s.get<std::string>())) << s;
+    for (const auto& s : c["reject"]) EXPECT_FALSE(matches(g, s.get<std::string>())) << s;
+    // The mask agrees with accepts() along one greedy walk (multi-byte tokens included).
+    Matcher m(g);
+    std::vector<uint64_t> mask(vocab->mask_words());
+    for (int step = 0; step < 12 && !m.is_terminated(); ++step) {
+      m.fill_mask(mask);
+      int32_t pick = -1;
+      for (int32_t t = vocab->n_vocab() - 1; t >= 0; --t) {
+        const bool bit = (mask[t >> 6] >> (t & 63)) & 1;
+        ASSERT_EQ(bit, m.accepts(t)) << "token " << t << " step " << step;
+        if (bit && pick < 0) pick = t;
+      }
+      ASSERT_GE(pick, 0);
+      m.advance(pick);
+    }
+  }
+}
+
+TEST(Gbnf, TokenTerminals) {
+  auto vocab = test::byte_vocab();
+  auto g = std::make_shared<const CompiledGrammar>(gbnf_grammar("root ::= <[290]> [a-z]+ <[290]>\n"), vocab);
+  Matcher m(g);
+  EXPECT_FALSE(m.accepts(1 + 'a'));
+  ASSERT_TRUE(m.advance(290));
+  ASSERT_TRUE(m.advance(1 + 'q'));
+  ASSERT_TRUE(m.advance(290));
+  EXPECT_TRUE(m.is_complete());
+}
+
+void expect_error(const std::string& text, const std::string& needle) {
+  try {
+    gbnf_grammar(text);
+    ADD_FAILURE() << "no error for " << text;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(Gbnf, ErrorsNameTheProblemAndPlace) {
+  expect_error("root ::= \"a\" missing\n", "'missing' is used but never defined");
+  expect_error("start ::= \"a\"\n", "no 'root' rule");
+  expect_error("root ::= \"a\n", "unterminated string");
+  expect_error("root ::= \"a\"\nroot ::= \"b\"\n", "defined twice");
+  expect_error("root ::= (\"a\"\n", "line 2");
+  expect_error("root ::= [\xC3\xA9]\n", "non-ASCII");
+  expect_error("root ::= root \"a\" | \"b\"\n", "left-recursive");
+}
+
+}  // namespace
+}  // namespace sluice::grammar

@@ -1,0 +1,181 @@
+// JSON Schema front end against the `jsonschema` package: every value it finds valid (in
+// canonical serialisation) is a complete match, every value it finds invalid is rejected
+// (tests/data/grammar/json_cases.json, written by python/make_grammar_cases.py).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/error.h"
+#include "grammar/compiled.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+#include "test_vocab.h"
+
+namespace sluice::grammar {
+namespace {
+
+// Feeds the text one byte token at a time: true when every byte is accepted and the grammar
+// is complete at the end.
+bool matches(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
+  Matcher m(g);
+  for (unsigned char c : text)
+    if (!m.advance(1 + c)) return false;
+  return m.is_complete();
+}
+
+TEST(JsonSchema, AgreesWithTheJsonschemaPackageOnTheCorpus) {
+  std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/json_cases.json");
+  ASSERT_TRUE(in) << "missing tests/data/grammar/json_cases.json";
+  const auto data = nlohmann::ordered_json::parse(in);  // keeps the schemas' property order
+  auto vocab = test::byte_vocab(false);
+  size_t n_valid = 0, n_invalid = 0;
+  ASSERT_GE(data["cases"].size(), 60u);
+  for (const auto& c : data["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar_text(c["schema"].dump()), vocab);
+    for (const auto& v : c["valid"]) {
+      EXPECT_TRUE(matches(g, v.get<std::string>())) << "valid value rejected: " << v.get<std::string>();
+      ++n_valid;
+    }
+    for (const auto& v : c["invalid"]) {
+      EXPECT_FALSE(matches(g, v.get<std::string>())) << "invalid value accepted: " << v.get<std::string>();
+      ++n_invalid;
+    }
+  }
+  EXPECT_GT(n_valid, 300u);
+  EXPECT_GT(n_invalid, 300u);
+}
+
+// A value in Gemma 4's native argument syntax, as token ids: bytes as single-byte tokens,
+// string delimiters as the `quote` token. Returns false for strings holding '|' (outside
+// the native subset).
+bool native_tokens(const nlohmann::ordered_json& v, int32_t quote, std::vector<int32_t>& out) {
+  auto text = [&](const std::string& s) {
+    for (unsigned char c : s) out.push_back(1 + c);
+  };
+  if (v.is_string()) {
+    const std::string s = v.get<std::string>();
+    if (s.find('|') != std::string::npos) return false;
+    out.push_back(quote);
+    text(s);
+    out.push_back(quote);
+  } else if (v.is_object()) {
+    text("{");
+    bool first = true;
+    for (const auto& [k, x] : v.items()) {
+      if (!first) text(",");
+      first = false;
+      text(k + ":");
+      if (!native_tokens(x, quote, out)) return false;
+    }
+    text("}");
+  } else if (v.is_array()) {
+    text("[");
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (i) text(",");
+      if (!native_tokens(v[i], quote, out)) return false;
+    }
+    text("]");
+  } else {
+    text(v.dump());
+  }
+  return true;
+}
+
+TEST(JsonSchema, NativeSyntaxAcceptsTheValidValues) {
+  std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/json_cases.json");
+  ASSERT_TRUE(in);
+  const auto data = nlohmann::ordered_json::parse(in);
+  auto vocab = test::byte_vocab();
+  const int32_t quote = vocab->n_vocab() - 7;
+  JsonSchemaOptions o;
+  o.syntax = JsonSchemaOptions::Syntax::kGemmaNative;
+  o.native_quote_token = quote;
+  size_t checked = 0;
+  for (const auto& c : data["cases"]) {
+    SCOPED_TRACE(c["name"].get<std::string>());
+    auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar(c["schema"], o), vocab);
+    for (const auto& v : c["valid"]) {
+      std::vector<int32_t> ids;
+      if (!native_tokens(nlohmann::ordered_json::parse(v.get<std::string>()), quote, ids)) continue;
+      Matcher m(g);
+      bool ok = true;
+      for (int32_t id : ids) ok = ok && m.advance(id);
+      EXPECT_TRUE(ok && m.is_complete()) << v.get<std::string>();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 300u);
+}
+
+void expect_error(const std::string& schema, const std::string& needle) {
+  try {
+    json_schema_grammar_text(schema);
+    ADD_FAILURE() << "no error for " << schema;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonSchema, UnsupportedKeywordsAreErrorsNamingThem) {
+  expect_error(R"({"type":"object","patternProperties":{"^a":{}}})", "'patternProperties'");
+  expect_error(R"({"type":"array","uniqueItems":true})", "'uniqueItems'");
+  expect_error(R"({"type":"number","multipleOf":3})", "'multipleOf'");
+  expect_error(R"({"type":"object","properties":{"a":{"type":"string","contentEncoding":"base64"}}})",
+               "'contentEncoding' at #/properties/a");
+  expect_error(R"({"type":"string","format":"hostname"})", "format 'hostname'");
+  expect_error(R"({"type":"string","pattern":"(a)\\1"})", "pattern");
+  expect_error(R"({"$ref":"http://example.com/s.json"})", "local '$ref'");
+  expect_error(R"({"type":"number","minimum":0.5})", "non-integer 'minimum'");
+  expect_error(R"({"allOf":[{"type":"string"},{"type":"integer"}]})", "'type'");
+  expect_error(R"({"type":"integer","minimum":5,"maximum":4})", "no integer");
+  expect_error(R"({"$defs":{"a":{"anyOf":[{"$ref":"#/$defs/a"},{"type":"null"}]}},"$ref":"#/$defs/a"})",
+               "left-recursive");
+  expect_error("{not json", "not valid JSON");
+}
+
+}  // namespace
+}  // namespace sluice::grammar
+
+namespace sluice::grammar {
+namespace {
+
+bool schema_matches(const std::string& schema, const std::string& text) {
+  static auto vocab = test::byte_vocab(false);
+  return matches(std::make_shared<const CompiledGrammar>(json_schema_grammar_text(schema), vocab), text);
+}
+
+TEST(JsonSchema, PatternsDescribeTheDecodedString) {
+  // A quote or backslash in the pattern is written escaped in the JSON text.
+  EXPECT_TRUE(schema_matches(R"({"type":"string","pattern":"^a\"b\\\\c$"})", R"("a\"b\\c")"));
+  EXPECT_FALSE(schema_matches(R"({"type":"string","pattern":"^a\"b\\\\c$"})", R"("a"b\c")"));
+  // Unanchored patterns search; anchored ones match the whole string.
+  EXPECT_TRUE(schema_matches(R"({"type":"string","pattern":"b+"})", R"("abbbc")"));
+  EXPECT_FALSE(schema_matches(R"({"type":"string","pattern":"^b+$"})", R"("abbbc")"));
+  // A negated class admits escapes and non-ASCII characters.
+  EXPECT_TRUE(schema_matches(R"({"type":"string","pattern":"^[^x]{3}$"})", "\"\\n\xC3\xA9y\""));
+  EXPECT_FALSE(schema_matches(R"({"type":"string","pattern":"^[^x]{3}$"})", R"("axy")"));
+  EXPECT_TRUE(schema_matches(R"({"type":"string","pattern":"^(ab|cd){2}\\d?$"})", R"("abcd7")"));
+  EXPECT_FALSE(schema_matches(R"({"type":"string","pattern":"^(ab|cd){2}\\d?$"})", R"("abc")"));
+}
+
+TEST(JsonSchema, LengthCountsCharactersNotBytes) {
+  const std::string s = R"({"type":"string","minLength":2,"maxLength":2})";
+  EXPECT_TRUE(schema_matches(s, "\"\xE6\x97\xA5\xE6\x9C\xAC\""));  // two 3-byte characters
+  EXPECT_TRUE(schema_matches(s, R"("\n\"")"));                     // two escapes
+  EXPECT_FALSE(schema_matches(s, R"("abc")"));
+  EXPECT_FALSE(schema_matches(s, "\"\xE6\x97\xA5\""));
+}
+
+TEST(JsonSchema, NumberBoundsAreExact) {
+  const std::string s = R"({"type":"number","exclusiveMinimum":-2,"maximum":3})";
+  for (const char* ok : {"-1.999", "-1", "0", "-0.5", "2.75", "3", "3.000"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {"-2", "-2.0", "3.001", "4", "1e2", "-2.5", "03"}) EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  const std::string i = R"({"type":"integer","minimum":-15,"exclusiveMaximum":120})";
+  for (const char* ok : {"-15", "-9", "0", "99", "119"}) EXPECT_TRUE(schema_matches(i, ok)) << ok;
+  for (const char* bad : {"-16", "120", "1000", "-0", "1.0"}) EXPECT_FALSE(schema_matches(i, bad)) << bad;
+}
+
+}  // namespace
+}  // namespace sluice::grammar

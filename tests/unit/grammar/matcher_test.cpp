@@ -1,0 +1,170 @@
+// The matcher against brute force: the mask must equal "accepts(t)" for every token, at
+// every step of every walk; rollback must restore the exact state.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "base/error.h"
+#include "grammar/compiled.h"
+#include "grammar/json_schema.h"
+#include "grammar/matcher.h"
+#include "test_vocab.h"
+
+namespace sluice::grammar {
+namespace {
+
+bool bit(const std::vector<uint64_t>& m, int32_t id) {
+  return (m[id >> 6] >> (id & 63)) & 1;
+}
+
+// Walks random allowed tokens; at each step compares the mask with accepts() per token.
+void check_mask_walks(const std::shared_ptr<const CompiledGrammar>& g, int walks, int steps, uint32_t seed) {
+  std::mt19937 rng(seed);
+  const int32_t n = g->vocab().n_vocab();
+  for (int w = 0; w < walks; ++w) {
+    Matcher m(g);
+    std::vector<uint64_t> mask(g->vocab().mask_words());
+    for (int step = 0; step < steps && !m.is_terminated(); ++step) {
+      m.fill_mask(mask);
+      std::vector<int32_t> allowed;
+      for (int32_t t = 0; t < n; ++t) {
+        ASSERT_EQ(bit(mask, t), m.accepts(t)) << "token " << t << " at step " << step;
+        if (bit(mask, t)) allowed.push_back(t);
+      }
+      ASSERT_FALSE(allowed.empty()) << "dead end at step " << step;
+      const int32_t t = allowed[rng() % allowed.size()];
+      ASSERT_TRUE(m.advance(t));
+    }
+  }
+}
+
+std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema, std::shared_ptr<const TokenVocab> v) {
+  return std::make_shared<const CompiledGrammar>(json_schema_grammar_text(schema), std::move(v));
+}
+
+TEST(Matcher, MaskEqualsBruteForceOnJsonSchemas) {
+  auto v = test::byte_vocab();
+  for (
+      const char* schema :
+      {R"({"type":"object","properties":{"name":{"type":"string","maxLength":6},"age":{"type":"integer","minimum":-5,"maximum":120},"tags":{"type":"array","items":{"enum":["a","b\"c"]},"maxItems":3}},"required":["name"],"additionalProperties":false})",
+       R"({"type":"array","items":{"type":"number","exclusiveMinimum":-2,"maximum":3}})",
+       R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},"k":{"type":"array","items":{"$ref":"#/$defs/n"}}},"required":["v"]}},"$ref":"#/$defs/n"})",
+       R"({})"}) {
+    SCOPED_TRACE(schema);
+    check_mask_walks(compile_schema(schema, v), 6, 40, 1);
+  }
+}
+
+TEST(Matcher, RollbackRestoresTheExactState) {
+  auto g = compile_schema(
+      R"({"type":"object","properties":{"a":{"type":"string"},"b":{"type":"array","items":{"type":"integer"}}}})",
+      test::byte_vocab());
+  Matcher m(g);
+  std::vector<uint32_t> states{m.state_id()};
+  std::vector<std::vector<uint64_t>> masks;
+  const std::string text = R"({"a":"x\"y","b":[1,-20,3]})";
+  std::vector<uint64_t> mask(g->vocab().mask_words());
+  m.fill_mask(mask);
+  masks.push_back(mask);
+  for (unsigned char c : text) {
+    ASSERT_TRUE(m.advance(1 + c)) << c;
+    states.push_back(m.state_id());
+    m.fill_mask(mask);
+    masks.push_back(mask);
+  }
+  EXPECT_TRUE(m.is_complete());
+  for (size_t n : {3u, 1u, 7u, 0u, 5u}) {
+    const size_t at = m.n_tokens() - n;
+    m.rollback(n);
+    EXPECT_EQ(m.state_id(), states[at]);
+    m.fill_mask(mask);
+    EXPECT_EQ(mask, masks[at]);
+    for (size_t i = at; i < text.size(); ++i) ASSERT_TRUE(m.advance(1 + static_cast<unsigned char>(text[i])));
+  }
+  EXPECT_THROW(m.rollback(m.n_tokens() + 1), Error);
+  EXPECT_TRUE(m.advance(test::kEos));
+  EXPECT_TRUE(m.is_terminated());
+  EXPECT_FALSE(m.accepts(1 + '}'));
+  m.rollback(1);
+  EXPECT_TRUE(m.is_complete());
+  EXPECT_FALSE(m.is_terminated());
+}
+
+TEST(Matcher, TokenTerminalsAreMatchedById) {
+  auto v = test::byte_vocab();
+  const int32_t quote = static_cast<int32_t>(v->n_vocab()) - 7;  // "<|\"|>" in the test vocab
+  ASSERT_EQ(v->piece(quote), "<|\"|>");
+  JsonSchemaOptions o;
+  o.syntax = JsonSchemaOptions::Syntax::kGemmaNative;
+  o.native_quote_token = quote;
+  auto g = std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(
+          R"({"type":"object","properties":{"city":{"type":"string"},"n":{"type":"integer"}},"required":["city"]})", o),
+      v);
+  Matcher m(g);
+  for (unsigned char c : std::string("{city:")) ASSERT_TRUE(m.advance(1 + c));
+  EXPECT_FALSE(m.accepts(1 + '"'));
+  std::vector<uint64_t> mask(v->mask_words());
+  m.fill_mask(mask);
+  EXPECT_TRUE(bit(mask, quote));
+  EXPECT_FALSE(bit(mask, 1 + '"'));
+  ASSERT_TRUE(m.advance(quote));
+  for (unsigned char c : std::string("Paris")) ASSERT_TRUE(m.advance(1 + c));
+  ASSERT_TRUE(m.advance(quote));
+  for (unsigned char c : std::string(",n:42}")) ASSERT_TRUE(m.advance(1 + c));
+  EXPECT_TRUE(m.is_complete());
+  check_mask_walks(g, 6, 30, 3);
+}
+
+TEST(Grammar, RejectsLeftRecursionAndUnproductiveRules) {
+  GrammarBuilder b;
+  const uint32_t r = b.declare("expr");
+  b.define(r, alt({seq({ref(r), lit("+a")}), lit("a")}));
+  EXPECT_THROW(b.finish(r), Error);
+  GrammarBuilder b2;
+  const uint32_t s = b2.declare("loop");
+  b2.define(s, seq({lit("x"), ref(s)}));
+  EXPECT_THROW(b2.finish(s), Error);
+}
+
+TEST(Grammar, LimitsNameTheLimit) {
+  Limits l;
+  l.max_positions = 50;
+  JsonSchemaOptions o;
+  o.limits = l;
+  try {
+    json_schema_grammar_text(R"({"type":"string","maxLength":100})", o);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_positions"), std::string::npos) << e.what();
+  }
+  Limits t;
+  t.max_compile_ms = 0;
+  try {
+    CompiledGrammar(json_schema_grammar_text(R"({"type":"string"})"), test::byte_vocab(), t);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_compile_ms"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Grammar, CacheReturnsTheSameCompiledGrammar) {
+  GrammarCache cache(test::byte_vocab(), 2);
+  int builds = 0;
+  auto build = [&] {
+    ++builds;
+    return json_schema_grammar_text(R"({"type":"boolean"})");
+  };
+  auto a = cache.get("k1", build);
+  auto b = cache.get("k1", build);
+  EXPECT_EQ(a.get(), b.get());
+  EXPECT_EQ(builds, 1);
+  cache.get("k2", build);
+  cache.get("k3", build);
+  EXPECT_EQ(cache.size(), 2u);
+  cache.get("k1", build);
+  EXPECT_EQ(builds, 4);
+}
+
+}  // namespace
+}  // namespace sluice::grammar
