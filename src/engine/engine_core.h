@@ -38,7 +38,10 @@ class EngineCore {
   // nullopt. Reads only constants, so the HTTP threads may call it.
   std::optional<std::string> check_admissible(int32_t n_prompt) const;
 
-  void add(EngineRequest r);          // throws sluice::Error on a request check_admissible rejects
+  // Throws sluice::Error on a request check_admissible rejects or with a token outside the
+  // vocabulary. With resume_from, takes that request's parked K/V (see EngineRequest).
+  void add(EngineRequest r);
+  void release_kv(RequestId id);      // frees what a keep_kv request parked; unknown ids ignored
   void abort(RequestId id);           // its kAbort output comes with the next step()/take_outputs()
   bool has_work() const { return sched_.has_work(); }
 
@@ -59,6 +62,8 @@ class EngineCore {
   BlockManager blocks_;
   Scheduler sched_;
   ModelRunner runner_;
+  void resume(Sequence& s, RequestId from);
+
   std::vector<TokenOutput> pending_;
   uint64_t arrivals_ = 0;
 };

@@ -29,38 +29,65 @@ void ModelRunner::logprobs_of(const float* row, int32_t n_vocab, int32_t token, 
   for (int32_t i = 0; i < k; ++i) out.top.push_back({ids[i], static_cast<float>(row[ids[i]] - lse)});
 }
 
-std::vector<SampledToken> ModelRunner::execute(const ScheduledBatch& batch) {
+void ModelRunner::report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows,
+                              std::vector<TokenOutput>& out) const {
+  const size_t V = static_cast<size_t>(model_.spec().n_vocab);
+  // A preempted sequence recomputes positions it already reported: send only new ones.
+  const int32_t first = std::max(sl.pos0, s.n_logits_sent), end = sl.pos0 + sl.n_tokens;
+  if (first >= end) return;
+  TokenOutput o;
+  o.id = s.req.id;
+  o.n_prompt = s.n_prompt();
+  o.n_cached = s.n_cached;
+  o.n_generated = s.n_generated;
+  o.logits_pos0 = first;
+  o.logits.assign(rows + (first - sl.pos0) * V, rows + (end - sl.pos0) * V);
+  out.push_back(std::move(o));
+  s.n_logits_sent = end;
+}
+
+SampledToken ModelRunner::sample(Sequence& s, float* l) {
   const int32_t V = model_.spec().n_vocab;
-  models::ForwardBatch fb;
-  fb.seqs.reserve(batch.slices.size());
-  for (const ScheduledSlice& sl : batch.slices) {
-    models::SeqSlice s;
+  const bool want_lp = s.req.top_logprobs >= 0;
+  if (want_lp) raw_.assign(l, l + V);
+  if (s.n_generated < s.req.min_tokens)
+    for (int32_t id : s.req.stop_ids)
+      if (id >= 0 && id < V) l[id] = -std::numeric_limits<float>::infinity();
+  SampledToken st;
+  st.token = s.sampler.sample(l, s.tokens);
+  if (want_lp) logprobs_of(raw_.data(), V, st.token, s.req.top_logprobs, st);
+  return st;
+}
+
+std::vector<SampledToken> ModelRunner::execute(const ScheduledBatch& batch, std::vector<TokenOutput>& out) {
+  const size_t V = static_cast<size_t>(model_.spec().n_vocab);
+  fb_.seqs.resize(batch.slices.size());
+  for (size_t i = 0; i < batch.slices.size(); ++i) {
+    const ScheduledSlice& sl = batch.slices[i];
+    models::SeqSlice& s = fb_.seqs[i];
     s.tokens = std::span<const int32_t>(sl.seq->tokens.data() + sl.pos0, static_cast<size_t>(sl.n_tokens));
     s.pos0 = sl.pos0;
     for (int32_t g = 0; g < kv_.n_groups(); ++g) s.block_tables[g] = sl.seq->blocks.tables[g];
-    s.logits = sl.sample ? models::LogitsWanted::kLast : models::LogitsWanted::kNone;
-    fb.seqs.push_back(s);
+    s.logits = sl.seq->req.all_logits ? models::LogitsWanted::kAll
+               : sl.sample            ? models::LogitsWanted::kLast
+                                      : models::LogitsWanted::kNone;
   }
-  logits_.resize(static_cast<size_t>(std::max<int64_t>(fb.n_logit_rows(), 1)) * V);
-  model_.forward(fb, kv_, logits_.data());
+  logits_.resize(static_cast<size_t>(std::max<int64_t>(fb_.n_logit_rows(), 1)) * V);
+  model_.forward(fb_, kv_, logits_.data());
 
-  std::vector<SampledToken> out;
+  std::vector<SampledToken> sampled;
   size_t row = 0;
   for (const ScheduledSlice& sl : batch.slices) {
-    if (!sl.sample) continue;
     Sequence& s = *sl.seq;
-    float* l = logits_.data() + row++ * static_cast<size_t>(V);
-    const bool want_lp = s.req.top_logprobs >= 0;
-    if (want_lp) raw_.assign(l, l + V);
-    if (s.n_generated < s.req.min_tokens)
-      for (int32_t id : s.req.stop_ids)
-        if (id >= 0 && id < V) l[id] = -std::numeric_limits<float>::infinity();
-    SampledToken st;
-    st.token = s.sampler.sample(l, s.tokens);
-    if (want_lp) logprobs_of(raw_.data(), V, st.token, s.req.top_logprobs, st);
-    out.push_back(std::move(st));
+    if (s.req.all_logits) {
+      report_rows(s, sl, logits_.data() + row * V, out);
+      row += static_cast<size_t>(sl.n_tokens);
+      if (sl.sample) sampled.push_back(sample(s, logits_.data() + (row - 1) * V));
+    } else if (sl.sample) {
+      sampled.push_back(sample(s, logits_.data() + row++ * V));
+    }
   }
-  return out;
+  return sampled;
 }
 
 }  // namespace sluice::engine

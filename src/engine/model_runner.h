@@ -1,6 +1,7 @@
 // Turns a ScheduledBatch into ONE Model::forward call — every running decode and every
 // prefill chunk of the step together, so the weights are streamed once per step — and
-// samples one token for each slice that reached its sequence's end.
+// samples one token for each slice that reached its sequence's end. Slices of all_logits
+// requests get every row; those rows go out as TokenOutputs before any sampling touches them.
 //
 // Per sampled row: logprobs (when asked) are taken from the raw logits, before penalties,
 // bans and temperature — the model's own distribution, as vLLM reports by default; then stop
@@ -19,7 +20,8 @@ class ModelRunner {
  public:
   ModelRunner(models::Model& model, KvCache& kv);
 
-  std::vector<SampledToken> execute(const ScheduledBatch& batch);
+  // One SampledToken per sampling slice, in slice order; all_logits rows are appended to `out`.
+  std::vector<SampledToken> execute(const ScheduledBatch& batch, std::vector<TokenOutput>& out);
 
   // Log-softmax bits of one row: the chosen token's logprob and the k best (ties: lower id).
   static void logprobs_of(const float* row, int32_t n_vocab, int32_t token, int32_t k, SampledToken& out);
@@ -29,6 +31,10 @@ class ModelRunner {
   KvCache& kv_;
   std::vector<float> logits_;   // [rows, n_vocab], reused
   std::vector<float> raw_;      // one row before sampling touched it
+  models::ForwardBatch fb_;     // reused: a step allocates nothing for it
+
+  void report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows, std::vector<TokenOutput>& out) const;
+  SampledToken sample(Sequence& s, float* row);
 };
 
 }  // namespace sluice::engine

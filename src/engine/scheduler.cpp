@@ -24,6 +24,7 @@ Scheduler::Scheduler(const SchedulerConfig& cfg, BlockManager& blocks) : cfg_(cf
 
 Scheduler::~Scheduler() {
   for (auto& [id, s] : seqs_) blocks_.free(s->blocks);
+  for (auto& [id, p] : parked_) blocks_.free(p.blocks);
 }
 
 void Scheduler::add(std::unique_ptr<Sequence> seq) {
@@ -71,11 +72,34 @@ void Scheduler::finish(Sequence* s, FinishReason why, std::vector<TokenOutput>& 
   o.n_cached = s->n_cached;
   o.n_generated = s->n_generated;
   out.push_back(std::move(o));
-  blocks_.free(s->blocks);
+  if (s->req.keep_kv && !s->blocks.empty()) {
+    release_parked(s->req.id);
+    Parked& p = parked_[s->req.id];
+    p.tokens.assign(s->tokens.begin(), s->tokens.begin() + s->n_computed);
+    p.blocks = std::move(s->blocks);
+  } else {
+    blocks_.free(s->blocks);
+  }
   if (s->state == SeqState::kRunning) remove_running(s);
   else if (s->state == SeqState::kWaiting) waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
   s->state = SeqState::kFinished;
   seqs_.erase(s->req.id);   // destroys *s
+}
+
+bool Scheduler::take_parked(RequestId id, std::vector<int32_t>& tokens, SeqBlocks& blocks) {
+  auto it = parked_.find(id);
+  if (it == parked_.end()) return false;
+  tokens = std::move(it->second.tokens);
+  blocks = std::move(it->second.blocks);
+  parked_.erase(it);
+  return true;
+}
+
+void Scheduler::release_parked(RequestId id) {
+  auto it = parked_.find(id);
+  if (it == parked_.end()) return;
+  blocks_.free(it->second.blocks);
+  parked_.erase(it);
 }
 
 void Scheduler::abort(RequestId id, std::vector<TokenOutput>& out) {
@@ -89,7 +113,7 @@ void Scheduler::abort_all(FinishReason why, std::vector<TokenOutput>& out) {
 }
 
 bool Scheduler::try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch) {
-  if (s->blocks.empty() && s->n_computed == 0) {
+  if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits) {
     s->n_computed = blocks_.match_prefix(s->blocks, s->tokens);
     if (!s->admitted_once) s->n_cached = s->n_computed;
   }

@@ -11,7 +11,7 @@
 //                max_running run: prefix-cache lookup, then a reservation for their chunk.
 //   update():    advances n_computed, publishes full blocks to the prefix cache, appends
 //                sampled tokens and finishes sequences on a stop id, max_tokens or the end
-//                of the context.
+//                of the context. A finished keep_kv sequence parks its blocks (take_parked).
 // The scheduler owns the sequences and their blocks; it never touches logits or text.
 #pragma once
 
@@ -82,6 +82,12 @@ class Scheduler {
   const SchedulerCounters& counters() const { return counters_; }
   const Sequence* find(RequestId id) const;
 
+  // The K/V a keep_kv request left behind: its tokens with K/V and their blocks (moved out;
+  // the caller owns them now). False when there are none under that id.
+  bool take_parked(RequestId id, std::vector<int32_t>& tokens, SeqBlocks& blocks);
+  void release_parked(RequestId id);   // frees them; unknown ids are ignored
+  int32_t n_parked() const { return static_cast<int32_t>(parked_.size()); }
+
  private:
   void preempt(Sequence* s);
   void finish(Sequence* s, FinishReason why, std::vector<TokenOutput>& out, TokenOutput* last = nullptr);
@@ -94,6 +100,11 @@ class Scheduler {
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> seqs_;
   std::vector<Sequence*> running_;   // ascending arrival: the back is the newest
   std::deque<Sequence*> waiting_;
+  struct Parked {
+    std::vector<int32_t> tokens;   // those with K/V: [0, n_computed) of the finished sequence
+    SeqBlocks blocks;
+  };
+  std::unordered_map<RequestId, Parked> parked_;
   SchedulerCounters counters_;
 };
 

@@ -30,6 +30,7 @@ struct Sequence {
   int32_t n_cached = 0;            // prompt positions the first admission took from the cache
   bool admitted_once = false;
   int32_t n_preempted = 0;
+  int32_t n_logits_sent = 0;       // all_logits: positions whose rows were reported
   SeqBlocks blocks;
   Sampler sampler;                 // private seeded stream: same seed, same tokens
   uint64_t arrival;                // admission order: higher = newer
