@@ -70,7 +70,7 @@ std::vector<TokenOutput> EngineCore::take_outputs() {
 std::vector<TokenOutput> EngineCore::step() {
   ScheduledBatch batch = sched_.schedule(pending_);
   if (!batch.empty()) {
-    const std::vector<SampledToken> sampled = runner_.execute(batch, pending_);
+    const std::vector<SliceSample> sampled = runner_.execute(batch, pending_);
     sched_.update(batch, sampled, pending_);
   }
   return take_outputs();
@@ -89,6 +89,8 @@ EngineStats EngineCore::stats() const {
   st.preemptions = c.preemptions;
   st.prompt_tokens_computed = c.prompt_tokens_computed;
   st.generated_tokens = c.generated_tokens;
+  st.drafted_tokens = c.drafted_tokens;
+  st.accepted_tokens = c.accepted_tokens;
   const auto& p = blocks_.prefix_stats();
   st.prefix_queries = p.queries;
   st.prefix_query_tokens = p.query_tokens;

@@ -27,6 +27,7 @@ struct EngineStats {
   int32_t kv_blocks_used = 0, kv_blocks_total = 0;   // all groups together
   int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
   int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
+  int64_t drafted_tokens = 0, accepted_tokens = 0;   // speculative steps (SchedulerConfig::drafter)
 };
 
 class EngineCore {
