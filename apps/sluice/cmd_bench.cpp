@@ -8,7 +8,9 @@
 // single-token steps are timed one by one; the reported ms/step is the median over every
 // timed step of every repeat. With --batch B, B sequences are each prefilled to D and every
 // step decodes one token of each (one forward; weights are read once for all of them):
-// ms/token is then ms/step ÷ B. Token ids are random (seeded) — speed does not depend on them.
+// ms/token is then ms/step ÷ B. Prompt ids are random (seeded) — speed does not depend on them.
+// Every forward is an engine step (engine::EngineCore, as `sluice serve` runs it): a step
+// includes scheduling and the greedy choice of each sequence's next token.
 //
 // Our machines share their memory bus with other tenants: the bandwidth a run can get drifts
 // within seconds. So decode is measured in bursts of --burst steps, each between two
@@ -23,23 +25,20 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "apps/sluice/bench_probe.h"
 #include "apps/sluice/commands.h"
-#include "apps/sluice/model_session.h"
+#include "apps/sluice/engine_session.h"
 #include "base/error.h"
 #include "kernels/cpu_kernels.h"
-#include "kernels/packed.h"
 #include "models/weight_accounting.h"
-#include "threading/thread_pool.h"
 
 namespace sluice::app {
 
@@ -55,13 +54,6 @@ struct BenchArgs {
   bool json = false;
   bool machine = false;
 };
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::vector<int> parse_depths(const std::string& s) {
   std::vector<int> d;
@@ -83,121 +75,6 @@ std::vector<int> parse_depths(const std::string& s) {
   return d;
 }
 
-// The round trip of one cache line between threads 0 and 1 of the pool, in ns (median of
-// 5 runs of 1000 round trips): the price of every hand-off in a step — a job's start and end,
-// a barrier, a row one core writes and the other reads. Our VMs move between two placements
-// of their two cores: one where they share a cache (a short round trip, a slower bus) and one
-// where they do not (most likely two dies with a memory link each: a round trip several times
-// longer, a faster bus). The placement explains much of a run's attention + other share
-// (docs/performance.md §4). 0 with one thread.
-class HandoffProbe {
- public:
-  explicit HandoffProbe(ThreadPool& pool) : pool_(pool) {}
-  double measure() {
-    if (pool_.size() < 2) return 0;
-    constexpr int kTrips = 1000;
-    std::vector<double> runs;
-    for (int r = 0; r < 5; ++r) {
-      flag_.store(0, std::memory_order_relaxed);
-      double ns = 0;
-      pool_.run([&](int ith, int) {
-        if (ith > 1) return;
-        const auto t0 = clock_type::now();
-        for (int i = 0; i < kTrips; ++i) {
-          if (ith == 0) {
-            flag_.store(2 * i + 1, std::memory_order_release);
-            while (flag_.load(std::memory_order_acquire) != 2 * i + 2) {
-            }
-          } else {
-            while (flag_.load(std::memory_order_acquire) != 2 * i + 1) {
-            }
-            flag_.store(2 * i + 2, std::memory_order_release);
-          }
-        }
-        if (ith == 0) ns = std::chrono::duration<double, std::nano>(clock_type::now() - t0).count() / kTrips;
-      });
-      runs.push_back(ns);
-    }
-    return median(runs);
-  }
-
- private:
-  ThreadPool& pool_;
-  alignas(64) std::atomic<int> flag_{0};
-};
-
-// What a round trip says of the placement (python/loadgen.py's CLOSE_NS is the same line).
-const char* placement_words(double rt_ns) {
-  return rt_ns < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)";
-}
-
-// A plain streaming read of `bytes` bytes split over the pool's threads, each summing its
-// contiguous share with the ISA set's widest loads (kernels::cpu_stream_sum); returns GB/s
-// (1e9 bytes per second). The buffer is 2 MiB aligned (transparent huge pages where the
-// system allows them, as for the repacked weights) and written once so every page is resident.
-class BandwidthProbe {
- public:
-  BandwidthProbe(ThreadPool& pool, uint64_t bytes) : pool_(pool), bytes_(bytes / (256 * 64) * (256 * 64)) {
-    buf_ = AlignedBytes::alloc(bytes_);
-    pool_.run([&](int ith, int nth) {
-      int64_t a, b;
-      split_range(static_cast<int64_t>(bytes_ / 8), ith, nth, &a, &b);
-      auto* w = reinterpret_cast<uint64_t*>(buf_.data());
-      for (int64_t i = a; i < b; ++i) w[i] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
-    });
-  }
-  double measure() {
-    const kernels::CpuKernels& k = kernels::cpu_kernels();
-    std::vector<uint64_t> sums(static_cast<size_t>(pool_.size()), 0);
-    const uint64_t chunks = bytes_ / 256;
-    const auto t0 = clock_type::now();
-    pool_.run([&](int ith, int nth) {
-      int64_t a, b;
-      split_range(static_cast<int64_t>(chunks), ith, nth, &a, &b);
-      sums[static_cast<size_t>(ith)] = kernels::cpu_stream_sum(k, buf_.data() + a * 256, static_cast<uint64_t>(b - a) * 256);
-    });
-    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
-    sink_ += sums[0];
-    return static_cast<double>(bytes_) / s / 1e9;
-  }
-  uint64_t bytes() const { return bytes_; }
-
- private:
-  ThreadPool& pool_;
-  uint64_t bytes_;
-  AlignedBytes buf_;
-  uint64_t sink_ = 0;
-};
-
-// --machine: the probes alone, on a pool of the session's thread count.
-int run_machine_probe(const BenchArgs& args) {
-  ThreadPool pool(args.session.threads > 0 ? args.session.threads : ThreadPool::default_threads());
-  BandwidthProbe probe(pool, static_cast<uint64_t>(args.bandwidth_gib * (1ull << 30)));
-  HandoffProbe handoff(pool);
-  probe.measure();   // warm-up
-  std::vector<double> bw, rt;
-  for (int i = 0; i < 5; ++i) bw.push_back(probe.measure());
-  for (int i = 0; i < 3; ++i) rt.push_back(handoff.measure());
-  if (args.json) {
-    nlohmann::json j;
-    j["threads"] = pool.size();
-    j["isa"] = kernels::cpu_kernels().isa;
-    j["bandwidth_gbs"] = median(bw);
-    j["bandwidth_samples_gbs"] = bw;
-    j["bandwidth_probe_bytes"] = probe.bytes();
-    j["core_round_trip_ns"] = median(rt);
-    j["core_round_trip_samples_ns"] = rt;
-    std::printf("%s\n", j.dump(1).c_str());
-    return 0;
-  }
-  std::printf("bandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | isa %s\n", median(bw), bw.size(),
-              probe.bytes() / double(1ull << 30), pool.size(), kernels::cpu_kernels().isa);
-  if (pool.size() > 1)
-    std::printf("core-to-core round trip %.0f ns (median of %zu probes): %s\n", median(rt), rt.size(),
-                placement_words(median(rt)));
-  return 0;
-}
-
 std::vector<int32_t> random_ids(int n, int vocab, std::mt19937_64& rng) {
   std::vector<int32_t> ids(static_cast<size_t>(n));
   // Skip the low ids (special tokens in Gemma vocabularies); any id costs the same.
@@ -207,7 +84,7 @@ std::vector<int32_t> random_ids(int n, int vocab, std::mt19937_64& rng) {
 
 struct DecodeResult {
   int depth = 0;
-  double ms_per_step = 0;   // one decode step (of --batch sequences)
+  double ms_per_step = 0;     // one decode step (of --batch sequences)
   models::StepProfile prof;   // summed over all timed steps
   int64_t steps = 0;
   std::vector<double> bw;     // probes taken around this depth's bursts
@@ -217,6 +94,263 @@ struct DecodeResult {
   std::vector<double> efficiency, rest_share;
   std::vector<double> class_bw_fraction[models::kOpClassCount];
 };
+
+struct BenchResult {
+  std::vector<double> prefill_s;
+  std::vector<DecodeResult> dec;
+  std::vector<double> bw, rt;   // every probe of the run
+  uint64_t probe_bytes = 0;
+  models::StreamAccount acct;
+  double bandwidth() const { return median(bw); }
+  double floor_ms() const { return static_cast<double>(acct.streamed_bytes) / (bandwidth() * 1e9) * 1e3; }
+};
+
+// ---- measure ----
+
+// Drives the engine for the measurements: requests of random ids, greedy, no stop ids (a
+// sequence ends only by its token limit), so every step is exactly the work asked for.
+class Measurer {
+ public:
+  Measurer(const BenchArgs& a, EngineSession& s)
+      : a_(a), sess_(s), probe_(s.pool(), static_cast<uint64_t>(a.bandwidth_gib * (1ull << 30))), handoff_(s.pool()) {}
+
+  BenchResult run(const std::vector<int>& depths) {
+    BenchResult r;
+    r.acct = models::account_decode_stream(sess_.file());
+    r.probe_bytes = probe_.bytes();
+    probe_.measure();   // warm-up
+    probe_all(r);
+    warm_up();
+    for (int i = 0; i < a_.repeats; ++i) r.prefill_s.push_back(time_prefill());
+    probe_all(r);
+    for (int depth : depths) {
+      r.dec.push_back(measure_depth(depth));
+      r.bw.insert(r.bw.end(), r.dec.back().bw.begin(), r.dec.back().bw.end());
+      r.rt.insert(r.rt.end(), r.dec.back().rt.begin(), r.dec.back().rt.end());
+    }
+    return r;
+  }
+
+ private:
+  void probe_all(BenchResult& r) {
+    for (int i = 0; i < 3; ++i) r.bw.push_back(probe_.measure());
+    r.rt.push_back(handoff_.measure());
+  }
+
+  engine::RequestId submit(int n_prompt, int max_tokens) {
+    engine::EngineRequest req;
+    const engine::RequestId id = req.id = sess_.next_id();
+    req.prompt = random_ids(n_prompt, sess_.spec().n_vocab, rng_);
+    req.sampling.temperature = 0;
+    req.max_tokens = max_tokens;
+    sess_.core().add(std::move(req));
+    return id;
+  }
+
+  void finish_all() {
+    for (engine::RequestId id : live_) sess_.core().abort(id);
+    live_.clear();
+    while (sess_.core().has_work()) sess_.core().step();
+    sess_.core().take_outputs();
+  }
+
+  // First touch of the weights and thread spin-up: a short prefill and one decode.
+  void warm_up() {
+    live_.push_back(submit(8, 2));
+    sess_.core().step();
+    sess_.core().step();
+    finish_all();
+  }
+
+  double time_prefill() {
+    live_.push_back(submit(a_.prompt, 1));
+    const auto t0 = clock_type::now();
+    sess_.core().step();   // the whole prompt in one forward (the token budget holds it)
+    const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+    finish_all();
+    return s;
+  }
+
+  DecodeResult measure_depth(int depth);
+  void measure_burst(DecodeResult& d, int n_steps, double& bw_before, std::vector<double>& step_ms);
+
+  const BenchArgs& a_;
+  EngineSession& sess_;
+  BandwidthProbe probe_;
+  HandoffProbe handoff_;
+  std::mt19937_64 rng_{1234};
+  std::vector<engine::RequestId> live_;
+};
+
+// Decode at `depth`: --batch sequences prefilled to it (one untimed step), then --n-decode
+// timed steps of one token each, in bursts between bandwidth probes. At depth 0 each
+// sequence's one-token prompt is itself the first timed step (position 0).
+DecodeResult Measurer::measure_depth(int depth) {
+  DecodeResult d;
+  d.depth = depth;
+  std::vector<double> step_ms;
+  for (int r = 0; r < a_.repeats; ++r) {
+    for (int i = 0; i < a_.batch; ++i) live_.push_back(submit(std::max(depth, 1), a_.n_decode + 1));
+    if (depth > 0) sess_.core().step();
+    double bw_before = probe_.measure();
+    d.bw.push_back(bw_before);
+    d.rt.push_back(handoff_.measure());
+    for (int i0 = 0; i0 < a_.n_decode; i0 += a_.burst)
+      measure_burst(d, std::min(a_.n_decode, i0 + a_.burst) - i0, bw_before, step_ms);
+    finish_all();
+  }
+  d.steps = static_cast<int64_t>(step_ms.size());
+  d.ms_per_step = median(step_ms);
+  return d;
+}
+
+void Measurer::measure_burst(DecodeResult& d, int n_steps, double& bw_before, std::vector<double>& step_ms) {
+  models::StepProfile prof;
+  std::vector<double> ms;
+  sess_.model().set_profile(&prof);
+  for (int i = 0; i < n_steps; ++i) {
+    const auto t0 = clock_type::now();
+    sess_.core().step();
+    ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+  }
+  sess_.model().set_profile(nullptr);
+  const double bw_after = probe_.measure();
+  d.bw.push_back(bw_after);
+  d.rt.push_back(handoff_.measure());
+  const double burst_bw = 0.5 * (bw_before + bw_after);
+  bw_before = bw_after;
+  const models::StreamAccount acct = models::account_decode_stream(sess_.file());
+  d.efficiency.push_back(static_cast<double>(acct.streamed_bytes) / (burst_bw * 1e9) * 1e3 / median(ms));
+  double profiled = 0;
+  for (int c = 0; c < models::kOpClassCount; ++c) {
+    const double sec = prof.seconds[c] / n_steps, bytes = static_cast<double>(prof.bytes[c]) / n_steps;
+    d.class_bw_fraction[c].push_back(sec > 0 ? bytes / sec / 1e9 / burst_bw : 0.0);
+    d.prof.seconds[c] += prof.seconds[c];
+    d.prof.bytes[c] += prof.bytes[c];
+    profiled += prof.seconds[c];
+  }
+  d.prof.steps += prof.steps;
+  const double rest = prof.seconds[static_cast<int>(models::OpClass::kAttention)] +
+                      prof.seconds[static_cast<int>(models::OpClass::kOther)];
+  d.rest_share.push_back(profiled > 0 ? rest / profiled : 0.0);
+  step_ms.insert(step_ms.end(), ms.begin(), ms.end());
+}
+
+// ---- report ----
+
+struct ClassRow {
+  double ms = 0, bytes = 0, gbs = 0, bw_fraction = 0;
+};
+
+ClassRow class_row(const DecodeResult& d, int c) {
+  ClassRow r;
+  r.ms = d.prof.seconds[c] * 1e3 / static_cast<double>(d.steps);
+  r.bytes = static_cast<double>(d.prof.bytes[c]) / static_cast<double>(d.steps);
+  r.gbs = r.ms > 0 ? r.bytes / (r.ms * 1e-3) / 1e9 : 0.0;
+  r.bw_fraction = median(d.class_bw_fraction[c]);
+  return r;
+}
+
+double depth_floor_ms(const BenchResult& r, const DecodeResult& d) {
+  return static_cast<double>(r.acct.streamed_bytes) / (median(d.bw) * 1e9) * 1e3;
+}
+
+nlohmann::json decode_json(const BenchArgs& a, const BenchResult& r, const DecodeResult& d) {
+  nlohmann::json classes;
+  double named = 0;
+  for (int c = 0; c < models::kOpClassCount; ++c) {
+    const ClassRow row = class_row(d, c);
+    classes[models::op_class_name(static_cast<models::OpClass>(c))] = {
+        {"ms", row.ms}, {"bytes", row.bytes}, {"gbs", row.gbs}, {"bw_fraction", row.bw_fraction}};
+    named += row.ms;
+  }
+  return {{"depth", d.depth},
+          {"batch", a.batch},
+          {"ms_per_step", d.ms_per_step},
+          {"ms_per_token", d.ms_per_step / a.batch},
+          {"tokens_per_s", a.batch * 1e3 / d.ms_per_step},
+          {"bandwidth_gbs", median(d.bw)},
+          {"core_round_trip_ns", median(d.rt)},
+          {"floor_ms", depth_floor_ms(r, d)},
+          {"efficiency", median(d.efficiency)},
+          {"efficiency_bursts", d.efficiency},
+          {"attention_other_share", median(d.rest_share)},
+          {"profiled_ms_per_step", named},
+          {"steps", d.steps},
+          {"classes", classes}};
+}
+
+// The JSON contract of python/README.md "Benchmarks" (python/bench.py reads it).
+nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
+  const double pre_s = median(r.prefill_s);
+  std::vector<double> prefill_ms;
+  for (double s : r.prefill_s) prefill_ms.push_back(s * 1e3);
+  nlohmann::json j;
+  j["model"] = sess.spec().name;
+  j["file"] = a.session.model_path;
+  j["arch"] = sess.spec().arch;
+  j["threads"] = sess.threads();
+  j["isa"] = kernels::cpu_kernels().isa;
+  j["kv_type"] = a.session.kv_type;
+  j["bandwidth_gbs"] = r.bandwidth();
+  j["bandwidth_samples_gbs"] = r.bw;
+  j["bandwidth_probe_bytes"] = r.probe_bytes;
+  j["core_round_trip_ns"] = median(r.rt);
+  j["core_round_trip_samples_ns"] = r.rt;
+  j["bytes_per_token"] = r.acct.streamed_bytes;
+  j["floor_ms"] = r.floor_ms();
+  j["prefill"] = {{"tokens", a.prompt}, {"ms", pre_s * 1e3}, {"tokens_per_s", a.prompt / pre_s}, {"samples_ms", prefill_ms}};
+  j["decode"] = nlohmann::json::array();
+  for (const DecodeResult& d : r.dec) j["decode"].push_back(decode_json(a, r, d));
+  return j;
+}
+
+void print_decode(const BenchArgs& a, const BenchResult& r, const DecodeResult& d) {
+  if (a.batch > 1) std::printf("\nbatch of %d sequences: %.1f tokens/s in all", a.batch, a.batch * 1e3 / d.ms_per_step);
+  std::printf("\ndecode at depth %d: %.2f ms/step | bandwidth around it %.1f GB/s, core round trip %.0f ns, floor %.2f ms | "
+              "efficiency %.0f%% (median of %zu bursts) | attention + other %.1f%% of a step\n",
+              d.depth, d.ms_per_step, median(d.bw), median(d.rt), depth_floor_ms(r, d), 100 * median(d.efficiency),
+              d.efficiency.size(), 100 * median(d.rest_share));
+  std::printf("  %-12s %9s %10s %8s %10s\n", "op class", "ms/step", "MB/step", "GB/s", "of bw");
+  for (int c = 0; c < models::kOpClassCount; ++c) {
+    const ClassRow row = class_row(d, c);
+    std::printf("  %-12s %9.3f %10.1f %8.1f %9.0f%%\n", models::op_class_name(static_cast<models::OpClass>(c)), row.ms,
+                row.bytes / 1e6, row.gbs, 100 * row.bw_fraction);
+  }
+}
+
+void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
+  std::printf("\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
+              r.bandwidth(), r.bw.size(), r.probe_bytes / double(1ull << 30), sess.threads(), r.acct.streamed_bytes / 1e6,
+              r.floor_ms(), kernels::cpu_kernels().isa);
+  if (sess.threads() > 1) {
+    const auto [lo, hi] = std::minmax_element(r.rt.begin(), r.rt.end());
+    std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(r.rt), r.rt.size(), *lo,
+                *hi, placement_words(median(r.rt)));
+  }
+  const double pre_s = median(r.prefill_s);
+  std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", a.prompt, pre_s * 1e3, a.prompt / pre_s);
+  for (const DecodeResult& d : r.dec) print_decode(a, r, d);
+}
+
+int run_bench(BenchArgs& a) {
+  if (a.session.model_path.empty()) fail("bench needs a model: -m FILE (or --machine)");
+  const std::vector<int> depths = parse_depths(a.depths);
+  if (a.prompt < 1 || a.n_decode < 1 || a.repeats < 1 || a.burst < 1 || a.batch < 1)
+    fail("--prompt, --n-decode, --repeats, --burst and --batch must be >= 1");
+  const int max_depth = *std::max_element(depths.begin(), depths.end());
+  a.session.n_seqs = a.batch;
+  a.session.ctx_size = std::max(a.prompt, max_depth + a.n_decode) + 1;
+  // One step holds the prefill, or every sequence's prefill to the deepest depth.
+  a.session.token_budget = std::max(a.prompt, a.batch * std::max(max_depth, 1));
+  a.session.prefix_caching = false;   // random prompts: nothing to reuse, nothing to hash
+  EngineSession sess(a.session);
+  if (!a.json) sess.print_summary();
+  const BenchResult r = Measurer(a, sess).run(depths);
+  if (a.json) std::printf("%s\n", to_json(a, sess, r).dump(1).c_str());
+  else print_text(a, sess, r);
+  return 0;
+}
 
 }  // namespace
 
@@ -236,188 +370,8 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_flag("--machine", args->machine, "measure only the machine (bus bandwidth, core-to-core round trip); no model");
   return [args]() {
     if (args->bandwidth_gib < 0.0625) fail("--bandwidth-gib must be at least 0.0625");
-    if (args->machine) return run_machine_probe(*args);
-    if (args->session.model_path.empty()) fail("bench needs a model: -m FILE (or --machine)");
-    const std::vector<int> depths = parse_depths(args->depths);
-    if (args->prompt < 1 || args->n_decode < 1 || args->repeats < 1 || args->burst < 1 || args->batch < 1)
-      fail("--prompt, --n-decode, --repeats, --burst and --batch must be >= 1");
-    args->session.n_seqs = args->batch;
-    const int max_depth = *std::max_element(depths.begin(), depths.end());
-    args->session.ctx_size = std::max(args->prompt, max_depth + args->n_decode) + 1;
-    ModelSession sess(args->session);
-    if (!args->json) sess.print_summary();
-    const models::StreamAccount acct = models::account_decode_stream(sess.file());
-    const int V = sess.spec().n_vocab;
-    std::mt19937_64 rng(1234);
-
-    BandwidthProbe probe(sess.pool(), static_cast<uint64_t>(args->bandwidth_gib * (1ull << 30)));
-    HandoffProbe handoff(sess.pool());
-    std::vector<double> bw, rt;
-    auto probe_bw = [&] {
-      for (int i = 0; i < 3; ++i) bw.push_back(probe.measure());
-      rt.push_back(handoff.measure());
-    };
-    probe.measure();   // warm-up
-    probe_bw();
-
-    std::vector<float> logits;
-    // Warm-up: one short prefill and decode (first-touch of weights, thread spin-up).
-    {
-      const auto ids = random_ids(8, V, rng);
-      sess.reset();
-      sess.eval(ids, 0, models::LogitsWanted::kLast, logits);
-      const int32_t one[1] = {ids[0]};
-      sess.eval(one, 8, models::LogitsWanted::kLast, logits);
-    }
-
-    std::vector<double> prefill_s;
-    for (int r = 0; r < args->repeats; ++r) {
-      const auto ids = random_ids(args->prompt, V, rng);
-      sess.reset();
-      const auto t0 = clock_type::now();
-      sess.eval(ids, 0, models::LogitsWanted::kLast, logits);
-      prefill_s.push_back(std::chrono::duration<double>(clock_type::now() - t0).count());
-    }
-    probe_bw();
-
-    std::vector<DecodeResult> dec;
-    for (int depth : depths) {
-      DecodeResult d;
-      d.depth = depth;
-      std::vector<double> step_ms;
-      for (int r = 0; r < args->repeats; ++r) {
-        sess.reset();
-        const int B = args->batch;
-        const auto ids = random_ids((depth + args->n_decode) * B, V, rng);   // sequence i: ids[i·(depth + n) ...]
-        const auto seq_ids = [&](int i) { return ids.data() + static_cast<size_t>(i) * (depth + args->n_decode); };
-        if (depth > 0)
-          for (int i = 0; i < B; ++i)
-            sess.eval({seq_ids(i), static_cast<size_t>(depth)}, 0, models::LogitsWanted::kLast, logits, i);
-        std::vector<int32_t> step_ids(static_cast<size_t>(B));
-        double bw_before = probe.measure();
-        d.bw.push_back(bw_before);
-        d.rt.push_back(handoff.measure());
-        for (int i0 = 0; i0 < args->n_decode; i0 += args->burst) {
-          const int i1 = std::min(args->n_decode, i0 + args->burst);
-          models::StepProfile burst_prof;
-          std::vector<double> burst_ms;
-          sess.model().set_profile(&burst_prof);
-          for (int i = i0; i < i1; ++i) {
-            for (int q = 0; q < B; ++q) step_ids[static_cast<size_t>(q)] = seq_ids(q)[depth + i];
-            const auto t0 = clock_type::now();
-            sess.eval_each(step_ids, depth + i, logits);
-            burst_ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
-          }
-          sess.model().set_profile(nullptr);
-          const double bw_after = probe.measure();
-          d.bw.push_back(bw_after);
-          d.rt.push_back(handoff.measure());
-          const double burst_bw = 0.5 * (bw_before + bw_after);
-          bw_before = bw_after;
-          const double ms = median(burst_ms);
-          d.efficiency.push_back(static_cast<double>(acct.streamed_bytes) / (burst_bw * 1e9) * 1e3 / ms);
-          const double n = static_cast<double>(i1 - i0);
-          double profiled = 0;
-          for (int c = 0; c < models::kOpClassCount; ++c) profiled += burst_prof.seconds[c];
-          for (int c = 0; c < models::kOpClassCount; ++c) {
-            const double sec = burst_prof.seconds[c] / n, bytes = static_cast<double>(burst_prof.bytes[c]) / n;
-            d.class_bw_fraction[c].push_back(sec > 0 ? bytes / sec / 1e9 / burst_bw : 0.0);
-            d.prof.seconds[c] += burst_prof.seconds[c];
-            d.prof.bytes[c] += burst_prof.bytes[c];
-          }
-          d.prof.steps += burst_prof.steps;
-          const double rest = burst_prof.seconds[static_cast<int>(models::OpClass::kAttention)] +
-                              burst_prof.seconds[static_cast<int>(models::OpClass::kOther)];
-          d.rest_share.push_back(profiled > 0 ? rest / profiled : 0.0);
-          step_ms.insert(step_ms.end(), burst_ms.begin(), burst_ms.end());
-        }
-      }
-      bw.insert(bw.end(), d.bw.begin(), d.bw.end());
-      rt.insert(rt.end(), d.rt.begin(), d.rt.end());
-      d.steps = static_cast<int64_t>(step_ms.size());
-      d.ms_per_step = median(step_ms);
-      dec.push_back(d);
-    }
-
-    const double bandwidth = median(bw);
-    const double floor_ms = static_cast<double>(acct.streamed_bytes) / (bandwidth * 1e9) * 1e3;
-    const double pre_s = median(prefill_s);
-    nlohmann::json j;
-    j["model"] = sess.spec().name;
-    j["file"] = args->session.model_path;
-    j["arch"] = sess.spec().arch;
-    j["threads"] = sess.threads();
-    j["isa"] = kernels::cpu_kernels().isa;
-    j["kv_type"] = args->session.kv_type;
-    j["bandwidth_gbs"] = bandwidth;
-    j["bandwidth_samples_gbs"] = bw;
-    j["bandwidth_probe_bytes"] = probe.bytes();
-    j["core_round_trip_ns"] = median(rt);
-    j["core_round_trip_samples_ns"] = rt;
-    j["bytes_per_token"] = acct.streamed_bytes;
-    j["floor_ms"] = floor_ms;
-    j["prefill"] = {{"tokens", args->prompt}, {"ms", pre_s * 1e3}, {"tokens_per_s", args->prompt / pre_s},
-                    {"samples_ms", [&] { std::vector<double> v; for (double s : prefill_s) v.push_back(s * 1e3); return v; }()}};
-    j["decode"] = nlohmann::json::array();
-    for (const DecodeResult& d : dec) {
-      nlohmann::json classes;
-      double named = 0;
-      for (int c = 0; c < models::kOpClassCount; ++c) {
-        const double ms = d.prof.seconds[c] * 1e3 / static_cast<double>(d.steps);
-        const double bytes = static_cast<double>(d.prof.bytes[c]) / static_cast<double>(d.steps);
-        classes[models::op_class_name(static_cast<models::OpClass>(c))] = {
-            {"ms", ms}, {"bytes", bytes}, {"gbs", ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0.0},
-            {"bw_fraction", median(d.class_bw_fraction[c])}};
-        named += ms;
-      }
-      const double dbw = median(d.bw);
-      const double dfloor = static_cast<double>(acct.streamed_bytes) / (dbw * 1e9) * 1e3;
-      j["decode"].push_back({{"depth", d.depth},
-                             {"batch", args->batch},
-                             {"ms_per_step", d.ms_per_step},
-                             {"ms_per_token", d.ms_per_step / args->batch},
-                             {"tokens_per_s", args->batch * 1e3 / d.ms_per_step},
-                             {"bandwidth_gbs", dbw},
-                             {"core_round_trip_ns", median(d.rt)},
-                             {"floor_ms", dfloor},
-                             {"efficiency", median(d.efficiency)},
-                             {"efficiency_bursts", d.efficiency},
-                             {"attention_other_share", median(d.rest_share)},
-                             {"profiled_ms_per_step", named},
-                             {"steps", d.steps},
-                             {"classes", classes}});
-    }
-    if (args->json) {
-      std::printf("%s\n", j.dump(1).c_str());
-      return 0;
-    }
-    std::printf("\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
-                bandwidth, bw.size(), probe.bytes() / double(1ull << 30), sess.threads(), acct.streamed_bytes / 1e6, floor_ms,
-                kernels::cpu_kernels().isa);
-    if (sess.threads() > 1) {
-      const auto [lo, hi] = std::minmax_element(rt.begin(), rt.end());
-      std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(rt), rt.size(), *lo, *hi,
-                  placement_words(median(rt)));
-    }
-    std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", args->prompt, pre_s * 1e3, args->prompt / pre_s);
-    for (const auto& d : j["decode"]) {
-      if (args->batch > 1)
-        std::printf("\nbatch of %d sequences: %.1f tokens/s in all", args->batch, d["tokens_per_s"].get<double>());
-      std::printf("\ndecode at depth %d: %.2f ms/step | bandwidth around it %.1f GB/s, core round trip %.0f ns, floor %.2f ms | "
-                  "efficiency %.0f%% (median of %zu bursts) | attention + other %.1f%% of a step\n",
-                  d["depth"].get<int>(), d["ms_per_step"].get<double>(), d["bandwidth_gbs"].get<double>(),
-                  d["core_round_trip_ns"].get<double>(),
-                  d["floor_ms"].get<double>(), 100 * d["efficiency"].get<double>(), d["efficiency_bursts"].size(),
-                  100 * d["attention_other_share"].get<double>());
-      std::printf("  %-12s %9s %10s %8s %10s\n", "op class", "ms/step", "MB/step", "GB/s", "of bw");
-      for (int c = 0; c < models::kOpClassCount; ++c) {
-        const auto& e = d["classes"][models::op_class_name(static_cast<models::OpClass>(c))];
-        std::printf("  %-12s %9.3f %10.1f %8.1f %9.0f%%\n", models::op_class_name(static_cast<models::OpClass>(c)),
-                    e["ms"].get<double>(), e["bytes"].get<double>() / 1e6, e["gbs"].get<double>(),
-                    100 * e["bw_fraction"].get<double>());
-      }
-    }
-    return 0;
+    if (args->machine) return run_machine_probe(args->session.threads, args->bandwidth_gib, args->json);
+    return run_bench(*args);
   };
 }
 

@@ -1,7 +1,12 @@
 // `sluice chat -m FILE`: an interactive multi-turn chat with streaming replies. The whole
-// conversation is re-rendered with the chat template each turn and only the tokens after
-// the longest prefix already in the KV cache are evaluated. Ctrl-C stops a reply (not the
-// program); at the prompt it quits, as does Ctrl-D. /reset starts over.
+// conversation is re-rendered with the chat template each turn and submitted to the engine
+// as a request resuming the previous turn's parked K/V, so only the tokens after the longest
+// common prefix are evaluated. Ctrl-C stops a reply (not the program); at the prompt it
+// quits, as does Ctrl-D. /reset starts over.
+//
+// A file without tokenizer.chat_template is a base model: it continues text and answers a
+// turn by writing more turns. chat refuses it (pointing to `sluice run`) unless
+// --builtin-template asks for Gemma's built-in turn format anyway.
 #include <CLI/CLI.hpp>
 
 #include <atomic>
@@ -9,12 +14,14 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <unistd.h>
 
 #include "apps/sluice/chat_render.h"
 #include "apps/sluice/commands.h"
-#include "apps/sluice/generation.h"
+#include "apps/sluice/completion.h"
 #include "base/error.h"
+#include "gguf/reader.h"
 
 namespace sluice::app {
 
@@ -36,7 +43,16 @@ struct ChatArgs {
   SessionOptions session;
   SamplingFlags sampling;
   std::string system;
+  bool builtin_template = false;
 };
+
+void check_chat_template(const gguf::GgufFile& f, const std::string& path, bool builtin_ok) {
+  if (builtin_ok || !f.get_string_or("tokenizer.chat_template", "").empty()) return;
+  fail("%s has no chat template (tokenizer.chat_template): it looks like a base model, which continues text "
+       "instead of answering turns. Use `sluice run -m %s -p TEXT` for a continuation, or `sluice chat "
+       "--builtin-template` to chat in Gemma's built-in turn format anyway.",
+       path.c_str(), path.c_str());
+}
 }  // namespace
 
 CommandFn add_chat_command(CLI::App& app) {
@@ -44,9 +60,12 @@ CommandFn add_chat_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("chat", "interactive chat (Ctrl-C stops a reply, Ctrl-D quits, /reset clears)");
   add_session_options(cmd, args->session);
   cmd->add_option("--system", args->system, "system message");
+  cmd->add_flag("--builtin-template", args->builtin_template,
+                "on a file without a chat template (a base model), use Gemma's built-in one");
   add_sampling_flags(cmd, args->sampling);
   return [args]() {
-    ModelSession sess(args->session);
+    EngineSession sess(args->session);
+    check_chat_template(sess.file(), args->session.model_path, args->builtin_template);
     sess.print_summary();
     auto tok = Tokenizer::from_gguf(sess.file());
     const GenerationOptions opt = resolve_sampling(args->sampling, sess.file());
@@ -57,7 +76,7 @@ CommandFn add_chat_command(CLI::App& app) {
 
     ChatHistory conv;
     if (!args->system.empty()) conv.add("system", args->system);
-    std::vector<int32_t> cached;   // tokens whose K/V are in the cache, in order
+    std::optional<engine::RequestId> last;   // the previous turn, whose K/V are parked
     std::string line;
     for (;;) {
       std::fprintf(stdout, "\n> ");
@@ -67,27 +86,25 @@ CommandFn add_chat_command(CLI::App& app) {
       if (line == "/reset") {
         conv = ChatHistory{};
         if (!args->system.empty()) conv.add("system", args->system);
-        sess.reset();
-        cached.clear();
+        if (last) sess.core().release_kv(*last);
+        last.reset();
         std::fprintf(stdout, "(conversation cleared)\n");
         continue;
       }
       conv.add("user", line);
       const std::vector<int32_t> full = tok->encode(render_chat(sess.file(), *tok, conv, true), false, true);
-      size_t keep = 0;   // longest prefix already evaluated (at least one new token must run)
-      while (keep < cached.size() && keep + 1 < full.size() && cached[keep] == full[keep]) ++keep;
-      if (!sess.can_resume_at(static_cast<int32_t>(keep))) {
-        sess.reset();
-        keep = 0;
-      }
-      cached.resize(keep);
-      int32_t pos = static_cast<int32_t>(keep);
+      CompletionRequest req;
+      req.prompt = full;
+      req.opt = opt;
+      req.keep_kv = true;
+      req.resume_from = last;
       std::string reply;
       g_interrupt.store(false);
       g_generating.store(true);
       GenerationStats st;
+      engine::RequestId id = 0;
       try {
-        st = generate(sess, *tok, cached, pos, std::span<const int32_t>(full).subspan(keep), opt,
+        st = complete(sess, *tok, req, id,
                       [&](const std::string& piece) {
                         reply += piece;
                         std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -101,6 +118,7 @@ CommandFn add_chat_command(CLI::App& app) {
         continue;
       }
       g_generating.store(false);
+      last = id;
       conv.add("assistant", reply);
       print_stats(st);
     }

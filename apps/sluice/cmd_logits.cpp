@@ -1,16 +1,18 @@
 // `sluice logits -m FILE --ids 2,651,... --out F [--chunk N]`: runs the ids as one sequence
 // and writes float32 logits for every position, row-major [n_ids × vocab], little-endian.
-// --chunk N feeds N ids per step (prefill chunks, then decode-sized steps when N = 1).
+// --chunk N feeds N ids per step (prefill chunks, then decode-sized steps when N = 1): one
+// engine request in scoring mode (all_logits) with a token budget of N.
 // `-f TEXT` instead of --ids tokenizes a text file (BOS first).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
 #include "apps/sluice/commands.h"
-#include "apps/sluice/model_session.h"
+#include "apps/sluice/engine_session.h"
 #include "base/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -78,18 +80,28 @@ CommandFn add_logits_command(CLI::App& app) {
       if (args->max_tokens > 0 && ids.size() > static_cast<size_t>(args->max_tokens)) ids.resize(static_cast<size_t>(args->max_tokens));
       if (ids.empty()) fail("%s: no tokens", args->text_file.c_str());
     }
-    if (args->session.ctx_size < static_cast<int>(ids.size())) args->session.ctx_size = static_cast<int>(ids.size());
-    ModelSession sess(args->session);
+    // Room for the ids and the one token the engine samples after them (discarded).
+    args->session.ctx_size = std::max(args->session.ctx_size, static_cast<int>(ids.size()) + 1);
+    args->session.token_budget = args->chunk > 0 ? args->chunk : static_cast<int>(ids.size());
+    args->session.prefix_caching = false;
+    EngineSession sess(args->session);
     const int64_t V = sess.spec().n_vocab;
     std::ofstream out(args->out, std::ios::binary | std::ios::trunc);
     if (!out) fail("%s: cannot open for writing", args->out.c_str());
-    const size_t chunk = args->chunk > 0 ? static_cast<size_t>(args->chunk) : ids.size();
-    std::vector<float> logits;
-    for (size_t i = 0; i < ids.size(); i += chunk) {
-      const size_t n = std::min(chunk, ids.size() - i);
-      sess.eval({ids.data() + i, n}, static_cast<int32_t>(i), models::LogitsWanted::kAll, logits);
-      out.write(reinterpret_cast<const char*>(logits.data()), static_cast<std::streamsize>(n * V * sizeof(float)));
-    }
+    engine::EngineRequest req;
+    const engine::RequestId id = req.id = sess.next_id();
+    req.prompt = ids;
+    req.sampling.temperature = 0;
+    req.all_logits = true;
+    sess.core().add(std::move(req));
+    int64_t written = 0;
+    sess.drive(id, [&](engine::TokenOutput& o) {
+      if (o.logits.empty()) return;
+      if (o.logits_pos0 != written) fail("logits rows out of order (position %d after %lld)", o.logits_pos0, static_cast<long long>(written));
+      out.write(reinterpret_cast<const char*>(o.logits.data()), static_cast<std::streamsize>(o.logits.size() * sizeof(float)));
+      written += static_cast<int64_t>(o.logits.size()) / V;
+    });
+    if (written != static_cast<int64_t>(ids.size())) fail("the engine returned %lld of %zu rows", static_cast<long long>(written), ids.size());
     if (!out) fail("%s: write failed", args->out.c_str());
     std::fprintf(stderr, "wrote %zu × %lld logits to %s\n", ids.size(), static_cast<long long>(V), args->out.c_str());
     return 0;

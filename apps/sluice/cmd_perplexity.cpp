@@ -1,6 +1,7 @@
 // `sluice perplexity -m FILE -f TEXT --ctx N`: the text's tokens in non-overlapping windows
 // of N tokens, each window starting with BOS followed by N-1 text tokens; every token after
-// the first in a window is scored. PPL = exp(mean negative log-likelihood).
+// the first in a window is scored. PPL = exp(mean negative log-likelihood). Each window is
+// one engine request in scoring mode (all_logits), computed in one forward.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
@@ -9,7 +10,7 @@
 #include <memory>
 
 #include "apps/sluice/commands.h"
-#include "apps/sluice/model_session.h"
+#include "apps/sluice/engine_session.h"
 #include "base/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -34,8 +35,10 @@ CommandFn add_perplexity_command(CLI::App& app) {
   return [args]() {
     if (args->ctx < 2) fail("--ctx must be at least 2");
     const std::string text = read_prompt("", args->file);
-    args->session.ctx_size = args->ctx;
-    ModelSession sess(args->session);
+    args->session.ctx_size = args->ctx + 1;   // the window and the one token the engine samples after it
+    args->session.token_budget = args->ctx;
+    args->session.prefix_caching = false;
+    EngineSession sess(args->session);
     sess.print_summary();
     auto tok = Tokenizer::from_gguf(sess.file());
     if (tok->bos() < 0) fail("the model has no BOS token");
@@ -48,22 +51,30 @@ CommandFn add_perplexity_command(CLI::App& app) {
     double nll = 0;
     size_t scored = 0;
     std::vector<int32_t> win(args->ctx);
-    std::vector<float> logits;
     const auto t0 = std::chrono::steady_clock::now();
     for (size_t w = 0; w < n_windows; ++w) {
       win[0] = tok->bos();
       std::copy(ids.begin() + w * per, ids.begin() + (w + 1) * per, win.begin() + 1);
-      sess.reset();
-      sess.eval(win, 0, models::LogitsWanted::kAll, logits);
-      for (int i = 0; i + 1 < args->ctx; ++i) {
-        const float* row = &logits[i * V];
-        float mx = row[0];
-        for (int64_t v = 1; v < V; ++v) mx = std::max(mx, row[v]);
-        double sum = 0;
-        for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - mx);
-        nll += -(row[win[i + 1]] - mx - std::log(sum));
-        ++scored;
-      }
+      engine::EngineRequest req;
+      const engine::RequestId id = req.id = sess.next_id();
+      req.prompt = win;
+      req.sampling.temperature = 0;
+      req.all_logits = true;
+      sess.core().add(std::move(req));
+      sess.drive(id, [&](engine::TokenOutput& o) {
+        const int64_t rows = static_cast<int64_t>(o.logits.size()) / V;
+        for (int64_t r = 0; r < rows; ++r) {
+          const int64_t i = o.logits_pos0 + r;
+          if (i + 1 >= args->ctx) continue;   // the last position predicts past the window
+          const float* row = &o.logits[r * V];
+          float mx = row[0];
+          for (int64_t v = 1; v < V; ++v) mx = std::max(mx, row[v]);
+          double sum = 0;
+          for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - mx);
+          nll += -(row[win[i + 1]] - mx - std::log(sum));
+          ++scored;
+        }
+      });
       std::fprintf(stderr, "[%zu/%zu] ppl so far %.4f\n", w + 1, n_windows, std::exp(nll / scored));
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

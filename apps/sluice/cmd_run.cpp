@@ -11,7 +11,7 @@
 
 #include "apps/sluice/chat_render.h"
 #include "apps/sluice/commands.h"
-#include "apps/sluice/generation.h"
+#include "apps/sluice/completion.h"
 #include "base/error.h"
 
 namespace sluice::app {
@@ -50,7 +50,7 @@ CommandFn add_run_command(CLI::App& app) {
   add_sampling_flags(cmd, args->sampling);
   return [args]() {
     const std::string text = read_prompt(args->prompt, args->prompt_file);
-    ModelSession sess(args->session);
+    EngineSession sess(args->session);
     sess.print_summary();
     auto tok = Tokenizer::from_gguf(sess.file());
     std::vector<int32_t> prompt;
@@ -62,10 +62,11 @@ CommandFn add_run_command(CLI::App& app) {
     } else {
       prompt = tok->encode(text, true, true);
     }
-    const GenerationOptions opt = resolve_sampling(args->sampling, sess.file());
-    std::vector<int32_t> history;
-    int32_t pos = 0;
-    const GenerationStats st = generate(sess, *tok, history, pos, prompt, opt, [](const std::string& piece) {
+    CompletionRequest req;
+    req.prompt = prompt;
+    req.opt = resolve_sampling(args->sampling, sess.file());
+    engine::RequestId id = 0;
+    const GenerationStats st = complete(sess, *tok, req, id, [](const std::string& piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);
       std::fflush(stdout);
     });

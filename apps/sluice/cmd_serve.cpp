@@ -16,7 +16,7 @@
 
 #include "api/engine.h"
 #include "apps/sluice/commands.h"
-#include "apps/sluice/model_session.h"
+#include "apps/sluice/engine_session.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"

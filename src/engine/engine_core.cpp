@@ -1,5 +1,7 @@
 #include "engine/engine_core.h"
 
+#include <algorithm>
+
 #include "base/error.h"
 
 namespace sluice::engine {
@@ -24,9 +26,36 @@ std::optional<std::string> EngineCore::check_admissible(int32_t n_prompt) const 
 void EngineCore::add(EngineRequest r) {
   if (auto why = check_admissible(static_cast<int32_t>(r.prompt.size()))) fail("%s", why->c_str());
   if (r.max_tokens < 1) fail("max_tokens must be >= 1");
-  auto s = std::make_unique<Sequence>(std::move(r), model_.spec().n_vocab, arrivals_++);
+  const int32_t V = model_.spec().n_vocab;
+  for (int32_t t : r.prompt)
+    if (t < 0 || t >= V) fail("token id %d is outside the vocabulary (%d tokens)", t, V);
+  const std::optional<RequestId> from = r.resume_from;
+  auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
+  if (from) resume(*s, *from);
   sched_.add(std::move(s));
 }
+
+void EngineCore::resume(Sequence& s, RequestId from) {
+  std::vector<int32_t> had;
+  SeqBlocks blocks;
+  if (!sched_.take_parked(from, had, blocks)) return;
+  // The longest common prefix, leaving at least one prompt token to compute (its logits
+  // start the generation), if every block a query there needs is still held.
+  int32_t keep = 0;
+  const int32_t limit = std::min<int32_t>(static_cast<int32_t>(had.size()), s.n_prompt() - 1);
+  while (keep < limit && had[keep] == s.tokens[keep]) ++keep;
+  if (keep > 0 && !s.req.all_logits && blocks_.can_resume(blocks, keep)) keep = blocks_.truncate(blocks, keep);
+  else keep = 0;
+  if (keep == 0) {
+    blocks_.free(blocks);   // full blocks stay in the prefix cache for the usual lookup
+    return;
+  }
+  s.blocks = std::move(blocks);
+  s.n_computed = keep;
+  s.n_cached = keep;
+}
+
+void EngineCore::release_kv(RequestId id) { sched_.release_parked(id); }
 
 void EngineCore::abort(RequestId id) { sched_.abort(id, pending_); }
 
@@ -41,7 +70,7 @@ std::vector<TokenOutput> EngineCore::take_outputs() {
 std::vector<TokenOutput> EngineCore::step() {
   ScheduledBatch batch = sched_.schedule(pending_);
   if (!batch.empty()) {
-    const std::vector<SampledToken> sampled = runner_.execute(batch);
+    const std::vector<SliceSample> sampled = runner_.execute(batch, pending_);
     sched_.update(batch, sampled, pending_);
   }
   return take_outputs();
@@ -60,6 +89,8 @@ EngineStats EngineCore::stats() const {
   st.preemptions = c.preemptions;
   st.prompt_tokens_computed = c.prompt_tokens_computed;
   st.generated_tokens = c.generated_tokens;
+  st.drafted_tokens = c.drafted_tokens;
+  st.accepted_tokens = c.accepted_tokens;
   const auto& p = blocks_.prefix_stats();
   st.prefix_queries = p.queries;
   st.prefix_query_tokens = p.query_tokens;

@@ -27,6 +27,7 @@ struct EngineStats {
   int32_t kv_blocks_used = 0, kv_blocks_total = 0;   // all groups together
   int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
   int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
+  int64_t drafted_tokens = 0, accepted_tokens = 0;   // speculative steps (SchedulerConfig::drafter)
 };
 
 class EngineCore {
@@ -38,7 +39,10 @@ class EngineCore {
   // nullopt. Reads only constants, so the HTTP threads may call it.
   std::optional<std::string> check_admissible(int32_t n_prompt) const;
 
-  void add(EngineRequest r);          // throws sluice::Error on a request check_admissible rejects
+  // Throws sluice::Error on a request check_admissible rejects or with a token outside the
+  // vocabulary. With resume_from, takes that request's parked K/V (see EngineRequest).
+  void add(EngineRequest r);
+  void release_kv(RequestId id);      // frees what a keep_kv request parked; unknown ids ignored
   void abort(RequestId id);           // its kAbort output comes with the next step()/take_outputs()
   bool has_work() const { return sched_.has_work(); }
 
@@ -59,6 +63,8 @@ class EngineCore {
   BlockManager blocks_;
   Scheduler sched_;
   ModelRunner runner_;
+  void resume(Sequence& s, RequestId from);
+
   std::vector<TokenOutput> pending_;
   uint64_t arrivals_ = 0;
 };

@@ -29,38 +29,83 @@ void ModelRunner::logprobs_of(const float* row, int32_t n_vocab, int32_t token, 
   for (int32_t i = 0; i < k; ++i) out.top.push_back({ids[i], static_cast<float>(row[ids[i]] - lse)});
 }
 
-std::vector<SampledToken> ModelRunner::execute(const ScheduledBatch& batch) {
+void ModelRunner::report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows,
+                              std::vector<TokenOutput>& out) const {
+  const size_t V = static_cast<size_t>(model_.spec().n_vocab);
+  // A preempted sequence recomputes positions it already reported: send only new ones.
+  const int32_t first = std::max(sl.pos0, s.n_logits_sent), end = sl.pos0 + sl.n_tokens;
+  if (first >= end) return;
+  TokenOutput o;
+  o.id = s.req.id;
+  o.n_prompt = s.n_prompt();
+  o.n_cached = s.n_cached;
+  o.n_generated = s.n_generated;
+  o.logits_pos0 = first;
+  o.logits.assign(rows + (first - sl.pos0) * V, rows + (end - sl.pos0) * V);
+  out.push_back(std::move(o));
+  s.n_logits_sent = end;
+}
+
+SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32_t n_before) {
   const int32_t V = model_.spec().n_vocab;
-  models::ForwardBatch fb;
-  fb.seqs.reserve(batch.slices.size());
-  for (const ScheduledSlice& sl : batch.slices) {
-    models::SeqSlice s;
+  const bool want_lp = s.req.top_logprobs >= 0;
+  if (want_lp) raw_.assign(l, l + V);
+  if (s.n_generated + n_before < s.req.min_tokens)
+    for (int32_t id : s.req.stop_ids)
+      if (id >= 0 && id < V) l[id] = -std::numeric_limits<float>::infinity();
+  SampledToken st;
+  st.token = s.sampler.sample(l, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(n_history)));
+  if (want_lp) logprobs_of(raw_.data(), V, st.token, s.req.top_logprobs, st);
+  return st;
+}
+
+// Greedy verification of a slice ending in n_draft drafts: row j (the logits after position
+// pos0 + j) is sampled with the history up to that position; a draft is accepted while it
+// equals the token sampled before it, and the first disagreement (or the token after the
+// last draft) is the target's own. Same tokens, one by one, as without drafts.
+SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* rows) {
+  const size_t V = static_cast<size_t>(model_.spec().n_vocab);
+  const int32_t first = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;   // position of the last sampled token
+  SliceSample out;
+  for (int32_t j = 0; j <= sl.n_draft; ++j) {
+    out.tokens.push_back(sample(s, rows + static_cast<size_t>(j) * V, first + 1 + j, j));
+    if (j == sl.n_draft || out.tokens.back().token != s.tokens[static_cast<size_t>(first + 1 + j)]) break;
+  }
+  return out;
+}
+
+std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::vector<TokenOutput>& out) {
+  const size_t V = static_cast<size_t>(model_.spec().n_vocab);
+  fb_.seqs.resize(batch.slices.size());
+  for (size_t i = 0; i < batch.slices.size(); ++i) {
+    const ScheduledSlice& sl = batch.slices[i];
+    models::SeqSlice& s = fb_.seqs[i];
     s.tokens = std::span<const int32_t>(sl.seq->tokens.data() + sl.pos0, static_cast<size_t>(sl.n_tokens));
     s.pos0 = sl.pos0;
     for (int32_t g = 0; g < kv_.n_groups(); ++g) s.block_tables[g] = sl.seq->blocks.tables[g];
-    s.logits = sl.sample ? models::LogitsWanted::kLast : models::LogitsWanted::kNone;
-    fb.seqs.push_back(s);
+    s.logits = sl.seq->req.all_logits || sl.n_draft > 0 ? models::LogitsWanted::kAll
+               : sl.sample                             ? models::LogitsWanted::kLast
+                                                       : models::LogitsWanted::kNone;
   }
-  logits_.resize(static_cast<size_t>(std::max<int64_t>(fb.n_logit_rows(), 1)) * V);
-  model_.forward(fb, kv_, logits_.data());
+  logits_.resize(static_cast<size_t>(std::max<int64_t>(fb_.n_logit_rows(), 1)) * V);
+  model_.forward(fb_, kv_, logits_.data());
 
-  std::vector<SampledToken> out;
+  std::vector<SliceSample> sampled;
   size_t row = 0;
   for (const ScheduledSlice& sl : batch.slices) {
-    if (!sl.sample) continue;
     Sequence& s = *sl.seq;
-    float* l = logits_.data() + row++ * static_cast<size_t>(V);
-    const bool want_lp = s.req.top_logprobs >= 0;
-    if (want_lp) raw_.assign(l, l + V);
-    if (s.n_generated < s.req.min_tokens)
-      for (int32_t id : s.req.stop_ids)
-        if (id >= 0 && id < V) l[id] = -std::numeric_limits<float>::infinity();
-    SampledToken st;
-    st.token = s.sampler.sample(l, s.tokens);
-    if (want_lp) logprobs_of(raw_.data(), V, st.token, s.req.top_logprobs, st);
-    out.push_back(std::move(st));
+    if (s.req.all_logits) {
+      report_rows(s, sl, logits_.data() + row * V, out);
+      row += static_cast<size_t>(sl.n_tokens);
+      if (sl.sample) sampled.push_back({{sample(s, logits_.data() + (row - 1) * V, s.n_tokens(), 0)}});
+    } else if (sl.n_draft > 0) {
+      sampled.push_back(verify(s, sl, logits_.data() + row * V));
+      row += static_cast<size_t>(sl.n_tokens);
+    } else if (sl.sample) {
+      sampled.push_back({{sample(s, logits_.data() + row++ * V, s.n_tokens(), 0)}});
+    }
   }
-  return out;
+  return sampled;
 }
 
 }  // namespace sluice::engine

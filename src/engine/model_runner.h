@@ -1,6 +1,8 @@
 // Turns a ScheduledBatch into ONE Model::forward call — every running decode and every
 // prefill chunk of the step together, so the weights are streamed once per step — and
-// samples one token for each slice that reached its sequence's end.
+// samples one token for each slice that reached its sequence's end. Slices of all_logits
+// requests get every row; those rows go out as TokenOutputs before any sampling touches them.
+// A slice ending in drafts gets a row per position and is verified greedily (verify()).
 //
 // Per sampled row: logprobs (when asked) are taken from the raw logits, before penalties,
 // bans and temperature — the model's own distribution, as vLLM reports by default; then stop
@@ -19,7 +21,8 @@ class ModelRunner {
  public:
   ModelRunner(models::Model& model, KvCache& kv);
 
-  std::vector<SampledToken> execute(const ScheduledBatch& batch);
+  // One SliceSample per sampling slice, in slice order; all_logits rows are appended to `out`.
+  std::vector<SliceSample> execute(const ScheduledBatch& batch, std::vector<TokenOutput>& out);
 
   // Log-softmax bits of one row: the chosen token's logprob and the k best (ties: lower id).
   static void logprobs_of(const float* row, int32_t n_vocab, int32_t token, int32_t k, SampledToken& out);
@@ -29,6 +32,13 @@ class ModelRunner {
   KvCache& kv_;
   std::vector<float> logits_;   // [rows, n_vocab], reused
   std::vector<float> raw_;      // one row before sampling touched it
+  models::ForwardBatch fb_;     // reused: a step allocates nothing for it
+
+  void report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows, std::vector<TokenOutput>& out) const;
+  // Samples one row given the sequence's first n_history tokens, n_before tokens after the
+  // ones already generated (min_tokens counts them).
+  SampledToken sample(Sequence& s, float* row, int32_t n_history, int32_t n_before);
+  SliceSample verify(Sequence& s, const ScheduledSlice& sl, float* rows);
 };
 
 }  // namespace sluice::engine

@@ -30,6 +30,14 @@ struct EngineRequest {
   int32_t min_tokens = 0;               // stop ids are banned until this many were generated
   std::vector<int32_t> stop_ids;        // end-of-generation ids plus the request's own
   int32_t top_logprobs = -1;            // -1: no logprobs; 0: the chosen token's; k: plus k best
+  // Scoring mode (sluice logits, perplexity): the logits of every computed position come back
+  // in TokenOutput::logits, prompt included; such a request takes nothing from the prefix cache.
+  bool all_logits = false;
+  // On finish the sequence's K/V stay parked under its id until one later request names it in
+  // resume_from (it then reuses the longest common token prefix, to the token) or
+  // EngineCore::release_kv frees them: a multi-turn chat computes only what each turn adds.
+  bool keep_kv = false;
+  std::optional<RequestId> resume_from;
 };
 
 struct TokenLogprob {
@@ -48,6 +56,10 @@ struct TokenOutput {
   int32_t n_prompt = 0;                 // prompt tokens
   int32_t n_cached = 0;                 // of which came from the prefix cache (first admission)
   int32_t n_generated = 0;              // tokens generated so far, this one included
+  // all_logits requests: rows for positions [logits_pos0, logits_pos0 + rows), each n_vocab
+  // floats, raw (before penalties, bans and temperature). Each position is reported once.
+  std::vector<float> logits;
+  int32_t logits_pos0 = 0;
 };
 
 }  // namespace sluice::engine

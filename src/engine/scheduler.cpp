@@ -24,6 +24,7 @@ Scheduler::Scheduler(const SchedulerConfig& cfg, BlockManager& blocks) : cfg_(cf
 
 Scheduler::~Scheduler() {
   for (auto& [id, s] : seqs_) blocks_.free(s->blocks);
+  for (auto& [id, p] : parked_) blocks_.free(p.blocks);
 }
 
 void Scheduler::add(std::unique_ptr<Sequence> seq) {
@@ -71,11 +72,34 @@ void Scheduler::finish(Sequence* s, FinishReason why, std::vector<TokenOutput>& 
   o.n_cached = s->n_cached;
   o.n_generated = s->n_generated;
   out.push_back(std::move(o));
-  blocks_.free(s->blocks);
+  if (s->req.keep_kv && !s->blocks.empty()) {
+    release_parked(s->req.id);
+    Parked& p = parked_[s->req.id];
+    p.tokens.assign(s->tokens.begin(), s->tokens.begin() + s->n_computed);
+    p.blocks = std::move(s->blocks);
+  } else {
+    blocks_.free(s->blocks);
+  }
   if (s->state == SeqState::kRunning) remove_running(s);
   else if (s->state == SeqState::kWaiting) waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
   s->state = SeqState::kFinished;
   seqs_.erase(s->req.id);   // destroys *s
+}
+
+bool Scheduler::take_parked(RequestId id, std::vector<int32_t>& tokens, SeqBlocks& blocks) {
+  auto it = parked_.find(id);
+  if (it == parked_.end()) return false;
+  tokens = std::move(it->second.tokens);
+  blocks = std::move(it->second.blocks);
+  parked_.erase(it);
+  return true;
+}
+
+void Scheduler::release_parked(RequestId id) {
+  auto it = parked_.find(id);
+  if (it == parked_.end()) return;
+  blocks_.free(it->second.blocks);
+  parked_.erase(it);
 }
 
 void Scheduler::abort(RequestId id, std::vector<TokenOutput>& out) {
@@ -89,7 +113,7 @@ void Scheduler::abort_all(FinishReason why, std::vector<TokenOutput>& out) {
 }
 
 bool Scheduler::try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch) {
-  if (s->blocks.empty() && s->n_computed == 0) {
+  if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits) {
     s->n_computed = blocks_.match_prefix(s->blocks, s->tokens);
     if (!s->admitted_once) s->n_cached = s->n_computed;
   }
@@ -114,9 +138,16 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
   // 1. Running sequences, oldest first, so preemption always hits the newest.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
-    const int32_t n = std::min(s->n_pending(), budget);
     blocks_.release_outside_window(s->blocks, s->n_computed);
+    int32_t n_draft = add_drafts(s, budget);
+    int32_t n = std::min(s->n_pending(), budget);
     bool ok = blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n);
+    if (!ok && n_draft > 0) {   // no room for the lookahead: a plain step
+      drop_drafts(s, n_draft);
+      n_draft = 0;
+      n = std::min(s->n_pending(), budget);
+      ok = blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n);
+    }
     while (!ok && running_.back() != s) {
       preempt(running_.back());
       ok = blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n);
@@ -131,7 +162,7 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
       }
       continue;   // running_[i] is now the next sequence, if any
     }
-    batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens()});
+    batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens(), n_draft});
     batch.n_tokens += n;
     budget -= n;
     ++i;
@@ -157,18 +188,41 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
   return batch;
 }
 
-void Scheduler::update(const ScheduledBatch& batch, std::span<const SampledToken> sampled,
-                       std::vector<TokenOutput>& out) {
-  size_t si = 0;
-  for (const ScheduledSlice& sl : batch.slices) {
-    Sequence* s = sl.seq;
-    if (sl.pos0 < s->n_prompt()) counters_.prompt_tokens_computed += std::min(s->n_prompt(), sl.pos0 + sl.n_tokens) - sl.pos0;
-    s->n_computed = sl.pos0 + sl.n_tokens;
-    blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
-    if (!sl.sample) continue;
-    if (si >= sampled.size()) fail("scheduler: runner returned %zu tokens for more sampling slices", sampled.size());
-    const SampledToken& st = sampled[si++];
-    s->tokens.push_back(st.token);
+int32_t Scheduler::add_drafts(Sequence* s, int32_t budget) {
+  if (cfg_.draft_max <= 0 || !cfg_.drafter || s->n_pending() != 1 || s->req.all_logits ||
+      s->req.sampling.temperature > 0)
+    return 0;
+  // Room for the drafts and the target's own token after them: in the step's budget, the
+  // context, and the request's token limit.
+  const int32_t k_max = std::min({cfg_.draft_max, budget - 1, cfg_.ctx_size - s->n_tokens() - 1,
+                                  s->req.max_tokens - s->n_generated - 1});
+  if (k_max <= 0) return 0;
+  std::vector<int32_t> drafts;
+  cfg_.drafter(s->req.id, s->tokens, k_max, drafts);
+  const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(drafts.size()));
+  s->tokens.insert(s->tokens.end(), drafts.begin(), drafts.begin() + k);
+  return k;
+}
+
+void Scheduler::drop_drafts(Sequence* s, int32_t n_draft) {
+  s->tokens.resize(s->tokens.size() - static_cast<size_t>(n_draft));
+}
+
+bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vector<TokenOutput>& out) {
+  Sequence* s = sl.seq;
+  const int32_t n_tok = static_cast<int32_t>(ss.tokens.size());
+  if (n_tok < 1 || n_tok > sl.n_draft + 1) fail("scheduler: %d tokens for a slice with %d drafts", n_tok, sl.n_draft);
+  // tokens[last .. last + n_tok - 1) were drafts the target agreed with; the rest are undone:
+  // their tokens, and the K/V written at their positions (blocks past them freed, unpublished).
+  const int32_t last = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;   // the last sampled token's position
+  counters_.drafted_tokens += sl.n_draft;
+  counters_.accepted_tokens += n_tok - 1;
+  drop_drafts(s, sl.n_draft - (n_tok - 1));
+  s->n_computed = last + n_tok;
+  if (sl.n_draft > 0) s->n_computed = blocks_.truncate(s->blocks, s->n_computed);
+  s->tokens.push_back(ss.tokens.back().token);
+  for (int32_t j = 0; j < n_tok; ++j) {
+    const SampledToken& st = ss.tokens[j];
     ++s->n_generated;
     ++counters_.generated_tokens;
     TokenOutput o;
@@ -180,14 +234,38 @@ void Scheduler::update(const ScheduledBatch& batch, std::span<const SampledToken
     o.n_cached = s->n_cached;
     o.n_generated = s->n_generated;
     const auto& stops = s->req.stop_ids;
-    if (std::find(stops.begin(), stops.end(), st.token) != stops.end()) {
-      o.is_stop_token = true;
-      finish(s, FinishReason::kStop, out, &o);
-    } else if (s->n_generated >= s->req.max_tokens || s->n_tokens() >= cfg_.ctx_size) {
-      finish(s, FinishReason::kLength, out, &o);
-    } else {
+    const bool stop = std::find(stops.begin(), stops.end(), st.token) != stops.end();
+    const bool full = s->n_generated >= s->req.max_tokens || last + 2 + j >= cfg_.ctx_size;
+    if (!stop && !full) {
       out.push_back(std::move(o));
+      continue;
     }
+    // Ends at this token: what came after it in the run is not generated. Like a plain step's
+    // last token, it has no K/V of its own.
+    s->tokens.resize(static_cast<size_t>(last + 2 + j));
+    if (s->n_computed > last + 1 + j) s->n_computed = blocks_.truncate(s->blocks, last + 1 + j);
+    blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+    o.is_stop_token = stop;
+    finish(s, stop ? FinishReason::kStop : FinishReason::kLength, out, &o);
+    return false;
+  }
+  blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+  return true;
+}
+
+void Scheduler::update(const ScheduledBatch& batch, std::span<const SliceSample> sampled,
+                       std::vector<TokenOutput>& out) {
+  size_t si = 0;
+  for (const ScheduledSlice& sl : batch.slices) {
+    Sequence* s = sl.seq;
+    if (sl.pos0 < s->n_prompt()) counters_.prompt_tokens_computed += std::min(s->n_prompt(), sl.pos0 + sl.n_tokens) - sl.pos0;
+    if (!sl.sample) {
+      s->n_computed = sl.pos0 + sl.n_tokens;
+      blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+      continue;
+    }
+    if (si >= sampled.size()) fail("scheduler: runner returned %zu answers for more sampling slices", sampled.size());
+    accept(sl, sampled[si++], out);
   }
 }
 

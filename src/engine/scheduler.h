@@ -9,14 +9,23 @@
 //                can; a sequence that cannot grow even alone ends with kLength.
 //                Then waiting sequences, FIFO (preempted ones first), while fewer than
 //                max_running run: prefix-cache lookup, then a reservation for their chunk.
-//   update():    advances n_computed, publishes full blocks to the prefix cache, appends
-//                sampled tokens and finishes sequences on a stop id, max_tokens or the end
-//                of the context.
+//                A decoding greedy sequence may carry drafts (SchedulerConfig::drafter):
+//                its slice is [last sampled, d1..dK], K+1 tokens of the budget, with blocks
+//                reserved for all of them (or, if they do not fit, a plain 1-token slice).
+//   update():    advances n_computed, appends sampled tokens and finishes sequences on a stop
+//                id, max_tokens or the end of the context. With drafts: keeps the accepted
+//                ones, drops the rest and truncates the KV to the accepted positions (blocks
+//                past them freed, the cut block unpublished), then publishes only full
+//                blocks of accepted tokens. A stop inside an accepted run ends the output,
+//                the KV and the counts at that token. Sliding-window release happens only at
+//                schedule time, below the first query, so a rollback never needs a released
+//                block. A finished keep_kv sequence parks its blocks (take_parked).
 // The scheduler owns the sequences and their blocks; it never touches logits or text.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -28,10 +37,20 @@
 
 namespace sluice::engine {
 
+// The hook a proposer (n-gram, draft model, ...) connects to: given a decoding sequence's
+// tokens (prompt + generated, the last one sampled but not yet computed), write at most k_max
+// guesses of the tokens that follow it to `drafts` (fewer or none is fine).
+using Drafter = std::function<void(RequestId id, std::span<const int32_t> tokens, int32_t k_max,
+                                   std::vector<int32_t>& drafts)>;
+
 struct SchedulerConfig {
   int32_t max_running = 4;      // sequences in one batch (--parallel)
   int32_t token_budget = 256;   // tokens computed per step, decodes and prefill chunks together
   int32_t ctx_size = 4096;      // positions one sequence may use (prompt + generated)
+  // Speculative steps: a decoding greedy sequence (temperature 0, no all_logits) may carry up
+  // to draft_max drafted tokens after its last sampled one; they cost budget like any token.
+  int32_t draft_max = 0;
+  Drafter drafter;
 };
 
 struct ScheduledSlice {
@@ -39,6 +58,7 @@ struct ScheduledSlice {
   int32_t pos0 = 0;             // first position computed (= seq->n_computed)
   int32_t n_tokens = 0;
   bool sample = false;          // the slice reaches the sequence's last token: sample the next
+  int32_t n_draft = 0;          // its last n_draft tokens are drafts (appended to seq->tokens) to verify
 };
 
 struct ScheduledBatch {
@@ -47,11 +67,17 @@ struct ScheduledBatch {
   bool empty() const { return slices.empty(); }
 };
 
-// The runner's answer for one sampling slice (in slice order).
+// The runner's answer for one sampled token.
 struct SampledToken {
   int32_t token = 0;
   std::optional<TokenLogprob> logprob;
   std::vector<TokenLogprob> top;
+};
+
+// The runner's answer for one sampling slice (in slice order): 1 + the number of drafts
+// accepted tokens, in order — the accepted drafts, then the target's own next token.
+struct SliceSample {
+  std::vector<SampledToken> tokens;
 };
 
 struct SchedulerCounters {
@@ -59,6 +85,8 @@ struct SchedulerCounters {
   int64_t steps = 0;
   int64_t prompt_tokens_computed = 0;   // prefill work actually done (cache hits excluded)
   int64_t generated_tokens = 0;
+  int64_t drafted_tokens = 0;    // drafts verified
+  int64_t accepted_tokens = 0;   // of which the target agreed with
 };
 
 class Scheduler {
@@ -74,7 +102,7 @@ class Scheduler {
   void abort_all(FinishReason why, std::vector<TokenOutput>& out);
 
   ScheduledBatch schedule(std::vector<TokenOutput>& out);
-  void update(const ScheduledBatch& batch, std::span<const SampledToken> sampled, std::vector<TokenOutput>& out);
+  void update(const ScheduledBatch& batch, std::span<const SliceSample> sampled, std::vector<TokenOutput>& out);
 
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   int32_t n_running() const { return static_cast<int32_t>(running_.size()); }
@@ -82,18 +110,33 @@ class Scheduler {
   const SchedulerCounters& counters() const { return counters_; }
   const Sequence* find(RequestId id) const;
 
+  // The K/V a keep_kv request left behind: its tokens with K/V and their blocks (moved out;
+  // the caller owns them now). False when there are none under that id.
+  bool take_parked(RequestId id, std::vector<int32_t>& tokens, SeqBlocks& blocks);
+  void release_parked(RequestId id);   // frees them; unknown ids are ignored
+  int32_t n_parked() const { return static_cast<int32_t>(parked_.size()); }
+
  private:
   void preempt(Sequence* s);
   void finish(Sequence* s, FinishReason why, std::vector<TokenOutput>& out, TokenOutput* last = nullptr);
   void remove_running(Sequence* s);
   void insert_running(Sequence* s);
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
+  int32_t add_drafts(Sequence* s, int32_t budget);
+  void drop_drafts(Sequence* s, int32_t n_draft);
+  // Applies one slice's verified tokens; false when the sequence finished.
+  bool accept(const ScheduledSlice& sl, const SliceSample& ss, std::vector<TokenOutput>& out);
 
   SchedulerConfig cfg_;
   BlockManager& blocks_;
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> seqs_;
   std::vector<Sequence*> running_;   // ascending arrival: the back is the newest
   std::deque<Sequence*> waiting_;
+  struct Parked {
+    std::vector<int32_t> tokens;   // those with K/V: [0, n_computed) of the finished sequence
+    SeqBlocks blocks;
+  };
+  std::unordered_map<RequestId, Parked> parked_;
   SchedulerCounters counters_;
 };
 

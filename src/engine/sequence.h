@@ -3,8 +3,8 @@
 //
 // The scheduler only ever asks "how many tokens does this sequence still need computed":
 // n_tokens() - n_computed. A prefix-cache hit raises n_computed without compute; a
-// preemption drops it to 0 (blocks freed, recomputed later, output so far kept); a
-// speculative draft would append tokens and roll n_computed back on rejection.
+// preemption drops it to 0 (blocks freed, recomputed later, output so far kept); drafts are
+// appended for one step and the rejected ones removed again (Scheduler::accept).
 #pragma once
 
 #include <cstdint>
@@ -30,6 +30,7 @@ struct Sequence {
   int32_t n_cached = 0;            // prompt positions the first admission took from the cache
   bool admitted_once = false;
   int32_t n_preempted = 0;
+  int32_t n_logits_sent = 0;       // all_logits: positions whose rows were reported
   SeqBlocks blocks;
   Sampler sampler;                 // private seeded stream: same seed, same tokens
   uint64_t arrival;                // admission order: higher = newer

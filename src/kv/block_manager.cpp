@@ -175,6 +175,37 @@ void BlockManager::free(SeqBlocks& s) {
   s.hashes.clear();
 }
 
+bool BlockManager::can_resume(const SeqBlocks& s, int32_t pos) const {
+  const int32_t bt = kv_.block_tokens();
+  if (static_cast<int32_t>(s.tables.size()) != kv_.n_groups()) return pos == 0;
+  for (int32_t g = 0; g < kv_.n_groups(); ++g)
+    for (int32_t b = first_needed_block(g, pos); b * bt < pos; ++b)
+      if (b >= static_cast<int32_t>(s.tables[g].size()) || s.tables[g][b] == kNoBlock) return false;
+  return true;
+}
+
+int32_t BlockManager::truncate(SeqBlocks& s, int32_t n_keep) {
+  const int32_t bt = kv_.block_tokens();
+  const int32_t partial = n_keep % bt ? n_keep / bt : -1;   // the block positions >= n_keep would be written into
+  for (int32_t g = 0; g < static_cast<int32_t>(s.tables.size()) && partial >= 0; ++g)
+    if (partial < static_cast<int32_t>(s.tables[g].size()) && s.tables[g][partial] != kNoBlock &&
+        kv_.pool(g).ref_count(s.tables[g][partial]) > 1)
+      n_keep = partial * bt;   // shared: cannot be rewritten
+  const int32_t n_blocks = (n_keep + bt - 1) / bt;
+  for (int32_t g = 0; g < static_cast<int32_t>(s.tables.size()); ++g) {
+    auto& t = s.tables[g];
+    while (static_cast<int32_t>(t.size()) > n_blocks) {
+      if (t.back() != kNoBlock) kv_.pool(g).release(t.back());
+      t.pop_back();
+    }
+    if (n_keep % bt == 0 || t.empty() || t.back() == kNoBlock || !has_hash_[g][t.back()]) continue;
+    cached_[g].erase(block_hash_[g][t.back()]);   // its tail will change: no longer that prefix
+    has_hash_[g][t.back()] = 0;
+  }
+  if (static_cast<int32_t>(s.hashes.size()) > n_keep / bt) s.hashes.resize(static_cast<size_t>(n_keep / bt));
+  return n_keep;
+}
+
 int32_t BlockManager::peak_blocks(int32_t g, int32_t n_positions, int32_t chunk) const {
   const int32_t bt = kv_.block_tokens();
   const int32_t all = (n_positions + bt - 1) / bt;

@@ -75,6 +75,15 @@ class BlockManager {
   // Releases every block of the sequence (cached ones stay findable until reused).
   void free(SeqBlocks& s);
 
+  // Whether a query at position `pos` could run now reusing the sequence's blocks: every
+  // block holding a key position below `pos` that the query sees is still held.
+  bool can_resume(const SeqBlocks& s, int32_t pos) const;
+  // Shrinks the sequence to positions [0, n_keep) so later positions can be rewritten:
+  // blocks past them are released and the block n_keep falls in leaves the prefix cache.
+  // A block another sequence shares cannot be rewritten: then the sequence keeps only the
+  // whole blocks before it. Returns the positions kept (<= n_keep).
+  int32_t truncate(SeqBlocks& s, int32_t n_keep);
+
   // Blocks group g must hold at once for one sequence of n_positions computed in chunks of
   // at most `chunk` tokens (sliding groups need only the window plus one chunk).
   int32_t peak_blocks(int32_t g, int32_t n_positions, int32_t chunk) const;

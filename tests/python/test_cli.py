@@ -33,7 +33,9 @@ def test_logits_rejects_bad_ids(sluice_bin, tmp_path):
 
 def test_chat_session_reuses_the_cached_prefix(sluice_bin, gemma3_path):
     script = "Hello! Who are you?\nAnd what can you do?\n/reset\nHi again.\n"
-    r = run([sluice_bin, "chat", "-m", gemma3_path, "--temp", "0", "-n", "8"], input=script, timeout=300)
+    # The 270M file is a base model without a chat template: chat needs the built-in one asked for.
+    r = run([sluice_bin, "chat", "-m", gemma3_path, "--builtin-template", "--temp", "0", "-n", "8"], input=script,
+            timeout=300)
     assert r.returncode == 0, r.stderr
     prompts = [int(x) for x in re.findall(r"\[prompt: (\d+) tokens", r.stderr)]
     assert len(prompts) == 3, r.stderr
@@ -41,6 +43,15 @@ def test_chat_session_reuses_the_cached_prefix(sluice_bin, gemma3_path):
     assert prompts[1] < prompts[0] + 12
     assert "(conversation cleared)" in r.stdout
     assert prompts[2] > 5
+
+
+def test_chat_on_a_base_model_points_to_run(sluice_bin, gemma3_path):
+    # No tokenizer.chat_template in the file: a base model would answer a turn by writing more
+    # turns, so chat refuses before reading any input and names `sluice run` instead.
+    r = run([sluice_bin, "chat", "-m", gemma3_path, "--temp", "0", "-n", "4"], input="Hello!\n", timeout=120)
+    assert r.returncode != 0
+    assert "no chat template" in r.stderr and "sluice run" in r.stderr, r.stderr
+    assert "[prompt:" not in r.stderr and r.stdout == ""
 
 
 def test_run_reads_stdin_and_applies_the_chat_template(sluice_bin, gemma3_path):

@@ -1,16 +1,16 @@
-// Prompt → streamed continuation for the single-user commands (run, chat): prefill the
-// prompt, then sample and decode one token per step until an end-of-generation token, the
-// token limit or the end of the context. The server's engine does the same for many
-// sequences at once.
+// Prompt → streamed continuation for the single-user commands (run, chat): one engine
+// request (engine_session.h) whose tokens are detokenized as they come. Sampling, stop ids,
+// the token limit and the end of the context are the engine's, as for the server.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
-#include <vector>
 
-#include "apps/sluice/model_session.h"
+#include "apps/sluice/engine_session.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -38,17 +38,22 @@ void add_sampling_flags(CLI::App* cmd, SamplingFlags& f);
 GenerationOptions resolve_sampling(const SamplingFlags& f, const gguf::GgufFile& file);
 
 struct GenerationStats {
-  int n_prompt = 0, n_generated = 0;
+  int n_prompt = 0, n_generated = 0;   // n_prompt: prompt tokens computed (reused ones excluded)
   double prompt_seconds = 0, gen_seconds = 0;
   std::string stop_reason;   // "eog", "length", "context", "interrupted"
 };
 
-// Runs prompt tokens (appended at position `pos`, which advances) and generates; `emit`
-// receives text pieces as they become valid UTF-8. `history` holds every token whose K/V is
-// in the cache (prompt included); generated tokens join it once evaluated, so a final token
-// that was emitted but never fed back (limit reached) is not in it.
-GenerationStats generate(ModelSession& sess, const Tokenizer& tok, std::vector<int32_t>& history, int32_t& pos,
-                         std::span<const int32_t> prompt, const GenerationOptions& opt,
+struct CompletionRequest {
+  std::span<const int32_t> prompt;
+  GenerationOptions opt;
+  bool keep_kv = false;                          // park the K/V for a later turn to resume from
+  std::optional<engine::RequestId> resume_from;  // an earlier keep_kv request of this session
+};
+
+// Runs the request to its end; `emit` receives text pieces as they become valid UTF-8.
+// Sets `id` to the request's id (for resume_from later). Throws sluice::Error when the
+// engine refuses the prompt (empty, longer than the context).
+GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const CompletionRequest& r, engine::RequestId& id,
                          const std::function<void(const std::string&)>& emit,
                          const std::atomic<bool>* interrupt = nullptr);
 

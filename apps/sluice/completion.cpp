@@ -1,7 +1,8 @@
-#include "apps/sluice/generation.h"
+#include "apps/sluice/completion.h"
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 
@@ -36,40 +37,53 @@ GenerationOptions resolve_sampling(const SamplingFlags& f, const gguf::GgufFile&
   return o;
 }
 
-GenerationStats generate(ModelSession& sess, const Tokenizer& tok, std::vector<int32_t>& history, int32_t& pos,
-                         std::span<const int32_t> prompt, const GenerationOptions& opt,
+namespace {
+const char* stop_reason(const engine::TokenOutput& last, const GenerationOptions& opt) {
+  switch (*last.finish) {
+    case engine::FinishReason::kStop: return "eog";
+    case engine::FinishReason::kAbort: return "interrupted";
+    case engine::FinishReason::kError: return "error";
+    case engine::FinishReason::kLength: break;
+  }
+  return opt.n_predict >= 0 && last.n_generated >= std::max(1, opt.n_predict) ? "length" : "context";
+}
+}  // namespace
+
+GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const CompletionRequest& r, engine::RequestId& id,
                          const std::function<void(const std::string&)>& emit, const std::atomic<bool>* interrupt) {
   using clock = std::chrono::steady_clock;
+  if (r.prompt.empty()) fail("empty prompt");
+  engine::EngineRequest req;
+  req.id = id = sess.next_id();
+  req.prompt.assign(r.prompt.begin(), r.prompt.end());
+  req.sampling = r.opt.sampling;
+  // -n 0 still shows the first token, as -n 1 does.
+  req.max_tokens = r.opt.n_predict >= 0 ? std::max(1, r.opt.n_predict) : sess.ctx_size();
+  req.stop_ids = tok.eog_ids();
+  req.keep_kv = r.keep_kv;
+  req.resume_from = r.resume_from;
+  sess.core().add(std::move(req));
   GenerationStats st;
-  st.n_prompt = static_cast<int>(prompt.size());
-  if (prompt.empty()) fail("empty prompt");
-  if (pos + static_cast<int64_t>(prompt.size()) >= sess.ctx_size())
-    fail("prompt of %zu tokens does not fit in the context (%d positions, %d used)", prompt.size(), sess.ctx_size(), pos);
-  Sampler sampler(opt.sampling, sess.spec().n_vocab);
   StreamDecoder dec(tok);
-  std::vector<float> logits;
-  auto t0 = clock::now();
-  sess.eval(prompt, pos, models::LogitsWanted::kLast, logits);
-  history.insert(history.end(), prompt.begin(), prompt.end());
-  pos += static_cast<int32_t>(prompt.size());
-  auto t1 = clock::now();
-  st.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
-  for (;;) {
-    if (interrupt && interrupt->load()) { st.stop_reason = "interrupted"; break; }
-    const int32_t next = sampler.sample(logits.data(), history);
-    if (tok.is_eog(next)) { st.stop_reason = "eog"; break; }
-    ++st.n_generated;
-    const std::string piece = dec.push(next);
-    if (!piece.empty()) emit(piece);
-    if (opt.n_predict >= 0 && st.n_generated >= opt.n_predict) { st.stop_reason = "length"; break; }
-    if (pos + 1 >= sess.ctx_size()) { st.stop_reason = "context"; break; }
-    const int32_t one[1] = {next};
-    sess.eval(one, pos, models::LogitsWanted::kLast, logits);
-    history.push_back(next);   // history holds exactly the tokens whose K/V are cached
-    ++pos;
-  }
+  const auto t0 = clock::now();
+  auto t1 = t0;
+  bool first = true;
+  sess.drive(id, [&](engine::TokenOutput& o) {
+    if (first) {
+      t1 = clock::now();
+      first = false;
+      st.n_prompt = o.n_prompt - o.n_cached;
+    }
+    if (o.token >= 0 && !o.is_stop_token) {
+      ++st.n_generated;
+      const std::string piece = dec.push(o.token);
+      if (!piece.empty()) emit(piece);
+    }
+    if (o.finish) st.stop_reason = stop_reason(o, r.opt);
+  }, interrupt);
   const std::string rest = dec.flush();
   if (!rest.empty()) emit(rest);
+  st.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
   st.gen_seconds = std::chrono::duration<double>(clock::now() - t1).count();
   return st;
 }

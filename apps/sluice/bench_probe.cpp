@@ -1,0 +1,106 @@
+#include "apps/sluice/bench_probe.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "kernels/cpu_kernels.h"
+
+namespace sluice::app {
+
+using clock_type = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double HandoffProbe::measure() {
+  if (pool_.size() < 2) return 0;
+  constexpr int kTrips = 1000;
+  std::vector<double> runs;
+  for (int r = 0; r < 5; ++r) {
+    flag_.store(0, std::memory_order_relaxed);
+    double ns = 0;
+    pool_.run([&](int ith, int) {
+      if (ith > 1) return;
+      const auto t0 = clock_type::now();
+      for (int i = 0; i < kTrips; ++i) {
+        if (ith == 0) {
+          flag_.store(2 * i + 1, std::memory_order_release);
+          while (flag_.load(std::memory_order_acquire) != 2 * i + 2) {
+          }
+        } else {
+          while (flag_.load(std::memory_order_acquire) != 2 * i + 1) {
+          }
+          flag_.store(2 * i + 2, std::memory_order_release);
+        }
+      }
+      if (ith == 0) ns = std::chrono::duration<double, std::nano>(clock_type::now() - t0).count() / kTrips;
+    });
+    runs.push_back(ns);
+  }
+  return median(runs);
+}
+
+const char* placement_words(double rt_ns) {
+  return rt_ns < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)";
+}
+
+BandwidthProbe::BandwidthProbe(ThreadPool& pool, uint64_t bytes) : pool_(pool), bytes_(bytes / (256 * 64) * (256 * 64)) {
+  buf_ = AlignedBytes::alloc(bytes_);
+  pool_.run([&](int ith, int nth) {
+    int64_t a, b;
+    split_range(static_cast<int64_t>(bytes_ / 8), ith, nth, &a, &b);
+    auto* w = reinterpret_cast<uint64_t*>(buf_.data());
+    for (int64_t i = a; i < b; ++i) w[i] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+  });
+}
+
+double BandwidthProbe::measure() {
+  const kernels::CpuKernels& k = kernels::cpu_kernels();
+  std::vector<uint64_t> sums(static_cast<size_t>(pool_.size()), 0);
+  const uint64_t chunks = bytes_ / 256;
+  const auto t0 = clock_type::now();
+  pool_.run([&](int ith, int nth) {
+    int64_t a, b;
+    split_range(static_cast<int64_t>(chunks), ith, nth, &a, &b);
+    sums[static_cast<size_t>(ith)] = kernels::cpu_stream_sum(k, buf_.data() + a * 256, static_cast<uint64_t>(b - a) * 256);
+  });
+  const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
+  sink_ += sums[0];
+  return static_cast<double>(bytes_) / s / 1e9;
+}
+
+int run_machine_probe(int threads, double bandwidth_gib, bool json) {
+  ThreadPool pool(threads > 0 ? threads : ThreadPool::default_threads());
+  BandwidthProbe probe(pool, static_cast<uint64_t>(bandwidth_gib * (1ull << 30)));
+  HandoffProbe handoff(pool);
+  probe.measure();   // warm-up
+  std::vector<double> bw, rt;
+  for (int i = 0; i < 5; ++i) bw.push_back(probe.measure());
+  for (int i = 0; i < 3; ++i) rt.push_back(handoff.measure());
+  if (json) {
+    nlohmann::json j;
+    j["threads"] = pool.size();
+    j["isa"] = kernels::cpu_kernels().isa;
+    j["bandwidth_gbs"] = median(bw);
+    j["bandwidth_samples_gbs"] = bw;
+    j["bandwidth_probe_bytes"] = probe.bytes();
+    j["core_round_trip_ns"] = median(rt);
+    j["core_round_trip_samples_ns"] = rt;
+    std::printf("%s\n", j.dump(1).c_str());
+    return 0;
+  }
+  std::printf("bandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | isa %s\n", median(bw), bw.size(),
+              probe.bytes() / double(1ull << 30), pool.size(), kernels::cpu_kernels().isa);
+  if (pool.size() > 1)
+    std::printf("core-to-core round trip %.0f ns (median of %zu probes): %s\n", median(rt), rt.size(),
+                placement_words(median(rt)));
+  return 0;
+}
+
+}  // namespace sluice::app

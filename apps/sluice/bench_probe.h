@@ -1,0 +1,59 @@
+// The machine probes of `sluice bench`: the bus bandwidth a streaming read gets and the
+// round trip of a cache line between two cores, measured on the pool a model runs on. bench
+// takes them around its decode bursts; `sluice bench --machine` runs them alone.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "base/aligned_bytes.h"
+#include "threading/thread_pool.h"
+
+namespace sluice::app {
+
+double median(std::vector<double> v);
+
+// The round trip of one cache line between threads 0 and 1 of the pool, in ns (median of
+// 5 runs of 1000 round trips): the price of every hand-off in a step — a job's start and end,
+// a barrier, a row one core writes and the other reads. Our VMs move between two placements
+// of their two cores: one where they share a cache (a short round trip, a slower bus) and one
+// where they do not (most likely two dies with a memory link each: a round trip several times
+// longer, a faster bus). The placement explains much of a run's attention + other share
+// (docs/performance.md §4). 0 with one thread.
+class HandoffProbe {
+ public:
+  explicit HandoffProbe(ThreadPool& pool) : pool_(pool) {}
+  double measure();
+
+ private:
+  ThreadPool& pool_;
+  alignas(64) std::atomic<int> flag_{0};
+};
+
+// What a round trip says of the placement (python/loadgen.py's CLOSE_NS is the same line).
+const char* placement_words(double rt_ns);
+
+// A plain streaming read of `bytes` bytes split over the pool's threads, each summing its
+// contiguous share with the ISA set's widest loads (kernels::cpu_stream_sum); returns GB/s
+// (1e9 bytes per second). The buffer is 2 MiB aligned (transparent huge pages where the
+// system allows them, as for the repacked weights) and written once so every page is resident.
+class BandwidthProbe {
+ public:
+  BandwidthProbe(ThreadPool& pool, uint64_t bytes);
+  double measure();
+  uint64_t bytes() const { return bytes_; }
+
+ private:
+  ThreadPool& pool_;
+  uint64_t bytes_;
+  AlignedBytes buf_;
+  uint64_t sink_ = 0;
+};
+
+// `sluice bench --machine`: the probes alone, on a pool of `threads` (0: all cores); prints
+// a line of text or one JSON object.
+int run_machine_probe(int threads, double bandwidth_gib, bool json);
+
+}  // namespace sluice::app

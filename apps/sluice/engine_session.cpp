@@ -1,0 +1,72 @@
+#include "apps/sluice/engine_session.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "base/error.h"
+#include "engine/kv_budget.h"
+
+namespace sluice::app {
+
+EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::fprintf(stderr, "loading %s ...\n", opt.model_path.c_str());
+  file_ = gguf::GgufFile::open(opt.model_path);
+  pool_ = std::make_unique<ThreadPool>(opt.threads > 0 ? opt.threads : ThreadPool::default_threads());
+  models::LoadOptions lo;
+  lo.pool = pool_.get();
+  lo.lm_head = models::parse_lm_head_format(opt.lm_head);
+  model_ = models::load_model(*file_, lo);
+  if (ctx_size_ < 2) fail("--ctx-size must be at least 2");
+  const int n_seqs = std::max(1, opt.n_seqs);
+  const int64_t budget = opt.token_budget > 0 ? opt.token_budget : static_cast<int64_t>(ctx_size_) * n_seqs;
+  if (budget > (1 << 30)) fail("--ctx-size %d is too large", ctx_size_);
+  // Blocks as `sluice serve` sizes them for --ctx-size × --parallel n_seqs.
+  engine::KvBudget kb;
+  kb.ctx_size = ctx_size_;
+  kb.parallel = n_seqs;
+  kb.block_tokens = opt.block_tokens;
+  kb.chunk = static_cast<int32_t>(budget);
+  kb.type = parse_kv_type(opt.kv_type);
+  const auto& spec = model_->spec();
+  kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, kb), kb.type);
+  engine::EngineConfig cfg;
+  cfg.sched.max_running = n_seqs;
+  cfg.sched.token_budget = static_cast<int32_t>(budget);
+  cfg.sched.ctx_size = ctx_size_;
+  cfg.prefix_caching = opt.prefix_caching;
+  core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
+  load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+EngineSession::~EngineSession() = default;
+
+void EngineSession::drive(engine::RequestId id, const std::function<void(engine::TokenOutput&)>& on,
+                          const std::atomic<bool>* interrupt) {
+  bool aborted = false;
+  for (;;) {
+    if (interrupt && interrupt->load() && !aborted) {
+      core_->abort(id);
+      aborted = true;
+    }
+    std::vector<engine::TokenOutput> outs = core_->has_work() ? core_->step() : core_->take_outputs();
+    bool done = false;
+    for (engine::TokenOutput& o : outs) {
+      if (o.id != id) continue;
+      on(o);
+      done = done || o.finish.has_value();
+    }
+    if (done) return;
+    if (!core_->has_work() && outs.empty()) fail("the engine stopped before request %llu finished", static_cast<unsigned long long>(id));
+  }
+}
+
+void EngineSession::print_summary() const {
+  const auto& s = model_->spec();
+  std::fprintf(stderr, "%s: %s (%s), %d layers, vocab %d | weights %.1f MiB mapped | KV cache %.1f MiB (%s, %d positions) | %d threads | loaded in %.0f ms\n",
+               file_->name().c_str(), s.name.c_str(), s.arch.c_str(), s.n_layer, s.n_vocab, file_->file_size() / 1048576.0,
+               kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size(), load_ms_);
+}
+
+}  // namespace sluice::app

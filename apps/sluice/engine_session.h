@@ -1,0 +1,65 @@
+// One loaded model for the single-user commands (run, chat, logits, perplexity, bench): the
+// file, a thread pool, the model, a KV cache and one engine::EngineCore over them — the same
+// decode path `sluice serve` runs (scheduling, KV blocks, prefix reuse, sampling, stop ids).
+// The commands only submit requests and step the engine.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine_core.h"
+#include "gguf/reader.h"
+#include "kv/kv_cache.h"
+#include "models/model.h"
+#include "threading/thread_pool.h"
+
+namespace sluice::app {
+
+struct SessionOptions {
+  std::string model_path;
+  int threads = 0;          // 0: ThreadPool::default_threads()
+  int ctx_size = 4096;      // positions one sequence may use
+  std::string kv_type = "f16";   // half of f32's memory and bandwidth; llama.cpp's default too
+  std::string lm_head = "packed";   // packed | int8 | q4_0 (models::LmHeadFormat)
+  int block_tokens = 16;
+  int n_seqs = 1;           // sequences decoded together (sluice bench --batch)
+  int token_budget = 0;     // tokens per engine step; 0: ctx_size × n_seqs (a prompt in one forward)
+  bool prefix_caching = true;
+};
+
+class EngineSession {
+ public:
+  explicit EngineSession(const SessionOptions& opt);
+  ~EngineSession();
+
+  const models::ModelSpec& spec() const { return model_->spec(); }
+  models::Model& model() { return *model_; }
+  ThreadPool& pool() { return *pool_; }
+  const gguf::GgufFile& file() const { return *file_; }
+  engine::EngineCore& core() { return *core_; }
+  int ctx_size() const { return ctx_size_; }
+  int threads() const { return pool_->size(); }
+  engine::RequestId next_id() { return ++last_id_; }
+  void print_summary() const;   // memory and threads, to stderr
+
+  // Steps the engine until request `id` finishes, handing each of its outputs to `on`. When
+  // `interrupt` becomes true the request is aborted (its kAbort output still comes).
+  void drive(engine::RequestId id, const std::function<void(engine::TokenOutput&)>& on,
+             const std::atomic<bool>* interrupt = nullptr);
+
+ private:
+  std::unique_ptr<gguf::GgufFile> file_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<models::Model> model_;
+  std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<engine::EngineCore> core_;
+  int ctx_size_;
+  double load_ms_ = 0;
+  engine::RequestId last_id_ = 0;
+};
+
+}  // namespace sluice::app

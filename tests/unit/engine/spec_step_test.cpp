@@ -1,0 +1,147 @@
+// Multi-token engine steps: a slice carries [last sampled, d1..dK] from a drafter, the
+// runner verifies greedily, the scheduler keeps the accepted tokens and rolls the KV back
+// over the rest. The output must be bitwise the output without drafts; the pools must end
+// empty; the prefix cache must never serve a position a rejected draft wrote.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "engine/engine_core.h"
+#include "fake_model.h"
+
+namespace sluice::engine {
+namespace {
+
+using test::FakeModel;
+using test::make_prompt;
+
+constexpr int32_t kVocab = 97;
+
+// A drafter built on the oracle: right guesses except where `wrong` says so.
+Drafter oracle_drafter(const FakeModel& m, std::function<bool(RequestId, size_t n_tokens, int32_t i)> wrong) {
+  return [&m, wrong](RequestId id, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts) {
+    const std::vector<int32_t> t(tokens.begin(), tokens.end());
+    drafts = m.reference_greedy(t, k_max);
+    for (int32_t i = 0; i < k_max; ++i)
+      if (wrong(id, tokens.size(), i)) drafts[static_cast<size_t>(i)] = (drafts[static_cast<size_t>(i)] + 1) % kVocab;
+  };
+}
+
+struct Outcome {
+  std::map<RequestId, std::vector<int32_t>> tokens;
+  std::map<RequestId, TokenOutput> last;
+  EngineStats stats;
+};
+
+// Global group + sliding group (window 8), blocks of 4 positions; prefix caching on.
+Outcome run_engine(const std::vector<EngineRequest>& reqs, int32_t k, bool bad_drafts, int32_t budget = 32) {
+  FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
+  KvCache kv(model.spec().kv_groups, 4, {256, 256}, KvType::F32);
+  SchedulerConfig sc{8, budget, 512};
+  sc.draft_max = k;
+  if (k > 0)
+    sc.drafter = oracle_drafter(model, [bad_drafts](RequestId id, size_t n, int32_t i) {
+      return bad_drafts && (id * 7 + n * 3 + static_cast<size_t>(i)) % 4 == 0;
+    });
+  Outcome r;
+  {
+    EngineCore core(model, kv, EngineConfig{sc, true});
+    for (const EngineRequest& q : reqs) core.add(q);
+    for (int i = 0; i < 10000 && core.has_work(); ++i)
+      for (const TokenOutput& o : core.step()) {
+        if (o.token >= 0 && !o.is_stop_token) r.tokens[o.id].push_back(o.token);
+        if (o.finish) r.last[o.id] = o;
+      }
+    EXPECT_FALSE(core.has_work());
+    EXPECT_EQ(core.blocks().n_used_all(), 0) << "blocks leaked";
+    r.stats = core.stats();
+  }
+  EXPECT_EQ(model.errors, 0) << "a query read a wrong or missing key";
+  return r;
+}
+
+EngineRequest req(RequestId id, std::vector<int32_t> prompt, int32_t max_tokens) {
+  EngineRequest r;
+  r.id = id;
+  r.prompt = std::move(prompt);
+  r.max_tokens = max_tokens;
+  r.sampling.temperature = 0;
+  return r;
+}
+
+TEST(SpecStep, GreedyOutputIsBitwiseTheSameWithDraftsAmongEightSequences) {
+  std::vector<EngineRequest> reqs;
+  const auto shared = make_prompt(12, kVocab, 40);   // a common prefix: prefix-cache hits
+  for (int i = 0; i < 8; ++i) {
+    std::vector<int32_t> p = i % 2 ? shared : std::vector<int32_t>{};
+    for (int32_t t : make_prompt(5 + 6 * i, kVocab, 50 + i)) p.push_back(t);   // up to 59 > window 8
+    reqs.push_back(req(i + 1, p, 20 + i));
+  }
+  const Outcome plain = run_engine(reqs, 0, false);
+  for (int32_t k : {1, 3, 8})
+    for (bool bad : {false, true}) {
+      const Outcome spec = run_engine(reqs, k, bad);
+      EXPECT_EQ(spec.tokens, plain.tokens) << "k=" << k << " bad=" << bad;
+      for (const auto& [id, o] : plain.last) EXPECT_EQ(spec.last.at(id).n_generated, o.n_generated);
+      EXPECT_GT(spec.stats.accepted_tokens, 0);
+      if (bad) EXPECT_LT(spec.stats.accepted_tokens, spec.stats.drafted_tokens);
+      else EXPECT_EQ(spec.stats.accepted_tokens, spec.stats.drafted_tokens);
+      if (k > 1 && !bad) EXPECT_LT(spec.stats.steps, plain.stats.steps * 2 / 3);   // several tokens per step
+    }
+}
+
+TEST(SpecStep, AStopInsideAnAcceptedRunEndsTheOutputThere) {
+  FakeModel oracle(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
+  const auto p = make_prompt(9, kVocab, 3);
+  const auto want = oracle.reference_greedy(p, 12);
+  EngineRequest q = req(1, p, 12);
+  q.stop_ids = {want[5]};   // the 6th token (if it appears earlier, that one)
+  EngineRequest q2 = req(2, p, 4);   // max_tokens inside a run
+  for (int32_t k : {0, 8}) {
+    const Outcome r = run_engine({q, q2}, k, false);
+    const size_t n_stop = static_cast<size_t>(std::find(want.begin(), want.end(), want[5]) - want.begin());
+    EXPECT_EQ(r.tokens.at(1), std::vector<int32_t>(want.begin(), want.begin() + n_stop)) << "k=" << k;
+    EXPECT_TRUE(r.last.at(1).is_stop_token);
+    EXPECT_EQ(r.last.at(1).n_generated, static_cast<int32_t>(n_stop) + 1);
+    EXPECT_EQ(r.tokens.at(2), std::vector<int32_t>(want.begin(), want.begin() + 4));
+    EXPECT_EQ(*r.last.at(2).finish, FinishReason::kLength);
+  }
+}
+
+TEST(SpecStep, RejectedDraftsNeverReachThePrefixCache) {
+  FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
+  KvCache kv(model.spec().kv_groups, 4, {64, 64}, KvType::F32);
+  SchedulerConfig sc{2, 32, 512};
+  sc.draft_max = 8;
+  std::vector<int32_t> first_drafts;
+  sc.drafter = [&](RequestId, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts) {
+    drafts = model.reference_greedy(std::vector<int32_t>(tokens.begin(), tokens.end()), k_max);
+    for (int32_t& d : drafts) d = (d + 1) % kVocab;   // always wrong
+    if (first_drafts.empty()) first_drafts = drafts;
+  };
+  EngineCore core(model, kv, EngineConfig{sc, true});
+  const auto p = make_prompt(8, kVocab, 11);   // two full blocks
+  core.add(req(1, p, 20));
+  while (core.has_work()) core.step();
+  // A prompt that equals what the rejected drafts wrote after p: only p's blocks may be hits.
+  std::vector<int32_t> p2 = p;
+  p2.push_back(model.reference_next(p));
+  p2.insert(p2.end(), first_drafts.begin(), first_drafts.end());
+  core.add(req(2, p2, 4));
+  std::vector<int32_t> got;
+  TokenOutput last;
+  while (core.has_work())
+    for (const TokenOutput& o : core.step()) {
+      if (o.id == 2 && o.token >= 0) got.push_back(o.token);
+      if (o.id == 2 && o.finish) last = o;
+    }
+  EXPECT_LE(last.n_cached, 8);
+  EXPECT_EQ(got, model.reference_greedy(p2, 4));
+  EXPECT_EQ(model.errors, 0);
+  EXPECT_EQ(core.stats().accepted_tokens, 0);
+  EXPECT_GT(core.stats().drafted_tokens, 0);
+  EXPECT_EQ(core.blocks().n_used_all(), 0);
+}
+
+}  // namespace
+}  // namespace sluice::engine
