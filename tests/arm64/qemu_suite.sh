@@ -3,10 +3,11 @@
 # folder (cmake/toolchain-aarch64-linux-gnu.cmake), the native x86 build folder and the real
 # model file (both for the cross-architecture token check; that check is skipped when the model
 # is absent).
-#   -cpu max         (every feature: i8mm, dotprod, SVE): every test binary built, the model
-#                    tests once per kernel set forced with SLUICE_ISA (the kernel tests run
-#                    every set themselves), the dispatch picking i8mm; then `sluice run -n 8
-#                    --temp 0` on the real model, whose text must equal the x86 build's
+#   -cpu max         (every feature: i8mm, dotprod, SVE): every test binary built (the kernel
+#                    tests and the model tests' ISA test run every set themselves), the
+#                    dispatch picking i8mm; the tiny golden tests again with each other set
+#                    forced (SLUICE_ISA); then `sluice run -n 8 --temp 0` on the real model,
+#                    whose text must equal the x86 build's, with each ARM set
 #   -cpu cortex-a76  (dotprod, no i8mm): the dispatch picks dotprod; the tiny golden tests
 #   -cpu cortex-a72  (Armv8.0 NEON):     the dispatch picks neon;    the tiny golden tests
 set -euo pipefail
@@ -16,19 +17,14 @@ MODEL=${3:-models/gemma-3-270m-q4_k_m.gguf}
 QEMU=${QEMU:-qemu-aarch64-static}
 T=$ARM/tests/unit
 
-run() {  # run CPU [ENV=VALUE...] BINARY ARGS...
-  local cpu=$1
-  shift
-  echo "== qemu -cpu $cpu: $*"
-  env QEMU_CPU="$cpu" "$@"
-}
 qrun() {  # qrun CPU [ENV=VALUE...] -- BINARY ARGS...
   local cpu=$1
   shift
   local envs=()
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
-  run "$cpu" "${envs[@]}" "$QEMU" -cpu "$cpu" "$@"
+  echo "== qemu -cpu $cpu ${envs[*]}: $*"
+  env "${envs[@]}" "$QEMU" -cpu "$cpu" "$@"
 }
 brief=(--gtest_brief=1)
 
@@ -36,11 +32,12 @@ qrun max -- "$T/base/base_test" "${brief[@]}"
 qrun max -- "$T/threading/threading_test" "${brief[@]}"
 qrun max -- "$T/quant/quant_test" "${brief[@]}"
 qrun max SLUICE_EXPECT_ISA=i8mm -- "$T/kernels/kernels_test" "${brief[@]}"
-for isa in scalar neon dotprod i8mm; do
-  qrun max SLUICE_ISA=$isa -- "$T/models/models_test" "${brief[@]}"
+qrun max -- "$T/models/models_test" "${brief[@]}"
+golden='*Golden*'
+for isa in scalar neon dotprod; do
+  qrun max SLUICE_ISA=$isa -- "$T/models/models_test" "${brief[@]}" --gtest_filter="$golden"
 done
 
-golden='CpuKernels.DispatchPicksExpectedSet:*Golden*'
 qrun cortex-a76 SLUICE_EXPECT_ISA=dotprod -- "$T/kernels/kernels_test" "${brief[@]}" --gtest_filter=CpuKernels.DispatchPicksExpectedSet
 qrun cortex-a76 -- "$T/models/models_test" "${brief[@]}" --gtest_filter="$golden"
 qrun cortex-a72 SLUICE_EXPECT_ISA=neon -- "$T/kernels/kernels_test" "${brief[@]}" --gtest_filter=CpuKernels.DispatchPicksExpectedSet
