@@ -59,4 +59,15 @@ for isa in neon dotprod i8mm; do
     exit 1
   fi
 done
+# Stronger: the logits of a short sequence, bit for bit (the default set, i8mm).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ids=(logits -m "$MODEL" --ids 2,818,5279,563,1024,2003 -t 2)
+"$X86/apps/sluice/sluice" "${ids[@]}" --out "$tmp/x86.f32" > /dev/null 2>&1
+QEMU_CPU=max "$QEMU" -cpu max "$ARM/apps/sluice/sluice" "${ids[@]}" --out "$tmp/arm64.f32" > /dev/null 2>&1
+if ! cmp -s "$tmp/x86.f32" "$tmp/arm64.f32"; then
+  echo "FAIL: arm64 logits differ from x86 ($(cmp "$tmp/x86.f32" "$tmp/arm64.f32" | head -1))" >&2
+  exit 1
+fi
+echo "== logits of 6 positions: bitwise equal on x86 and arm64"
 echo "arm64 suites passed"
