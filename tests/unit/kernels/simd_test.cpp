@@ -65,7 +65,6 @@ TEST(CpuKernels, SelectionAndTables) {
     if (std::strcmp(k->isa, "scalar") == 0) continue;
     for (int f = 1; f < kPackedFormatCount; ++f)
       EXPECT_NE(k->gemm[f], nullptr) << k->isa << " " << packed_format_name(static_cast<PackedFormat>(f));
-    EXPECT_NE(k->stream_sum, nullptr) << k->isa;
     EXPECT_NE(k->quantize_act[static_cast<int>(ActFormat::kA8_32)], nullptr) << k->isa;
     EXPECT_NE(k->quantize_act[static_cast<int>(ActFormat::kA8_256)], nullptr) << k->isa;
     EXPECT_NE(k->ops.rms_norm, nullptr) << k->isa;
