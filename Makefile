@@ -15,9 +15,17 @@ FUZZ_SECONDS ?= 60
 APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev \
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
   libcli11-dev libcpp-httplib-dev libxxhash-dev clang-format-14
+# The aarch64 cross build and its test run (make test-arm64): Debian's cross compiler, qemu
+# user-mode emulation and the arm64 multiarch builds of the libraries the tests link.
+APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 libgmock-dev:arm64 \
+  libcpp-httplib-dev:arm64 libxxhash-dev:arm64
+ARM64_BUILD := $(BUILD)-arm64
+# Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
+ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sluice
 
 .PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden fixtures clean \
-  e2b-model e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset
+  e2b-model e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset \
+  deps-arm64 build-arm64 test-arm64
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
 # a chat turn by echoing it, so the main job continues a text. --chat is for instruction-tuned files.
@@ -28,8 +36,11 @@ run: deps venv model build
 # Each suite runs under tests/timed.sh, which prints its wall time; the summary comes at the end.
 SUITE_TIMES := $(abspath $(BUILD))/suite-times.txt
 TIMED := SUITE_TIMES=$(SUITE_TIMES) tests/timed.sh
+# On x86-64 hosts the aarch64 suites run under qemu too (on an ARM64 host the suites above
+# already run natively).
+TEST_ARM64 := $(if $(filter x86_64,$(shell uname -m)),test-arm64)
 test: deps venv model build test-times-reset format-check function-length test-unit test-real test-python test-asan \
-  test-server-asan fuzz
+  test-server-asan fuzz $(TEST_ARM64)
 	@echo "suite wall times:"; cat $(SUITE_TIMES)
 	@echo "all test suites passed"
 
@@ -42,6 +53,16 @@ deps:
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
+	fi
+
+# The arm64 packages: the architecture is added to dpkg once, then what is missing installed.
+deps-arm64:
+	@SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+	if ! dpkg --print-foreign-architectures | grep -qx arm64; then $$SUDO dpkg --add-architecture arm64; fi; \
+	missing=$$(for p in $(APT_PACKAGES_ARM64); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "installing: $$missing"; \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
 	fi
 
@@ -77,6 +98,15 @@ test-real: build model
 
 test-python: build venv model fixtures
 	$(TIMED) test-python env SLUICE_BUILD_DIR=$(abspath $(BUILD)) $(VENV)/bin/pytest -q tests/python
+
+# The aarch64 build (Release, no sanitizers, only the binaries the suites run) and its suites
+# under qemu for the max, cortex-a76 and cortex-a72 CPU models (docs/arm.md).
+build-arm64: deps-arm64
+	cmake -S . -B $(ARM64_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_TOOLCHAIN_FILE=cmake/toolchain-aarch64-linux-gnu.cmake
+	cmake --build $(ARM64_BUILD) -j $(JOBS) --target $(ARM64_TARGETS)
+
+test-arm64: build-arm64 build fixtures model
+	$(TIMED) test-arm64 tests/arm64/qemu_suite.sh $(ARM64_BUILD) $(BUILD) $(MODEL)
 
 # Unit tests again under AddressSanitizer + UndefinedBehaviorSanitizer (separate build).
 test-asan: build-asan fixtures
@@ -172,4 +202,4 @@ bench-31b: deps build 31b-model
 	$(PY) python/bench.py --model $(G31B_MODEL) --skip llama.cpp --out bench-31b.json $(BENCH_31B_ARGS)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz
+	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz $(ARM64_BUILD)

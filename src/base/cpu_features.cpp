@@ -1,8 +1,12 @@
-// Built without ISA flags: this file must run on any x86-64 (and compile elsewhere).
+// Built without ISA flags: this file must run on any x86-64 or ARM64 (and compile elsewhere).
 #include "base/cpu_features.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <asm/hwcap.h>
+#include <sys/auxv.h>
 #endif
 
 namespace sluice {
@@ -33,6 +37,18 @@ CpuFeatures detect() {
     f.avx512bf16 = zmm_os && ((a >> 5) & 1);
   }
   if (!ymm_os) f.fma = f.f16c = false;
+#elif defined(__aarch64__) && defined(__linux__)
+  // The kernel reports only what it enabled for user space (SVE also needs its state saved).
+  const unsigned long hw = getauxval(AT_HWCAP), hw2 = getauxval(AT_HWCAP2);
+  f.asimd = (hw & HWCAP_ASIMD) != 0;
+  f.dotprod = f.asimd && (hw & HWCAP_ASIMDDP) != 0;
+  f.fp16 = f.asimd && (hw & HWCAP_ASIMDHP) != 0;
+  f.sve = (hw & HWCAP_SVE) != 0;
+  f.i8mm = f.asimd && (hw2 & HWCAP2_I8MM) != 0;
+  f.bf16 = f.asimd && (hw2 & HWCAP2_BF16) != 0;
+  f.sve2 = f.sve && (hw2 & HWCAP2_SVE2) != 0;
+#elif defined(__aarch64__)
+  f.asimd = true;  // Advanced SIMD is part of every AArch64 CPU
 #endif
   return f;
 }
@@ -55,6 +71,8 @@ std::string cpu_features_string() {
   add(f.avx512f, "avx512f"); add(f.avx512bw, "avx512bw"); add(f.avx512vl, "avx512vl");
   add(f.avx512vnni, "avx512vnni"); add(f.avx512bf16, "avx512bf16"); add(f.avx_vnni, "avxvnni");
   add(f.gfni, "gfni");
+  add(f.asimd, "asimd"); add(f.dotprod, "dotprod"); add(f.i8mm, "i8mm"); add(f.fp16, "fp16");
+  add(f.bf16, "bf16"); add(f.sve, "sve"); add(f.sve2, "sve2");
   return s.empty() ? "none" : s;
 }
 

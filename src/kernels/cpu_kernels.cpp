@@ -20,6 +20,12 @@ extern const CpuKernels kCpuKernelsAvx2;
 extern const CpuKernels kCpuKernelsAvx512;
 extern const CpuKernels kCpuKernelsAvx512Gfni;
 #endif
+#if defined(SLUICE_ARM64_KERNELS)
+// Defined in src/kernels/cpu/arm64/ (one file per -march level), read the same way.
+extern const CpuKernels kCpuKernelsNeon;
+extern const CpuKernels kCpuKernelsDotprod;
+extern const CpuKernels kCpuKernelsI8mm;
+#endif
 
 namespace {
 
@@ -30,11 +36,18 @@ constexpr CpuKernels make_scalar() {
 }
 const CpuKernels kScalar = make_scalar();
 
+#if defined(SLUICE_X86_KERNELS)
 bool can_run_avx2(const CpuFeatures& f) { return f.avx2 && f.fma && f.f16c; }
 bool can_run_avx512(const CpuFeatures& f) {
   return can_run_avx2(f) && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
 }
 bool can_run_avx512gfni(const CpuFeatures& f) { return can_run_avx512(f) && f.gfni; }
+#endif
+#if defined(SLUICE_ARM64_KERNELS)
+bool can_run_neon(const CpuFeatures& f) { return f.asimd; }
+bool can_run_dotprod(const CpuFeatures& f) { return can_run_neon(f) && f.dotprod; }
+bool can_run_i8mm(const CpuFeatures& f) { return can_run_dotprod(f) && f.i8mm; }
+#endif
 
 // Every compiled set with whether this CPU can run it, worst first.
 struct Entry {
@@ -48,6 +61,12 @@ std::vector<Entry> compiled() {
   v.push_back({&kCpuKernelsAvx2, can_run_avx2(f)});
   v.push_back({&kCpuKernelsAvx512, can_run_avx512(f)});
   v.push_back({&kCpuKernelsAvx512Gfni, can_run_avx512gfni(f)});
+#endif
+#if defined(SLUICE_ARM64_KERNELS)
+  const CpuFeatures& f = cpu_features();
+  v.push_back({&kCpuKernelsNeon, can_run_neon(f)});
+  v.push_back({&kCpuKernelsDotprod, can_run_dotprod(f)});
+  v.push_back({&kCpuKernelsI8mm, can_run_i8mm(f)});
 #endif
   return v;
 }

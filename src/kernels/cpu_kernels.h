@@ -1,6 +1,6 @@
 // Runtime ISA dispatch of the quantized dot kernels (style.md §4.2), at function granularity.
-// Each ISA set lives in its own translation units (src/kernels/cpu/x86_*/), compiled with that
-// ISA's -m flags; this header and the selector (cpu_kernels.cpp) are built WITHOUT ISA flags,
+// Each ISA set lives in its own translation units (src/kernels/cpu/x86_*/, cpu/arm64/), compiled
+// with that ISA's -m flags; this header and the selector (cpu_kernels.cpp) are built WITHOUT ISA flags,
 // so choosing a set never executes an instruction the CPU lacks.
 //
 // Every kernel is a pure function of its two rows (batch and thread invariant). It need not be
@@ -21,7 +21,7 @@ namespace sluice::kernels {
 using DotKernel = float (*)(const void* w, const void* act, int64_t n);
 
 struct CpuKernels {
-  const char* isa;  // "scalar", "avx2", "avx512", "avx512gfni"
+  const char* isa;  // "scalar", "avx2", "avx512", "avx512gfni"; ARM64: "neon", "dotprod", "i8mm"
   // Dot of one weight row (raw blocks of the type with this id) with one activation row made by
   // quantize_act_row (formats as dot_ref). nullptr = use dot_ref for that type.
   DotKernel dot[kDTypeIdCount];
@@ -40,8 +40,8 @@ struct CpuKernels {
   uint64_t (*stream_sum)(const uint8_t* p, uint64_t bytes);
 };
 
-// The best set this CPU can run, chosen once. The environment variable SLUICE_ISA=scalar|avx2|avx512|avx512gfni
-// forces one (sluice::Error if it is unknown, not compiled in, or this CPU cannot run it).
+// The best set this CPU can run, chosen once. The environment variable SLUICE_ISA (x86:
+// scalar|avx2|avx512|avx512gfni, ARM64: scalar|neon|dotprod|i8mm) forces one (sluice::Error if it is unknown, not compiled in, or this CPU cannot run it).
 const CpuKernels& cpu_kernels();
 
 // Every compiled set this CPU can run, scalar first (tests, benchmarks).

@@ -6,12 +6,22 @@
 
 namespace sluice {
 
+// Memory order (all of it must hold on ARM's weak model, not only on x86's): job_ and pending_
+// are published to the workers by the generation_ increment (a release) and read after their
+// acquire load of it; a worker's writes reach the caller through its acq_rel decrement of
+// pending_ and the caller's acquire load. In barrier() the arrivals' acq_rel increments form
+// one release sequence that the last arriver acquires, and its release of barrier_gen_ passes
+// them all on to the waiters' acquire loads (the count's relaxed reset with them). Relaxed
+// on purpose: hot_ (only a spin policy) and the sleepers_ decrement; the sleepers_ handshake
+// itself is sequentially consistent (run_job).
 namespace {
 constexpr int kSpinIterations = 1 << 14;   // pause loops before an idle worker sleeps
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");   // the spin-wait hint (a no-op on cores without SMT)
 #endif
 }
 

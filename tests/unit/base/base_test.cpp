@@ -111,6 +111,16 @@ TEST(CpuFeatures, AreConsistent) {
   if (f.avx512f) {
     EXPECT_TRUE(f.avx2);
   }
+  // ARM: the dot-product and matrix-multiply extensions are Advanced SIMD instructions.
+  if (f.dotprod || f.i8mm || f.fp16 || f.bf16) {
+    EXPECT_TRUE(f.asimd);
+  }
+#if defined(__aarch64__)
+  EXPECT_TRUE(f.asimd);
+  EXPECT_FALSE(f.avx2);
+#else
+  EXPECT_FALSE(f.asimd);
+#endif
   EXPECT_FALSE(cpu_features_string().empty());
   std::printf("cpu features: %s\n", cpu_features_string().c_str());
 }

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cpu_features.h"
 #include "base/dtype.h"
 #include "kernels/cpu_kernels.h"
 #include "kernels/dot_ref.h"
@@ -58,12 +59,27 @@ TEST(CpuKernels, SelectionAndTables) {
   std::string names;
   for (const CpuKernels* k : sets) names += std::string(" ") + k->isa;
   std::printf("ISA sets run:%s (cpu_kernels() = %s)\n", names.c_str(), chosen.isa);
-  // The x86 sets provide at least the formats of the real model files.
+  // Every SIMD set has a packed kernel for every packed format, the activation quantizers and
+  // row ops; the x86 sets also a dot kernel (the generic path) for the real model files' formats.
   for (const CpuKernels* k : sets) {
     if (std::strcmp(k->isa, "scalar") == 0) continue;
+    for (int f = 1; f < kPackedFormatCount; ++f)
+      EXPECT_NE(k->gemm[f], nullptr) << k->isa << " " << packed_format_name(static_cast<PackedFormat>(f));
+    EXPECT_NE(k->quantize_act[static_cast<int>(ActFormat::kA8_32)], nullptr) << k->isa;
+    EXPECT_NE(k->quantize_act[static_cast<int>(ActFormat::kA8_256)], nullptr) << k->isa;
+    EXPECT_NE(k->ops.rms_norm, nullptr) << k->isa;
+    if (std::strncmp(k->isa, "avx", 3) != 0) continue;
     for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
       EXPECT_NE(k->dot[static_cast<uint32_t>(t)], nullptr) << k->isa << " " << dtype_name(t);
   }
+}
+
+// The set the dispatch picks on a known CPU: SLUICE_EXPECT_ISA names it (make test-arm64 runs
+// this under qemu's max, cortex-a76 and cortex-a72 models: i8mm, dotprod, neon).
+TEST(CpuKernels, DispatchPicksExpectedSet) {
+  const char* want = std::getenv("SLUICE_EXPECT_ISA");
+  if (want == nullptr || *want == '\0') GTEST_SKIP() << "SLUICE_EXPECT_ISA not set";
+  EXPECT_STREQ(cpu_kernels().isa, want) << "cpu features: " << cpu_features_string();
 }
 
 TEST(CpuKernels, EveryKernelMatchesDotRef) {

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/cpu/isa_common.h"
 #include "kernels/cpu/x86_avx2/avx2_sets.h"
 #include "kernels/cpu/x86_gemm_drive.h"
 #include "kernels/gemm.h"
@@ -64,13 +65,6 @@ inline __m256i bcast_pair(int32_t lo, int32_t hi) {
 }
 inline __m256i ones16() { return _mm256_set1_epi16(1); }
 
-// ActRows accessors (act.h), written out here: ISA translation units call no shared inline code.
-inline const int8_t* a_qs(const ActRows& a, int64_t m) { return reinterpret_cast<const int8_t*>(a.base + m * a.stride); }
-inline const float* a_d(const ActRows& a, int64_t m) { return reinterpret_cast<const float*>(a.base + m * a.stride + a.k); }
-inline const int32_t* a_sums(const ActRows& a, int64_t m, int64_t block) {
-  return reinterpret_cast<const int32_t*>(a.base + m * a.stride + a.k + 4 * (a.k / block));
-}
-inline const float* a_f32(const ActRows& a, int64_t m) { return reinterpret_cast<const float*>(a.base + m * a.stride); }
 
 // The activation rows of a tile, with their per-row pointers computed once.
 template <int MT>

@@ -22,6 +22,7 @@
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/cpu/isa_common.h"
 #include "kernels/cpu/x86_avx512/avx512_sets.h"
 #include "kernels/cpu/x86_gemm_drive.h"
 #include "kernels/gemm.h"
@@ -48,13 +49,6 @@ inline uint64_t ld_u64(const void* p) {
 }
 inline __m512i ld512(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
-// ActRows accessors (act.h), written out here: ISA translation units call no shared inline code.
-inline const int8_t* a_qs(const ActRows& a, int64_t m) { return reinterpret_cast<const int8_t*>(a.base + m * a.stride); }
-inline const float* a_d(const ActRows& a, int64_t m) { return reinterpret_cast<const float*>(a.base + m * a.stride + a.k); }
-inline const int32_t* a_sums(const ActRows& a, int64_t m, int64_t block) {
-  return reinterpret_cast<const int32_t*>(a.base + m * a.stride + a.k + 4 * (a.k / block));
-}
-inline const float* a_f32(const ActRows& a, int64_t m) { return reinterpret_cast<const float*>(a.base + m * a.stride); }
 inline __m512 ld_f16x16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 
 // Prefetches the bytes a tile will read kPrefetch bytes later (the groups a thread takes are
