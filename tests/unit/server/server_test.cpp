@@ -66,7 +66,7 @@ class RequestParsing : public ::testing::Test {
   int status_of(const std::string& body, bool chat) {
     try {
       auto j = parse_body(body, *ctx_, true);
-      if (chat) parse_chat_request(j, *ctx_);
+      if (chat) parse_chat_request(std::move(j), *ctx_);
       else parse_completion_request(j, *ctx_);
     } catch (const ApiError& e) {
       return e.status();
@@ -85,7 +85,7 @@ TEST_F(RequestParsing, ValidRequestsParse) {
     {"role":"user","content":"b"}],"max_completion_tokens":5,"max_tokens":9,"stop":"x","seed":3,"n":2,
     "logprobs":true,"top_logprobs":2,"temperature":0.5,"stream":true,"stream_options":{"include_usage":true}})",
                       *ctx_, true);
-  ChatRequest r = parse_chat_request(j, *ctx_);
+  ChatRequest r = parse_chat_request(std::move(j), *ctx_);
   EXPECT_EQ(r.messages[0]["role"], "system");
   EXPECT_EQ(r.messages[0]["content"], "a");
   EXPECT_EQ(*r.gen.max_tokens, 5);   // max_completion_tokens wins
