@@ -115,8 +115,8 @@ SubmitGroupResult Engine::submit_group(std::vector<EngineRequest> rs) {
   const auto k = static_cast<int32_t>(rs.size());
   if (k > capacity()) {
     res.status = SubmitStatus::kInvalid;
-    res.error = strfmt("%d requests at once can never be admitted: the engine holds at most %d (%d running + %d waiting)",
-                       k, capacity(), core_.config().sched.max_running, opt_.max_waiting);
+    res.error = strfmt("%d requests at once can never be admitted: the engine holds at most %d (%d running + %d "
+                       "waiting)", k, capacity(), core_.config().sched.max_running, opt_.max_waiting);
     return res;
   }
   for (const EngineRequest& r : rs)

@@ -29,7 +29,7 @@ std::optional<float> get_float(const json& j, const char* key) {
   const auto d = get_number(j, key);
   if (!d) return std::nullopt;
   if (std::fabs(*d) > std::numeric_limits<float>::max())
-    bad_param(key, strfmt("%g is out of range (at most %g)", *d, static_cast<double>(std::numeric_limits<float>::max())));
+    bad_param(key, strfmt("%g is out of range (at most %g)", *d, double{std::numeric_limits<float>::max()}));
   return static_cast<float>(*d);
 }
 
@@ -204,7 +204,8 @@ CompletionRequest parse_completion_request(const json& j, const ModelContext& m)
   if (present(j, "logprobs")) r.gen.top_logprobs = bounded_int(j, "logprobs", 0, kMaxTopLogprobs, 0);
   if (!present(j, "prompt")) bad_param("prompt", "is required");
   const json* p = &j.at("prompt");
-  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array())) p = &(*p)[0];   // one prompt in a list
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))
+    p = &(*p)[0];   // one prompt in a list
   const Tokenizer& tok = m.tokenizer();
   if (p->is_string()) {
     r.prompt = tok.encode(p->get_ref<const std::string&>(), true, true);   // as `sluice run` does: BOS, specials parsed

@@ -71,11 +71,12 @@ json whole_choice(const Collected& c, int32_t index, const ReplyShape& shape, co
   const bool lp = gp.top_logprobs >= 0;
   if (!shape.chat)
     return {{"index", index}, {"text", c.content},
-            {"logprobs", lp ? completion_logprobs_json(c.logprobs, tok, 0) : json(nullptr)}, {"finish_reason", c.finish}};
+            {"logprobs", lp ? completion_logprobs_json(c.logprobs, tok, 0) : json(nullptr)},
+            {"finish_reason", c.finish}};
   json msg = {{"role", "assistant"}, {"content", c.content}};
   if (!c.reasoning.empty()) msg["reasoning_content"] = c.reasoning;
-  return {{"index", index}, {"message", std::move(msg)}, {"logprobs", lp ? chat_logprobs_json(c.logprobs, tok) : json(nullptr)},
-          {"finish_reason", c.finish}};
+  return {{"index", index}, {"message", std::move(msg)},
+          {"logprobs", lp ? chat_logprobs_json(c.logprobs, tok) : json(nullptr)}, {"finish_reason", c.finish}};
 }
 
 // The stream chunks' choices one event becomes. Completions: one, the finish reason inline.
@@ -97,7 +98,8 @@ std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, 
   if (!ev.text.content.empty()) delta["content"] = ev.text.content;
   if (!delta.empty() || lp)
     out.push_back({{"index", ev.index}, {"delta", std::move(delta)},
-                   {"logprobs", lp ? chat_logprobs_json(ev.logprobs, tok) : json(nullptr)}, {"finish_reason", nullptr}});
+                   {"logprobs", lp ? chat_logprobs_json(ev.logprobs, tok) : json(nullptr)},
+                   {"finish_reason", nullptr}});
   if (ev.finish_reason)
     out.push_back({{"index", ev.index}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish}});
   return out;

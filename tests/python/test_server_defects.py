@@ -51,7 +51,8 @@ def test_d1_deeply_nested_json_is_a_400_naming_the_limit(sluice_bin):
             err = error_of(post(s, path, body), 400)
             assert "128" in err["message"] and "nested" in err["message"], err
         # Nesting within the limit still reaches the template.
-        ok = f'{{"model": "{MODEL}", "messages": {msgs}, "max_tokens": 2, "chat_template_kwargs": {{"x": {"[" * 100 + "]" * 100}}}}}'
+        within = "[" * 100 + "]" * 100
+        ok = f'{{"model": "{MODEL}", "messages": {msgs}, "max_tokens": 2, "chat_template_kwargs": {{"x": {within}}}}}'
         assert post(s, "/v1/chat/completions", ok).status_code == 200
         assert json.loads(s.get("/health"))["status"] == "ok"
     finally:

@@ -149,8 +149,9 @@ TEST_F(RequestParsing, NestingIsLimitedWhileParsing) {
   const std::string kw = head + R"("messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)";
   EXPECT_EQ(error_of(kw + nested(126) + "}}", *ctx_, true).status(), 200);
   EXPECT_EQ(error_of(kw + nested(127) + "}}", *ctx_, true).status(), 400);
-  EXPECT_EQ(error_of(head + R"("prompt":)" + nested(127, "") + "}", *ctx_, false).message().find("deeper"), std::string::npos);
-  EXPECT_NE(error_of(head + R"("prompt":)" + nested(128, "") + "}", *ctx_, false).message().find("deeper"), std::string::npos);
+  const std::string prompt = head + R"("prompt":)";
+  EXPECT_EQ(error_of(prompt + nested(127, "") + "}", *ctx_, false).message().find("deeper"), std::string::npos);
+  EXPECT_NE(error_of(prompt + nested(128, "") + "}", *ctx_, false).message().find("deeper"), std::string::npos);
 }
 
 TEST_F(RequestParsing, TemplateKwargsAreMovedOutOfTheBody) {
@@ -162,8 +163,8 @@ TEST_F(RequestParsing, TemplateKwargsAreMovedOutOfTheBody) {
 }
 
 TEST_F(RequestParsing, MessagesKeepTextAfterANul) {
-  const ApiError e = error_of(std::string(R"({"model":"tiny-gemma3","messages":[{"role":"wiz\u0000ard","content":"x"}]})"),
-                              *ctx_, true);
+  const std::string body = R"({"model":"tiny-gemma3","messages":[{"role":"wiz\u0000ard","content":"x"}]})";
+  const ApiError e = error_of(body, *ctx_, true);
   EXPECT_EQ(e.status(), 400);
   EXPECT_NE(e.message().find(std::string("wiz\0ard' (system", 16)), std::string::npos);
   EXPECT_EQ(e.to_json()["error"]["message"].get<std::string>(), e.message());
