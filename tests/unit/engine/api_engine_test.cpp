@@ -144,7 +144,9 @@ TEST(ApiEngine, AGroupIsQueuedWholeOrNotAtAll) {
   Service s(2, 4);
   auto first = s.engine->submit(s.req(make_prompt(5, kVocab, 1), 5000));
   ASSERT_EQ(first.status, SubmitStatus::kOk);
-  first.handle->wait(2s);   // running: 1 of 2 slots taken, room for 1 + 4 more
+  // Running (the stats are published just after the first outputs): 1 of 2 slots taken,
+  // room for 1 + 4 more.
+  for (int i = 0; i < 200 && s.engine->snapshot().stats.n_running != 1; ++i) std::this_thread::sleep_for(10ms);
   ASSERT_EQ(s.engine->snapshot().stats.n_running, 1);
   // One client keeps asking for 6: each is refused whole and leaves nothing behind...
   for (int i = 0; i < 20; ++i) {
