@@ -116,11 +116,12 @@ build-asan:
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-asan -j $(JOBS)
 
-# The tiny-model server tests (API + soak) against the ASan build: every server they start
+# The tiny-model server tests (API, soak, hostile-client defects) against the ASan build: every server they start
 # must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
 test-server-asan: build-asan venv fixtures
 	$(TIMED) test-server-asan env SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 \
-	  $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py
+	  $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py \
+	  tests/python/test_server_defects.py
 
 # libFuzzer on the GGUF reader for FUZZ_SECONDS, seeded with the malformed corpus.
 fuzz:

@@ -88,27 +88,43 @@ void Engine::shutdown() {
   if (thread_.joinable()) thread_.join();
 }
 
-SubmitResult Engine::submit(EngineRequest r) {
-  SubmitResult res;
-  if (auto why = core_.check_admissible(static_cast<int32_t>(r.prompt.size()))) {
-    res.status = SubmitStatus::kInvalid;
-    res.error = *why;
-    return res;
-  }
-  if (r.max_tokens < 1) {
-    res.status = SubmitStatus::kInvalid;
-    res.error = "max_tokens must be at least 1";
-    return res;
-  }
+std::optional<std::string> Engine::check_request(const EngineRequest& r) const {
+  if (auto why = core_.check_admissible(static_cast<int32_t>(r.prompt.size()))) return why;
+  if (r.max_tokens < 1) return std::string("max_tokens must be at least 1");
   try {
     Sampler::validate(r.sampling);
   } catch (const Error& e) {
+    return std::string(e.what());
+  }
+  return std::nullopt;
+}
+
+SubmitResult Engine::submit(EngineRequest r) {
+  std::vector<EngineRequest> one;
+  one.push_back(std::move(r));
+  SubmitGroupResult g = submit_group(std::move(one));
+  SubmitResult res;
+  res.status = g.status;
+  res.error = std::move(g.error);
+  if (!g.handles.empty()) res.handle = std::move(g.handles.front());
+  return res;
+}
+
+SubmitGroupResult Engine::submit_group(std::vector<EngineRequest> rs) {
+  SubmitGroupResult res;
+  const auto k = static_cast<int32_t>(rs.size());
+  if (k > capacity()) {
     res.status = SubmitStatus::kInvalid;
-    res.error = e.what();
+    res.error = strfmt("%d requests at once can never be admitted: the engine holds at most %d (%d running + %d "
+                       "waiting)", k, capacity(), core_.config().sched.max_running, opt_.max_waiting);
     return res;
   }
-  auto st = std::make_shared<StreamState>();
-  st->t_submit = Clock::now();
+  for (const EngineRequest& r : rs)
+    if (auto why = check_request(r)) {
+      res.status = SubmitStatus::kInvalid;
+      res.error = *why;
+      return res;
+    }
   int32_t n_running = 0;
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
@@ -119,18 +135,23 @@ SubmitResult Engine::submit(EngineRequest r) {
     res.status = SubmitStatus::kShuttingDown;
     return res;
   }
-  if (inbox_->n_queued >= opt_.max_waiting + std::max(0, opt_.core.sched.max_running - n_running)) {
-    // Full: more would only wait. (Free running slots count as queue room: a request that
-    // arrives while the batch has space is never refused.)
+  // Free running slots count as queue room: a request that arrives while the batch has
+  // space is never refused. The whole group must fit, or none of it is queued.
+  if (inbox_->n_queued + k > opt_.max_waiting + std::max(0, opt_.core.sched.max_running - n_running)) {
     res.status = SubmitStatus::kQueueFull;
     return res;
   }
-  r.id = inbox_->next_id++;
-  st->id = r.id;
-  ++inbox_->n_queued;
-  inbox_->adds.emplace_back(std::move(r), st);
+  const auto now = Clock::now();
+  for (EngineRequest& r : rs) {
+    auto st = std::make_shared<StreamState>();
+    st->t_submit = now;
+    r.id = inbox_->next_id++;
+    st->id = r.id;
+    ++inbox_->n_queued;
+    inbox_->adds.emplace_back(std::move(r), st);
+    res.handles.push_back(std::make_unique<RequestHandle>(st, inbox_));
+  }
   inbox_->cv.notify_one();
-  res.handle = std::make_unique<RequestHandle>(st, inbox_);
   return res;
 }
 

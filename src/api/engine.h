@@ -63,6 +63,13 @@ struct SubmitResult {
   std::unique_ptr<RequestHandle> handle;   // for kOk
 };
 
+// A group of requests admitted together (one API request's n choices).
+struct SubmitGroupResult {
+  SubmitStatus status = SubmitStatus::kOk;
+  std::string error;                                    // for kInvalid
+  std::vector<std::unique_ptr<RequestHandle>> handles;  // for kOk: one per request, in order
+};
+
 struct EngineOptions {
   engine::EngineConfig core;
   int32_t max_waiting = 64;   // requests queued beyond the running ones; more get kQueueFull
@@ -84,12 +91,18 @@ class Engine {
   // Validates what the engine can (prompt length against context and pool, sampling
   // parameters) on the caller's thread, then queues the request. Assigns r.id.
   SubmitResult submit(EngineRequest r);
+  // All of `rs` or none: either every request is queued, or nothing is and the status says
+  // why. A refused group holds no room, so a client that keeps sending groups that do not
+  // fit takes no place from anyone else. A group larger than capacity() is kInvalid.
+  SubmitGroupResult submit_group(std::vector<EngineRequest> rs);
   std::optional<std::string> check_admissible(int32_t n_prompt) const { return core_.check_admissible(n_prompt); }
 
   EngineSnapshot snapshot() const;
   const engine::EngineConfig& config() const { return core_.config(); }
   const models::ModelSpec& spec() const { return core_.spec(); }
   int32_t max_waiting() const { return opt_.max_waiting; }
+  // Requests the engine holds at most: running plus waiting.
+  int32_t capacity() const { return core_.config().sched.max_running + opt_.max_waiting; }
 
   // Stops the loop: queued and running requests end with kAbort. Idempotent.
   void shutdown();
@@ -98,6 +111,7 @@ class Engine {
   void loop();
   void dispatch(std::vector<TokenOutput>& outs);
   void publish_stats();
+  std::optional<std::string> check_request(const EngineRequest& r) const;
 
   EngineOptions opt_;
   engine::EngineCore core_;   // touched only by the engine thread after construction

@@ -3,7 +3,7 @@
 namespace sluice::server {
 
 nlohmann::json ApiError::to_json() const {
-  nlohmann::json e = {{"message", what()}, {"type", type_}, {"param", nullptr}, {"code", nullptr}};
+  nlohmann::json e = {{"message", message_}, {"type", type_}, {"param", nullptr}, {"code", nullptr}};
   if (!param_.empty()) e["param"] = param_;
   if (!code_.empty()) e["code"] = code_;
   return {{"error", e}};

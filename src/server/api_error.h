@@ -15,15 +15,18 @@ class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string message, std::string type = "invalid_request_error", std::string param = "",
            std::string code = "")
-      : std::runtime_error(message), status_(status), type_(std::move(type)), param_(std::move(param)),
-        code_(std::move(code)) {}
+      : std::runtime_error(message), status_(status), message_(std::move(message)), type_(std::move(type)),
+        param_(std::move(param)), code_(std::move(code)) {}
 
   int status() const { return status_; }
+  // The whole message: what() stops at the first NUL, and request text quoted in a message
+  // (a role, a model name) may hold one.
+  const std::string& message() const { return message_; }
   nlohmann::json to_json() const;
 
  private:
   int status_;
-  std::string type_, param_, code_;
+  std::string message_, type_, param_, code_;
 };
 
 // 400 for a parameter: "param: message".

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "base/error.h"
 #include "server/api_error.h"
 
 namespace sluice::server {
@@ -27,23 +28,33 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   if (!p.ignore_eos) base.stop_ids = m.tokenizer().eog_ids();
   base.stop_ids.insert(base.stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
 
+  if (p.n > engine.capacity())
+    bad_param("n", strfmt("%d choices can never be admitted: this server holds at most %d requests at once (%d running "
+                          "+ %d waiting); ask for n <= %d",
+                          p.n, engine.capacity(), engine.config().sched.max_running, engine.max_waiting(),
+                          engine.capacity()));
+  std::vector<api::EngineRequest> reqs;
   for (int32_t i = 0; i < p.n; ++i) {
     api::EngineRequest r = base;
     r.sampling.seed = p.sampling.seed + static_cast<uint64_t>(i);   // choice i: its own stream
-    api::SubmitResult sr = engine.submit(std::move(r));
-    switch (sr.status) {
-      case api::SubmitStatus::kOk: break;
-      case api::SubmitStatus::kInvalid: throw ApiError(400, sr.error);
-      case api::SubmitStatus::kQueueFull:
-        throw ApiError(429, "the server is busy: the waiting queue is full; retry later", "rate_limit_error", "",
-                       "queue_full");
-      case api::SubmitStatus::kShuttingDown:
-        throw ApiError(503, "the server is shutting down", "server_error");
-    }
+    reqs.push_back(std::move(r));
+  }
+  // Every choice is queued, or none: a refused request leaves nothing behind in the queue.
+  api::SubmitGroupResult sr = engine.submit_group(std::move(reqs));
+  switch (sr.status) {
+    case api::SubmitStatus::kOk: break;
+    case api::SubmitStatus::kInvalid: throw ApiError(400, sr.error);
+    case api::SubmitStatus::kQueueFull:
+      throw ApiError(429, "the server is busy: the waiting queue has no room for " + std::to_string(p.n) +
+                              (p.n == 1 ? " request" : " choices") + "; retry later",
+                     "rate_limit_error", "", "queue_full");
+    case api::SubmitStatus::kShuttingDown: throw ApiError(503, "the server is shutting down", "server_error");
+  }
+  for (auto& h : sr.handles) {
     Choice c;
-    c.handle = std::move(sr.handle);
+    c.handle = std::move(h);
     c.text = std::make_unique<ChoiceText>(m.tokenizer(), p.stop, split_reasoning, p.min_tokens);
-    choices_.push_back(std::move(c));   // earlier choices are cancelled by ~Generation if a later submit throws
+    choices_.push_back(std::move(c));
     ++n_alive_;
   }
 }

@@ -33,8 +33,9 @@ struct ChoiceEvent {
 
 class Generation {
  public:
-  // Throws ApiError: 400 (prompt too long for the context or the KV memory, bad sampling
-  // values), 429 (waiting queue full), 503 (shutting down).
+  // Queues all n choices at once or none. Throws ApiError: 400 (prompt too long for the
+  // context or the KV memory, bad sampling values, n above what the server can ever hold),
+  // 429 (no room in the waiting queue for all n now), 503 (shutting down).
   Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt, const GenerationParams& p,
              bool split_reasoning);
   ~Generation();

@@ -1,8 +1,10 @@
 #include "server/openai_request.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
+#include "base/error.h"
 #include "server/api_error.h"
 
 namespace sluice::server {
@@ -18,17 +20,36 @@ std::optional<double> get_number(const json& j, const char* key) {
   const json& v = j.at(key);
   if (!v.is_number() || v.is_boolean()) bad_param(key, "must be a number");
   const double d = v.get<double>();
-  if (!std::isfinite(d)) bad_param(key, "must be finite");
+  if (!std::isfinite(d)) bad_param(key, "is out of range (beyond a 64-bit float)");   // 1e400 parses as inf
   return d;
 }
 
+// A number the sampler keeps as a 32-bit float: beyond its range it would become infinite.
+std::optional<float> get_float(const json& j, const char* key) {
+  const auto d = get_number(j, key);
+  if (!d) return std::nullopt;
+  if (std::fabs(*d) > std::numeric_limits<float>::max())
+    bad_param(key, strfmt("%g is out of range (at most %g)", *d, double{std::numeric_limits<float>::max()}));
+  return static_cast<float>(*d);
+}
+
+// Integers beyond int64 (up to 2^64 - 1, or integral floats like 1e300) saturate: every
+// caller bounds the value, so the message names the real limit instead of a wrapped value.
 std::optional<int64_t> get_int(const json& j, const char* key) {
   if (!present(j, key)) return std::nullopt;
   const json& v = j.at(key);
+  if (v.is_number_unsigned()) {
+    const auto u = v.get<uint64_t>();
+    return u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
+  }
   if (v.is_number_integer()) return v.get<int64_t>();
   if (v.is_number_float()) {
     const double d = v.get<double>();
-    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9e15) return static_cast<int64_t>(d);
+    if (d == std::floor(d)) {
+      if (d >= 0x1p63) return INT64_MAX;
+      if (d < -0x1p63) return INT64_MIN;
+      return static_cast<int64_t>(d);
+    }
   }
   bad_param(key, "must be an integer");
 }
@@ -68,11 +89,11 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
   SamplingParams& s = g.sampling;
   const SamplingDefaults& d = m.defaults();
   // Request value, else the file's recommendation, else OpenAI's default.
-  s.temperature = static_cast<float>(get_number(j, "temperature").value_or(d.temperature.value_or(1.0f)));
+  s.temperature = get_float(j, "temperature").value_or(d.temperature.value_or(1.0f));
   if (s.temperature < 0) bad_param("temperature", "must be >= 0");
-  s.top_p = static_cast<float>(get_number(j, "top_p").value_or(d.top_p.value_or(1.0f)));
+  s.top_p = get_float(j, "top_p").value_or(d.top_p.value_or(1.0f));
   if (!(s.top_p > 0 && s.top_p <= 1)) bad_param("top_p", "must be in (0, 1]");
-  s.min_p = static_cast<float>(get_number(j, "min_p").value_or(d.min_p.value_or(0.0f)));
+  s.min_p = get_float(j, "min_p").value_or(d.min_p.value_or(0.0f));
   if (!(s.min_p >= 0 && s.min_p <= 1)) bad_param("min_p", "must be in [0, 1]");
   {
     const auto k = get_int(j, "top_k");
@@ -80,14 +101,17 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
     if (top_k < -1) bad_param("top_k", "must be -1 or 0 (off) or positive");
     s.top_k = top_k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(top_k, 1 << 30));
   }
-  s.presence_penalty = static_cast<float>(get_number(j, "presence_penalty").value_or(0.0));
-  s.frequency_penalty = static_cast<float>(get_number(j, "frequency_penalty").value_or(0.0));
+  s.presence_penalty = get_float(j, "presence_penalty").value_or(0.0f);
+  s.frequency_penalty = get_float(j, "frequency_penalty").value_or(0.0f);
   if (std::fabs(s.presence_penalty) > 2) bad_param("presence_penalty", "must be between -2 and 2");
   if (std::fabs(s.frequency_penalty) > 2) bad_param("frequency_penalty", "must be between -2 and 2");
-  s.repeat_penalty = static_cast<float>(get_number(j, "repetition_penalty").value_or(d.repeat_penalty.value_or(1.0f)));
+  s.repeat_penalty = get_float(j, "repetition_penalty").value_or(d.repeat_penalty.value_or(1.0f));
   if (!(s.repeat_penalty > 0)) bad_param("repetition_penalty", "must be > 0");
   s.penalty_last_n = d.penalty_last_n.value_or(64);
-  if (const auto seed = get_int(j, "seed")) {
+  if (present(j, "seed") && j.at("seed").is_number_unsigned()) {   // any 64-bit seed, 2^64 - 1 included
+    s.seed = j.at("seed").get<uint64_t>();
+    g.seed_given = true;
+  } else if (const auto seed = get_int(j, "seed")) {
     s.seed = static_cast<uint64_t>(*seed);
     g.seed_given = true;
   } else {
@@ -146,16 +170,25 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
 }  // namespace
 
 json parse_body(const std::string& body, const ModelContext& m, bool need_model) {
+  // The depth is checked while parsing, so a deeper value is never built: copying or
+  // converting one recurses once per level and would overflow the stack.
+  auto limit_depth = [](int depth, json::parse_event_t event, json&) {
+    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth)
+      throw ApiError(400, "the request body is nested deeper than " + std::to_string(kMaxJsonDepth) +
+                              " levels of arrays and objects");
+    return true;
+  };
   json j;
   try {
-    j = json::parse(body);
+    j = json::parse(body, limit_depth);
   } catch (const json::parse_error& e) {
     throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
   }
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
   if (need_model) {
     if (!present(j, "model") || !j.at("model").is_string()) bad_param("model", "is required (a string)");
-    const std::string name = j.at("model").get<std::string>();
+    const std::string& name = j.at("model").get_ref<const std::string&>();
     if (name != m.alias())
       throw ApiError(404, "The model '" + name + "' does not exist (this server serves '" + m.alias() + "')",
                      "invalid_request_error", "model", "model_not_found");
@@ -170,18 +203,19 @@ CompletionRequest parse_completion_request(const json& j, const ModelContext& m)
   if (present(j, "suffix")) bad_param("suffix", "is not supported");
   if (present(j, "logprobs")) r.gen.top_logprobs = bounded_int(j, "logprobs", 0, kMaxTopLogprobs, 0);
   if (!present(j, "prompt")) bad_param("prompt", "is required");
-  json p = j.at("prompt");
-  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = p[0];   // one prompt in a list
+  const json* p = &j.at("prompt");
+  if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))
+    p = &(*p)[0];   // one prompt in a list
   const Tokenizer& tok = m.tokenizer();
-  if (p.is_string()) {
-    r.prompt = tok.encode(p.get<std::string>(), true, true);   // as `sluice run` does: BOS, specials parsed
-  } else if (p.is_array() && !p.empty() && p[0].is_number_integer()) {
-    for (const json& x : p) {
+  if (p->is_string()) {
+    r.prompt = tok.encode(p->get_ref<const std::string&>(), true, true);   // as `sluice run` does: BOS, specials parsed
+  } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
+    for (const json& x : *p) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= tok.n_vocab())
-        bad_param("prompt", "token ids must be integers below " + std::to_string(tok.n_vocab()));
+        bad_param("prompt", "token ids must be integers from 0 to " + std::to_string(tok.n_vocab() - 1));
       r.prompt.push_back(x.get<int32_t>());
     }
-  } else if (p.is_array() && p.size() > 1) {
+  } else if (p->is_array() && p->size() > 1 && ((*p)[0].is_string() || (*p)[0].is_array())) {
     bad_param("prompt", "several prompts in one request are not supported; send one request per prompt");
   } else {
     bad_param("prompt", "must be a string or an array of token ids");
@@ -190,7 +224,7 @@ CompletionRequest parse_completion_request(const json& j, const ModelContext& m)
   return r;
 }
 
-ChatRequest parse_chat_request(const json& j, const ModelContext& m) {
+ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
   ChatRequest r;
   r.gen = parse_generation(j, m);
   if (get_bool(j, "logprobs").value_or(false)) r.gen.top_logprobs = bounded_int(j, "top_logprobs", 0, kMaxTopLogprobs, 0);
@@ -210,9 +244,10 @@ ChatRequest parse_chat_request(const json& j, const ModelContext& m) {
       bad_param("messages", "unknown role '" + role + "' (system, developer, user, assistant)");
     if (present(msg, "tool_calls")) throw ApiError(400, "messages: tool calls are not supported yet", "invalid_request_error", "messages");
     std::string text;
-    const json c = msg.contains("content") ? msg.at("content") : json();
+    static const json kNone;
+    const json& c = msg.contains("content") ? msg.at("content") : kNone;
     if (c.is_string()) {
-      text = c.get<std::string>();
+      text = c.get_ref<const std::string&>();
     } else if (c.is_array()) {
       for (const json& part : c) {
         if (!part.is_object() || !part.contains("type") || !part.at("type").is_string())
@@ -230,7 +265,7 @@ ChatRequest parse_chat_request(const json& j, const ModelContext& m) {
   r.template_kwargs = json::object();
   if (present(j, "chat_template_kwargs")) {
     if (!j.at("chat_template_kwargs").is_object()) bad_param("chat_template_kwargs", "must be an object");
-    r.template_kwargs = j.at("chat_template_kwargs");
+    r.template_kwargs = std::move(j.at("chat_template_kwargs"));
   }
   if (r.template_kwargs.contains("enable_thinking")) {
     if (!r.template_kwargs.at("enable_thinking").is_boolean()) bad_param("chat_template_kwargs.enable_thinking", "must be true or false");

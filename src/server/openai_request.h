@@ -43,12 +43,14 @@ struct ChatRequest {
 inline constexpr int32_t kMaxN = 16;
 inline constexpr int32_t kMaxTopLogprobs = 20;
 inline constexpr size_t kMaxStops = 16;
+inline constexpr int kMaxJsonDepth = 128;   // arrays and objects in a request body, the body itself included
 
-// Parses the body text (400 on bad JSON or a body that is not an object) and checks the
-// model name (404 for another model).
+// Parses the body text (400 on bad JSON, on nesting deeper than kMaxJsonDepth, or a body
+// that is not an object) and checks the model name (404 for another model).
 nlohmann::json parse_body(const std::string& body, const ModelContext& m, bool need_model);
 
 CompletionRequest parse_completion_request(const nlohmann::json& j, const ModelContext& m);
-ChatRequest parse_chat_request(const nlohmann::json& j, const ModelContext& m);
+// Takes the body by rvalue: chat_template_kwargs is moved out of it, never copied.
+ChatRequest parse_chat_request(nlohmann::json&& j, const ModelContext& m);
 
 }  // namespace sluice::server

@@ -67,20 +67,6 @@ json completion_logprobs_json(const std::vector<LogprobItem>& items, const Token
   return {{"tokens", tokens}, {"token_logprobs", lps}, {"top_logprobs", tops}, {"text_offset", offsets}};
 }
 
-json chat_chunk(const ResponseMeta& m, json choice, bool with_usage_field) {
-  json j = {{"id", m.id}, {"object", "chat.completion.chunk"}, {"created", m.created}, {"model", m.model},
-            {"system_fingerprint", "sluice"}, {"choices", json::array({std::move(choice)})}};
-  if (with_usage_field) j["usage"] = nullptr;
-  return j;
-}
-
-json completion_chunk(const ResponseMeta& m, json choice, bool with_usage_field) {
-  json j = {{"id", m.id}, {"object", "text_completion"}, {"created", m.created}, {"model", m.model},
-            {"system_fingerprint", "sluice"}, {"choices", json::array({std::move(choice)})}};
-  if (with_usage_field) j["usage"] = nullptr;
-  return j;
-}
-
 std::string sse_data(const json& j) { return "data: " + dump_json(j) + "\n\n"; }
 
 }  // namespace sluice::server

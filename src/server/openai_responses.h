@@ -26,9 +26,6 @@ nlohmann::json chat_logprobs_json(const std::vector<LogprobItem>& items, const T
 // Completions: {tokens, token_logprobs, top_logprobs: [{text: lp}], text_offset}
 nlohmann::json completion_logprobs_json(const std::vector<LogprobItem>& items, const Tokenizer& tok, int64_t text_offset0);
 
-nlohmann::json chat_chunk(const ResponseMeta& m, nlohmann::json choice, bool with_usage_field);
-nlohmann::json completion_chunk(const ResponseMeta& m, nlohmann::json choice, bool with_usage_field);
-
 std::string sse_data(const nlohmann::json& j);   // "data: {...}\n\n"
 
 }  // namespace sluice::server

@@ -37,6 +37,73 @@ std::string sse_error(const std::string& message) {
 
 constexpr auto kPoll = 1000ms;   // with no output for this long, a stream writes a keep-alive
                                  // comment, which is also how a vanished client is noticed
+constexpr const char* kEndedByServer = "the request was ended by the server (shutting down or failed)";
+
+json envelope(const ResponseMeta& m, const char* object, json choices) {
+  return {{"id", m.id}, {"object", object}, {"created", m.created}, {"model", m.model},
+          {"system_fingerprint", "sluice"}, {"choices", std::move(choices)}};
+}
+
+// One choice's whole output, for a reply that is not streamed.
+struct Collected {
+  std::string content, reasoning, finish = "stop";
+  std::vector<LogprobItem> logprobs;
+};
+
+std::vector<Collected> collect(Generation& gen) {
+  std::vector<Collected> got(gen.n_choices());
+  bool aborted = false;
+  while (!gen.done())
+    for (ChoiceEvent& ev : gen.poll(kPoll)) {
+      Collected& c = got[ev.index];
+      c.content += ev.text.content;
+      c.reasoning += ev.text.reasoning;
+      c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+      if (ev.finish_reason) c.finish = *ev.finish_reason;
+      aborted |= ev.aborted;
+    }
+  if (aborted) throw ApiError(503, kEndedByServer, "server_error");
+  return got;
+}
+
+json whole_choice(const Collected& c, int32_t index, const ReplyShape& shape, const GenerationParams& gp,
+                  const Tokenizer& tok) {
+  const bool lp = gp.top_logprobs >= 0;
+  if (!shape.chat)
+    return {{"index", index}, {"text", c.content},
+            {"logprobs", lp ? completion_logprobs_json(c.logprobs, tok, 0) : json(nullptr)},
+            {"finish_reason", c.finish}};
+  json msg = {{"role", "assistant"}, {"content", c.content}};
+  if (!c.reasoning.empty()) msg["reasoning_content"] = c.reasoning;
+  return {{"index", index}, {"message", std::move(msg)},
+          {"logprobs", lp ? chat_logprobs_json(c.logprobs, tok) : json(nullptr)}, {"finish_reason", c.finish}};
+}
+
+// The stream chunks' choices one event becomes. Completions: one, the finish reason inline.
+// Chat: a delta when there is text or logprobs, then the finish reason in a chunk of its own.
+std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, const GenerationParams& gp,
+                                const Tokenizer& tok, int64_t& text_offset) {
+  const bool lp = gp.top_logprobs >= 0 && !ev.logprobs.empty();
+  const json finish = ev.finish_reason ? json(*ev.finish_reason) : json(nullptr);
+  std::vector<json> out;
+  if (!shape.chat) {
+    out.push_back({{"index", ev.index}, {"text", ev.text.content},
+                   {"logprobs", lp ? completion_logprobs_json(ev.logprobs, tok, text_offset) : json(nullptr)},
+                   {"finish_reason", finish}});
+    text_offset += static_cast<int64_t>(ev.text.content.size());
+    return out;
+  }
+  json delta = json::object();
+  if (!ev.text.reasoning.empty()) delta["reasoning_content"] = ev.text.reasoning;
+  if (!ev.text.content.empty()) delta["content"] = ev.text.content;
+  if (!delta.empty() || lp)
+    out.push_back({{"index", ev.index}, {"delta", std::move(delta)},
+                   {"logprobs", lp ? chat_logprobs_json(ev.logprobs, tok) : json(nullptr)},
+                   {"finish_reason", nullptr}});
+  if (ev.finish_reason)
+    out.push_back({{"index", ev.index}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish}});
+  return out;
+}
 
 }  // namespace
 
@@ -65,71 +132,15 @@ Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
 
 Reply OpenAiService::completions(const std::string& body) {
   return guarded("/v1/completions", [&]() -> Reply {
-    const json j = parse_body(body, model_, true);
-    CompletionRequest req = parse_completion_request(j, model_);
-    const GenerationParams gp = req.gen;
-    auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), gp, false);
-    ResponseMeta meta{new_response_id("cmpl-"), static_cast<int64_t>(std::time(nullptr)), model_.alias()};
-    const Tokenizer& tok = model_.tokenizer();
-    if (!gp.stream) {
-      std::vector<std::string> text(gen->n_choices());
-      std::vector<std::vector<LogprobItem>> lps(gen->n_choices());
-      std::vector<std::string> finish(gen->n_choices(), "stop");
-      bool aborted = false;
-      while (!gen->done())
-        for (ChoiceEvent& ev : gen->poll(kPoll)) {
-          text[ev.index] += ev.text.content;
-          lps[ev.index].insert(lps[ev.index].end(), ev.logprobs.begin(), ev.logprobs.end());
-          if (ev.finish_reason) finish[ev.index] = *ev.finish_reason;
-          aborted |= ev.aborted;
-        }
-      if (aborted) throw ApiError(503, "the request was ended by the server (shutting down or failed)", "server_error");
-      json choices = json::array();
-      for (int32_t i = 0; i < gen->n_choices(); ++i)
-        choices.push_back({{"index", i}, {"text", text[i]},
-                           {"logprobs", gp.top_logprobs >= 0 ? completion_logprobs_json(lps[i], tok, 0) : json(nullptr)},
-                           {"finish_reason", finish[i]}});
-      metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
-      return json_reply({{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model},
-                         {"system_fingerprint", "sluice"}, {"choices", choices}, {"usage", usage_json(*gen)}});
-    }
-    Reply r;
-    r.content_type = "text/event-stream";
-    r.stream = [gen, meta, gp, &tok, this](const StreamWriter& write) {
-      std::vector<int64_t> offset(gen->n_choices(), 0);
-      while (!gen->done()) {
-        std::vector<ChoiceEvent> evs = gen->poll(kPoll);
-        if (evs.empty() && !write(": keep-alive\n\n")) return;   // client gone: ~Generation cancels
-        for (ChoiceEvent& ev : evs) {
-          if (ev.aborted) {
-            write(sse_error("the request was ended by the server (shutting down or failed)"));
-            return;
-          }
-          json lp = nullptr;
-          if (gp.top_logprobs >= 0 && !ev.logprobs.empty()) lp = completion_logprobs_json(ev.logprobs, tok, offset[ev.index]);
-          offset[ev.index] += static_cast<int64_t>(ev.text.content.size());
-          json choice = {{"index", ev.index}, {"text", ev.text.content}, {"logprobs", lp},
-                         {"finish_reason", ev.finish_reason ? json(*ev.finish_reason) : json(nullptr)}};
-          if (!write(sse_data(completion_chunk(meta, choice, gp.include_usage)))) return;
-        }
-      }
-      metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
-      if (gp.include_usage) {
-        json u = {{"id", meta.id}, {"object", "text_completion"}, {"created", meta.created}, {"model", meta.model},
-                  {"system_fingerprint", "sluice"}, {"choices", json::array()}, {"usage", usage_json(*gen)}};
-        if (!write(sse_data(u))) return;
-      }
-      write("data: [DONE]\n\n");
-    };
-    return r;
+    CompletionRequest req = parse_completion_request(parse_body(body, model_, true), model_);
+    auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
+    return respond(std::move(gen), req.gen, kCompletionShape);
   });
 }
 
 Reply OpenAiService::chat_completions(const std::string& body) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
-    const json j = parse_body(body, model_, true);
-    ChatRequest req = parse_chat_request(j, model_);
-    const GenerationParams gp = req.gen;
+    ChatRequest req = parse_chat_request(parse_body(body, model_, true), model_);
     std::string prompt_text;
     try {
       prompt_text = model_.render_chat(req.messages, req.template_kwargs);
@@ -137,81 +148,61 @@ Reply OpenAiService::chat_completions(const std::string& body) {
       throw ApiError(400, std::string("messages: the chat template rejected the conversation: ") + e.what(),
                      "invalid_request_error", "messages");
     }
-    const Tokenizer& tok = model_.tokenizer();
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
-    std::vector<int32_t> prompt = tok.encode(prompt_text, false, true);
+    std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
     const bool reasoning = model_.arch() == chat::ChatArch::Gemma4;
-    auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), gp, reasoning);
-    ResponseMeta meta{new_response_id("chatcmpl-"), static_cast<int64_t>(std::time(nullptr)), model_.alias()};
-    if (!gp.stream) {
-      const int32_t n = gen->n_choices();
-      std::vector<std::string> content(n), thinking(n), finish(n, "stop");
-      std::vector<std::vector<LogprobItem>> lps(n);
-      bool aborted = false;
-      while (!gen->done())
-        for (ChoiceEvent& ev : gen->poll(kPoll)) {
-          content[ev.index] += ev.text.content;
-          thinking[ev.index] += ev.text.reasoning;
-          lps[ev.index].insert(lps[ev.index].end(), ev.logprobs.begin(), ev.logprobs.end());
-          if (ev.finish_reason) finish[ev.index] = *ev.finish_reason;
-          aborted |= ev.aborted;
-        }
-      if (aborted) throw ApiError(503, "the request was ended by the server (shutting down or failed)", "server_error");
-      json choices = json::array();
-      for (int32_t i = 0; i < n; ++i) {
-        json msg = {{"role", "assistant"}, {"content", content[i]}};
-        if (!thinking[i].empty()) msg["reasoning_content"] = thinking[i];
-        choices.push_back({{"index", i}, {"message", msg},
-                           {"logprobs", gp.top_logprobs >= 0 ? chat_logprobs_json(lps[i], tok) : json(nullptr)},
-                           {"finish_reason", finish[i]}});
-      }
-      metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
-      return json_reply({{"id", meta.id}, {"object", "chat.completion"}, {"created", meta.created}, {"model", meta.model},
-                         {"system_fingerprint", "sluice"}, {"choices", choices}, {"usage", usage_json(*gen)}});
-    }
-    Reply r;
-    r.content_type = "text/event-stream";
-    r.stream = [gen, meta, gp, &tok, this](const StreamWriter& write) {
-      // The role comes first, once per choice, in a delta of its own.
-      for (int32_t i = 0; i < gen->n_choices(); ++i) {
-        json choice = {{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
-                       {"finish_reason", nullptr}};
-        if (!write(sse_data(chat_chunk(meta, choice, gp.include_usage)))) return;
-      }
-      while (!gen->done()) {
-        std::vector<ChoiceEvent> evs = gen->poll(kPoll);
-        if (evs.empty() && !write(": keep-alive\n\n")) return;
-        for (ChoiceEvent& ev : evs) {
-          if (ev.aborted) {
-            write(sse_error("the request was ended by the server (shutting down or failed)"));
-            return;
-          }
-          json delta = json::object();
-          if (!ev.text.reasoning.empty()) delta["reasoning_content"] = ev.text.reasoning;
-          if (!ev.text.content.empty()) delta["content"] = ev.text.content;
-          json lp = nullptr;
-          if (gp.top_logprobs >= 0 && !ev.logprobs.empty()) lp = chat_logprobs_json(ev.logprobs, tok);
-          if (!delta.empty() || !lp.is_null()) {
-            json choice = {{"index", ev.index}, {"delta", delta}, {"logprobs", lp}, {"finish_reason", nullptr}};
-            if (!write(sse_data(chat_chunk(meta, choice, gp.include_usage)))) return;
-          }
-          if (ev.finish_reason) {
-            json choice = {{"index", ev.index}, {"delta", json::object()}, {"logprobs", nullptr},
-                           {"finish_reason", *ev.finish_reason}};
-            if (!write(sse_data(chat_chunk(meta, choice, gp.include_usage)))) return;
-          }
-        }
-      }
-      metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
-      if (gp.include_usage) {
-        json u = {{"id", meta.id}, {"object", "chat.completion.chunk"}, {"created", meta.created}, {"model", meta.model},
-                  {"system_fingerprint", "sluice"}, {"choices", json::array()}, {"usage", usage_json(*gen)}};
-        if (!write(sse_data(u))) return;
-      }
-      write("data: [DONE]\n\n");
-    };
-    return r;
+    auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, reasoning);
+    return respond(std::move(gen), req.gen, kChatShape);
   });
+}
+
+Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationParams& gp, const ReplyShape& shape) {
+  ResponseMeta meta{new_response_id(shape.id_prefix), static_cast<int64_t>(std::time(nullptr)), model_.alias()};
+  const Tokenizer& tok = model_.tokenizer();
+  if (!gp.stream) {
+    const std::vector<Collected> got = collect(*gen);
+    json choices = json::array();
+    for (int32_t i = 0; i < gen->n_choices(); ++i) choices.push_back(whole_choice(got[i], i, shape, gp, tok));
+    metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
+    json j = envelope(meta, shape.object, std::move(choices));
+    j["usage"] = usage_json(*gen);
+    return json_reply(j);
+  }
+  Reply r;
+  r.content_type = "text/event-stream";
+  r.stream = [gen, meta, gp, &shape, &tok, this](const StreamWriter& write) {
+    auto send = [&](json choice) {
+      json c = envelope(meta, shape.chunk_object, json::array({std::move(choice)}));
+      if (gp.include_usage) c["usage"] = nullptr;
+      return write(sse_data(c));
+    };
+    // Chat: the role comes first, once per choice, in a delta of its own.
+    for (int32_t i = 0; shape.chat && i < gen->n_choices(); ++i)
+      if (!send({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+                 {"finish_reason", nullptr}}))
+        return;
+    std::vector<int64_t> offset(gen->n_choices(), 0);
+    while (!gen->done()) {
+      std::vector<ChoiceEvent> evs = gen->poll(kPoll);
+      if (evs.empty() && !write(": keep-alive\n\n")) return;   // client gone: ~Generation cancels
+      for (ChoiceEvent& ev : evs) {
+        if (ev.aborted) {
+          write(sse_error(kEndedByServer));
+          return;
+        }
+        for (json& choice : delta_choices(ev, shape, gp, tok, offset[ev.index]))
+          if (!send(std::move(choice))) return;
+      }
+    }
+    metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
+    if (gp.include_usage) {
+      json u = envelope(meta, shape.chunk_object, json::array());
+      u["usage"] = usage_json(*gen);
+      if (!write(sse_data(u))) return;
+    }
+    write("data: [DONE]\n\n");
+  };
+  return r;
 }
 
 Reply OpenAiService::models() const {

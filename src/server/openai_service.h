@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -30,6 +31,20 @@ struct Reply {
   std::function<void(const StreamWriter&)> stream;   // set: body is streamed as SSE
 };
 
+class Generation;
+struct GenerationParams;
+
+// What differs between the two generation endpoints' replies; the collect-or-stream path
+// (OpenAiService::respond) is shared.
+struct ReplyShape {
+  bool chat;
+  const char* id_prefix;      // "cmpl-" | "chatcmpl-"
+  const char* object;         // the whole reply's object
+  const char* chunk_object;   // stream chunks' object, the usage chunk's too
+};
+inline constexpr ReplyShape kCompletionShape{false, "cmpl-", "text_completion", "text_completion"};
+inline constexpr ReplyShape kChatShape{true, "chatcmpl-", "chat.completion", "chat.completion.chunk"};
+
 class OpenAiService {
  public:
   OpenAiService(api::Engine& engine, const ModelContext& model, Metrics& metrics);
@@ -49,6 +64,8 @@ class OpenAiService {
  private:
   template <class Fn>
   Reply guarded(const char* endpoint, Fn&& fn);
+  // The reply for a generation that is running: collected whole, or a stream.
+  Reply respond(std::shared_ptr<Generation> gen, const GenerationParams& gp, const ReplyShape& shape);
 
   api::Engine& engine_;
   const ModelContext& model_;

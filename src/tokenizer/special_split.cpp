@@ -3,14 +3,16 @@
 // llama.cpp's procedure: for each special token, longest text first, cut every
 // left-to-right, non-overlapping occurrence out of every still-raw fragment. Done literally
 // that is O(n_special * n) per call (Gemma 3 has ~6400 special tokens). sluice computes the
-// same result in O(n * depth + m log m): one trie walk finds all m occurrences of all
-// special tokens, then the occurrences are replayed in llama.cpp's token order. An
-// occurrence is taken iff it does not overlap anything taken before, because:
+// same result in O(n * depth + r * len): one trie walk finds every occurrence of every
+// special token, kept as r runs of consecutive starts, then the occurrences are replayed in
+// llama.cpp's token order. An occurrence is taken iff it does not overlap anything taken
+// before, because:
 //   * fragments only ever shrink, so "lies inside one raw fragment" == "overlaps no byte
 //     already cut out", and
 //   * within a fragment llama.cpp takes the leftmost match and resumes after its end, which
 //     is exactly "leftmost first, skip what overlaps an earlier pick of the same token".
 #include <algorithm>
+#include <array>
 
 #include "tokenizer/vocab.h"
 
@@ -78,53 +80,135 @@ void build_special_index(Vocab& v) {
   for (int c = 0; c < 256; ++c) trie.root_child[c] = trie.child(0, static_cast<uint8_t>(c));
 }
 
-void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out) {
-  out.clear();
-  if (text.empty()) return;   // llama.cpp: empty text -> no fragments at all
-  const auto n = static_cast<uint32_t>(text.size());
-  const SpecialTrie& trie = v.trie;
-  const uint32_t skip = parse_special ? 0u : (kAttrControl | kAttrUnknown);
+namespace {
 
-  // 1. Every occurrence (order index k, start p) of an allowed special token. For several
-  //    tokens with the same text only the first allowed one in matching order can ever be
-  //    taken (it claims all occurrences before the others run), so only it is recorded.
-  std::vector<std::pair<uint32_t, uint32_t>> occ;
-  for (uint32_t p = 0; p < n; ++p) {
-    uint32_t node = trie.root_child[static_cast<uint8_t>(text[p])];
+// Occurrences of special tokens, per token (its matching order index k) as runs of
+// consecutive starts: a run of spaces holds an occurrence of every space token at every
+// position, and as runs that is a few entries instead of ~30 per byte.
+struct Occurrences {
+  struct Run {
+    uint32_t start, count;
+    int32_t next;   // the next run of the same token, -1 at the end
+  };
+  std::vector<Run> runs;
+  std::vector<int32_t> head, tail;   // per k: its first and last run (allocated at the first occurrence)
+  std::vector<uint32_t> ks;          // the k that occur
+
+  void record(size_t n_special, uint32_t k, uint32_t p, uint32_t count) {
+    if (head.empty()) {
+      head.assign(n_special, -1);
+      tail.assign(n_special, -1);
+    }
+    if (tail[k] >= 0 && runs[tail[k]].start + runs[tail[k]].count == p) {
+      runs[tail[k]].count += count;
+      return;
+    }
+    const auto r = static_cast<int32_t>(runs.size());
+    runs.push_back({p, count, -1});
+    if (tail[k] >= 0) runs[tail[k]].next = r;
+    else head[k] = r, ks.push_back(k);
+    tail[k] = r;
+  }
+};
+
+// 1. Every occurrence of an allowed special token. For several tokens with the same text
+//    only the first allowed one in matching order can ever be taken (it claims all
+//    occurrences before the others run): only it is recorded. The starts deep inside a run
+//    of one byte are walked once for all.
+Occurrences find_occurrences(const Vocab& v, std::string_view text, uint32_t skip, SplitWork& w) {
+  const SpecialTrie& trie = v.trie;
+  const auto n = static_cast<uint32_t>(text.size());
+  Occurrences occ;
+  auto first_allowed = [&](const SpecialTrie::Node& nd) -> int64_t {   // its k, or -1
+    for (uint32_t t = 0; t < nd.term_count; ++t) {
+      const uint32_t k = trie.terms[nd.term_begin + t];
+      if (!(v.attrs[v.special[k]] & skip)) return k;
+    }
+    return -1;
+  };
+  // chain[c]: how many nodes the path c, cc, ccc, ... has in the trie (-1: not computed yet).
+  std::array<int32_t, 256> chain;
+  chain.fill(-1);
+  auto chain_depth = [&](uint8_t c) {
+    if (chain[c] < 0) {
+      chain[c] = 0;
+      for (uint32_t node = trie.root_child[c]; node; node = trie.child(node, c)) ++chain[c];
+    }
+    return static_cast<uint32_t>(chain[c]);
+  };
+  uint32_t run_end = 0;   // end of the run of equal bytes that holds p
+  for (uint32_t p = 0; p < n;) {
+    const auto c = static_cast<uint8_t>(text[p]);
+    if (p >= run_end)
+      for (run_end = p + 1; run_end < n && static_cast<uint8_t>(text[run_end]) == c;) ++run_end;
+    const uint32_t depth = chain_depth(c);
+    // Every start from p up to run_end - depth - 1 walks the same `depth` nodes and stops
+    // inside the run: the same occurrences, recorded once for all of those starts.
+    const uint32_t count = run_end - p > depth ? run_end - p - depth : 1;
+    uint32_t node = trie.root_child[c];
     for (uint32_t q = p + 1; node; ++q) {
-      const SpecialTrie::Node& nd = trie.nodes[node];
-      for (uint32_t t = 0; t < nd.term_count; ++t) {
-        const uint32_t k = trie.terms[nd.term_begin + t];
-        if (v.attrs[v.special[k]] & skip) continue;
-        occ.emplace_back(k, p);
-        break;
-      }
+      ++w.trie_steps;
+      if (const int64_t k = first_allowed(trie.nodes[node]); k >= 0)
+        occ.record(v.special.size(), static_cast<uint32_t>(k), p, count);
       if (q >= n) break;
       node = trie.child(node, static_cast<uint8_t>(text[q]));
     }
+    p += count;
   }
-  if (occ.empty()) {
-    out.push_back({kNoToken, 0, n});
-    return;
-  }
+  w.runs = occ.runs.size();
+  return occ;
+}
 
-  // 2. Replay in llama.cpp's order: token by token, left to right.
-  std::sort(occ.begin(), occ.end());
-  std::vector<uint8_t> used(n, 0);
+// 2. Replay in llama.cpp's order: token by token, left to right; an occurrence is taken iff
+//    none of its bytes is cut out yet. free_from[i] is the first position >= i still free
+//    (path-halved), so a candidate on cut bytes skips the whole cut span at once; a window
+//    with a cut byte u rules out every start up to u (each of them covers u).
+std::vector<std::pair<uint32_t, int32_t>> replay(const Vocab& v, Occurrences& occ, uint32_t n, SplitWork& w) {
+  std::sort(occ.ks.begin(), occ.ks.end());
+  std::vector<uint32_t> free_from(n + 1);
+  for (uint32_t i = 0; i <= n; ++i) free_from[i] = i;
+  auto first_free = [&](uint32_t i) {
+    while (free_from[i] != i) {
+      free_from[i] = free_from[free_from[i]];
+      i = free_from[i];
+      ++w.checks;
+    }
+    return i;
+  };
   std::vector<std::pair<uint32_t, int32_t>> taken;   // (start, id)
-  for (const auto& [k, p] : occ) {
+  for (const uint32_t k : occ.ks) {
     const int32_t id = v.special[k];
     const auto len = static_cast<uint32_t>(v.text(id).size());
-    bool free = true;
-    for (uint32_t i = p; i < p + len; ++i)
-      if (used[i]) {
-        free = false;
-        break;
+    for (int32_t ri = occ.head[k]; ri >= 0; ri = occ.runs[ri].next) {
+      const uint32_t end = occ.runs[ri].start + occ.runs[ri].count;   // candidates start before this
+      for (uint32_t q = first_free(occ.runs[ri].start); q < end; q = first_free(q)) {
+        uint32_t u = q;
+        while (u < q + len && free_from[u] == u) ++u, ++w.checks;
+        if (u < q + len) {
+          q = u + 1;
+          continue;
+        }
+        for (uint32_t i = q; i < q + len; ++i) free_from[i] = q + len;
+        taken.emplace_back(q, id);
+        q += len;
       }
-    if (!free) continue;
-    std::fill(used.begin() + p, used.begin() + p + len, 1);
-    taken.emplace_back(p, id);
+    }
   }
+  return taken;
+}
+
+}  // namespace
+
+void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out,
+                   SplitWork* work) {
+  out.clear();
+  if (text.empty()) return;   // llama.cpp: empty text -> no fragments at all
+  const auto n = static_cast<uint32_t>(text.size());
+  SplitWork w;
+  Occurrences occ = find_occurrences(v, text, parse_special ? 0u : (kAttrControl | kAttrUnknown), w);
+  std::vector<std::pair<uint32_t, int32_t>> taken;
+  if (!occ.ks.empty()) taken = replay(v, occ, n, w);
+  if (work) *work = w;
 
   // 3. Fragments in text order.
   std::sort(taken.begin(), taken.end());

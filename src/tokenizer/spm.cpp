@@ -6,7 +6,9 @@
 // score of the merged token, then leftmost) merges first. Merging never moves bytes — the
 // left symbol just grows over the right one — so a candidate is stale exactly when the two
 // symbols' lengths no longer add up to the length recorded at push time. With a binary heap
-// this is O(n log n) per fragment.
+// this is O(n log n) per segment: the fragment is cut where two adjacent characters meet at
+// a byte pair no token holds, since no merge can ever join them, so each stretch between
+// such cuts merges on its own with the same result (candidates in one never touch another).
 #include <queue>
 
 #include "base/error.h"
@@ -37,6 +39,17 @@ struct CandidateLess {
 
 }  // namespace
 
+void build_byte_pairs(Vocab& v) {
+  v.byte_pairs.assign(65536 / 64, 0);
+  for (int32_t id = 0; id < v.n_vocab; ++id) {
+    const std::string_view t = v.text(id);
+    for (size_t i = 1; i < t.size(); ++i) {
+      const uint32_t bit = uint32_t{static_cast<uint8_t>(t[i - 1])} << 8 | static_cast<uint8_t>(t[i]);
+      v.byte_pairs[bit >> 6] |= uint64_t{1} << (bit & 63);
+    }
+  }
+}
+
 void spm_tokenize(const Vocab& v, std::string_view text, std::vector<int32_t>& out) {
   if (text.empty()) return;
 
@@ -52,10 +65,7 @@ void spm_tokenize(const Vocab& v, std::string_view text, std::vector<int32_t>& o
     off += len;
   }
 
-  std::vector<Candidate> storage;
-  storage.reserve(sym.size());
-  std::priority_queue<Candidate, std::vector<Candidate>, CandidateLess> queue(CandidateLess{},
-                                                                             std::move(storage));
+  std::priority_queue<Candidate, std::vector<Candidate>, CandidateLess> queue;
   // Merges may form a token of any type (spec §12.1): the whole vocabulary is searched.
   auto try_push = [&](int32_t l, int32_t r) {
     if (l < 0 || r < 0) return;
@@ -64,20 +74,26 @@ void spm_tokenize(const Vocab& v, std::string_view text, std::vector<int32_t>& o
     if (id == kNoToken) return;
     queue.push({v.scores[id], l, r, size});
   };
-  for (int32_t i = 1; i < static_cast<int32_t>(sym.size()); ++i) try_push(i - 1, i);
-
-  while (!queue.empty()) {
-    const Candidate c = queue.top();
-    queue.pop();
-    Symbol& l = sym[c.left];
-    Symbol& r = sym[c.right];
-    if (l.len == 0 || r.len == 0 || l.len + r.len != c.size) continue;   // stale
-    l.len += r.len;
-    r.len = 0;
-    l.next = r.next;
-    if (r.next >= 0) sym[r.next].prev = c.left;
-    try_push(l.prev, c.left);
-    try_push(c.left, l.next);
+  auto joinable = [&](int32_t i) {   // can any merge ever join symbols i - 1 and i?
+    return v.pair_in_vocab(static_cast<uint8_t>(text[sym[i].start - 1]), static_cast<uint8_t>(text[sym[i].start]));
+  };
+  const auto n_sym = static_cast<int32_t>(sym.size());
+  for (int32_t begin = 0, end; begin < n_sym; begin = end) {
+    for (end = begin + 1; end < n_sym && joinable(end);) ++end;
+    for (int32_t i = begin + 1; i < end; ++i) try_push(i - 1, i);
+    while (!queue.empty()) {
+      const Candidate c = queue.top();
+      queue.pop();
+      Symbol& l = sym[c.left];
+      Symbol& r = sym[c.right];
+      if (l.len == 0 || r.len == 0 || l.len + r.len != c.size) continue;   // stale
+      l.len += r.len;
+      r.len = 0;
+      l.next = r.next;
+      if (r.next >= 0) sym[r.next].prev = c.left;
+      try_push(l.prev, c.left);
+      try_push(c.left, l.next);
+    }
   }
 
   // Emit. A merged symbol is always a token; a leftover single character that is not a

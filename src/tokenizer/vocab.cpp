@@ -263,6 +263,7 @@ std::unique_ptr<Vocab> load_vocab(const gguf::GgufFile& f) {
 
   derive_special_tokens(v);
   build_special_index(v);
+  build_byte_pairs(v);
   build_pieces(v);
   return vp;
 }

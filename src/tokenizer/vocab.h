@@ -92,6 +92,14 @@ struct Vocab {
   std::vector<int32_t> special;           // CONTROL|USER_DEFINED|UNKNOWN, longest first
   SpecialTrie trie;
 
+  // Bit a * 256 + b: some token's text holds byte a followed by byte b. SPM merges never
+  // cross two adjacent characters whose boundary bytes are not such a pair (spm.cpp).
+  std::vector<uint64_t> byte_pairs;
+  bool pair_in_vocab(uint8_t a, uint8_t b) const {
+    const uint32_t bit = uint32_t{a} << 8 | b;
+    return (byte_pairs[bit >> 6] >> (bit & 63)) & 1;
+  }
+
   std::string_view text(int32_t id) const {
     return std::string_view(arena).substr(text_off[id], text_off[id + 1] - text_off[id]);
   }
@@ -118,6 +126,8 @@ void load_merges(Vocab& v, const gguf::GgufFile& file);
 void derive_special_tokens(Vocab& v);
 // special_split.cpp: the sorted special-token list and its trie.
 void build_special_index(Vocab& v);
+// spm.cpp: byte_pairs.
+void build_byte_pairs(Vocab& v);
 // detokenize.cpp: the piece cache.
 void build_pieces(Vocab& v);
 
@@ -126,8 +136,15 @@ struct Fragment {
   int32_t token;          // kNoToken for raw text
   uint32_t offset, length;
 };
-void split_special(const Vocab& v, std::string_view text, bool parse_special,
-                   std::vector<Fragment>& out);
+// What one split cost, in steps that each take constant time (tests check it grows
+// linearly with the text, whatever the text).
+struct SplitWork {
+  uint64_t trie_steps = 0;   // trie nodes visited while finding occurrences
+  uint64_t runs = 0;         // runs of consecutive occurrences recorded
+  uint64_t checks = 0;       // bytes and jumps looked at while replaying
+};
+void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out,
+                   SplitWork* work = nullptr);
 
 // Tokenizers of one raw fragment whose spaces are already escaped to U+2581.
 void spm_tokenize(const Vocab& v, std::string_view text, std::vector<int32_t>& out);

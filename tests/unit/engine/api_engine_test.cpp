@@ -124,5 +124,57 @@ TEST(ApiEngine, ShutdownEndsOpenStreams) {
   EXPECT_EQ(s.engine->submit(s.req(make_prompt(5, kVocab, 6), 3)).status, SubmitStatus::kShuttingDown);
 }
 
+std::vector<EngineRequest> group(Service& s, int n, int32_t seed, int32_t max_tokens) {
+  std::vector<EngineRequest> rs;
+  for (int i = 0; i < n; ++i) rs.push_back(s.req(make_prompt(5, kVocab, seed + i), max_tokens));
+  return rs;
+}
+
+TEST(ApiEngine, AGroupLargerThanTheEngineIsInvalidAndSaysWhatFits) {
+  Service s(2, 4);
+  EXPECT_EQ(s.engine->capacity(), 6);
+  const auto r = s.engine->submit_group(group(s, 7, 1, 3));
+  EXPECT_EQ(r.status, SubmitStatus::kInvalid);
+  EXPECT_NE(r.error.find("at most 6 (2 running + 4 waiting)"), std::string::npos) << r.error;
+  EXPECT_TRUE(r.handles.empty());
+  EXPECT_EQ(s.engine->snapshot().n_queued, 0);
+}
+
+TEST(ApiEngine, AGroupIsQueuedWholeOrNotAtAll) {
+  Service s(2, 4);
+  auto first = s.engine->submit(s.req(make_prompt(5, kVocab, 1), 5000));
+  ASSERT_EQ(first.status, SubmitStatus::kOk);
+  // Running (the stats are published just after the first outputs): 1 of 2 slots taken,
+  // room for 1 + 4 more.
+  for (int i = 0; i < 200 && s.engine->snapshot().stats.n_running != 1; ++i) std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(s.engine->snapshot().stats.n_running, 1);
+  // One client keeps asking for 6: each is refused whole and leaves nothing behind...
+  for (int i = 0; i < 20; ++i) {
+    const auto r = s.engine->submit_group(group(s, 6, 100, 5000));
+    EXPECT_EQ(r.status, SubmitStatus::kQueueFull);
+    EXPECT_TRUE(r.handles.empty());
+    EXPECT_EQ(s.engine->snapshot().n_queued, 0);
+  }
+  // ...so another client's requests still find the room that is there.
+  auto fits = s.engine->submit_group(group(s, 5, 200, 5000));
+  ASSERT_EQ(fits.status, SubmitStatus::kOk);
+  EXPECT_EQ(fits.handles.size(), 5u);
+  EXPECT_EQ(s.engine->submit(s.req(make_prompt(5, kVocab, 9), 3)).status, SubmitStatus::kQueueFull);
+  first.handle->cancel();
+  for (auto& h : fits.handles) h->cancel();
+  Service::drain(*first.handle);
+  for (auto& h : fits.handles) Service::drain(*h);
+}
+
+TEST(ApiEngine, AnInvalidMemberRefusesTheWholeGroup) {
+  Service s(2, 4);
+  auto rs = group(s, 3, 1, 3);
+  rs[2].sampling.top_p = 0;
+  const auto r = s.engine->submit_group(std::move(rs));
+  EXPECT_EQ(r.status, SubmitStatus::kInvalid);
+  EXPECT_NE(r.error.find("top_p"), std::string::npos);
+  EXPECT_EQ(s.engine->snapshot().n_queued, 0);
+}
+
 }  // namespace
 }  // namespace sluice::api

@@ -66,7 +66,7 @@ class RequestParsing : public ::testing::Test {
   int status_of(const std::string& body, bool chat) {
     try {
       auto j = parse_body(body, *ctx_, true);
-      if (chat) parse_chat_request(j, *ctx_);
+      if (chat) parse_chat_request(std::move(j), *ctx_);
       else parse_completion_request(j, *ctx_);
     } catch (const ApiError& e) {
       return e.status();
@@ -85,7 +85,7 @@ TEST_F(RequestParsing, ValidRequestsParse) {
     {"role":"user","content":"b"}],"max_completion_tokens":5,"max_tokens":9,"stop":"x","seed":3,"n":2,
     "logprobs":true,"top_logprobs":2,"temperature":0.5,"stream":true,"stream_options":{"include_usage":true}})",
                       *ctx_, true);
-  ChatRequest r = parse_chat_request(j, *ctx_);
+  ChatRequest r = parse_chat_request(std::move(j), *ctx_);
   EXPECT_EQ(r.messages[0]["role"], "system");
   EXPECT_EQ(r.messages[0]["content"], "a");
   EXPECT_EQ(*r.gen.max_tokens, 5);   // max_completion_tokens wins
@@ -116,6 +116,80 @@ TEST_F(RequestParsing, BadRequestsGetTheirStatus) {
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":""})", false), 200);   // BOS alone
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":[]})", false), 400);
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":"x","echo":true})", false), 400);
+}
+
+// The ApiError a body gets (status 200 with an empty message when it parses).
+ApiError error_of(const std::string& body, const ModelContext& ctx, bool chat) {
+  try {
+    auto j = parse_body(body, ctx, true);
+    if (chat) parse_chat_request(std::move(j), ctx);
+    else parse_completion_request(j, ctx);
+  } catch (const ApiError& e) {
+    return e;
+  }
+  return ApiError(200, "");
+}
+
+std::string nested(int depth, const std::string& inner = "1") {
+  return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+TEST_F(RequestParsing, NestingIsLimitedWhileParsing) {
+  const std::string head = R"({"model":"tiny-gemma3",)";
+  // 150,000 levels crashed the server (a recursive copy): refused before any value is built.
+  for (const std::string& body : {head + R"("prompt":)" + nested(150000) + "}",
+                                  head + R"("messages":[{"role":"user","content":)" + nested(150000) + "}]}",
+                                  head + R"("messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" +
+                                      nested(150000) + "}}"}) {
+    const ApiError e = error_of(body, *ctx_, body.find("messages") != std::string::npos);
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_NE(e.message().find("deeper than 128 levels"), std::string::npos) << e.message();
+  }
+  // The limit counts the body object: 127 arrays inside it parse, 128 do not.
+  const std::string kw = head + R"("messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)";
+  EXPECT_EQ(error_of(kw + nested(126) + "}}", *ctx_, true).status(), 200);
+  EXPECT_EQ(error_of(kw + nested(127) + "}}", *ctx_, true).status(), 400);
+  const std::string prompt = head + R"("prompt":)";
+  EXPECT_EQ(error_of(prompt + nested(127, "") + "}", *ctx_, false).message().find("deeper"), std::string::npos);
+  EXPECT_NE(error_of(prompt + nested(128, "") + "}", *ctx_, false).message().find("deeper"), std::string::npos);
+}
+
+TEST_F(RequestParsing, TemplateKwargsAreMovedOutOfTheBody) {
+  auto j = parse_body(R"({"model":"tiny-gemma3","messages":[{"role":"user","content":"x"}],
+    "chat_template_kwargs":{"k":[1,[2,{"z":3}]]}})", *ctx_, true);
+  ChatRequest r = parse_chat_request(std::move(j), *ctx_);
+  EXPECT_EQ(r.template_kwargs["k"][1][1]["z"], 3);
+  EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
+}
+
+TEST_F(RequestParsing, MessagesKeepTextAfterANul) {
+  const std::string body = R"({"model":"tiny-gemma3","messages":[{"role":"wiz\u0000ard","content":"x"}]})";
+  const ApiError e = error_of(body, *ctx_, true);
+  EXPECT_EQ(e.status(), 400);
+  EXPECT_NE(e.message().find(std::string("wiz\0ard' (system", 16)), std::string::npos);
+  EXPECT_EQ(e.to_json()["error"]["message"].get<std::string>(), e.message());
+}
+
+TEST_F(RequestParsing, MessagesNameTheRealFault) {
+  const std::string m = R"("model":"tiny-gemma3","messages":[{"role":"user","content":"hi"}])";
+  const ApiError hot = error_of("{" + m + R"(,"temperature":1e308})", *ctx_, true);
+  EXPECT_EQ(hot.status(), 400);
+  EXPECT_EQ(hot.to_json()["error"]["param"], "temperature");
+  EXPECT_NE(hot.message().find("out of range"), std::string::npos) << hot.message();
+  EXPECT_EQ(error_of("{" + m + R"(,"presence_penalty":-1e39})", *ctx_, true).to_json()["error"]["param"], "presence_penalty");
+  // 2^64 - 1 is a huge limit, not -1: clamped like any other large max_tokens.
+  auto big = parse_chat_request(parse_body("{" + m + R"(,"max_tokens":18446744073709551615})", *ctx_, true), *ctx_);
+  EXPECT_EQ(*big.gen.max_tokens, 1 << 30);
+  const ApiError n = error_of("{" + m + R"(,"n":18446744073709551615})", *ctx_, true);
+  EXPECT_NE(n.message().find("n: must be between 1 and 16"), std::string::npos) << n.message();
+  auto seeded = parse_chat_request(parse_body("{" + m + R"(,"seed":18446744073709551615})", *ctx_, true), *ctx_);
+  EXPECT_EQ(seeded.gen.sampling.seed, UINT64_MAX);
+  // Float token ids are bad token ids, not "several prompts".
+  const ApiError ids = error_of(R"({"model":"tiny-gemma3","prompt":[1.0,2.5]})", *ctx_, false);
+  EXPECT_NE(ids.message().find("token ids must be integers"), std::string::npos) << ids.message();
+  EXPECT_NE(error_of(R"({"model":"tiny-gemma3","prompt":[1.5]})", *ctx_, false).message().find("token ids"), std::string::npos);
+  EXPECT_NE(error_of(R"({"model":"tiny-gemma3","prompt":["a","b"]})", *ctx_, false).message().find("several prompts"),
+            std::string::npos);
 }
 
 }  // namespace

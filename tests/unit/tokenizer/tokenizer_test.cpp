@@ -8,6 +8,7 @@
 #include <random>
 #include <thread>
 
+#include "tokenizer/vocab.h"
 #include "unit/tokenizer/toy_vocab.h"
 
 namespace sluice::test {
@@ -309,6 +310,116 @@ TEST(SpecialSplit, RepeatedAndEdgeTokens) {
             (Strings{"<end_of_turn>", "<end_of_turn>", "x", "<end_of_turn>"}));
   // "<bos>" mid-text with add_special: the BOS of add_special plus the parsed one.
   EXPECT_EQ(texts(*t, t->encode("x<bos>", true, true)), (Strings{"<bos>", "x", "<bos>"}));
+}
+
+// Whitespace runs as Gemma 3 stores them: user-defined tokens of 2..31 spaces, tabs and
+// newlines, so a run holds an occurrence of ~30 special tokens at every position.
+ToyVocab whitespace_toy() {
+  ToyVocab v = spm_toy();
+  for (const char c : {' ', '\t', '\n'})
+    for (int k = 2; k <= 31; ++k) v.add(std::string(k, c), -1000, kUserDefined);
+  v.add(" \n", -1000, kUserDefined);
+  v.add("<tag>", -1000, kControl);
+  return v;
+}
+
+TEST(SpecialSplit, RunsMatchLiteralLlamaCppProcedure) {
+  auto t = whitespace_toy().build();
+  std::mt19937 rng(11);
+  const std::string pieces[] = {" ", "\t", "\n", "h", "<tag>", " \n"};
+  for (int iter = 0; iter < 400; ++iter) {
+    std::string text;
+    const int n_runs = static_cast<int>(rng() % 8);
+    for (int r = 0; r < n_runs; ++r) {
+      const std::string& p = pieces[rng() % 6];
+      for (int k = static_cast<int>(rng() % 70); k >= 0; --k) text += p;
+    }
+    for (bool parse : {false, true}) {
+      std::vector<int32_t> want;
+      for (const auto& [id, s] : naive_split(*t, text, parse)) {
+        if (id != -1) want.push_back(id);
+        else
+          for (int32_t x : t->encode(s, false, false)) want.push_back(x);   // no specials left in s
+      }
+      ASSERT_EQ(t->encode(text, false, parse), want) << "iteration " << iter << " parse " << parse;
+    }
+  }
+}
+
+uint64_t split_work(const tok::Vocab& v, const std::string& text) {
+  std::vector<tok::Fragment> frags;
+  tok::SplitWork w;
+  tok::split_special(v, text, true, frags, &w);
+  return w.trie_steps + w.runs + w.checks;
+}
+
+TEST(SpecialSplit, WorkIsLinearInTheTextWhateverItsRuns) {
+  const std::vector<uint8_t> bytes = whitespace_toy().bytes();
+  auto file = gguf::GgufFile::parse(bytes, "toy.gguf");
+  const auto v = tok::load_vocab(*file);
+  for (const std::string unit : {" ", "\n", "\t", " \n", "  h\n\n\n", "<tag> "}) {
+    std::string small, big;
+    while (small.size() < (64u << 10)) small += unit;
+    while (big.size() < (256u << 10)) big += unit;
+    const uint64_t ws = split_work(*v, small), wb = split_work(*v, big);
+    // A text 4x longer costs 4x the work, and a few steps per byte, not one per token
+    // that matches there (~30 in a run).
+    EXPECT_LE(wb, 4.2 * static_cast<double>(ws)) << "unit '" << unit << "'";
+    EXPECT_LE(wb, 4 * big.size()) << "unit '" << unit << "'";
+  }
+}
+
+// SPM as spec §6 defines it, step by step: merge the adjacent pair whose concatenation is
+// the highest-scoring token (leftmost on ties) until none is left; then byte fallback.
+std::vector<int32_t> reference_spm(const Tokenizer& t, const std::string& text) {
+  std::vector<std::string> sym;
+  for (size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<uint8_t>(text[i]);
+    const size_t len = std::min<size_t>(lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4, text.size() - i);
+    sym.push_back(text.substr(i, len));
+    i += len;
+  }
+  for (;;) {
+    int best = -1;
+    float best_score = 0;
+    for (size_t i = 0; i + 1 < sym.size(); ++i) {
+      const int32_t id = t.token_id(sym[i] + sym[i + 1]);
+      if (id >= 0 && (best < 0 || t.token_score(id) > best_score)) best = static_cast<int>(i), best_score = t.token_score(id);
+    }
+    if (best < 0) break;
+    sym[best] += sym[best + 1];
+    sym.erase(sym.begin() + best + 1);
+  }
+  std::vector<int32_t> ids;
+  for (const std::string& s : sym) {
+    if (const int32_t id = t.token_id(s); id >= 0) {
+      ids.push_back(id);
+      continue;
+    }
+    for (char c : s) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "<0x%02X>", static_cast<uint8_t>(c));
+      ids.push_back(t.token_id(hex));
+    }
+  }
+  return ids;
+}
+
+TEST(Spm, CuttingAtPairsNoTokenHoldsKeepsTheResult) {
+  // Pairs like "ca", "a▁" are in no token: the fragment is merged in stretches between them.
+  ToyVocab v = spm_toy();
+  const std::pair<const char*, float> more[] = {{"a", -2}, {"b", -3}, {"c", -4}, {"ab", -5}, {"bc", -3},
+                                               {"abc", -9}, {"\xE2\x96\x81" "a", -4}, {"b\xE2\x96\x81", -6},
+                                               {"aab", -1}, {"bb", -7}, {"cc", -2}, {"\xC3\xA9", -5}};
+  for (const auto& [s, score] : more) v.add(s, score);
+  auto t = v.build();
+  std::mt19937 rng(5);
+  const char* alphabet[] = {"a", "b", "c", "\xE2\x96\x81", "\xC3\xA9", "z"};
+  for (int iter = 0; iter < 3000; ++iter) {
+    std::string text;
+    for (int i = static_cast<int>(rng() % 24); i > 0; --i) text += alphabet[rng() % 6];
+    ASSERT_EQ(t->encode(text, false, false), reference_spm(*t, text)) << "text '" << text << "'";
+  }
 }
 
 TEST(Encode, LongInputsAreNotQuadratic) {
