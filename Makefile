@@ -14,7 +14,8 @@ FUZZ_SECONDS ?= 60
 
 APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev \
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
-  libcli11-dev libcpp-httplib-dev libxxhash-dev
+  libcli11-dev libcpp-httplib-dev libxxhash-dev zlib1g-dev \
+  libjs-marked node-dompurify libjs-highlight.js libjs-katex chromium chromium-driver
 
 .PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden fixtures clean \
   e2b-model bench-venv bench
