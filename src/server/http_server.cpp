@@ -67,7 +67,7 @@ HttpServer::HttpServer(OpenAiService& service, const HttpOptions& opt)
   s.Get("/props", [svc](const httplib::Request&, httplib::Response& res) { send(props_reply(svc->model_context()), res); });
   if (opt.ui) {   // the chat page (src/server/ui/)
     auto ui = std::make_shared<const UiAssets>();
-    s.Get(R"(/|/ui/.+)", [ui](const httplib::Request& req, httplib::Response& res) {
+    s.Get(R"(/|/favicon\.ico|/ui/.+)", [ui](const httplib::Request& req, httplib::Response& res) {
       // cpp-httplib compresses text bodies itself (gzip or br): hand it the plain bytes.
       send(ui->serve(req.path, "", req.get_header_value("If-None-Match")), res);
     });

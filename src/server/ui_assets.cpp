@@ -94,10 +94,15 @@ UiAssets::UiAssets() {
   }
 }
 
-bool UiAssets::is_page_path(std::string_view path) { return path == "/" || path.starts_with("/ui/"); }
+bool UiAssets::is_page_path(std::string_view path) {
+  return path == "/" || path == "/favicon.ico" || path.starts_with("/ui/");
+}
 
 Reply UiAssets::serve(std::string_view path, std::string_view accept_encoding, std::string_view if_none_match) const {
-  const auto it = assets_.find(path == "/" ? std::string("/ui/index.html") : std::string(path));
+  std::string file(path);
+  if (path == "/") file = "/ui/index.html";
+  if (path == "/favicon.ico") file = "/ui/icon.svg";
+  const auto it = assets_.find(file);
   if (it == assets_.end()) return OpenAiService::error_reply(404, "no such file: " + std::string(path), "invalid_request_error");
   const Asset& a = it->second;
   Reply r;

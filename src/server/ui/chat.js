@@ -17,7 +17,7 @@ function chatRequest(parent) {
     if (n.tool_calls) m.tool_calls = n.tool_calls;
     messages.push(m);
   }
-  const body = {messages, stream: true, stream_options: {include_usage: true}, ...view.samplingParams()};
+  const body = {model: state.props ? state.props.model : undefined, messages, stream: true, stream_options: {include_usage: true}, ...view.samplingParams()};
   if (state.props && state.props.chat_template.reasoning)
     body.chat_template_kwargs = {enable_thinking: !!state.settings.thinking};
   return ['/v1/chat/completions', body];
@@ -26,7 +26,7 @@ function chatRequest(parent) {
 // Text mode: the branch is one document the model continues.
 function textRequest(parent) {
   const prompt = store.path({nodes: state.conv.nodes, leaf: parent.id}).map(n => n.content).join('');
-  return ['/v1/completions', {prompt, stream: true, stream_options: {include_usage: true}, ...view.samplingParams()}];
+  return ['/v1/completions', {model: state.props ? state.props.model : undefined, prompt, stream: true, stream_options: {include_usage: true}, ...view.samplingParams()}];
 }
 
 function mergeToolCalls(node, deltas) {
@@ -116,6 +116,8 @@ export async function generate(parent) {
     node.stats = {completion_tokens: n, finish: r.aborted ? 'stopped' : t.finish,
                   tps: t.first && n > 1 && end > t.first ? (n - 1) / ((end - t.first) / 1000) : 0};
     if (t.usage) node.stats.prompt_tokens = t.usage.prompt_tokens;
+    state.running = null;
+    view.renderAll();
     await view.persist();
   } catch (e) {
     delete state.conv.nodes[node.id];
@@ -134,7 +136,6 @@ export async function generate(parent) {
     state.running = null;
     setRunning(false);
   }
-  view.renderAll();
 }
 
 export function stop() {

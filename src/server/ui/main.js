@@ -17,6 +17,7 @@ function applyTheme(t) {
 
 function setMode(text, remember) {
   state.textMode = text;
+  document.body.classList.toggle('text-mode', text);
   $('mode-text').checked = text;
   $('input').placeholder = text ? 'Text for the model to continue (Enter sends, Shift+Enter new line, Esc stops)'
     : 'Message (Enter sends, Shift+Enter new line, Esc stops)';

@@ -71,6 +71,12 @@ function iconButton(text, label, onclick) {
   return b;
 }
 
+function textButton(text, onclick) {
+  const b = iconButton(text, text, onclick);
+  b.className = 'icon text';
+  return b;
+}
+
 function renameInline(li, c) {
   const input = document.createElement('input');
   input.value = c.title;
@@ -206,10 +212,10 @@ function messageFooter(n) {
     s.textContent = statsText(n.stats);
     f.append(s);
   }
-  if (n.role === 'user') f.append(iconButton('✎', 'Edit', () => editMessage(n)));
+  if (n.role === 'user') f.append(textButton('Edit', () => editMessage(n)));
   if (n.role === 'assistant') {
-    f.append(iconButton('⧉', 'Copy', () => copyText(n.content, null)));
-    f.append(iconButton('↻', 'Regenerate', () => regenerate(n)));
+    f.append(textButton('Copy', () => copyText(n.content, null)));
+    f.append(textButton('Regenerate', () => regenerate(n)));
   }
   return f;
 }
