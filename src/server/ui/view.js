@@ -22,6 +22,7 @@ function showSettings() {
     f[k].value = state.settings[k] ?? '';
     f[k].placeholder = d[k] !== undefined ? String(d[k]) : (k === 'seed' ? 'random' : 'default');
   }
+  f.extra.value = state.settings.extra ? JSON.stringify(state.settings.extra) : '';
   f.thinking.checked = !!state.settings.thinking;
   f.thinking.disabled = !(state.props && state.props.chat_template.reasoning);
   $('settings').showModal();
@@ -31,6 +32,12 @@ function saveSettings(reset) {
   const f = $('settings-form');
   const s = {system: reset ? '' : f.system.value, thinking: reset ? false : f.thinking.checked};
   if (!reset) for (const k of FIELDS) if (f[k].value !== '') s[k] = Number(f[k].value);
+  if (!reset && f.extra.value.trim()) {
+    try {
+      const extra = JSON.parse(f.extra.value);
+      if (extra && typeof extra === 'object' && !Array.isArray(extra)) s.extra = extra;
+    } catch (_) { /* not JSON: dropped */ }
+  }
   state.settings = s;
   localStorage.setItem('sluice.settings', JSON.stringify(s));
 }
@@ -38,14 +45,18 @@ function saveSettings(reset) {
 function samplingParams() {
   const p = {};
   for (const k of FIELDS) if (state.settings[k] !== undefined) p[k] = state.settings[k];
-  return p;
+  return {...p, ...(state.settings.extra || {})};
 }
 
 // ---- conversation list ----
+let listGeneration = 0;   // a newer refresh makes an older one's result stale
+
 async function refreshList() {
-  const ul = $('conv-list'), q = state.filter.toLowerCase();
+  const ul = $('conv-list'), q = state.filter.toLowerCase(), gen = ++listGeneration;
+  const all = await store.listConversations();
+  if (gen !== listGeneration) return;
   ul.replaceChildren();
-  for (const c of await store.listConversations()) {
+  for (const c of all) {
     if (q && !c.title.toLowerCase().includes(q) &&
         !Object.values(c.nodes).some(n => n.content.toLowerCase().includes(q))) continue;
     const li = document.createElement('li');
@@ -83,7 +94,10 @@ function renameInline(li, c) {
   input.className = 'rename';
   li.replaceChildren(input);
   input.focus();
+  let finished = false;   // Enter, Esc and the blur that follows them: act once
   const done = async save => {
+    if (finished) return;
+    finished = true;
     if (save && input.value.trim()) {
       c.title = input.value.trim();
       await store.saveConversation(c);
