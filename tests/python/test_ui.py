@@ -28,7 +28,10 @@ ARTIFACTS = pathlib.Path(__import__("os").environ.get("SLUICE_UI_ARTIFACTS", BUI
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 WAIT = 20   # seconds any one page condition may take
 
-webdriver = pytest.importorskip("selenium.webdriver")
+try:
+    from selenium import webdriver
+except ImportError:   # a venv from before selenium was pinned: `make venv` rebuilds it
+    pytest.fail("selenium is not installed in this venv (python/requirements.txt pins it; run make venv)", pytrace=False)
 from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
@@ -309,7 +312,8 @@ def test_base_model_streams_partially_and_stop_cancels_on_the_server(page, real_
       window.__partials = [];
       new MutationObserver(() => {
         const c = document.querySelectorAll('.msg.assistant .content');
-        if (c.length && document.body.classList.contains('running')) window.__partials.push(c[c.length - 1].textContent.length);
+        const n = c.length ? c[c.length - 1].textContent.length : 0;
+        if (n && document.body.classList.contains('running')) window.__partials.push(n);
       }).observe(document.getElementById('messages'), {childList: true, subtree: true, characterData: true});""")
     send(d, "The river begins")
     wait(d, lambda: len(set(d.execute_script("return window.__partials"))) >= 3, "three partial renders")
