@@ -93,7 +93,7 @@ class Scripted(http.server.ThreadingHTTPServer):
         self.upstream = upstream
         self.replies = queue.Queue()
         self.requests = []
-        self.props = {"model": "scripted-it", "n_ctx": 2048, "max_tokens_cap": 0,
+        self.props = {"model": "scripted test backend", "n_ctx": 2048, "max_tokens_cap": 0,
                       "default_generation_settings": {"temperature": 1.0, "top_k": 64, "top_p": 0.95},
                       "chat_template": {"in_file": True, "reasoning": True, "tools": True}}
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
