@@ -52,7 +52,13 @@ async function loadProps() {
 
 async function restoreConversation() {
   const id = localStorage.getItem('sluice.current');
-  const all = await store.listConversations();
+  let all = [];
+  try {
+    all = await store.listConversations();
+  } catch (e) {   // private mode or a broken store: the page still works, without history
+    $('banner').hidden = false;
+    $('banner').textContent = 'Conversations cannot be kept in this browser: ' + e;
+  }
   state.conv = all.find(c => c.id === id) || store.newConversation();
   view.renderAll();
   view.refreshList();

@@ -7,17 +7,33 @@
 const DB = 'sluice', STORE = 'conversations';
 let dbp = null;
 
+const OPEN_TIMEOUT_MS = 5000;
+
+// A page left for another (or kept in the back/forward cache) must not hold the database:
+// a newer page's open would wait on it. Its connection closes on pagehide and reopens on use.
 function db() {
   if (!dbp) {
     dbp = new Promise((resolve, reject) => {
       const req = indexedDB.open(DB, 1);
+      const timer = setTimeout(() => reject(new Error('IndexedDB did not open (another tab holds it?)')), OPEN_TIMEOUT_MS);
       req.onupgradeneeded = () => req.result.createObjectStore(STORE, {keyPath: 'id'});
-      req.onsuccess = () => resolve(req.result);
-      req.onerror = () => reject(req.error);
+      req.onsuccess = () => {
+        clearTimeout(timer);
+        const d = req.result;
+        d.onversionchange = () => { d.close(); dbp = null; };
+        resolve(d);
+      };
+      req.onerror = () => { clearTimeout(timer); reject(req.error); };
     });
+    dbp.catch(() => { dbp = null; });
   }
   return dbp;
 }
+
+addEventListener('pagehide', () => {
+  if (dbp) dbp.then(d => d.close(), () => {});
+  dbp = null;
+});
 
 async function tx(mode, fn) {
   const d = await db();
