@@ -49,7 +49,8 @@ HttpServer::HttpServer(OpenAiService& service, const HttpOptions& opt)
       send(OpenAiService::error_reply(403, refused, "permission_error"), res);
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (key.empty() || req.path == "/health" || req.path == "/metrics" || UiAssets::is_page_path(req.path)) return httplib::Server::HandlerResponse::Unhandled;
+    const bool open = req.path == "/health" || req.path == "/metrics" || UiAssets::is_page_path(req.path);
+    if (key.empty() || open) return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + key) return httplib::Server::HandlerResponse::Unhandled;
     send(OpenAiService::error_reply(401, "missing or wrong API key (Authorization: Bearer ...)", "authentication_error"), res);
     return httplib::Server::HandlerResponse::Handled;

@@ -391,6 +391,9 @@ def test_markdown_code_math_reasoning_and_tool_calls(page, scripted):
     assert d.find_element(By.ID, "ctx-text").text == "42/2048"
     shot(d, "chat-desktop.png", 1280, 860)
     shot(d, "chat-phone.png", 390, 844)
+    d.find_element(By.ID, "theme").click()   # headless starts light: the button turns it dark
+    assert d.execute_script("return document.documentElement.dataset.theme") == "dark"
+    shot(d, "chat-desktop-dark.png", 1280, 860)
 
 
 HOSTILE = ("<img src=x onerror=\"window.__pwned='img'\">\n\n<script>window.__pwned='script'</script>\n\n"
