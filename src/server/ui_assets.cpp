@@ -86,12 +86,17 @@ UiAssets::UiAssets() {
     char tag[32];
     std::snprintf(tag, sizeof tag, "\"%016zx\"", std::hash<std::string_view>{}(bytes));
     a.etag = tag;
-    if (compressible(a.content_type) && bytes.size() > 256) {
-      std::string z = gzip(bytes);
-      if (!z.empty() && z.size() < bytes.size()) a.gzip = std::move(z);
-    }
+    a.compressible = compressible(a.content_type) && bytes.size() > 256;
     assets_.emplace(std::string(url), std::move(a));
   }
+}
+
+const std::string& UiAssets::gzip_of(const Asset& a) const {
+  std::call_once(*a.gzip_once, [&a] {
+    std::string z = gzip(a.body);
+    if (!z.empty() && z.size() < a.body.size()) a.gzip = std::move(z);
+  });
+  return a.gzip;
 }
 
 bool UiAssets::is_page_path(std::string_view path) {
@@ -114,8 +119,8 @@ Reply UiAssets::serve(std::string_view path, std::string_view accept_encoding, s
     r.status = 304;
     return r;
   }
-  if (!a.gzip.empty() && accepts_gzip(accept_encoding)) {
-    r.body = a.gzip;
+  if (a.compressible && accepts_gzip(accept_encoding) && !gzip_of(a).empty()) {
+    r.body = gzip_of(a);
     r.headers.emplace_back("Content-Encoding", "gzip");
   } else {
     r.body = std::string(a.body);

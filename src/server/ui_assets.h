@@ -1,9 +1,12 @@
 // The chat page's files (src/server/ui/ and the Debian browser libraries), embedded into the
 // binary at build time (cmake/embed_files.cmake) and served under / and /ui/: each with its
-// content type, an ETag (304 on If-None-Match), a gzip copy made once at start for the
-// compressible types, and the page's Content-Security-Policy (no inline or foreign script).
+// content type, an ETag (304 on If-None-Match), a gzip copy made on the first request that
+// accepts one (compressible types only), and the page's Content-Security-Policy (no inline
+// or foreign script).
 #pragma once
 
+#include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -26,11 +29,15 @@ class UiAssets {
  private:
   struct Asset {
     std::string_view body;
-    std::string gzip;          // empty: served as is
     std::string content_type;
     std::string etag;
+    bool compressible = false;
+    std::unique_ptr<std::once_flag> gzip_once = std::make_unique<std::once_flag>();
+    mutable std::string gzip;  // set once under gzip_once: empty when not worth it
   };
-  std::unordered_map<std::string, Asset> assets_;   // keyed by URL path
+  const std::string& gzip_of(const Asset& a) const;
+
+  std::unordered_map<std::string, Asset> assets_;   // keyed by URL path; gzip filled lazily
 };
 
 }  // namespace sluice::server
