@@ -11,7 +11,8 @@ namespace {
 
 std::string lower(std::string_view s) {
   std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -41,10 +42,12 @@ std::string origin_refusal(std::string_view origin, std::string_view host, std::
   if (origin.empty()) return {};
   const std::string o = lower(origin), h = lower(host);
   const size_t scheme = o.find("://");
-  if (scheme == std::string::npos) return "requests from a page must carry an http(s) Origin (got '" + std::string(origin) + "')";
+  if (scheme == std::string::npos)
+    return "requests from a page must carry an http(s) Origin (got '" + std::string(origin) + "')";
   const std::string o_hostport = o.substr(scheme + 3);
   if (o_hostport != h)
-    return "cross-origin request refused: Origin " + std::string(origin) + " is not this server (" + std::string(host) + ")";
+    return "cross-origin request refused: Origin " + std::string(origin) + " is not this server (" +
+           std::string(host) + ")";
   if (!allowed_name(host_name(h), bind_host))
     return "request refused: the page names this server as '" + std::string(host) +
            "', which is not localhost, an IP address or --host (DNS rebinding guard)";

@@ -108,7 +108,8 @@ Reply UiAssets::serve(std::string_view path, std::string_view accept_encoding, s
   if (path == "/") file = "/ui/index.html";
   if (path == "/favicon.ico") file = "/ui/icon.svg";
   const auto it = assets_.find(file);
-  if (it == assets_.end()) return OpenAiService::error_reply(404, "no such file: " + std::string(path), "invalid_request_error");
+  if (it == assets_.end())
+    return OpenAiService::error_reply(404, "no such file: " + std::string(path), "invalid_request_error");
   const Asset& a = it->second;
   Reply r;
   r.content_type = a.content_type;
