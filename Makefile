@@ -14,7 +14,8 @@ FUZZ_SECONDS ?= 60
 
 APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev \
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
-  libcli11-dev libcpp-httplib-dev libxxhash-dev clang-format-14
+  libcli11-dev libcpp-httplib-dev libxxhash-dev clang-format-14 zlib1g-dev \
+  libjs-marked node-dompurify libjs-highlight.js libjs-katex chromium chromium-driver
 # The aarch64 cross build and its test run (make test-arm64): Debian's cross compiler, qemu
 # user-mode emulation and the arm64 multiarch builds of the libraries the tests link.
 APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 libgmock-dev:arm64 \

@@ -98,6 +98,7 @@ CommandFn add_serve_command(CLI::App& app) {
   cmd->add_option("--kv-memory", a->kv_memory, "KV cache budget (e.g. 512M, 2G); default --ctx-size x --parallel");
   cmd->add_option("--max-tokens", a->max_tokens, "cap on generated tokens per request (0: up to the context end)")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "recompute every prompt in full");
+  cmd->add_flag("--no-ui", [a](int64_t) { a->http.ui = false; }, "do not serve the chat page at /");
   cmd->add_option("--timeout", a->http.read_timeout_s, "seconds a client may stay silent while sending a request")->capture_default_str();
   return [a]() {
     // Signals go to the signal thread only: block them before any thread exists.

@@ -4,6 +4,9 @@
 
 #include "server/api_error.h"
 #include "server/openai_service.h"
+#include "server/origin_guard.h"
+#include "server/props.h"
+#include "server/ui_assets.h"
 
 namespace sluice::server {
 
@@ -39,9 +42,15 @@ HttpServer::HttpServer(OpenAiService& service, const HttpOptions& opt)
   s.set_keep_alive_timeout(opt.keep_alive_s);
   s.set_tcp_nodelay(true);
 
-  const std::string key = opt.api_key;
-  s.set_pre_routing_handler([key](const httplib::Request& req, httplib::Response& res) {
-    if (key.empty() || req.path == "/health" || req.path == "/metrics") return httplib::Server::HandlerResponse::Unhandled;
+  const std::string key = opt.api_key, bind_host = opt.host;
+  s.set_pre_routing_handler([key, bind_host](const httplib::Request& req, httplib::Response& res) {
+    const std::string refused = origin_refusal(req.get_header_value("Origin"), req.get_header_value("Host"), bind_host);
+    if (!refused.empty()) {
+      send(OpenAiService::error_reply(403, refused, "permission_error"), res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    const bool open = req.path == "/health" || req.path == "/metrics" || UiAssets::is_page_path(req.path);
+    if (key.empty() || open) return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + key) return httplib::Server::HandlerResponse::Unhandled;
     send(OpenAiService::error_reply(401, "missing or wrong API key (Authorization: Bearer ...)", "authentication_error"), res);
     return httplib::Server::HandlerResponse::Handled;
@@ -56,6 +65,14 @@ HttpServer::HttpServer(OpenAiService& service, const HttpOptions& opt)
   s.Post("/detokenize", [svc](const httplib::Request& req, httplib::Response& res) { send(svc->detokenize(req.body), res); });
   s.Get("/health", [svc](const httplib::Request&, httplib::Response& res) { send(svc->health(), res); });
   s.Get("/metrics", [svc](const httplib::Request&, httplib::Response& res) { send(svc->metrics(), res); });
+  s.Get("/props", [svc](const httplib::Request&, httplib::Response& res) { send(props_reply(svc->model_context()), res); });
+  if (opt.ui) {   // the chat page (src/server/ui/)
+    auto ui = std::make_shared<const UiAssets>();
+    s.Get(R"(/|/favicon\.ico|/ui/.+)", [ui](const httplib::Request& req, httplib::Response& res) {
+      // cpp-httplib compresses text bodies itself (gzip or br): hand it the plain bytes.
+      send(ui->serve(req.path, "", req.get_header_value("If-None-Match")), res);
+    });
+  }
 
   // Anything that ends without a body of its own (404 route, 413 too large, 400 from the
   // parser...) still answers in OpenAI's error shape.

@@ -24,6 +24,7 @@ struct HttpOptions {
   int write_timeout_s = 30;         // a client that stops reading is dropped after this
   int keep_alive_s = 5;             // idle keep-alive connections close after this
   size_t max_body_bytes = 8u << 20;
+  bool ui = true;                   // serve the chat page at / (--no-ui: off)
 };
 
 class HttpServer {

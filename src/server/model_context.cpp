@@ -31,7 +31,9 @@ ModelContext::ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::s
       created_(static_cast<int64_t>(std::time(nullptr))) {
   if (alias_.empty()) alias_ = std::string(f.get_string_or("general.name", f.get_string("general.architecture")));
   std::string source(f.get_string_or("tokenizer.chat_template", ""));
+  file_template_ = !source.empty();
   if (source.empty()) source = chat::builtin_template(arch_);
+  template_tools_ = source.find("tools") != std::string::npos;
   const std::string bos = tok.bos() >= 0 ? std::string(tok.token_text(tok.bos())) : "";
   const std::string eos = tok.eos() >= 0 ? std::string(tok.token_text(tok.eos())) : "";
   tmpl_ = std::make_unique<chat::ChatTemplate>(source, bos, eos);

@@ -41,6 +41,8 @@ class ModelContext {
   int32_t max_tokens_cap() const { return max_tokens_cap_; }   // 0: none
   const SamplingDefaults& defaults() const { return defaults_; }
   int64_t created() const { return created_; }
+  bool has_file_template() const { return file_template_; }             // tokenizer.chat_template present
+  bool template_mentions_tools() const { return template_tools_; }      // the template renders `tools`
 
   // The chat prompt (file's template, else the built-in one). Throws sluice::Error when the
   // template rejects the conversation (e.g. roles that do not alternate).
@@ -55,6 +57,7 @@ class ModelContext {
   std::unique_ptr<chat::ChatTemplate> tmpl_;
   mutable std::mutex tmpl_mu_;   // rendering is cheap; one at a time keeps the interpreter simple
   int64_t created_;
+  bool file_template_ = false, template_tools_ = false;
 };
 
 }  // namespace sluice::server

@@ -57,6 +57,7 @@ class OpenAiService {
   Reply detokenize(const std::string& body) const;
   Reply health() const;
   Reply metrics() const;
+  const ModelContext& model_context() const { return model_; }
 
   // An ApiError (or any exception) as a JSON reply with its status.
   static Reply error_reply(int status, const std::string& message, const std::string& type = "invalid_request_error");

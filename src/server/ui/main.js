@@ -1,0 +1,132 @@
+// Start-up and wiring: the model's /props (asking for the API key when the server wants
+// one), the mode (chat, or text completion for a model without a chat template), the
+// conversation shown last, and the page's buttons and keys.
+import {getProps, HttpError} from './api.js';
+import * as store from './store.js';
+import * as chat from './chat.js';
+import * as view from './view.js';
+
+const {state} = view;
+const $ = id => document.getElementById(id);
+view.hooks.generate = chat.generate;
+
+function applyTheme(t) {
+  if (t) document.documentElement.dataset.theme = t;
+  else delete document.documentElement.dataset.theme;
+}
+
+function setMode(text, remember) {
+  state.textMode = text;
+  document.body.classList.toggle('text-mode', text);
+  $('mode-text').checked = text;
+  $('input').placeholder = text ? 'Text for the model to continue (Enter sends, Shift+Enter new line, Esc stops)'
+    : 'Message (Enter sends, Shift+Enter new line, Esc stops)';
+  if (remember) localStorage.setItem('sluice.mode.' + state.props.model, text ? 'text' : 'chat');
+  view.renderAll();
+}
+
+function applyProps(p) {
+  state.props = p;
+  $('model-name').textContent = p.model;
+  document.title = p.model + ' · sluice';
+  const base = !p.chat_template.in_file;
+  const banner = $('banner');
+  banner.hidden = !base;
+  banner.textContent = base ? `${p.model} has no chat template: it is a base (pre-trained) model that continues ` +
+    'text rather than answering turns, so the page opened in text-completion mode. Untick "text mode" to chat anyway.' : '';
+  const saved = localStorage.getItem('sluice.mode.' + p.model);
+  setMode(saved ? saved === 'text' : base, false);
+}
+
+async function loadProps() {
+  try {
+    applyProps(await getProps());
+  } catch (e) {
+    if (e instanceof HttpError && e.status === 401) chat.askKey(loadProps);
+    else {
+      $('banner').hidden = false;
+      $('banner').textContent = 'Could not read the model\'s properties: ' + e.message;
+    }
+  }
+}
+
+async function restoreConversation() {
+  const id = localStorage.getItem('sluice.current');
+  let all = [];
+  try {
+    all = await store.listConversations();
+  } catch (e) {   // private mode or a broken store: the page still works, without history
+    $('banner').hidden = false;
+    $('banner').textContent = 'Conversations cannot be kept in this browser: ' + e;
+  }
+  state.conv = all.find(c => c.id === id) || store.newConversation();
+  view.renderAll();
+  view.refreshList();
+}
+
+function download(name, text) {
+  const a = document.createElement('a');
+  a.href = URL.createObjectURL(new Blob([text], {type: 'application/json'}));
+  a.download = name;
+  document.body.append(a);
+  a.click();
+  a.remove();
+  setTimeout(() => URL.revokeObjectURL(a.href), 1000);
+}
+
+async function importFile(file) {
+  try {
+    const n = await store.importAll(JSON.parse(await file.text()));
+    view.refreshList();
+    $('banner').hidden = false;
+    $('banner').textContent = `Imported ${n} conversation${n === 1 ? '' : 's'}.`;
+  } catch (e) {
+    $('banner').hidden = false;
+    $('banner').textContent = 'Import failed: ' + e.message;
+  }
+}
+
+function wire() {
+  $('composer').addEventListener('submit', e => {
+    e.preventDefault();
+    const text = $('input').value;
+    if (!text.trim() || state.running) return;
+    $('input').value = '';
+    chat.send(text);
+  });
+  $('input').addEventListener('keydown', e => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      $('composer').requestSubmit();
+    }
+  });
+  document.addEventListener('keydown', e => { if (e.key === 'Escape' && state.running) chat.stop(); });
+  $('stop').addEventListener('click', chat.stop);
+  $('new-chat').addEventListener('click', view.newConversation);
+  $('search').addEventListener('input', e => { state.filter = e.target.value; view.refreshList(); });
+  $('export').addEventListener('click', async () =>
+    download('sluice-chats.json', JSON.stringify(await store.exportAll(), null, 1)));
+  $('import').addEventListener('change', e => { if (e.target.files[0]) importFile(e.target.files[0]); e.target.value = ''; });
+  $('mode-text').addEventListener('change', e => setMode(e.target.checked, true));
+  $('open-settings').addEventListener('click', view.showSettings);
+  $('settings').addEventListener('close', () => {
+    const v = $('settings').returnValue;
+    if (v === 'ok' || v === 'reset') view.saveSettings(v === 'reset');
+  });
+  $('theme').addEventListener('click', () => {
+    const dark = document.documentElement.dataset.theme ? document.documentElement.dataset.theme === 'dark'
+      : matchMedia('(prefers-color-scheme: dark)').matches;
+    const t = dark ? 'light' : 'dark';
+    localStorage.setItem('sluice.theme', t);
+    applyTheme(t);
+  });
+  $('open-side').addEventListener('click', () => document.body.classList.add('side-open'));
+  $('close-side').addEventListener('click', () => document.body.classList.remove('side-open'));
+}
+
+applyTheme(localStorage.getItem('sluice.theme'));
+view.loadSettings();
+wire();
+await restoreConversation();
+await loadProps();
+document.body.dataset.ready = '1';
