@@ -38,11 +38,24 @@ void check_mask_walks(const std::shared_ptr<const CompiledGrammar>& g, int walks
   }
 }
 
-std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema, std::shared_ptr<const TokenVocab> v) {
-  return std::make_shared<const CompiledGrammar>(json_schema_grammar_text(schema), std::move(v));
+std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema, std::shared_ptr<const TokenVocab> v,
+                                                      Limits limits = {}) {
+  return std::make_shared<const CompiledGrammar>(json_schema_grammar_text(schema), std::move(v), limits);
 }
 
-TEST(Matcher, MaskEqualsBruteForceOnJsonSchemas) {
+// Every position left to first use (eager_compile_ms = 0) or all analysed at compile.
+class MatcherCompile : public ::testing::TestWithParam<bool> {
+ protected:
+  Limits limits() const {
+    Limits l;
+    l.eager_compile_ms = GetParam() ? 0 : 1e9;
+    return l;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(EagerOrDeferred, MatcherCompile, ::testing::Values(false, true));
+
+TEST_P(MatcherCompile, MaskEqualsBruteForceOnJsonSchemas) {
   auto v = test::byte_vocab();
   for (
       const char* schema :
@@ -51,7 +64,11 @@ TEST(Matcher, MaskEqualsBruteForceOnJsonSchemas) {
        R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},"k":{"type":"array","items":{"$ref":"#/$defs/n"}}},"required":["v"]}},"$ref":"#/$defs/n"})",
        R"({})"}) {
     SCOPED_TRACE(schema);
-    check_mask_walks(compile_schema(schema, v), 6, 40, 1);
+    auto g = compile_schema(schema, v, limits());
+    EXPECT_EQ(g->stats().deferred, GetParam() ? g->stats().positions : 0);
+    EXPECT_EQ(g->analysed(), g->stats().positions - g->stats().deferred);
+    check_mask_walks(g, 6, 40, 1);
+    if (GetParam()) EXPECT_GT(g->analysed(), 0u);  // the walks analysed what they reached
   }
 }
 
