@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "base/error.h"
 #include "grammar/compiled.h"
@@ -181,6 +182,43 @@ TEST(Grammar, CacheReturnsTheSameCompiledGrammar) {
   EXPECT_EQ(cache.size(), 2u);
   cache.get("k1", build);
   EXPECT_EQ(builds, 4);
+}
+
+// Matchers on several threads share one grammar whose positions are all deferred; each
+// must see the masks of the fully compiled grammar.
+TEST(Grammar, DeferredPositionsAreSafeToShareAcrossThreads) {
+  auto v = test::byte_vocab();
+  const std::string schema = R"({"type":"object","properties":{"s":{"type":"string","maxLength":12}}})";
+  Limits lazy;
+  lazy.eager_compile_ms = 0;
+  auto eager = compile_schema(schema, v);
+  auto deferred = compile_schema(schema, v, lazy);
+  const std::string text = R"({"s":"ab\"c\u00e9 xyz"})";
+  std::vector<std::vector<uint64_t>> want;
+  {
+    Matcher m(eager);
+    std::vector<uint64_t> mask(v->mask_words());
+    for (unsigned char c : text) {
+      m.fill_mask(mask);
+      want.push_back(mask);
+      ASSERT_TRUE(m.advance(static_cast<int32_t>(c) + 1));  // byte b is token b + 1
+    }
+  }
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Matcher m(deferred);
+      std::vector<uint64_t> mask(v->mask_words());
+      for (size_t i = 0; i < text.size(); ++i) {
+        m.fill_mask(mask);
+        mismatches[t] += mask != want[i];
+        if (!m.advance(static_cast<unsigned char>(text[i]) + 1)) ++mismatches[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  EXPECT_GT(deferred->analysed(), 0u);
 }
 
 }  // namespace
