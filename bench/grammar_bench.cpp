@@ -77,9 +77,11 @@ int main(int argc, char** argv) {
       if (std::getenv("GRAMMAR_BENCH_VERBOSE")) {
         double worst = 0;
         for (size_t i = first_mask; i < mask_us.size(); ++i) worst = std::max(worst, mask_us[i]);
-        std::printf("  %-32s compile %8.1f ms  positions %5zu  dependent %8zu  states %6zu  worst mask %9.1f us\n",
-                    c["name"].get<std::string>().c_str(), compile_ms.back(), g->stats().positions,
-                    g->stats().dependent_total, g->stats().states, worst);
+        std::printf(
+            "  %-32s compile %8.1f ms  positions %5zu (deferred %5zu)  dependent %8zu  states %6zu  worst mask %9.1f "
+            "us\n",
+            c["name"].get<std::string>().c_str(), compile_ms.back(), g->stats().positions, g->stats().deferred,
+            g->stats().dependent_total, g->stats().states, worst);
       }
     }
     double sum = 0;

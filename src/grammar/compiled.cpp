@@ -16,8 +16,8 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
       fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
   byte_tokens_.assign(vocab_->mask_words(), 0);
   for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
-  Pda pda(g_, limits_, /*dense=*/true);
-  std::vector<uint8_t> flag(static_cast<size_t>(vocab_->n_vocab()), 0);
+  pda_ = std::make_unique<Pda>(g_, limits_, /*dense=*/true);
+  flag_.assign(static_cast<size_t>(vocab_->n_vocab()), 0);
   // Only rules reachable from the root can be on a stack (front ends add shared helpers
   // that a given schema may never use).
   std::vector<uint8_t> reach(g_.rules.size(), 0);
@@ -40,21 +40,56 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
         for (uint32_t p = a; g_.elems[p].kind != Elem::kEnd; ++p) live[p] = 1;
   for (uint32_t pos = 0; pos < g_.elems.size(); ++pos) {
     if (g_.elems[pos].kind != Elem::kBytes || !live[pos]) continue;
-    mask_index_[pos] = static_cast<int32_t>(masks_.size());
-    masks_.emplace_back();
-    analyse(pda, pos, masks_.back(), flag);
-    stats_.dependent_total += masks_.back().dependent.size();
+    mask_index_[pos] = static_cast<int32_t>(mask_pos_.size());
+    mask_pos_.push_back(pos);
+  }
+  masks_.resize(mask_pos_.size());
+  ready_ = std::make_unique<std::atomic<bool>[]>(mask_pos_.size());
+  pending_ = mask_pos_.size();
+  for (size_t i = 0; i < mask_pos_.size(); ++i) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (ms > limits_.max_compile_ms)
+    if (ms >= limits_.eager_compile_ms) break;
+    analyse(*pda_, mask_pos_[i], masks_[i], flag_);
+    ready_[i].store(true, std::memory_order_relaxed);
+    --pending_;
+    const double after = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (after > limits_.max_compile_ms)
       fail("grammar: compiling took over %.0f ms (limit max_compile_ms)", limits_.max_compile_ms);
   }
+  for (const PositionMask& m : masks_) stats_.dependent_total += m.dependent.size();
   stats_.positions = masks_.size();
-  stats_.states = pda.n_states();
+  stats_.deferred = pending_;
+  stats_.states = pda_->n_states();
+  if (pending_ == 0) release_workspace();
   stats_.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+CompiledGrammar::~CompiledGrammar() = default;
+
+void CompiledGrammar::release_workspace() const {
+  pda_.reset();
+  flag_ = {};
+}
+
+// First use of a position the compile left for later. The workspace's memoized transitions
+// carry over from earlier analyses, so later positions get cheaper.
+void CompiledGrammar::analyse_deferred(size_t index) const {
+  std::lock_guard lock(mu_);
+  if (ready_[index].load(std::memory_order_relaxed)) return;
+  PositionMask m;  // filled aside: a limit error mid-walk leaves the entry deferred
+  analyse(*pda_, mask_pos_[index], m, flag_);
+  masks_[index] = std::move(m);
+  ready_[index].store(true, std::memory_order_release);
+  if (--pending_ == 0) release_workspace();
+}
+
+size_t CompiledGrammar::analysed() const {
+  std::lock_guard lock(mu_);
+  return masks_.size() - pending_;
+}
+
 // One depth-first walk of the vocabulary trie from the stack [pos] (see the header).
-void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag) {
+void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag) const {
   const auto& nodes = vocab_->nodes();
   const auto& toks = vocab_->trie_tokens();
   std::vector<uint32_t> state(2, pda.start_local(pos));

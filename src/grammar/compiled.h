@@ -11,8 +11,15 @@
 // memoizing byte transitions. At run time a stack with top p contributes p's accepted set
 // plus those of p's dependent tokens that the full stack accepts (a second, small trie walk
 // over just the dependent tokens). The union over the state's stacks is the mask.
+//
+// Compile analyses positions in order until Limits::eager_compile_ms is spent; the rest are
+// analysed on first use by a mask (under a lock, so a CompiledGrammar stays shareable). A
+// grammar with many positions (counted repetition unrolls: `maxLength: 40` is 40 copies of
+// the character loop, each a walk over most of the trie) then compiles in bounded time, and
+// a request pays only for the positions its output actually reaches.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <list>
@@ -40,37 +47,57 @@ struct PositionMask {
 struct CompileStats {
   double ms = 0;
   size_t positions = 0;        // byte-class positions analysed
-  size_t dependent_total = 0;  // sum of dependent-token list lengths
-  size_t states = 0;           // analysis states interned
+  size_t dependent_total = 0;  // sum of dependent-token list lengths, over positions analysed at compile
+  size_t states = 0;           // analysis states interned at the end of the compile
+  size_t deferred = 0;         // positions left to be analysed on first use
 };
 
 class CompiledGrammar {
  public:
   // Throws sluice::Error naming the limit when the analysis exceeds Limits::max_compile_ms.
   CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, Limits limits = {});
+  ~CompiledGrammar();
+  CompiledGrammar(const CompiledGrammar&) = delete;
+  CompiledGrammar& operator=(const CompiledGrammar&) = delete;
 
   const Grammar& grammar() const { return g_; }
   const TokenVocab& vocab() const { return *vocab_; }
   const Limits& limits() const { return limits_; }
   const CompileStats& stats() const { return stats_; }
-  // Mask data of a byte-class position (nullptr for other positions).
+  // Mask data of a byte-class position (nullptr for other positions); analyses the
+  // position first if the compile deferred it. Thread-safe.
   const PositionMask* position_mask(uint32_t pos) const {
     const int32_t i = mask_index_[pos];
-    return i < 0 ? nullptr : &masks_[i];
+    if (i < 0) return nullptr;
+    if (!ready_[i].load(std::memory_order_acquire)) analyse_deferred(static_cast<size_t>(i));
+    return &masks_[i];
   }
+  // Positions analysed so far (compile plus first uses).
+  size_t analysed() const;
   // Bits of every token that has bytes (the base of a complement-form position mask).
   const std::vector<uint64_t>& byte_tokens() const { return byte_tokens_; }
 
  private:
-  void analyse(class Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag);
+  void analyse(class Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag) const;
+  void analyse_deferred(size_t index) const;
+  void release_workspace() const;
 
   Grammar g_;
   std::shared_ptr<const TokenVocab> vocab_;
   Limits limits_;
   std::vector<int32_t> mask_index_;
-  std::vector<PositionMask> masks_;
+  std::vector<uint32_t> mask_pos_;  // per mask: its position
+  // Sized once at construction; a deferred entry is written once under mu_, then published
+  // by its ready_ flag.
+  mutable std::vector<PositionMask> masks_;
+  mutable std::unique_ptr<std::atomic<bool>[]> ready_;
   std::vector<uint64_t> byte_tokens_;
   CompileStats stats_;
+  // The analysis workspace, kept while some position is still deferred.
+  mutable std::mutex mu_;
+  mutable std::unique_ptr<class Pda> pda_;
+  mutable std::vector<uint8_t> flag_;
+  mutable size_t pending_ = 0;
 };
 
 // Compiled grammars by key (e.g. the schema's canonical text + options) for one vocabulary;

@@ -93,6 +93,7 @@ struct Limits {
   size_t max_stacks_per_state = 2048;  // parallel parses the matcher follows at once
   size_t max_states = 1 << 16;         // distinct states per matcher/compile (1 KiB of transitions each)
   double max_compile_ms = 5000;        // grammar compile, including the mask tables
+  double eager_compile_ms = 20;        // mask tables built at compile; the rest on first use
   size_t max_schema_bytes = 1 << 20;   // JSON Schema text
   size_t max_repeat = 10000;           // bound of one counted repetition (maxLength, ...)
 };

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <thread>
 
 #include "base/error.h"
 #include "grammar/compiled.h"
@@ -38,11 +39,24 @@ void check_mask_walks(const std::shared_ptr<const CompiledGrammar>& g, int walks
   }
 }
 
-std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema, std::shared_ptr<const TokenVocab> v) {
-  return std::make_shared<const CompiledGrammar>(json_schema_grammar_text(schema), std::move(v));
+std::shared_ptr<const CompiledGrammar> compile_schema(const std::string& schema, std::shared_ptr<const TokenVocab> v,
+                                                      Limits limits = {}) {
+  return std::make_shared<const CompiledGrammar>(json_schema_grammar_text(schema), std::move(v), limits);
 }
 
-TEST(Matcher, MaskEqualsBruteForceOnJsonSchemas) {
+// Every position left to first use (eager_compile_ms = 0) or all analysed at compile.
+class MatcherCompile : public ::testing::TestWithParam<bool> {
+ protected:
+  Limits limits() const {
+    Limits l;
+    l.eager_compile_ms = GetParam() ? 0 : 1e9;
+    return l;
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(EagerOrDeferred, MatcherCompile, ::testing::Values(false, true));
+
+TEST_P(MatcherCompile, MaskEqualsBruteForceOnJsonSchemas) {
   auto v = test::byte_vocab();
   for (
       const char* schema :
@@ -51,7 +65,11 @@ TEST(Matcher, MaskEqualsBruteForceOnJsonSchemas) {
        R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":"integer"},"k":{"type":"array","items":{"$ref":"#/$defs/n"}}},"required":["v"]}},"$ref":"#/$defs/n"})",
        R"({})"}) {
     SCOPED_TRACE(schema);
-    check_mask_walks(compile_schema(schema, v), 6, 40, 1);
+    auto g = compile_schema(schema, v, limits());
+    EXPECT_EQ(g->stats().deferred, GetParam() ? g->stats().positions : 0);
+    EXPECT_EQ(g->analysed(), g->stats().positions - g->stats().deferred);
+    check_mask_walks(g, 6, 40, 1);
+    if (GetParam()) EXPECT_GT(g->analysed(), 0u);  // the walks analysed what they reached
   }
 }
 
@@ -164,6 +182,43 @@ TEST(Grammar, CacheReturnsTheSameCompiledGrammar) {
   EXPECT_EQ(cache.size(), 2u);
   cache.get("k1", build);
   EXPECT_EQ(builds, 4);
+}
+
+// Matchers on several threads share one grammar whose positions are all deferred; each
+// must see the masks of the fully compiled grammar.
+TEST(Grammar, DeferredPositionsAreSafeToShareAcrossThreads) {
+  auto v = test::byte_vocab();
+  const std::string schema = R"({"type":"object","properties":{"s":{"type":"string","maxLength":12}}})";
+  Limits lazy;
+  lazy.eager_compile_ms = 0;
+  auto eager = compile_schema(schema, v);
+  auto deferred = compile_schema(schema, v, lazy);
+  const std::string text = R"({"s":"ab\"c\u00e9 xyz"})";
+  std::vector<std::vector<uint64_t>> want;
+  {
+    Matcher m(eager);
+    std::vector<uint64_t> mask(v->mask_words());
+    for (unsigned char c : text) {
+      m.fill_mask(mask);
+      want.push_back(mask);
+      ASSERT_TRUE(m.advance(static_cast<int32_t>(c) + 1));  // byte b is token b + 1
+    }
+  }
+  std::vector<int> mismatches(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      Matcher m(deferred);
+      std::vector<uint64_t> mask(v->mask_words());
+      for (size_t i = 0; i < text.size(); ++i) {
+        m.fill_mask(mask);
+        mismatches[t] += mask != want[i];
+        if (!m.advance(static_cast<unsigned char>(text[i]) + 1)) ++mismatches[t];
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (int t = 0; t < 4; ++t) EXPECT_EQ(mismatches[t], 0) << "thread " << t;
+  EXPECT_GT(deferred->analysed(), 0u);
 }
 
 }  // namespace
