@@ -44,6 +44,7 @@ MCA_ATTR = {"neon": "", "dotprod": "+dotprod", "i8mm": "+dotprod,+i8mm"}
 OURS = {
     "q4_0": ("q4_0", "tile_quant<FmtQ4_0, DotDecode, 4, 1>(p, 0, 0, 0)"),
     "q6_k": ("q6_k", "tile_quant<FmtQ6<false>, DotDecode, 4, 1>(p, 0, 0, 0)"),
+    "q6_k8": ("q6_k8", "tile_quant<FmtQ6<true>, DotDecode, 4, 1>(p, 0, 0, 0)"),
     "bf16": ("bf16", "tile_float<FloatKind::kBF16, 4, 1>(p, 0, 0, 0)"),
     "q8_0": ("q8_0", "tile_quant<FmtQ8_0, DotDecode, 4, 1>(p, 0, 0, 0)"),
     "q4_k": ("q4_k", "tile_quant<FmtQ4_K, DotDecode, 4, 1>(p, 0, 0, 0)"),
@@ -169,7 +170,15 @@ def weight_classes():
 
 
 def run(args) -> int:
-    tmp = pathlib.Path(tempfile.mkdtemp(prefix="arm-mca-"))
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        return measure(args, args.keep)
+    with tempfile.TemporaryDirectory(prefix="arm-mca-") as tmp:
+        return measure(args, pathlib.Path(tmp))
+
+
+def measure(args, tmp: pathlib.Path) -> int:
+    """Compiles the probes into tmp, prices every loop on every CPU that runs its set, prints."""
     jobs = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
         for kset in ("neon", "dotprod", "i8mm"):
@@ -251,6 +260,7 @@ def main(argv=None) -> int:
     p.add_argument("--ghz", type=float, default=1.0)
     p.add_argument("--gbs", type=float, default=25.6)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--keep", type=pathlib.Path, help="keep the probes, assembly and cut loops in this folder")
     return run(p.parse_args(argv))
 
 
