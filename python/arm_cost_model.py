@@ -115,13 +115,13 @@ def innermost_mac_loop(body: list[str], floating: bool) -> tuple[list[str], int]
     return best
 
 
-def compile_asm(src: str, march: str, includes: list[pathlib.Path], tmp: pathlib.Path, name: str,
+def compile_asm(src: str, target: str, includes: list[pathlib.Path], tmp: pathlib.Path, name: str,
                 lang: str = "c++") -> str:
     f = tmp / f"{name}.{'cpp' if lang == 'c++' else 'c'}"
     f.write_text(src)
     out = tmp / f"{name}.s"
     std = "-std=c++20" if lang == "c++" else "-std=c11"
-    cmd = [CLANG, "-x", lang, "--target=aarch64-linux-gnu", std, "-O3", f"-march={march}", "-ffp-contract=off",
+    cmd = [CLANG, "-x", lang, "--target=aarch64-linux-gnu", std, "-O3", target, "-ffp-contract=off",
            "-fno-exceptions", "-w", "-S", str(f), "-o", str(out)] + [f"-I{i}" for i in includes]
     subprocess.run(cmd, check=True)
     return out.read_text()
@@ -177,35 +177,54 @@ def run(args) -> int:
         return measure(args, pathlib.Path(tmp))
 
 
-def measure(args, tmp: pathlib.Path) -> int:
-    """Compiles the probes into tmp, prices every loop on every CPU that runs its set, prints."""
+def cpu_flag(kset: str, cpu: str | None) -> str:
+    """The compile's target flag: the set's -march (one binary for every board, as the product
+    build), or with --mcpu-compile that CPU's -mcpu (+i8mm: clang 14's neoverse-n2 lacks it)."""
+    if cpu is None:
+        return f"-march={SET_MARCH[kset]}"
+    return f"-mcpu={cpu}+i8mm" if kset == "i8mm" else f"-mcpu={cpu}"
+
+
+def compile_all(args, tmp: pathlib.Path) -> dict:
+    """Assembly per (who, set, cpu); cpu None when one compile serves every CPU."""
+    targets = [(k, c) for c in CPUS for k in sorted(CPU_SETS[c])] if args.mcpu_compile else \
+        [(k, None) for k in ("neon", "dotprod", "i8mm")]
     jobs = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as ex:
-        for kset in ("neon", "dotprod", "i8mm"):
-            jobs[("ours", kset)] = ex.submit(compile_asm, our_probe(kset), SET_MARCH[kset], [ROOT / "src"], tmp,
-                                             f"ours-{kset}")
+        for kset, cpu in targets:
+            jobs[("ours", kset, cpu)] = ex.submit(compile_asm, our_probe(kset), cpu_flag(kset, cpu), [ROOT / "src"],
+                                                  tmp, f"ours-{kset}-{cpu}")
         if args.llama:
             src, inc = llama_probe(args.llama)
-            jobs[("llama", "dotprod")] = ex.submit(compile_asm, src, SET_MARCH["dotprod"], inc, tmp, "llama-dotprod")
-        asm = {k: f.result() for k, f in jobs.items()}
+            for cpu in (CPUS if args.mcpu_compile else [None]):
+                jobs[("llama", "dotprod", cpu)] = ex.submit(compile_asm, src, cpu_flag("dotprod", cpu), inc, tmp,
+                                                            f"llama-dotprod-{cpu}")
+        return {k: f.result() for k, f in jobs.items()}
 
-    rows = []  # (who, kernel, set, cpu, cycles, macs, mac/cycle, model)
-    loops = []
-    for kset in ("neon", "dotprod", "i8mm"):
-        for k in OURS:
-            insns, macs = innermost_mac_loop(function_body(asm[("ours", kset)], f"mca_probe_{k}E"), k in FLOAT_ONLY)
-            loops.append(("sluice", k, kset, insns, macs, OURS[k][0]))
-    if args.llama:
-        for k, (wclass, fn) in LLAMA.items():
-            body = function_body(asm[("llama", "dotprod")], fn)
-            insns, macs = innermost_mac_loop(body, False)
-            loops.append(("llama.cpp", k, "dotprod", insns, macs, wclass))
-    for who, k, kset, insns, macs, wclass in loops:
-        for cpu in CPUS:
+
+def measure(args, tmp: pathlib.Path) -> int:
+    """Compiles the probes into tmp, prices every loop on every CPU that runs its set, prints."""
+    asm = compile_all(args, tmp)
+    rows = []  # (who, kernel, set, cpu, insns, cycles, macs, model, weight class)
+    for cpu in CPUS:
+        key_cpu = cpu if args.mcpu_compile else None
+        loops = []
+        for kset in ("neon", "dotprod", "i8mm"):
             if kset not in CPU_SETS[cpu]:
                 continue
+            for k in OURS:
+                body = function_body(asm[("ours", kset, key_cpu)], f"mca_probe_{k}E")
+                loops.append(("sluice", k, kset, *innermost_mac_loop(body, k in FLOAT_ONLY), OURS[k][0]))
+        if args.llama:
+            for k, (wclass, fn) in LLAMA.items():
+                body = function_body(asm[("llama", "dotprod", key_cpu)], fn)
+                loops.append(("llama.cpp", k, "dotprod", *innermost_mac_loop(body, False), wclass))
+        for who, k, kset, insns, macs, wclass in loops:
             cyc, model = mca_cycles(insns, cpu, MCA_ATTR[kset], tmp, f"{who}-{k}-{kset}")
             rows.append((who, k, kset, cpu, len(insns), cyc, macs, model, wclass))
+    order = list(OURS) + list(LLAMA)
+    sets = ["neon", "dotprod", "i8mm"]
+    rows.sort(key=lambda r: (r[0] != "sluice", sets.index(r[2]), order.index(r[1]), CPUS.index(r[3])))
     print_tables(rows, args)
     return 0
 
@@ -232,14 +251,15 @@ def print_tables(rows, args) -> None:
     print(f"| all | {sum(m for m, _ in wc.values()) / 1e6:.1f} M | {tot_b / 1e6:.1f} MB | "
           f"{tot_b / (args.gbs * 1e9) * 1e3:.2f} |")
     print("\nCompute floor per token, best set each CPU runs (ms; the bf16 projection is sluice's in both):\n")
-    print("| -mcpu | sluice q4_0 | llama.cpp q4_0 | sluice q6_k | llama.cpp q6_k | sluice total | llama.cpp total |")
-    print("|---|---|---|---|---|---:|---:|")
+    print("| -mcpu | sluice q4_0 | llama.cpp q4_0 | sluice q6_k | llama.cpp q6_k | sluice total | "
+          "sluice total, Q6_K8 lm_head | llama.cpp total |")
+    print("|---|---|---|---|---|---:|---:|---:|")
     for cpu in CPUS:
         best = {}
         for who, k, kset, c, n, cyc, macs, model, wclass in rows:
-            if c != cpu or wclass not in wc or (who == "sluice" and k != wclass):
+            if c != cpu or (who == "sluice" and k != wclass) or wclass not in wc and wclass != "q6_k8":
                 continue
-            ms = wc[wclass][0] / (macs / cyc * rate) * 1e3
+            ms = wc["q6_k" if wclass == "q6_k8" else wclass][0] / (macs / cyc * rate) * 1e3
             if (who, wclass) not in best or ms < best[(who, wclass)][0]:
                 best[(who, wclass)] = (ms, f"{k}/{kset}")
 
@@ -247,10 +267,13 @@ def print_tables(rows, args) -> None:
             return f"{best[(who, w)][0]:.1f} ({best[(who, w)][1]})" if (who, w) in best else "n/a"
 
         ours = sum(best[("sluice", w)][0] for w in ("q4_0", "q6_k", "bf16"))
+        wide = ours - best[("sluice", "q6_k")][0] + best[("sluice", "q6_k8")][0]
         have = all(("llama.cpp", w) in best for w in ("q4_0", "q6_k"))
-        peer = best[("llama.cpp", "q4_0")][0] + best[("llama.cpp", "q6_k")][0] + best[("sluice", "bf16")][0] if have else None
+        peer = None
+        if have:
+            peer = best[("llama.cpp", "q4_0")][0] + best[("llama.cpp", "q6_k")][0] + best[("sluice", "bf16")][0]
         print(f"| {cpu} | {cell('sluice', 'q4_0')} | {cell('llama.cpp', 'q4_0')} | {cell('sluice', 'q6_k')} | "
-              f"{cell('llama.cpp', 'q6_k')} | {ours:.1f} | {f'{peer:.1f}' if peer else 'n/a'} |")
+              f"{cell('llama.cpp', 'q6_k')} | {ours:.1f} | {wide:.1f} | {f'{peer:.1f}' if peer else 'n/a'} |")
 
 
 def main(argv=None) -> int:
@@ -260,6 +283,8 @@ def main(argv=None) -> int:
     p.add_argument("--ghz", type=float, default=1.0)
     p.add_argument("--gbs", type=float, default=25.6)
     p.add_argument("--jobs", type=int, default=2)
+    p.add_argument("--mcpu-compile", action="store_true",
+                   help="compile once per CPU with its -mcpu instead of once per set with the set's -march")
     p.add_argument("--keep", type=pathlib.Path, help="keep the probes, assembly and cut loops in this folder")
     return run(p.parse_args(argv))
 
