@@ -6,8 +6,8 @@ For each kernel set (neon, dotprod, i8mm) a probe TU includes that set's file
 (src/kernels/cpu/arm64/kernels_<set>.cpp) and adds one flattened function per kernel
 (decode tiles: one activation row, a whole 16-row group). It is compiled to assembly with
 clang-14 for aarch64 with the set's -march flags (the ones src/kernels/CMakeLists.txt gives the
-product build). The innermost loop that holds the kernel's multiplies is cut out by its labels and
-fed to llvm-mca-14 for each -mcpu. MACs per iteration are counted from the multiply instructions
+product build; with --mcpu-compile each CPU's -mcpu instead). The innermost loop that holds the
+kernel's multiplies is cut out by its labels and fed to llvm-mca-14 for each -mcpu. MACs per iteration are counted from the multiply instructions
 (SDOT .4s: 16, SMMLA: 32, SMULL/SMULL2 .8h: 8, FMLA .4s: 4), so the same rule prices the peer:
 llama.cpp's repacked Q4_0 GEMV functions, compiled the same way from the sdist of
 llama-cpp-python 0.3.36 given with --llama (nothing of it is kept).
