@@ -7,9 +7,9 @@ For each kernel set (neon, dotprod, i8mm) a probe TU includes that set's file
 (decode tiles: one activation row, a whole 16-row group). It is compiled to assembly with
 clang-14 for aarch64 with the set's -march flags (the ones src/kernels/CMakeLists.txt gives the
 product build; with --mcpu-compile each CPU's -mcpu instead). The innermost loop that holds the
-kernel's multiplies is cut out by its labels and fed to llvm-mca-14 for each -mcpu. MACs per iteration are counted from the multiply instructions
-(SDOT .4s: 16, SMMLA: 32, SMULL/SMULL2 .8h: 8, FMLA .4s: 4), so the same rule prices the peer:
-llama.cpp's repacked Q4_0 GEMV functions, compiled the same way from the sdist of
+kernel's multiplies is cut out by its labels and fed to llvm-mca-14 for each -mcpu. MACs per
+iteration are counted from the multiply instructions (SDOT .4s: 16, SMMLA: 32, SMULL/SMULL2 .8h:
+8, FMLA .4s: 4), so the same rule prices the peer: llama.cpp's repacked Q4_0 and Q6_K GEMVs, compiled the same way from the sdist of
 llama-cpp-python 0.3.36 given with --llama (nothing of it is kept).
 
 The floor per token: MACs per token of each weight class (the E2B shapes of
@@ -22,6 +22,7 @@ import argparse
 import concurrent.futures
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -170,6 +171,9 @@ def weight_classes():
 
 
 def run(args) -> int:
+    missing = [t for t in (CLANG, MCA) if shutil.which(t) is None]
+    if missing:
+        raise SystemExit(f"arm_cost_model: {', '.join(missing)} not found (Debian: apt-get install clang-14 llvm-14)")
     if args.keep:
         args.keep.mkdir(parents=True, exist_ok=True)
         return measure(args, args.keep)
