@@ -9,7 +9,8 @@ clang-14 for aarch64 with the set's -march flags (the ones src/kernels/CMakeList
 product build; with --mcpu-compile each CPU's -mcpu instead). The innermost loop that holds the
 kernel's multiplies is cut out by its labels and fed to llvm-mca-14 for each -mcpu. MACs per
 iteration are counted from the multiply instructions (SDOT .4s: 16, SMMLA: 32, SMULL/SMULL2 .8h:
-8, FMLA .4s: 4), so the same rule prices the peer: llama.cpp's repacked Q4_0 and Q6_K GEMVs, compiled the same way from the sdist of
+8, FMLA .4s: 4), so the same rule prices the peer: llama.cpp's repacked Q4_0 and Q6_K GEMVs,
+compiled the same way from the sdist of
 llama-cpp-python 0.3.36 given with --llama (nothing of it is kept).
 
 The floor per token: MACs per token of each weight class (the E2B shapes of
