@@ -117,7 +117,7 @@ CommandFn add_serve_command(CLI::App& app) {
   cmd->add_option("--max-connections", a->http.max_connections, "open connections; more are answered 503 and closed")
       ->capture_default_str()->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-body", a->max_body, "largest request body (e.g. 8M; more is 413)")->capture_default_str();
-  cmd->add_option("--shutdown-timeout", a->http.shutdown_timeout_s, "seconds SIGTERM waits for open streams before closing them")
+  cmd->add_option("--shutdown-timeout", a->http.shutdown_timeout_s, "seconds SIGTERM waits for streams before closing them")
       ->capture_default_str()->check(CLI::Range(0, 3600));
   cmd->add_option("--http-threads", a->http.io_threads, "threads serving connections (I/O)")
       ->capture_default_str()->check(CLI::Range(1, 64));

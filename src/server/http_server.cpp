@@ -90,7 +90,8 @@ bool key_matches(std::string_view header, const std::string& key) {
   constexpr std::string_view kBearer = "Bearer ";
   if (header.size() != kBearer.size() + key.size() || header.substr(0, kBearer.size()) != kBearer) return false;
   unsigned diff = 0;
-  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(header[kBearer.size() + i]) ^ static_cast<unsigned char>(key[i]);
+  for (size_t i = 0; i < key.size(); ++i)
+    diff |= static_cast<unsigned char>(header[kBearer.size() + i]) ^ static_cast<unsigned char>(key[i]);
   return diff == 0;
 }
 
@@ -197,7 +198,8 @@ struct HttpServer::Impl {
   void forget(const Conn* c);
   template <class Fn>
   void each_conn(Fn&& fn);
-  Reply call(const RouteMatch& m, const std::string& body);
+  Reply call(const RouteMatch& m, const std::string& body);   // never throws
+  Reply route(const RouteMatch& m, const std::string& body);
 
   OpenAiService& svc;
   Metrics& metrics;
@@ -307,17 +309,24 @@ void Conn::read_header() {
 
 void Conn::fail_read(const error_code& ec) {
   const bool started = parser_ && parser_->got_some();
+  const char* endpoint = "unmatched";
+  if (started && parser_->is_header_done()) {
+    const std::string_view target = sv(parser_->get().target());
+    endpoint = match_route(target.substr(0, target.find('?'))).endpoint;
+  }
   if (timed_out_ && !sock_closed_)
     return reject(408, "the request did not arrive within " + std::to_string(srv_.opt.request_timeout_s) + " s",
-                  "unmatched", false);
-  if (sock_closed_ || ec == net::error::operation_aborted || ec == http::error::end_of_stream || !started) return close();
+                  endpoint, false);
+  if (sock_closed_ || !started || ec == net::error::operation_aborted || ec == http::error::end_of_stream)
+    return close();
   if (ec == http::error::header_limit)
     return reject(431, "the request line and headers exceed " + std::to_string(srv_.opt.max_header_bytes) + " bytes",
-                  "unmatched", false);
+                  endpoint, false);
   if (ec == http::error::body_limit)
-    return reject(413, "the request body exceeds " + std::to_string(srv_.opt.max_body_bytes) + " bytes", "unmatched", false);
+    return reject(413, "the request body is too large (more than " + std::to_string(srv_.opt.max_body_bytes) + " B)",
+                  endpoint, false);
   if (ec == http::error::partial_message || ec == net::error::eof || ec == net::error::connection_reset) return close();
-  reject(400, "malformed HTTP request: " + ec.message(), "unmatched", false);
+  reject(400, "malformed HTTP request: " + ec.message(), endpoint, false);
 }
 
 void Conn::on_header(const error_code&) {
@@ -329,11 +338,13 @@ void Conn::on_header(const error_code&) {
   if (std::distance(req.begin(), req.end()) > srv_.opt.max_headers)
     return reject(431, "more than " + std::to_string(srv_.opt.max_headers) + " header fields", m.endpoint, false);
   if (m.route == Route::kNone)
-    return reject(404, "no route for " + std::string(sv(req.method_string())) + " " + std::string(target), m.endpoint, clean);
+    return reject(404, "no route for " + std::string(sv(req.method_string())) + " " + std::string(target), m.endpoint,
+                  clean);
   if (!method_allowed(m, req.method())) {
     srv_.metrics.count_request(m.endpoint, 405);
-    Reply r = OpenAiService::error_reply(405, std::string(sv(req.method_string())) + " is not allowed on " + m.endpoint +
-                                                  " (allowed: " + m.allow + ")");
+    const std::string method(sv(req.method_string()));
+    Reply r = OpenAiService::error_reply(405, method + " is not allowed on " + m.endpoint + " (allowed: " + m.allow +
+                                                  ")");
     r.headers.emplace_back("Allow", m.allow);
     return respond(std::move(r), Exchange{req.version(), clean && req.keep_alive(), false});
   }
@@ -349,7 +360,8 @@ void Conn::on_header(const error_code&) {
 
 void Conn::reject(int status, const std::string& message, const char* endpoint, bool keep_alive) {
   srv_.metrics.count_request(endpoint, status);
-  const std::string type = status == 401 ? "authentication_error" : status >= 500 ? "server_error" : "invalid_request_error";
+  std::string type = status >= 500 ? "server_error" : "invalid_request_error";
+  if (status == 401) type = "authentication_error";
   Exchange x;
   if (parser_ && parser_->is_header_done()) x.version = parser_->get().version();
   x.keep_alive = keep_alive && parser_ && parser_->get().keep_alive();
@@ -378,7 +390,13 @@ void Conn::respond(Reply r, const Exchange& x) {
   const bool chunked = x.version >= 11 && x.keep_alive;
   push(head_bytes(r, x, chunked ? Framing::kChunked : Framing::kClose, 0), false);
   if (!x.head) {
-    r.stream([&](std::string_view b) { return push(chunked ? chunk(b) : std::string(b), true); });
+    bool ok = true;
+    try {
+      r.stream([&](std::string_view b) { return push(chunked ? chunk(b) : std::string(b), true); });
+    } catch (const std::exception&) {
+      ok = false;   // the status line is out: the only way left to say so is an unfinished body
+    }
+    if (!ok) return on_strand([](Conn& c) { c.close(); });
     if (chunked) push("0\r\n\r\n", false);
   }
   on_strand([chunked](Conn& c) { c.finish(chunked); });
@@ -452,7 +470,8 @@ void Conn::drain(size_t drained) {
 
 void Conn::refuse() {
   phase_ = Phase::kBusy;
-  respond(OpenAiService::error_reply(503, "too many connections; try again later", "server_error"), Exchange{11, false, false});
+  respond(OpenAiService::error_reply(503, "too many connections; try again later", "server_error"),
+          Exchange{11, false, false});
 }
 
 void Conn::soft_stop() {
@@ -480,6 +499,15 @@ void Conn::close() {
 // ---- the server (methods) -----------------------------------------------------------------
 
 Reply HttpServer::Impl::call(const RouteMatch& m, const std::string& body) {
+  try {
+    return route(m, body);
+  } catch (const std::exception& e) {
+    metrics.count_request(m.endpoint, 500);
+    return OpenAiService::error_reply(500, std::string("internal error: ") + e.what(), "server_error");
+  }
+}
+
+Reply HttpServer::Impl::route(const RouteMatch& m, const std::string& body) {
   Reply r;
   switch (m.route) {
     case Route::kCompletions: return svc.completions(body);       // the service counts these two
@@ -518,7 +546,8 @@ void HttpServer::Impl::each_conn(Fn&& fn) {
 }
 
 void HttpServer::Impl::accept() {
-  acceptor.async_accept(net::make_strand(ioc), [this](const error_code& ec, tcp::socket sock) { on_accept(ec, std::move(sock)); });
+  acceptor.async_accept(net::make_strand(ioc),
+                        [this](const error_code& ec, tcp::socket sock) { on_accept(ec, std::move(sock)); });
 }
 
 void HttpServer::Impl::on_accept(const error_code& ec, tcp::socket sock) {
