@@ -14,7 +14,7 @@ FUZZ_SECONDS ?= 60
 
 APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev \
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
-  libcli11-dev libcpp-httplib-dev libxxhash-dev
+  libcli11-dev libboost-dev libxxhash-dev
 
 .PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden fixtures clean \
   e2b-model bench-venv bench
@@ -78,10 +78,11 @@ build-asan:
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-asan -j $(JOBS)
 
-# The tiny-model server tests (API + soak) against the ASan build: every server they start
-# must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
+# The tiny-model server tests (API, soak, hostile clients) against the ASan build: every server
+# they start must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
 test-server-asan: build-asan venv fixtures
-	SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py
+	SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 $(VENV)/bin/pytest -q tests/python/test_server_api.py \
+	  tests/python/test_server_soak.py tests/python/test_server_hostile.py
 
 # libFuzzer on the GGUF reader for FUZZ_SECONDS, seeded with the malformed corpus.
 fuzz:
