@@ -204,7 +204,7 @@ struct HttpServer::Impl {
   OpenAiService& svc;
   Metrics& metrics;
   HttpOptions opt;
-  net::io_context ioc;   // declared first: destroyed last, after every object using it
+  net::io_context ioc;   // declared before every object using it: destroyed after them
   tcp::acceptor acceptor{ioc};
   net::steady_timer retry_timer{ioc}, stop_timer{ioc};
   std::atomic<bool> stopping{false};
@@ -240,8 +240,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
   void next_request();
   void read_header();
-  void on_header(const error_code& ec);
-  void on_body(const error_code& ec);
+  void on_header();
   void fail_read(const error_code& ec);
   void reject(int status, const std::string& message, const char* endpoint, bool keep_alive);
   void dispatch(const RouteMatch& m);
@@ -303,7 +302,7 @@ void Conn::read_header() {
   });
   http::async_read_header(socket_, buf_, *parser_, [self = shared_from_this()](const error_code& ec, size_t) {
     if (ec) return self->fail_read(ec);
-    self->on_header(ec);
+    self->on_header();
   });
 }
 
@@ -329,7 +328,7 @@ void Conn::fail_read(const error_code& ec) {
   reject(400, "malformed HTTP request: " + ec.message(), endpoint, false);
 }
 
-void Conn::on_header(const error_code&) {
+void Conn::on_header() {
   const auto& req = parser_->get();
   const std::string_view target = sv(req.target());
   const RouteMatch m = match_route(target.substr(0, target.find('?')));

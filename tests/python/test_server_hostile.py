@@ -248,7 +248,11 @@ def test_d14_streams_to_http10_or_connection_close_are_close_delimited(server, v
         got_version, status, headers, data = Reader(s).response()   # read to the close
     assert status == 200 and got_version == version
     assert "transfer-encoding" not in headers and "content-length" not in headers
-    assert data.endswith(b"data: [DONE]\n\n") and data.startswith(b"data: {")
+    assert data.endswith(b"data: [DONE]\n\n")
+    # Nothing but SSE lines: events and keep-alive comments, no chunk sizes.
+    lines = [l for l in data.split(b"\n") if l]
+    assert all(l.startswith(b"data: ") or l.startswith(b":") for l in lines), data[:300]
+    assert any(l.startswith(b"data: {") for l in lines)
 
 
 def test_d17_request_counter_covers_every_answer(server):
@@ -275,6 +279,22 @@ def test_keep_alive_serves_several_requests_on_one_connection(server):
             s.sendall(request("POST", "/tokenize", b'{"content": "a b c"}', headers=AUTH))
             _, status, headers, body = r.response()
             assert status == 200 and headers.get("connection") != "close"
+
+
+def test_expect_100_continue_and_head(server):
+    body = b'{"content": "hi"}'
+    with connect(server) as s:
+        s.sendall(f"POST /tokenize HTTP/1.1\r\nHost: x\r\n{AUTH}Expect: 100-continue\r\n"
+                  f"Content-Length: {len(body)}\r\n\r\n".encode())
+        r = Reader(s)
+        assert r._until(b"\r\n\r\n").startswith(b"HTTP/1.1 100 ")
+        s.sendall(body)
+        assert r.response()[1] == 200
+        s.sendall(b"HEAD /health HTTP/1.1\r\nHost: x\r\n\r\n")
+        head = r._until(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 ") and b"Content-Length: 15" in head
+        s.sendall(request("GET", "/health"))   # no body came with the HEAD answer: the next one parses
+        assert r.response()[3] == b'{"status":"ok"}'
 
 
 def test_connection_cap_refuses_with_503(sluice_bin):
