@@ -7,7 +7,8 @@ the server's RssAnon growth and the normal load's failures in five windows:
   idle-1000         1,000 connections open that send nothing
   slowloris-200     200 connections trickling one header line a second
   upload-100MB      one unauthenticated client uploading 100 MB (Content-Length), again and again
-  chunked-100MB     the same as a chunked body (the server reads up to --max-body, then 413)
+  chunked-100MB     the same as a chunked body with the API key (the server reads the body up
+                    to --max-body, 8 MiB, then answers 413)
 
 The server runs with --keep-alive and --timeout longer than a window, so the idle and
 trickling connections really stay open throughout (with the defaults they would be closed
@@ -39,7 +40,8 @@ def rss_anon_kib(pid):
 
 def start_server(args):
     log = open(f"/tmp/hostile-bench-{os.getpid()}.log", "w+")
-    cmd = [args.sluice, "serve", "-m", args.model, "--port", "0", "-P", "4", "--max-queue", "8", "--api-key", KEY,
+    cmd = [args.sluice, "serve", "-m", args.model, "--port", "0", "-P", "4", "--max-queue", "8",
+           "--api-key", KEY, "--alias", "bench",
            "--keep-alive", str(args.window * 6), "--timeout", str(args.window * 6), "-c", "1024"]
     proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     for _ in range(1200):
@@ -67,11 +69,12 @@ class NormalLoad:
         self.threads = [threading.Thread(target=self.loop, args=(i,)) for i in range(streams)]
 
     def one(self, i):
-        body = json.dumps({"model": "x", "prompt": f"Stream {i}: the river", "max_tokens": self.max_tokens,
+        body = json.dumps({"model": "bench", "prompt": f"Stream {i}: the river", "max_tokens": self.max_tokens,
                            "stream": True, "ignore_eos": True, "temperature": 0})
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
         try:
-            c.request("POST", "/v1/completions", body, {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"})
+            headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+            c.request("POST", "/v1/completions", body, headers)
             r = c.getresponse()
             data = r.read()
             if r.status != 200 or not data.endswith(b"data: [DONE]\n\n"):
@@ -89,7 +92,8 @@ class NormalLoad:
             except Exception as e:   # noqa: BLE001 - every failure counts, whatever it is
                 with self.lock:
                     self.failed += 1
-                    self.errors.append(repr(e))
+                    if len(self.errors) < 20:
+                        self.errors.append(repr(e))
             n += 1
 
     def counts(self):
@@ -153,6 +157,8 @@ def slowloris(port, n=200):
 
 
 def upload(port, chunked, total=100 << 20):
+    """Content-Length: unauthenticated (413 from the headers). Chunked: with the key, so the
+    server reads the body up to --max-body before its 413."""
     stop = threading.Event()
     stats = {"uploads": 0, "bytes": 0, "statuses": {}}
     block = b"x" * (1 << 16)
@@ -160,7 +166,9 @@ def upload(port, chunked, total=100 << 20):
     def one():
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         try:
-            framing = "Transfer-Encoding: chunked" if chunked else f"Content-Length: {total}"
+            framing = f"Content-Length: {total}"
+            if chunked:
+                framing = f"Authorization: Bearer {KEY}\r\nTransfer-Encoding: chunked"
             s.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\n{framing}\r\n\r\n".encode())
             piece = (b"10000\r\n" + block + b"\r\n") if chunked else block
             sent = 0
@@ -215,7 +223,8 @@ def window(name, port, pid, load, seconds, start=None):
     sampler.join()
     ok1, failed1 = load.counts()
     r = {"window": name, "health_p50_ms": round(pct(lat, 50), 2), "health_p99_ms": round(pct(lat, 99), 2),
-         "health_max_ms": round(max(lat), 2), "probes": len(lat), "rss_anon_growth_mib": round((peak[0] - rss0) / 1024, 1),
+         "health_max_ms": round(max(lat), 2), "probes": len(lat),
+         "rss_anon_growth_mib": round((peak[0] - rss0) / 1024, 1),
          "normal_ok": ok1 - ok0, "normal_failed": failed1 - failed0}
     if isinstance(extra, dict):
         r["upload"] = {"uploads": extra["uploads"], "mib_sent": round(extra["bytes"] / 2**20),
