@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -222,7 +223,8 @@ namespace {
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
   Conn(tcp::socket s, HttpServer::Impl& srv)
-      : socket_(std::move(s)), read_timer_(socket_.get_executor()), write_timer_(socket_.get_executor()), srv_(srv) {}
+      : socket_(std::move(s)), read_timer_{net::steady_timer(socket_.get_executor())},
+        write_timer_{net::steady_timer(socket_.get_executor())}, srv_(srv) {}
 
   void start() { next_request(); }
   void refuse();
@@ -236,6 +238,16 @@ class Conn : public std::enable_shared_from_this<Conn> {
 
  private:
   enum class Phase { kIdle, kReading, kBusy };
+  // A timer whose expiry is acted on only if it was not re-armed or cancelled since: an
+  // expiry already queued when the timer is cancelled must not fire.
+  struct Timer {
+    net::steady_timer t;
+    uint64_t armed = 0;
+    void cancel() {
+      ++armed;
+      t.cancel();
+    }
+  };
   using Parser = http::request_parser<http::string_body>;
 
   void next_request();
@@ -251,10 +263,10 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void after_flush();
   void linger_close();
   void drain(size_t drained);
-  void arm(net::steady_timer& t, int seconds, void (*fn)(Conn&));
+  void arm(Timer& t, int seconds, void (*fn)(Conn&));
 
   tcp::socket socket_;
-  net::steady_timer read_timer_, write_timer_;
+  Timer read_timer_, write_timer_;
   HttpServer::Impl& srv_;
   boost::beast::flat_buffer buf_;
   std::optional<Parser> parser_;
@@ -270,10 +282,11 @@ class Conn : public std::enable_shared_from_this<Conn> {
   bool writing_ = false, closed_ = false;
 };
 
-void Conn::arm(net::steady_timer& t, int seconds, void (*fn)(Conn&)) {
-  t.expires_after(std::chrono::seconds(seconds));
-  t.async_wait([self = shared_from_this(), fn](const error_code& ec) {
-    if (!ec) fn(*self);
+void Conn::arm(Timer& t, int seconds, void (*fn)(Conn&)) {
+  const uint64_t id = ++t.armed;
+  t.t.expires_after(std::chrono::seconds(seconds));
+  t.t.async_wait([self = shared_from_this(), fn, &t, id](const error_code& ec) {
+    if (!ec && t.armed == id) fn(*self);
   });
 }
 
