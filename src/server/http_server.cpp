@@ -404,7 +404,10 @@ void Conn::respond(Reply r, const Exchange& x) {
   if (!x.head) {
     bool ok = true;
     try {
-      r.stream([&](std::string_view b) { return push(chunked ? chunk(b) : std::string(b), true); });
+      r.stream([&](std::string_view b) {
+        if (b.empty()) return push({}, false);   // an empty chunk would end a chunked body
+        return push(chunked ? chunk(b) : std::string(b), true);
+      });
     } catch (const std::exception&) {
       ok = false;   // the status line is out: the only way left to say so is an unfinished body
     }
@@ -418,6 +421,7 @@ bool Conn::push(std::string bytes, bool wait_for_room) {
   std::unique_lock<std::mutex> lk(mu_);
   if (wait_for_room) room_.wait(lk, [&] { return closed_ || pending_.size() < srv_.opt.stream_buffer_bytes; });
   if (closed_) return false;
+  if (bytes.empty()) return true;
   pending_ += bytes;
   if (!writing_) {
     writing_ = true;
