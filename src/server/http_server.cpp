@@ -1,12 +1,12 @@
 #include "server/http_server.h"
 
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <sstream>
@@ -274,7 +274,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   bool timed_out_ = false, sock_closed_ = false;
   enum class Then { kNothing, kRead, kClose } then_ = Then::kNothing;
   std::string inflight_;
-  std::array<char, 4096> drain_{};
+  std::unique_ptr<char[]> drain_;   // only while lingering: idle connections stay small
 
   std::mutex mu_;
   std::condition_variable room_;
@@ -478,7 +478,9 @@ void Conn::linger_close() {
 
 void Conn::drain(size_t drained) {
   constexpr size_t kMaxDrain = 4u << 20;
-  socket_.async_read_some(net::buffer(drain_), [self = shared_from_this(), drained](const error_code& ec, size_t n) {
+  constexpr size_t kDrainBuffer = 4096;
+  if (!drain_) drain_ = std::make_unique<char[]>(kDrainBuffer);
+  socket_.async_read_some(net::buffer(drain_.get(), kDrainBuffer), [self = shared_from_this(), drained](const error_code& ec, size_t n) {
     if (ec || drained + n > kMaxDrain) return self->close();
     self->drain(drained + n);
   });
