@@ -14,12 +14,13 @@ FUZZ_SECONDS ?= 60
 
 APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev \
   python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
-  libcli11-dev libcpp-httplib-dev libxxhash-dev clang-format-14 zlib1g-dev \
+  libcli11-dev libboost-dev libxxhash-dev clang-format-14 zlib1g-dev \
   libjs-marked node-dompurify libjs-highlight.js libjs-katex chromium chromium-driver
 # The aarch64 cross build and its test run (make test-arm64): Debian's cross compiler, qemu
-# user-mode emulation and the arm64 multiarch builds of the libraries the tests link.
+# user-mode emulation and the arm64 multiarch builds of the libraries the tests link. Boost is
+# used header-only, and its headers are the same for every architecture: libboost-dev serves both.
 APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 libgmock-dev:arm64 \
-  libcpp-httplib-dev:arm64 libxxhash-dev:arm64
+  libxxhash-dev:arm64
 ARM64_BUILD := $(BUILD)-arm64
 # Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sluice
@@ -117,12 +118,12 @@ build-asan:
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-asan -j $(JOBS)
 
-# The tiny-model server tests (API, soak, hostile-client defects) against the ASan build: every server they start
-# must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
+# The tiny-model server tests (API, soak, hostile-client defects, hostile clients) against the ASan
+# build: every server they start must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
 test-server-asan: build-asan venv fixtures
 	$(TIMED) test-server-asan env SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 \
 	  $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py \
-	  tests/python/test_server_defects.py
+	  tests/python/test_server_defects.py tests/python/test_server_hostile.py
 
 # libFuzzer on the GGUF reader for FUZZ_SECONDS, seeded with the malformed corpus.
 fuzz:

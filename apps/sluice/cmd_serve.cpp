@@ -1,9 +1,11 @@
 // `sluice serve -m FILE`: an OpenAI-compatible HTTP server (docs/serving.md).
-//   threads: main (HTTP accept loop) · HTTP workers (JSON, templates, tokenize, detokenize,
-//   stop strings, SSE) · one engine thread (schedule → forward → sample) · one signal thread
-//   (SIGTERM/SIGINT: stop the engine, then the HTTP server, then exit 0).
+//   threads: main + HTTP I/O threads (every connection: parsing, limits, /health, /metrics) ·
+//   HTTP workers (JSON, templates, tokenize, detokenize, stop strings, SSE) · one engine thread
+//   (schedule → forward → sample) · one signal thread (SIGTERM/SIGINT: stop the engine, then
+//   the HTTP server within --shutdown-timeout, then exit 0).
 #include <CLI/CLI.hpp>
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -36,28 +38,37 @@ struct ServeArgs {
   SessionOptions session;
   server::HttpOptions http;
   std::string alias, kv_memory;
+  std::string max_body = "8M";
   int parallel = 4, max_queue = 64, batch_tokens = 256, max_tokens = 0;
   bool no_prefix_cache = false;
 };
 
-// "1073741824", "512M", "2G", "800K" (binary units).
-uint64_t parse_bytes(const std::string& s) {
+// "1073741824", "512M", "2G", "800K" (binary units); `what` names the option in errors.
+uint64_t parse_bytes(const std::string& s, const char* what) {
   if (s.empty()) return 0;
   size_t used = 0;
   double v = 0;
   try {
     v = std::stod(s, &used);
   } catch (...) {
-    fail("--kv-memory '%s' is not a size (e.g. 512M, 2G)", s.c_str());
+    fail("%s '%s' is not a size (e.g. 512M, 2G)", what, s.c_str());
   }
   const std::string unit = s.substr(used);
   double mul = 1;
   if (unit == "K" || unit == "KiB" || unit == "k") mul = 1024.0;
   else if (unit == "M" || unit == "MiB" || unit == "m") mul = 1048576.0;
   else if (unit == "G" || unit == "GiB" || unit == "g") mul = 1073741824.0;
-  else if (!unit.empty()) fail("--kv-memory '%s': unknown unit '%s' (K, M or G)", s.c_str(), unit.c_str());
-  if (!(v > 0)) fail("--kv-memory must be positive");
+  else if (!unit.empty()) fail("%s '%s': unknown unit '%s' (K, M or G)", what, s.c_str(), unit.c_str());
+  if (!(v > 0) || v * mul > 1e18) fail("%s must be positive and below 2^60", what);
   return static_cast<uint64_t>(v * mul);
+}
+
+// Every connection is a descriptor: allow as many as the hard limit does.
+void raise_fd_limit() {
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= r.rlim_max) return;
+  r.rlim_cur = r.rlim_max;
+  if (setrlimit(RLIMIT_NOFILE, &r) != 0) std::fprintf(stderr, "sluice serve: could not raise the open-file limit\n");
 }
 
 }  // namespace
@@ -90,7 +101,8 @@ CommandFn add_serve_command(CLI::App& app) {
   add_session_options(cmd, a->session);
   cmd->add_option("--host", a->http.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "port (0: any free port, printed at start)")->capture_default_str();
-  cmd->add_option("--api-key", a->http.api_key, "require 'Authorization: Bearer KEY' (not for /health, /metrics)");
+  cmd->add_option("--api-key", a->http.api_key,
+                  "require 'Authorization: Bearer KEY' (not for /health, /metrics, the chat page)");
   cmd->add_option("--alias", a->alias, "model name clients use (default: general.name)");
   cmd->add_option("-P,--parallel", a->parallel, "sequences decoded together")->capture_default_str();
   cmd->add_option("--max-queue", a->max_queue, "requests waiting beyond --parallel; more get 429")->capture_default_str();
@@ -99,7 +111,17 @@ CommandFn add_serve_command(CLI::App& app) {
   cmd->add_option("--max-tokens", a->max_tokens, "cap on generated tokens per request (0: up to the context end)")->capture_default_str();
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "recompute every prompt in full");
   cmd->add_flag("--no-ui", [a](int64_t) { a->http.ui = false; }, "do not serve the chat page at /");
-  cmd->add_option("--timeout", a->http.read_timeout_s, "seconds a client may stay silent while sending a request")->capture_default_str();
+  cmd->add_option("--timeout", a->http.request_timeout_s, "seconds a request's headers and body may take to arrive (else 408)")
+      ->capture_default_str()->check(CLI::Range(1, 86400));
+  cmd->add_option("--keep-alive", a->http.keep_alive_s, "seconds an idle keep-alive connection stays open")
+      ->capture_default_str()->check(CLI::Range(1, 86400));
+  cmd->add_option("--max-connections", a->http.max_connections, "open connections; more are answered 503 and closed")
+      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-body", a->max_body, "largest request body (e.g. 8M; more is 413)")->capture_default_str();
+  cmd->add_option("--shutdown-timeout", a->http.shutdown_timeout_s, "seconds SIGTERM waits for streams before closing them")
+      ->capture_default_str()->check(CLI::Range(0, 3600));
+  cmd->add_option("--http-threads", a->http.io_threads, "threads serving connections (I/O)")
+      ->capture_default_str()->check(CLI::Range(1, 64));
   return [a]() {
     // Signals go to the signal thread only: block them before any thread exists.
     sigset_t sigs;
@@ -129,7 +151,7 @@ CommandFn add_serve_command(CLI::App& app) {
     budget.parallel = a->parallel;
     budget.block_tokens = so.block_tokens;
     budget.chunk = a->batch_tokens;
-    budget.memory_bytes = parse_bytes(a->kv_memory);
+    budget.memory_bytes = parse_bytes(a->kv_memory, "--kv-memory");
     budget.type = parse_kv_type(so.kv_type);
     KvCache kv(spec.kv_groups, so.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, budget), budget.type);
 
@@ -145,8 +167,10 @@ CommandFn add_serve_command(CLI::App& app) {
     server::Metrics metrics;
     server::OpenAiService service(engine, mctx, metrics);
     server::HttpOptions ho = a->http;
-    ho.n_threads = a->parallel + a->max_queue + 8;   // every stream the engine may hold, plus room for probes
-    server::HttpServer http(service, ho);
+    ho.workers = a->parallel + a->max_queue + 4;   // every request the engine may hold, plus tokenize/detokenize
+    ho.max_body_bytes = parse_bytes(a->max_body, "--max-body");
+    raise_fd_limit();
+    server::HttpServer http(service, metrics, ho);
     if (!http.bind()) fail("cannot listen on %s:%d", ho.host.c_str(), ho.port);
 
     std::thread signals([&] {

@@ -1,8 +1,26 @@
 #include "server/http_server.h"
 
-#include <httplib.h>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
-#include "server/api_error.h"
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "server/metrics.h"
 #include "server/openai_service.h"
 #include "server/origin_guard.h"
 #include "server/props.h"
@@ -10,106 +28,659 @@
 
 namespace sluice::server {
 
+namespace net = boost::asio;
+namespace http = boost::beast::http;
+using tcp = net::ip::tcp;
+using boost::system::error_code;
+
 namespace {
 
-void send(const Reply& r, httplib::Response& res) {
-  res.status = r.status;
-  for (const auto& [k, v] : r.headers) res.set_header(k, v);
+// ---- routes -------------------------------------------------------------------------------
+
+enum class Route {
+  kNone, kCompletions, kChat, kModels, kModel, kTokenize, kDetokenize, kHealth, kMetrics, kProps, kPage
+};
+
+struct RouteMatch {
+  Route route = Route::kNone;
+  const char* endpoint = "unmatched";   // the metrics label: a fixed set, never the client's path
+  const char* allow = "";               // the methods the path answers
+  bool blocking = false;                // runs on a worker
+  bool open = false;                    // answered without the API key
+  std::string arg;                      // /v1/models/{arg}, the page's file path
+};
+
+// `ui`: the chat page's paths ("/", "/favicon.ico", "/ui/...") are routes (else 404).
+RouteMatch match_route(std::string_view path, bool ui) {
+  struct Entry {
+    std::string_view path;
+    Route route;
+    const char* allow;
+    bool blocking, open;
+  };
+  static constexpr Entry kTable[] = {
+      {"/v1/completions", Route::kCompletions, "POST", true, false},
+      {"/v1/chat/completions", Route::kChat, "POST", true, false},
+      {"/v1/models", Route::kModels, "GET, HEAD", false, false},
+      {"/tokenize", Route::kTokenize, "POST", true, false},
+      {"/detokenize", Route::kDetokenize, "POST", true, false},
+      {"/health", Route::kHealth, "GET, HEAD", false, true},
+      {"/metrics", Route::kMetrics, "GET, HEAD", false, true},
+      {"/props", Route::kProps, "GET, HEAD", false, false},
+  };
+  RouteMatch m;
+  for (const Entry& e : kTable)
+    if (path == e.path) {
+      m.route = e.route;
+      m.endpoint = e.path.data();
+      m.allow = e.allow;
+      m.blocking = e.blocking;
+      m.open = e.open;
+      return m;
+    }
+  constexpr std::string_view kModelPrefix = "/v1/models/";
+  if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix) {
+    m.route = Route::kModel;
+    m.endpoint = "/v1/models/{id}";
+    m.allow = "GET, HEAD";
+    m.arg = std::string(path.substr(kModelPrefix.size()));
+  }
+  if (ui && UiAssets::is_page_path(path)) {
+    m.route = Route::kPage;
+    m.endpoint = "/ui";   // one label for every page file: the path is the client's
+    m.allow = "GET, HEAD";
+    m.open = true;
+    m.arg = std::string(path);
+  }
+  return m;
+}
+
+bool method_allowed(const RouteMatch& m, http::verb v) {
+  if (std::string_view(m.allow) == "POST") return v == http::verb::post;
+  return v == http::verb::get || v == http::verb::head;
+}
+
+// The bearer key compared in time independent of where the first difference is.
+bool key_matches(std::string_view header, const std::string& key) {
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.size() != kBearer.size() + key.size() || header.substr(0, kBearer.size()) != kBearer) return false;
+  unsigned diff = 0;
+  for (size_t i = 0; i < key.size(); ++i)
+    diff |= static_cast<unsigned char>(header[kBearer.size() + i]) ^ static_cast<unsigned char>(key[i]);
+  return diff == 0;
+}
+
+std::string_view sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
+
+// ---- response bytes -----------------------------------------------------------------------
+
+enum class Framing { kLength, kChunked, kClose };
+
+struct Exchange {
+  unsigned version = 11;   // 10 or 11, as the request said
+  bool keep_alive = true;
+  bool head = false;       // HEAD: headers only
+};
+
+std::string head_bytes(const Reply& r, const Exchange& x, Framing f, size_t body_size) {
+  http::response<http::empty_body> res{static_cast<http::status>(r.status), x.version};
+  res.set(http::field::server, "sluice");
+  res.set(http::field::content_type, r.content_type);
+  for (const auto& [k, v] : r.headers) res.set(k, v);
+  if (f == Framing::kLength && r.status != 304) res.content_length(body_size);   // a 304 has no body
+  if (f == Framing::kChunked) res.chunked(true);
+  if (r.stream) res.set(http::field::cache_control, "no-cache");
+  res.keep_alive(x.keep_alive && f != Framing::kClose);
+  std::ostringstream o;
+  o << res.base();
+  return o.str();
+}
+
+std::string chunk(std::string_view bytes) {
+  char size[24];
+  const int n = std::snprintf(size, sizeof size, "%zx\r\n", bytes.size());
+  std::string out;
+  out.reserve(bytes.size() + static_cast<size_t>(n) + 2);
+  out.append(size, static_cast<size_t>(n)).append(bytes).append("\r\n");
+  return out;
+}
+
+// ---- the worker pool ----------------------------------------------------------------------
+
+class WorkerPool {
+ public:
+  explicit WorkerPool(int n) {
+    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { loop(); });
+  }
+  ~WorkerPool() { stop(); }
+
+  void submit(std::function<void()> task) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      tasks_.push_back(std::move(task));
+    }
+    cv_.notify_one();
+  }
+
+  // Tasks not started yet are dropped (their connections are closed by then); running ones finish.
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+      tasks_.clear();
+    }
+    cv_.notify_all();
+    for (auto& t : threads_)
+      if (t.joinable()) t.join();
+  }
+
+ private:
+  void loop() {
+    for (;;) {
+      std::function<void()> task;
+      {
+        std::unique_lock<std::mutex> lk(mu_);
+        cv_.wait(lk, [&] { return stop_ || !tasks_.empty(); });
+        if (stop_) return;
+        task = std::move(tasks_.front());
+        tasks_.pop_front();
+      }
+      task();
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> tasks_;
+  std::vector<std::thread> threads_;
+  bool stop_ = false;
+};
+
+class Conn;
+
+}  // namespace
+
+// ---- the server ---------------------------------------------------------------------------
+
+struct HttpServer::Impl {
+  Impl(OpenAiService& s, Metrics& m, const HttpOptions& o) : svc(s), metrics(m), opt(o), pool(o.workers) {
+    if (o.ui) ui.emplace();
+  }
+
+  void accept();
+  void on_accept(const error_code& ec, tcp::socket sock);
+  void begin_stop();
+  void poll_stop(std::chrono::steady_clock::time_point deadline);
+  void add(const std::shared_ptr<Conn>& c);
+  void forget(const Conn* c);
+  template <class Fn>
+  void each_conn(Fn&& fn);
+  Reply call(const RouteMatch& m, const http::request<http::string_body>& req);   // never throws
+  Reply route(const RouteMatch& m, const http::request<http::string_body>& req);
+
+  OpenAiService& svc;
+  Metrics& metrics;
+  HttpOptions opt;
+  net::io_context ioc;   // declared before every object using it: destroyed after them
+  tcp::acceptor acceptor{ioc};
+  net::steady_timer retry_timer{ioc}, stop_timer{ioc};
+  std::atomic<bool> stopping{false};
+  std::mutex conns_mu;
+  std::unordered_map<const Conn*, std::weak_ptr<Conn>> conns;
+  WorkerPool pool;
+  std::optional<UiAssets> ui;   // the chat page's files; empty with --no-ui
+  int port = -1;
+};
+
+namespace {
+
+// One connection. Reading, timers and socket writes run on its strand; a worker running a
+// handler hands its bytes over through `pending_` (the only state shared with workers, under
+// `mu_`), waiting while more than stream_buffer_bytes are unsent.
+class Conn : public std::enable_shared_from_this<Conn> {
+ public:
+  Conn(tcp::socket s, HttpServer::Impl& srv)
+      : socket_(std::move(s)), read_timer_{net::steady_timer(socket_.get_executor())},
+        write_timer_{net::steady_timer(socket_.get_executor())}, srv_(srv) {}
+
+  void start() { next_request(); }
+  void refuse();
+  void soft_stop();   // on the strand: close unless a handler is at work
+  void close();       // on the strand
+
+  template <class Fn>
+  void on_strand(Fn&& fn) {
+    net::post(socket_.get_executor(), [self = shared_from_this(), fn = std::forward<Fn>(fn)]() mutable { fn(*self); });
+  }
+
+ private:
+  enum class Phase { kIdle, kReading, kBusy };
+  // A timer whose expiry is acted on only if it was not re-armed or cancelled since: an
+  // expiry already queued when the timer is cancelled must not fire.
+  struct Timer {
+    net::steady_timer t;
+    uint64_t armed = 0;
+    void cancel() {
+      ++armed;
+      t.cancel();
+    }
+  };
+  using Parser = http::request_parser<http::string_body>;
+
+  void next_request();
+  void read_header();
+  void on_header();
+  void fail_read(const error_code& ec);
+  void reject(int status, const std::string& message, const char* endpoint, bool keep_alive);
+  void dispatch(const RouteMatch& m);
+  void respond(Reply r, const Exchange& x);   // any thread; may block while a stream runs
+  bool push(std::string bytes, bool wait_for_room);
+  void write_some();
+  void finish(bool keep_alive);
+  void after_flush();
+  void linger_close();
+  void drain(size_t drained);
+  void arm(Timer& t, int seconds, void (*fn)(Conn&));
+
+  tcp::socket socket_;
+  Timer read_timer_, write_timer_;
+  HttpServer::Impl& srv_;
+  boost::beast::flat_buffer buf_;
+  std::optional<Parser> parser_;
+  Phase phase_ = Phase::kIdle;
+  bool timed_out_ = false, sock_closed_ = false;
+  enum class Then { kNothing, kRead, kClose } then_ = Then::kNothing;
+  std::string inflight_;
+  std::unique_ptr<char[]> drain_;   // only while lingering: idle connections stay small
+
+  std::mutex mu_;
+  std::condition_variable room_;
+  std::string pending_;
+  bool writing_ = false, closed_ = false;
+};
+
+void Conn::arm(Timer& t, int seconds, void (*fn)(Conn&)) {
+  const uint64_t id = ++t.armed;
+  t.t.expires_after(std::chrono::seconds(seconds));
+  t.t.async_wait([self = shared_from_this(), fn, &t, id](const error_code& ec) {
+    if (!ec && t.armed == id) fn(*self);
+  });
+}
+
+void Conn::next_request() {
+  phase_ = Phase::kIdle;
+  if (srv_.stopping || sock_closed_) return close();
+  if (buf_.size() > 0) return read_header();   // pipelined: the next request is here already
+  arm(read_timer_, srv_.opt.keep_alive_s, [](Conn& c) { c.close(); });
+  socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const error_code& ec) {
+    if (ec || self->sock_closed_) return self->close();
+    self->read_header();
+  });
+}
+
+void Conn::read_header() {
+  phase_ = Phase::kReading;
+  timed_out_ = false;
+  parser_.emplace();
+  parser_->header_limit(static_cast<std::uint32_t>(srv_.opt.max_header_bytes));
+  parser_->body_limit(srv_.opt.max_body_bytes);
+  // One deadline for headers and body together: trickling bytes do not extend it.
+  arm(read_timer_, srv_.opt.request_timeout_s, [](Conn& c) {
+    c.timed_out_ = true;
+    error_code ig;
+    c.socket_.cancel(ig);
+  });
+  http::async_read_header(socket_, buf_, *parser_, [self = shared_from_this()](const error_code& ec, size_t) {
+    if (ec) return self->fail_read(ec);
+    self->on_header();
+  });
+}
+
+void Conn::fail_read(const error_code& ec) {
+  const bool started = parser_ && parser_->got_some();
+  const char* endpoint = "unmatched";
+  if (started && parser_->is_header_done()) {
+    const std::string_view target = sv(parser_->get().target());
+    endpoint = match_route(target.substr(0, target.find('?')), srv_.opt.ui).endpoint;
+  }
+  if (timed_out_ && !sock_closed_)
+    return reject(408, "the request did not arrive within " + std::to_string(srv_.opt.request_timeout_s) + " s",
+                  endpoint, false);
+  if (sock_closed_ || !started || ec == net::error::operation_aborted || ec == http::error::end_of_stream)
+    return close();
+  if (ec == http::error::header_limit)
+    return reject(431, "the request line and headers exceed " + std::to_string(srv_.opt.max_header_bytes) + " bytes",
+                  endpoint, false);
+  if (ec == http::error::body_limit)
+    return reject(413, "the request body is too large (more than " + std::to_string(srv_.opt.max_body_bytes) + " B)",
+                  endpoint, false);
+  if (ec == http::error::partial_message || ec == net::error::eof || ec == net::error::connection_reset) return close();
+  reject(400, "malformed HTTP request: " + ec.message(), endpoint, false);
+}
+
+void Conn::on_header() {
+  const auto& req = parser_->get();
+  const std::string_view target = sv(req.target());
+  const RouteMatch m = match_route(target.substr(0, target.find('?')), srv_.opt.ui);
+  // A body not read yet means the connection cannot carry another request after an error.
+  const bool clean = parser_->is_done();
+  if (std::distance(req.begin(), req.end()) > srv_.opt.max_headers)
+    return reject(431, "more than " + std::to_string(srv_.opt.max_headers) + " header fields", m.endpoint, false);
+  // Before routing and the key: a foreign page learns nothing, not even which paths exist.
+  const std::string refused =
+      origin_refusal(sv(req[http::field::origin]), sv(req[http::field::host]), srv_.opt.host);
+  if (!refused.empty()) return reject(403, refused, m.endpoint, clean);
+  if (m.route == Route::kNone)
+    return reject(404, "no route for " + std::string(sv(req.method_string())) + " " + std::string(target), m.endpoint,
+                  clean);
+  if (!method_allowed(m, req.method())) {
+    srv_.metrics.count_request(m.endpoint, 405);
+    const std::string method(sv(req.method_string()));
+    const std::string on = m.route == Route::kPage ? m.arg : m.endpoint;   // the page's label is not its path
+    Reply r = OpenAiService::error_reply(405, method + " is not allowed on " + on + " (allowed: " + m.allow + ")");
+    r.headers.emplace_back("Allow", m.allow);
+    return respond(std::move(r), Exchange{req.version(), clean && req.keep_alive(), false});
+  }
+  if (!m.open && !srv_.opt.api_key.empty() && !key_matches(sv(req[http::field::authorization]), srv_.opt.api_key))
+    return reject(401, "missing or wrong API key (Authorization: Bearer ...)", m.endpoint, clean);
+  if (clean) return dispatch(m);
+  if (boost::beast::iequals(req[http::field::expect], "100-continue")) push("HTTP/1.1 100 Continue\r\n\r\n", false);
+  http::async_read(socket_, buf_, *parser_, [self = shared_from_this(), m](const error_code& ec, size_t) {
+    if (ec) return self->fail_read(ec);
+    self->dispatch(m);
+  });
+}
+
+void Conn::reject(int status, const std::string& message, const char* endpoint, bool keep_alive) {
+  srv_.metrics.count_request(endpoint, status);
+  std::string type = status >= 500 ? "server_error" : "invalid_request_error";
+  if (status == 401) type = "authentication_error";
+  if (status == 403) type = "permission_error";
+  Exchange x;
+  if (parser_ && parser_->is_header_done()) x.version = parser_->get().version();
+  x.keep_alive = keep_alive && parser_ && parser_->get().keep_alive();
+  respond(OpenAiService::error_reply(status, message, type), x);
+}
+
+void Conn::dispatch(const RouteMatch& m) {
+  phase_ = Phase::kBusy;
+  read_timer_.cancel();
+  auto req = std::make_shared<http::request<http::string_body>>(parser_->release());
+  parser_.reset();
+  const Exchange x{req->version(), req->keep_alive(), req->method() == http::verb::head};
+  if (!m.blocking) return respond(srv_.call(m, *req), x);
+  srv_.pool.submit([self = shared_from_this(), req, m, x] { self->respond(self->srv_.call(m, *req), x); });
+}
+
+void Conn::respond(Reply r, const Exchange& x) {
   if (!r.stream) {
-    res.set_content(r.body, r.content_type.c_str());
+    std::string bytes = head_bytes(r, x, Framing::kLength, r.body.size());
+    if (!x.head) bytes += r.body;
+    push(std::move(bytes), false);
+    on_strand([keep = x.keep_alive](Conn& c) { c.finish(keep); });
     return;
   }
-  res.set_header("Cache-Control", "no-cache");
-  auto stream = r.stream;
-  // One provider call writes the whole stream; `write` reports a vanished client.
-  res.set_chunked_content_provider(r.content_type, [stream](size_t, httplib::DataSink& sink) {
-    stream([&sink](std::string_view bytes) { return sink.write(bytes.data(), bytes.size()); });
-    sink.done();
-    return true;
+  // HTTP/1.0 clients and `Connection: close` get a stream delimited by the close itself.
+  const bool chunked = x.version >= 11 && x.keep_alive;
+  push(head_bytes(r, x, chunked ? Framing::kChunked : Framing::kClose, 0), false);
+  if (!x.head) {
+    bool ok = true;
+    try {
+      r.stream([&](std::string_view b) {
+        if (b.empty()) return push({}, false);   // an empty chunk would end a chunked body
+        return push(chunked ? chunk(b) : std::string(b), true);
+      });
+    } catch (const std::exception&) {
+      ok = false;   // the status line is out: the only way left to say so is an unfinished body
+    }
+    if (!ok) return on_strand([](Conn& c) { c.close(); });
+    if (chunked) push("0\r\n\r\n", false);
+  }
+  on_strand([chunked](Conn& c) { c.finish(chunked); });
+}
+
+bool Conn::push(std::string bytes, bool wait_for_room) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (wait_for_room) room_.wait(lk, [&] { return closed_ || pending_.size() < srv_.opt.stream_buffer_bytes; });
+  if (closed_) return false;
+  if (bytes.empty()) return true;
+  pending_ += bytes;
+  if (!writing_) {
+    writing_ = true;
+    lk.unlock();
+    on_strand([](Conn& c) { c.write_some(); });
+  }
+  return true;
+}
+
+void Conn::write_some() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    inflight_.clear();
+    inflight_.swap(pending_);
+    if (inflight_.empty()) writing_ = false;
+  }
+  room_.notify_all();
+  if (inflight_.empty()) return after_flush();
+  arm(write_timer_, srv_.opt.write_timeout_s, [](Conn& c) { c.close(); });
+  net::async_write(socket_, net::buffer(inflight_), [self = shared_from_this()](const error_code& ec, size_t) {
+    self->write_timer_.cancel();
+    if (ec) return self->close();
+    self->write_some();
   });
+}
+
+// The response's last bytes are queued: once they are written, read the next request or close.
+void Conn::finish(bool keep_alive) {
+  then_ = keep_alive ? Then::kRead : Then::kClose;
+  bool idle = false;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    idle = !writing_;
+  }
+  if (idle) after_flush();
+}
+
+void Conn::after_flush() {
+  const Then t = then_;
+  then_ = Then::kNothing;
+  if (t == Then::kRead) next_request();
+  if (t == Then::kClose) linger_close();
+}
+
+// Closing with unread request bytes would make the kernel send a reset, which can destroy the
+// answer before the client reads it: send FIN first and discard what still comes, briefly.
+void Conn::linger_close() {
+  if (sock_closed_) return;
+  error_code ig;
+  socket_.shutdown(tcp::socket::shutdown_send, ig);
+  arm(read_timer_, 1, [](Conn& c) { c.close(); });
+  drain(0);
+}
+
+void Conn::drain(size_t drained) {
+  constexpr size_t kMaxDrain = 4u << 20;
+  constexpr size_t kDrainBuffer = 4096;
+  if (!drain_) drain_ = std::make_unique<char[]>(kDrainBuffer);
+  socket_.async_read_some(net::buffer(drain_.get(), kDrainBuffer), [self = shared_from_this(), drained](const error_code& ec, size_t n) {
+    if (ec || drained + n > kMaxDrain) return self->close();
+    self->drain(drained + n);
+  });
+}
+
+void Conn::refuse() {
+  phase_ = Phase::kBusy;
+  respond(OpenAiService::error_reply(503, "too many connections; try again later", "server_error"),
+          Exchange{11, false, false});
+}
+
+void Conn::soft_stop() {
+  if (phase_ != Phase::kBusy) close();
+}
+
+void Conn::close() {
+  if (sock_closed_) return;
+  sock_closed_ = true;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    closed_ = true;
+  }
+  room_.notify_all();
+  read_timer_.cancel();
+  write_timer_.cancel();
+  error_code ig;
+  socket_.shutdown(tcp::socket::shutdown_both, ig);
+  socket_.close(ig);
+  srv_.forget(this);
 }
 
 }  // namespace
 
-HttpServer::HttpServer(OpenAiService& service, const HttpOptions& opt)
-    : service_(service), opt_(opt), svr_(std::make_unique<httplib::Server>()) {
-  httplib::Server& s = *svr_;
-  const int n = opt.n_threads;
-  s.new_task_queue = [n] { return new httplib::ThreadPool(static_cast<size_t>(n)); };
-  s.set_payload_max_length(opt.max_body_bytes);
-  s.set_read_timeout(opt.read_timeout_s, 0);
-  s.set_write_timeout(opt.write_timeout_s, 0);
-  s.set_keep_alive_timeout(opt.keep_alive_s);
-  s.set_tcp_nodelay(true);
+// ---- the server (methods) -----------------------------------------------------------------
 
-  const std::string key = opt.api_key, bind_host = opt.host;
-  s.set_pre_routing_handler([key, bind_host](const httplib::Request& req, httplib::Response& res) {
-    const std::string refused = origin_refusal(req.get_header_value("Origin"), req.get_header_value("Host"), bind_host);
-    if (!refused.empty()) {
-      send(OpenAiService::error_reply(403, refused, "permission_error"), res);
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    const bool open = req.path == "/health" || req.path == "/metrics" || UiAssets::is_page_path(req.path);
-    if (key.empty() || open) return httplib::Server::HandlerResponse::Unhandled;
-    if (req.get_header_value("Authorization") == "Bearer " + key) return httplib::Server::HandlerResponse::Unhandled;
-    send(OpenAiService::error_reply(401, "missing or wrong API key (Authorization: Bearer ...)", "authentication_error"), res);
-    return httplib::Server::HandlerResponse::Handled;
-  });
-
-  OpenAiService* svc = &service_;
-  s.Post("/v1/completions", [svc](const httplib::Request& req, httplib::Response& res) { send(svc->completions(req.body), res); });
-  s.Post("/v1/chat/completions", [svc](const httplib::Request& req, httplib::Response& res) { send(svc->chat_completions(req.body), res); });
-  s.Get("/v1/models", [svc](const httplib::Request&, httplib::Response& res) { send(svc->models(), res); });
-  s.Get(R"(/v1/models/(.+))", [svc](const httplib::Request& req, httplib::Response& res) { send(svc->model(req.matches[1]), res); });
-  s.Post("/tokenize", [svc](const httplib::Request& req, httplib::Response& res) { send(svc->tokenize(req.body), res); });
-  s.Post("/detokenize", [svc](const httplib::Request& req, httplib::Response& res) { send(svc->detokenize(req.body), res); });
-  s.Get("/health", [svc](const httplib::Request&, httplib::Response& res) { send(svc->health(), res); });
-  s.Get("/metrics", [svc](const httplib::Request&, httplib::Response& res) { send(svc->metrics(), res); });
-  s.Get("/props", [svc](const httplib::Request&, httplib::Response& res) { send(props_reply(svc->model_context()), res); });
-  if (opt.ui) {   // the chat page (src/server/ui/)
-    auto ui = std::make_shared<const UiAssets>();
-    s.Get(R"(/|/favicon\.ico|/ui/.+)", [ui](const httplib::Request& req, httplib::Response& res) {
-      // cpp-httplib compresses text bodies itself (gzip or br): hand it the plain bytes.
-      send(ui->serve(req.path, "", req.get_header_value("If-None-Match")), res);
-    });
+Reply HttpServer::Impl::call(const RouteMatch& m, const http::request<http::string_body>& req) {
+  try {
+    return route(m, req);
+  } catch (const std::exception& e) {
+    metrics.count_request(m.endpoint, 500);
+    return OpenAiService::error_reply(500, std::string("internal error: ") + e.what(), "server_error");
   }
+}
 
-  // Anything that ends without a body of its own (404 route, 413 too large, 400 from the
-  // parser...) still answers in OpenAI's error shape.
-  s.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    std::string msg = "HTTP error " + std::to_string(res.status);
-    if (res.status == 400) msg = "malformed HTTP request";
-    if (res.status == 404) msg = "no route for " + req.method + " " + req.path;
-    if (res.status == 413) msg = "the request body is too large";
-    const Reply r = OpenAiService::error_reply(res.status, msg, res.status >= 500 ? "server_error" : "invalid_request_error");
-    res.set_content(r.body, "application/json");
-    return httplib::Server::HandlerResponse::Handled;
-  }));
-  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string msg = "internal error";
-    try {
-      if (ep) std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      msg += std::string(": ") + e.what();
-    } catch (...) {
-    }
-    const Reply r = OpenAiService::error_reply(500, msg, "server_error");
-    res.status = 500;
-    res.set_content(r.body, "application/json");
+Reply HttpServer::Impl::route(const RouteMatch& m, const http::request<http::string_body>& req) {
+  const std::string& body = req.body();
+  Reply r;
+  switch (m.route) {
+    case Route::kCompletions: return svc.completions(body);       // the service counts these two
+    case Route::kChat: return svc.chat_completions(body);
+    case Route::kHealth: return svc.health();
+    case Route::kMetrics: return svc.metrics();
+    case Route::kModels: r = svc.models(); break;
+    case Route::kModel: r = svc.model(m.arg); break;
+    case Route::kTokenize: r = svc.tokenize(body); break;
+    case Route::kDetokenize: r = svc.detokenize(body); break;
+    case Route::kProps: r = props_reply(svc.model_context()); break;
+    // The files' own gzip (ui_assets) is the only compression: this layer adds none.
+    case Route::kPage:
+      r = ui->serve(m.arg, sv(req[http::field::accept_encoding]), sv(req[http::field::if_none_match]));
+      break;
+    case Route::kNone: r = OpenAiService::error_reply(404, "no route"); break;
+  }
+  metrics.count_request(m.endpoint, r.status);
+  return r;
+}
+
+void HttpServer::Impl::add(const std::shared_ptr<Conn>& c) {
+  std::lock_guard<std::mutex> lk(conns_mu);
+  conns.emplace(c.get(), c);
+}
+
+void HttpServer::Impl::forget(const Conn* c) {
+  std::lock_guard<std::mutex> lk(conns_mu);
+  conns.erase(c);
+}
+
+template <class Fn>
+void HttpServer::Impl::each_conn(Fn&& fn) {
+  std::vector<std::shared_ptr<Conn>> live;
+  {
+    std::lock_guard<std::mutex> lk(conns_mu);
+    for (auto& [p, w] : conns)
+      if (auto c = w.lock()) live.push_back(std::move(c));
+  }
+  for (auto& c : live) c->on_strand(fn);
+}
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(net::make_strand(ioc),
+                        [this](const error_code& ec, tcp::socket sock) { on_accept(ec, std::move(sock)); });
+}
+
+void HttpServer::Impl::on_accept(const error_code& ec, tcp::socket sock) {
+  if (stopping || !acceptor.is_open()) return;
+  if (ec) {
+    // Out of descriptors or memory for a moment: try again shortly instead of spinning.
+    retry_timer.expires_after(std::chrono::milliseconds(50));
+    retry_timer.async_wait([this](const error_code& e) {
+      if (!e) accept();
+    });
+    return;
+  }
+  error_code ig;
+  sock.set_option(tcp::no_delay(true), ig);
+  size_t n = 0;
+  {
+    std::lock_guard<std::mutex> lk(conns_mu);
+    n = conns.size();
+  }
+  auto c = std::make_shared<Conn>(std::move(sock), *this);
+  add(c);
+  if (n >= static_cast<size_t>(opt.max_connections)) c->on_strand([](Conn& x) { x.refuse(); });
+  else c->on_strand([](Conn& x) { x.start(); });
+  accept();
+}
+
+// Stop accepting, close every connection that is not answering a request, and give the rest
+// shutdown_timeout_s to finish (streams end with the engine's error event) before closing them.
+void HttpServer::Impl::begin_stop() {
+  if (stopping.exchange(true)) return;
+  error_code ig;
+  acceptor.close(ig);
+  retry_timer.cancel();
+  each_conn([](Conn& c) { c.soft_stop(); });
+  poll_stop(std::chrono::steady_clock::now() + std::chrono::seconds(opt.shutdown_timeout_s));
+}
+
+void HttpServer::Impl::poll_stop(std::chrono::steady_clock::time_point deadline) {
+  bool empty = false;
+  {
+    std::lock_guard<std::mutex> lk(conns_mu);
+    empty = conns.empty();
+  }
+  if (empty) return;
+  if (std::chrono::steady_clock::now() >= deadline) return each_conn([](Conn& c) { c.close(); });
+  stop_timer.expires_after(std::chrono::milliseconds(20));
+  stop_timer.async_wait([this, deadline](const error_code& ec) {
+    if (!ec) poll_stop(deadline);
   });
 }
+
+HttpServer::HttpServer(OpenAiService& service, Metrics& metrics, const HttpOptions& opt)
+    : impl_(std::make_unique<Impl>(service, metrics, opt)) {}
 
 HttpServer::~HttpServer() = default;
 
+int HttpServer::bound_port() const { return impl_->port; }
+
 bool HttpServer::bind() {
-  if (opt_.port == 0) port_ = svr_->bind_to_any_port(opt_.host);
-  else port_ = svr_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1;
-  return port_ > 0;
+  Impl& s = *impl_;
+  error_code ec;
+  const auto addr = net::ip::make_address(s.opt.host, ec);
+  if (ec) return false;
+  const tcp::endpoint ep(addr, static_cast<unsigned short>(s.opt.port));
+  s.acceptor.open(ep.protocol(), ec);
+  if (!ec) s.acceptor.set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec) s.acceptor.bind(ep, ec);
+  if (!ec) s.acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) return false;
+  s.port = s.acceptor.local_endpoint().port();
+  return true;
 }
 
-void HttpServer::serve() { svr_->listen_after_bind(); }
+void HttpServer::serve() {
+  Impl& s = *impl_;
+  if (s.stopping) return;
+  s.accept();
+  std::vector<std::thread> io;
+  for (int i = 1; i < s.opt.io_threads; ++i) io.emplace_back([&s] { s.ioc.run(); });
+  s.ioc.run();
+  for (auto& t : io) t.join();
+  s.pool.stop();   // handlers still running see closed connections and return
+}
 
-void HttpServer::stop() { svr_->stop(); }
+void HttpServer::stop() {
+  Impl& s = *impl_;
+  net::post(s.ioc, [&s] { s.begin_stop(); });
+}
 
 }  // namespace sluice::server

@@ -269,6 +269,10 @@ def test_page_is_served_with_type_etag_gzip_and_csp(server):
     assert status == 200 and h3["Content-Type"] == "font/woff2" and font[:4] == b"wOF2"
     assert http_get(server.url + "/ui/vendor/LICENSE-katex.txt")[0] == 200
     assert http_get(server.url + "/ui/nothing-here.js")[0] == 404
+    # The page files share one metrics label: a client's path never becomes a label.
+    metrics = http_get(server.url + "/metrics")[2].decode()
+    assert 'endpoint="/ui",status="200"' in metrics and 'endpoint="/ui",status="404"' in metrics
+    assert "nothing-here" not in metrics and 'endpoint="/"' not in metrics
     own = sum(p.stat().st_size for p in (ROOT / "src/server/ui").glob("*.js"))
     assert own <= 60 * 1024, f"the page's own JavaScript is {own} bytes (limit 60 KB)"
 
