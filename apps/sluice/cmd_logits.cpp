@@ -58,7 +58,8 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required) 
 }
 
 void add_spec_options(CLI::App* cmd, SessionOptions& o) {
-  cmd->add_option("--spec", o.spec, "speculative decoding: none, or ngram (drafts copied from prompt and output; same tokens)")
+  cmd->add_option("--spec", o.spec,
+                  "speculative decoding: none, or ngram (drafts copied from prompt and output; same tokens)")
       ->capture_default_str();
   cmd->add_option("--draft-max", o.draft_max, "most tokens drafted per step with --spec")->capture_default_str();
 }

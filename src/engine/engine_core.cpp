@@ -8,7 +8,8 @@ namespace sluice::engine {
 
 EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cfg)
     : model_(model), cfg_(cfg), blocks_(kv, cfg.prefix_caching), sched_(cfg.sched, blocks_), runner_(model, kv) {
-  if (cfg.spec == SpecMethod::kNgram) spec::NgramDrafter check(cfg.ngram);   // a bad n range fails here, not per request
+  // A bad n range fails here, not at every request.
+  if (cfg.spec == SpecMethod::kNgram) spec::NgramDrafter check(cfg.ngram);
 }
 
 EngineCore::~EngineCore() = default;
