@@ -42,3 +42,44 @@ def test_spec_flags_reject_bad_values(sluice_bin, gemma3_path):
     assert r.returncode != 0 and "--spec 'magic'" in r.stderr
     r = run([sluice_bin, "run", "-m", gemma3_path, "-p", "hi", "--spec", "ngram", "--draft-max", "0"], timeout=120)
     assert r.returncode != 0 and "--draft-max" in r.stderr
+
+
+def test_serve_with_ngram_returns_the_plain_servers_text_among_concurrent_requests(sluice_bin, gemma3_path):
+    """Four requests at once (greedy and seeded-sampled, two prompts) to `serve --spec ngram`
+    and to `serve --spec none`: the same texts; the drafted/accepted counters move only on
+    the speculative server, and its KV blocks are all free afterwards."""
+    import concurrent.futures
+    import json
+    import urllib.request
+
+    from server_util import Server, assert_clean_exit
+
+    copy = PROMPT.read_text()
+    bodies = [{"model": "m", "prompt": p, "max_tokens": 64, "temperature": t, "seed": 3}
+              for p in (copy, "Count: one, two, three, four, five, six,") for t in (0, 0.8)]
+
+    def texts(server):
+        def ask(body):
+            req = urllib.request.Request(server.base_url + "/completions", data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=300) as r:
+                return json.load(r)["choices"][0]["text"]
+        with concurrent.futures.ThreadPoolExecutor(len(bodies)) as ex:
+            return list(ex.map(ask, bodies))
+
+    results = {}
+    for spec in ("none", "ngram"):
+        s = Server(sluice_bin, gemma3_path, "--alias", "m", "-t", "2", "-P", "4", "--spec", spec, "--draft-max", "4")
+        try:
+            results[spec] = texts(s)
+            drafted, accepted = s.metric("sluice_spec_drafted_tokens_total"), s.metric("sluice_spec_accepted_tokens_total")
+            assert s.wait_blocks_free()
+        finally:
+            assert_clean_exit(s)
+        if spec == "none":
+            assert (drafted, accepted) == (0, 0)
+        else:
+            print(f"serve --spec ngram: drafted {drafted:.0f}, accepted {accepted:.0f}")
+            assert 0 < accepted <= drafted
+    assert all(len(t) > 50 for t in results["none"])
+    assert results["ngram"] == results["none"]
