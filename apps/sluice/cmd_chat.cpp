@@ -59,6 +59,7 @@ CommandFn add_chat_command(CLI::App& app) {
   auto args = std::make_shared<ChatArgs>();
   CLI::App* cmd = app.add_subcommand("chat", "interactive chat (Ctrl-C stops a reply, Ctrl-D quits, /reset clears)");
   add_session_options(cmd, args->session);
+  add_spec_options(cmd, args->session);
   cmd->add_option("--system", args->system, "system message");
   cmd->add_flag("--builtin-template", args->builtin_template,
                 "on a file without a chat template (a base model), use Gemma's built-in one");

@@ -57,6 +57,13 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required) 
       ->capture_default_str();
 }
 
+void add_spec_options(CLI::App* cmd, SessionOptions& o) {
+  cmd->add_option("--spec", o.spec,
+                  "speculative decoding: none, or ngram (drafts copied from prompt and output; same tokens)")
+      ->capture_default_str();
+  cmd->add_option("--draft-max", o.draft_max, "most tokens drafted per step with --spec")->capture_default_str();
+}
+
 CommandFn add_logits_command(CLI::App& app) {
   auto args = std::make_shared<LogitsArgs>();
   CLI::App* cmd = app.add_subcommand("logits", "write the logits of every position of a token sequence");

@@ -43,6 +43,7 @@ CommandFn add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "generate a continuation of a prompt, streamed to stdout");
   add_session_options(cmd, args->session);
+  add_spec_options(cmd, args->session);
   cmd->add_option("-p,--prompt", args->prompt, "prompt text");
   cmd->add_option("-f,--file", args->prompt_file, "read the prompt from a file (default: stdin)");
   cmd->add_flag("--chat", args->chat, "wrap the prompt as a user turn with the model's chat template");

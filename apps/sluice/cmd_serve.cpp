@@ -99,6 +99,7 @@ CommandFn add_serve_command(CLI::App& app) {
   auto a = std::make_shared<ServeArgs>();
   CLI::App* cmd = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API");
   add_session_options(cmd, a->session);
+  add_spec_options(cmd, a->session);
   cmd->add_option("--host", a->http.host, "address to listen on")->capture_default_str();
   cmd->add_option("--port", a->http.port, "port (0: any free port, printed at start)")->capture_default_str();
   cmd->add_option("--api-key", a->http.api_key,
@@ -160,6 +161,7 @@ CommandFn add_serve_command(CLI::App& app) {
     eo.core.sched.token_budget = a->batch_tokens;
     eo.core.sched.ctx_size = so.ctx_size;
     eo.core.prefix_caching = !a->no_prefix_cache;
+    apply_spec_options(so, eo.core);
     eo.max_waiting = a->max_queue;
     api::Engine engine(*model, kv, eo);
 

@@ -64,6 +64,8 @@ GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const Comple
   req.resume_from = r.resume_from;
   sess.core().add(std::move(req));
   GenerationStats st;
+  // The engine's counters are global; run and chat have one request in flight.
+  const engine::EngineStats before = sess.core().stats();
   StreamDecoder dec(tok);
   const auto t0 = clock::now();
   auto t1 = t0;
@@ -85,6 +87,10 @@ GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const Comple
   if (!rest.empty()) emit(rest);
   st.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
   st.gen_seconds = std::chrono::duration<double>(clock::now() - t1).count();
+  const engine::EngineStats after = sess.core().stats();
+  st.spec = sess.core().config().spec != engine::SpecMethod::kNone;
+  st.drafted = after.drafted_tokens - before.drafted_tokens;
+  st.accepted = after.accepted_tokens - before.accepted_tokens;
   return st;
 }
 
@@ -93,6 +99,9 @@ void print_stats(const GenerationStats& s) {
                s.n_prompt, s.prompt_seconds > 0 ? s.n_prompt / s.prompt_seconds : 0.0, s.n_generated,
                s.gen_seconds > 0 ? s.n_generated / s.gen_seconds : 0.0,
                s.n_generated > 0 ? 1e3 * s.gen_seconds / s.n_generated : 0.0, s.stop_reason.c_str());
+  if (s.spec)
+    std::fprintf(stderr, "[spec: drafted %lld, accepted %lld (%.1f%%)]\n", static_cast<long long>(s.drafted),
+                 static_cast<long long>(s.accepted), s.drafted > 0 ? 100.0 * s.accepted / s.drafted : 0.0);
 }
 
 }  // namespace sluice::app

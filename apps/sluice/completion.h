@@ -41,6 +41,8 @@ struct GenerationStats {
   int n_prompt = 0, n_generated = 0;   // n_prompt: prompt tokens computed (reused ones excluded)
   double prompt_seconds = 0, gen_seconds = 0;
   std::string stop_reason;   // "eog", "length", "context", "interrupted"
+  bool spec = false;                   // speculative decoding was on (--spec)
+  int64_t drafted = 0, accepted = 0;   // drafts verified for this request, and accepted
 };
 
 struct CompletionRequest {

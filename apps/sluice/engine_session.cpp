@@ -36,11 +36,24 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   cfg.sched.token_budget = static_cast<int32_t>(budget);
   cfg.sched.ctx_size = ctx_size_;
   cfg.prefix_caching = opt.prefix_caching;
+  apply_spec_options(opt, cfg);
   core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 EngineSession::~EngineSession() = default;
+
+void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg) {
+  if (opt.spec == "none") {
+    cfg.spec = engine::SpecMethod::kNone;
+    cfg.sched.draft_max = 0;
+    return;
+  }
+  if (opt.spec != "ngram") fail("--spec '%s': expected none or ngram", opt.spec.c_str());
+  if (opt.draft_max < 1 || opt.draft_max > 64) fail("--draft-max must be in [1, 64], got %d", opt.draft_max);
+  cfg.spec = engine::SpecMethod::kNgram;
+  cfg.sched.draft_max = opt.draft_max;
+}
 
 void EngineSession::drive(engine::RequestId id, const std::function<void(engine::TokenOutput&)>& on,
                           const std::atomic<bool>* interrupt) {

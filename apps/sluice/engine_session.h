@@ -29,7 +29,14 @@ struct SessionOptions {
   int n_seqs = 1;           // sequences decoded together (sluice bench --batch)
   int token_budget = 0;     // tokens per engine step; 0: ctx_size × n_seqs (a prompt in one forward)
   bool prefix_caching = true;
+  // Speculative decoding (docs/speculative.md): "none" or "ngram" (prompt lookup), up to
+  // draft_max drafted tokens verified per step. Lossless: the same tokens as without.
+  std::string spec = "none";
+  int draft_max = 4;
 };
+
+// Sets cfg's proposer and draft length from --spec / --draft-max; a bad value is an Error.
+void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg);
 
 class EngineSession {
  public:

@@ -7,7 +7,10 @@
 namespace sluice::engine {
 
 EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cfg)
-    : model_(model), cfg_(cfg), blocks_(kv, cfg.prefix_caching), sched_(cfg.sched, blocks_), runner_(model, kv) {}
+    : model_(model), cfg_(cfg), blocks_(kv, cfg.prefix_caching), sched_(cfg.sched, blocks_), runner_(model, kv) {
+  // A bad n range fails here, not at every request.
+  if (cfg.spec == SpecMethod::kNgram) spec::NgramDrafter check(cfg.ngram);
+}
 
 EngineCore::~EngineCore() = default;
 
@@ -31,6 +34,8 @@ void EngineCore::add(EngineRequest r) {
     if (t < 0 || t >= V) fail("token id %d is outside the vocabulary (%d tokens)", t, V);
   const std::optional<RequestId> from = r.resume_from;
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
+  if (cfg_.spec == SpecMethod::kNgram && cfg_.sched.draft_max > 0 && !s->req.all_logits)
+    s->drafter = std::make_unique<spec::NgramDrafter>(cfg_.ngram);
   if (from) resume(*s, *from);
   sched_.add(std::move(s));
 }

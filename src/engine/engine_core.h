@@ -14,12 +14,18 @@
 #include "engine/scheduler.h"
 #include "kv/block_manager.h"
 #include "models/model.h"
+#include "spec/ngram_drafter.h"
 
 namespace sluice::engine {
+
+// Which proposer each sequence gets for speculative steps (with sched.draft_max > 0).
+enum class SpecMethod : uint8_t { kNone, kNgram };
 
 struct EngineConfig {
   SchedulerConfig sched;
   bool prefix_caching = true;
+  SpecMethod spec = SpecMethod::kNone;   // kNone: only sched.drafter, if set, drafts
+  spec::NgramConfig ngram;
 };
 
 struct EngineStats {
@@ -27,7 +33,7 @@ struct EngineStats {
   int32_t kv_blocks_used = 0, kv_blocks_total = 0;   // all groups together
   int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
   int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
-  int64_t drafted_tokens = 0, accepted_tokens = 0;   // speculative steps (SchedulerConfig::drafter)
+  int64_t drafted_tokens = 0, accepted_tokens = 0;   // speculative steps (EngineConfig::spec, SchedulerConfig::drafter)
 };
 
 class EngineCore {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/error.h"
+#include "spec/verify.h"
 
 namespace sluice::engine {
 
@@ -59,18 +60,21 @@ SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32
   return st;
 }
 
-// Greedy verification of a slice ending in n_draft drafts: row j (the logits after position
-// pos0 + j) is sampled with the history up to that position; a draft is accepted while it
-// equals the token sampled before it, and the first disagreement (or the token after the
-// last draft) is the target's own. Same tokens, one by one, as without drafts.
+// Verification of a slice ending in n_draft deterministic drafts (spec::accept_matching):
+// row j (the logits after position pos0 + j) is sampled exactly as a plain step would sample
+// it — the history up to that position, min_tokens counted, the sampler's number keyed by the
+// position — and a draft is accepted while it equals that token; the first disagreement (or
+// the token after the last draft) is the target's own. So the tokens are the plain path's
+// for the same seed, greedy or sampled, whatever the drafts (docs/speculative.md).
 SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* rows) {
   const size_t V = static_cast<size_t>(model_.spec().n_vocab);
   const int32_t first = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;   // position of the last sampled token
+  const std::span<const int32_t> drafts(s.tokens.data() + first + 1, static_cast<size_t>(sl.n_draft));
   SliceSample out;
-  for (int32_t j = 0; j <= sl.n_draft; ++j) {
+  spec::accept_matching(drafts, [&](int32_t j) {
     out.tokens.push_back(sample(s, rows + static_cast<size_t>(j) * V, first + 1 + j, j));
-    if (j == sl.n_draft || out.tokens.back().token != s.tokens[static_cast<size_t>(first + 1 + j)]) break;
-  }
+    return out.tokens.back().token;
+  }, verified_);
   return out;
 }
 

@@ -2,7 +2,8 @@
 // prefill chunk of the step together, so the weights are streamed once per step — and
 // samples one token for each slice that reached its sequence's end. Slices of all_logits
 // requests get every row; those rows go out as TokenOutputs before any sampling touches them.
-// A slice ending in drafts gets a row per position and is verified greedily (verify()).
+// A slice ending in drafts gets a row per position; verify() samples them in order and stops
+// at the first row whose token differs from the draft (greedy or sampled alike).
 //
 // Per sampled row: logprobs (when asked) are taken from the raw logits, before penalties,
 // bans and temperature — the model's own distribution, as vLLM reports by default; then stop
@@ -33,6 +34,7 @@ class ModelRunner {
   std::vector<float> logits_;   // [rows, n_vocab], reused
   std::vector<float> raw_;      // one row before sampling touched it
   models::ForwardBatch fb_;     // reused: a step allocates nothing for it
+  std::vector<int32_t> verified_;   // verify()'s token list, reused
 
   void report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows, std::vector<TokenOutput>& out) const;
   // Samples one row given the sequence's first n_history tokens, n_before tokens after the

@@ -56,6 +56,7 @@ void Scheduler::preempt(Sequence* s) {
   // cache, so if memory frees up before they are evicted the recompute is mostly hits.
   blocks_.free(s->blocks);
   s->n_computed = 0;
+  if (s->drafter) s->drafter->reset();   // its memory too; rebuilt from the tokens when it decodes again
   ++s->n_preempted;
   ++counters_.preemptions;
   remove_running(s);
@@ -189,19 +190,30 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
 }
 
 int32_t Scheduler::add_drafts(Sequence* s, int32_t budget) {
-  if (cfg_.draft_max <= 0 || !cfg_.drafter || s->n_pending() != 1 || s->req.all_logits ||
-      s->req.sampling.temperature > 0)
-    return 0;
+  if (cfg_.draft_max <= 0 || (!s->drafter && !cfg_.drafter) || s->n_pending() != 1 || s->req.all_logits) return 0;
   // Room for the drafts and the target's own token after them: in the step's budget, the
   // context, and the request's token limit.
   const int32_t k_max = std::min({cfg_.draft_max, budget - 1, cfg_.ctx_size - s->n_tokens() - 1,
                                   s->req.max_tokens - s->n_generated - 1});
   if (k_max <= 0) return 0;
-  std::vector<int32_t> drafts;
-  cfg_.drafter(s->req.id, s->tokens, k_max, drafts);
-  const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(drafts.size()));
-  s->tokens.insert(s->tokens.end(), drafts.begin(), drafts.begin() + k);
+  drafts_.clear();
+  if (s->drafter) propose_own(s, k_max);
+  else cfg_.drafter(s->req.id, s->tokens, k_max, drafts_);
+  const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(drafts_.size()));
+  s->tokens.insert(s->tokens.end(), drafts_.begin(), drafts_.begin() + k);
   return k;
+}
+
+void Scheduler::propose_own(Sequence* s, int32_t k_max) {
+  // s->tokens are final here (drafts are appended after this call and removed before the
+  // next), so the drafter only ever lags behind them: observe what is new. A sequence that
+  // is shorter than what the drafter saw (a trim) rolls it back first.
+  spec::Drafter& d = *s->drafter;
+  const int64_t n = static_cast<int64_t>(s->tokens.size());
+  if (d.n_tokens() > n) d.truncate(n);
+  if (d.n_tokens() < n) d.observe(std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(d.n_tokens())));
+  d.propose(k_max, draft_);
+  drafts_.assign(draft_.tokens().begin(), draft_.tokens().end());
 }
 
 void Scheduler::drop_drafts(Sequence* s, int32_t n_draft) {

@@ -9,9 +9,10 @@
 //                can; a sequence that cannot grow even alone ends with kLength.
 //                Then waiting sequences, FIFO (preempted ones first), while fewer than
 //                max_running run: prefix-cache lookup, then a reservation for their chunk.
-//                A decoding greedy sequence may carry drafts (SchedulerConfig::drafter):
-//                its slice is [last sampled, d1..dK], K+1 tokens of the budget, with blocks
-//                reserved for all of them (or, if they do not fit, a plain 1-token slice).
+//                A decoding sequence may carry drafts (its own Sequence::drafter, else
+//                SchedulerConfig::drafter): its slice is [last sampled, d1..dK], K+1 tokens
+//                of the budget, with blocks reserved for all of them (or, if they do not
+//                fit, a plain 1-token slice).
 //   update():    advances n_computed, appends sampled tokens and finishes sequences on a stop
 //                id, max_tokens or the end of the context. With drafts: keeps the accepted
 //                ones, drops the rest and truncates the KV to the accepted positions (blocks
@@ -34,6 +35,7 @@
 #include "engine/request.h"
 #include "engine/sequence.h"
 #include "kv/block_manager.h"
+#include "spec/drafter.h"
 
 namespace sluice::engine {
 
@@ -47,8 +49,9 @@ struct SchedulerConfig {
   int32_t max_running = 4;      // sequences in one batch (--parallel)
   int32_t token_budget = 256;   // tokens computed per step, decodes and prefill chunks together
   int32_t ctx_size = 4096;      // positions one sequence may use (prompt + generated)
-  // Speculative steps: a decoding greedy sequence (temperature 0, no all_logits) may carry up
-  // to draft_max drafted tokens after its last sampled one; they cost budget like any token.
+  // Speculative steps: a decoding sequence (not all_logits) may carry up to draft_max drafted
+  // tokens after its last sampled one; they cost budget like any token. Drafts come from the
+  // sequence's own spec::Drafter when it has one, else from `drafter`.
   int32_t draft_max = 0;
   Drafter drafter;
 };
@@ -124,6 +127,7 @@ class Scheduler {
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
   int32_t add_drafts(Sequence* s, int32_t budget);
   void drop_drafts(Sequence* s, int32_t n_draft);
+  void propose_own(Sequence* s, int32_t k_max);   // s->drafter's proposal into drafts_
   // Applies one slice's verified tokens; false when the sequence finished.
   bool accept(const ScheduledSlice& sl, const SliceSample& ss, std::vector<TokenOutput>& out);
 
@@ -138,6 +142,8 @@ class Scheduler {
   };
   std::unordered_map<RequestId, Parked> parked_;
   SchedulerCounters counters_;
+  std::vector<int32_t> drafts_;   // reused by add_drafts
+  spec::Draft draft_;
 };
 
 }  // namespace sluice::engine

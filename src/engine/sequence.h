@@ -14,6 +14,7 @@
 #include "engine/request.h"
 #include "kv/block_manager.h"
 #include "sampling/sampler.h"
+#include "spec/drafter.h"
 
 namespace sluice::engine {
 
@@ -33,6 +34,9 @@ struct Sequence {
   int32_t n_logits_sent = 0;       // all_logits: positions whose rows were reported
   SeqBlocks blocks;
   Sampler sampler;                 // private seeded stream: same seed, same tokens
+  // Its own proposer (EngineConfig::spec), fed the sequence's final tokens as they appear
+  // (never drafts); reset on preemption, gone with the sequence. Null: the scheduler's hook.
+  std::unique_ptr<spec::Drafter> drafter;
   uint64_t arrival;                // admission order: higher = newer
   SeqState state = SeqState::kWaiting;
 

@@ -52,6 +52,10 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
   metric(o, "sluice_prompt_tokens_computed_total", "counter", "prompt positions computed (cache hits excluded)", static_cast<double>(s.stats.prompt_tokens_computed));
   metric(o, "sluice_prefix_cache_queries_total", "counter", "prompt positions looked up in the prefix cache", static_cast<double>(s.stats.prefix_query_tokens));
   metric(o, "sluice_prefix_cache_hits_total", "counter", "prompt positions served from the prefix cache", static_cast<double>(s.stats.prefix_hit_tokens));
+  metric(o, "sluice_spec_drafted_tokens_total", "counter", "drafted tokens verified (--spec)",
+         static_cast<double>(s.stats.drafted_tokens));
+  metric(o, "sluice_spec_accepted_tokens_total", "counter", "drafted tokens the model agreed with and kept",
+         static_cast<double>(s.stats.accepted_tokens));
   histogram(o, "sluice_time_to_first_token_seconds", "from submission to the first generated token", s.ttft);
   histogram(o, "sluice_inter_token_latency_seconds", "between consecutive tokens of a request", s.itl);
   return o.str();

@@ -21,8 +21,8 @@ ALLOWED = {
     "chat": {"tokenizer", "gguf", "base"},
     "grammar": {"tokenizer", "gguf", "base"},
     "models": {"kernels", "kv", "tensor", "gguf", "quant", "threading", "base"},
-    "engine": {"models", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
-    "api": {"engine", "models", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
+    "engine": {"models", "spec", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
+    "api": {"engine", "models", "spec", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
     # The HTTP layer sees the engine only through api/ (style.md §9): never engine/ internals.
     "server": {"api", "sampling", "kv", "chat", "tokenizer", "gguf", "base"},
 }
