@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <utility>
 
 #include "base/error.h"
 #include "engine/kv_budget.h"
@@ -41,6 +42,16 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
 }
 
 EngineSession::~EngineSession() = default;
+
+engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt) {
+  engine::EngineRequest req;
+  const engine::RequestId id = req.id = next_id();
+  req.prompt = std::move(prompt);
+  req.sampling.temperature = 0;
+  req.all_logits = true;
+  core_->add(std::move(req));
+  return id;
+}
 
 void EngineSession::drive(engine::RequestId id, const std::function<void(engine::TokenOutput&)>& on,
                           const std::atomic<bool>* interrupt) {
