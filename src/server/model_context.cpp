@@ -12,10 +12,11 @@ SamplingDefaults SamplingDefaults::from_gguf(const gguf::GgufFile& f) {
   SamplingDefaults d;
   for_each_field(d, [&f](const char* key, const char*, auto& out) {
     if (!f.has(key)) return;
-    if constexpr (std::is_same_v<std::remove_reference_t<decltype(out)>, std::optional<float>>)
+    if constexpr (std::is_same_v<std::remove_reference_t<decltype(out)>, std::optional<float>>) {
       out = static_cast<float>(f.get_float(key));
-    else
+    } else {
       out = static_cast<int32_t>(f.get_int(key));
+    }
   });
   return d;
 }

@@ -207,8 +207,8 @@ TEST_F(RequestParsing, FileSamplingDefaultsReachProps) {
   auto f = gguf::GgufFile::parse(bytes, "sampling.gguf");
   ModelContext ctx(*f, *tok_, "", 256, 0);
   const auto gen = nlohmann::json::parse(props_reply(ctx).body).at("default_generation_settings");
-  EXPECT_EQ(gen, (nlohmann::json{{"temperature", 0.5}, {"top_k", 40}, {"repetition_penalty", 1.25},
-                                 {"penalty_last_n", 128}}));
+  EXPECT_EQ(gen, (nlohmann::json{
+                     {"temperature", 0.5}, {"top_k", 40}, {"repetition_penalty", 1.25}, {"penalty_last_n", 128}}));
 }
 
 }  // namespace
