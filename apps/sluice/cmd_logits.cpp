@@ -95,12 +95,7 @@ CommandFn add_logits_command(CLI::App& app) {
     const int64_t V = sess.spec().n_vocab;
     std::ofstream out(args->out, std::ios::binary | std::ios::trunc);
     if (!out) fail("%s: cannot open for writing", args->out.c_str());
-    engine::EngineRequest req;
-    const engine::RequestId id = req.id = sess.next_id();
-    req.prompt = ids;
-    req.sampling.temperature = 0;
-    req.all_logits = true;
-    sess.core().add(std::move(req));
+    const engine::RequestId id = sess.add_scoring(ids);
     int64_t written = 0;
     sess.drive(id, [&](engine::TokenOutput& o) {
       if (o.logits.empty()) return;

@@ -55,12 +55,7 @@ CommandFn add_perplexity_command(CLI::App& app) {
     for (size_t w = 0; w < n_windows; ++w) {
       win[0] = tok->bos();
       std::copy(ids.begin() + w * per, ids.begin() + (w + 1) * per, win.begin() + 1);
-      engine::EngineRequest req;
-      const engine::RequestId id = req.id = sess.next_id();
-      req.prompt = win;
-      req.sampling.temperature = 0;
-      req.all_logits = true;
-      sess.core().add(std::move(req));
+      const engine::RequestId id = sess.add_scoring(win);
       sess.drive(id, [&](engine::TokenOutput& o) {
         const int64_t rows = static_cast<int64_t>(o.logits.size()) / V;
         for (int64_t r = 0; r < rows; ++r) {

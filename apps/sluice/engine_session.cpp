@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <utility>
 
 #include "base/error.h"
 #include "engine/kv_budget.h"
@@ -53,6 +54,16 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg) {
   if (opt.draft_max < 1 || opt.draft_max > 64) fail("--draft-max must be in [1, 64], got %d", opt.draft_max);
   cfg.spec = engine::SpecMethod::kNgram;
   cfg.sched.draft_max = opt.draft_max;
+}
+
+engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt) {
+  engine::EngineRequest req;
+  const engine::RequestId id = req.id = next_id();
+  req.prompt = std::move(prompt);
+  req.sampling.temperature = 0;
+  req.all_logits = true;
+  core_->add(std::move(req));
+  return id;
 }
 
 void EngineSession::drive(engine::RequestId id, const std::function<void(engine::TokenOutput&)>& on,

@@ -52,6 +52,8 @@ class EngineSession {
   int threads() const { return pool_->size(); }
   engine::RequestId next_id() { return ++last_id_; }
   void print_summary() const;   // memory and threads, to stderr
+  // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
+  engine::RequestId add_scoring(std::vector<int32_t> prompt);
 
   // Steps the engine until request `id` finishes, handing each of its outputs to `on`. When
   // `interrupt` becomes true the request is aborted (its kAbort output still comes).

@@ -1,6 +1,7 @@
 #include "server/model_context.h"
 
 #include <ctime>
+#include <type_traits>
 
 #include "base/error.h"
 #include "gguf/reader.h"
@@ -9,18 +10,14 @@ namespace sluice::server {
 
 SamplingDefaults SamplingDefaults::from_gguf(const gguf::GgufFile& f) {
   SamplingDefaults d;
-  auto fl = [&](const char* key, std::optional<float>& out) {
-    if (f.has(key)) out = static_cast<float>(f.get_float(key));
-  };
-  auto in = [&](const char* key, std::optional<int32_t>& out) {
-    if (f.has(key)) out = static_cast<int32_t>(f.get_int(key));
-  };
-  fl("general.sampling.temp", d.temperature);
-  fl("general.sampling.top_p", d.top_p);
-  fl("general.sampling.min_p", d.min_p);
-  fl("general.sampling.penalty_repeat", d.repeat_penalty);
-  in("general.sampling.top_k", d.top_k);
-  in("general.sampling.penalty_last_n", d.penalty_last_n);
+  for_each_field(d, [&f](const char* key, const char*, auto& out) {
+    if (!f.has(key)) return;
+    if constexpr (std::is_same_v<std::remove_reference_t<decltype(out)>, std::optional<float>>) {
+      out = static_cast<float>(f.get_float(key));
+    } else {
+      out = static_cast<int32_t>(f.get_int(key));
+    }
+  });
   return d;
 }
 

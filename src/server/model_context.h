@@ -27,6 +27,18 @@ struct SamplingDefaults {
   std::optional<float> temperature, top_p, min_p, repeat_penalty;
   std::optional<int32_t> top_k, penalty_last_n;
   static SamplingDefaults from_gguf(const gguf::GgufFile& f);
+
+  // Calls f(GGUF key, request/props name, field) for each field of `d` (a SamplingDefaults,
+  // const or not): the one table of how the file's and the API's names map.
+  template <class D, class F>
+  static void for_each_field(D& d, F&& f) {
+    f("general.sampling.temp", "temperature", d.temperature);
+    f("general.sampling.top_k", "top_k", d.top_k);
+    f("general.sampling.top_p", "top_p", d.top_p);
+    f("general.sampling.min_p", "min_p", d.min_p);
+    f("general.sampling.penalty_repeat", "repetition_penalty", d.repeat_penalty);
+    f("general.sampling.penalty_last_n", "penalty_last_n", d.penalty_last_n);
+  }
 };
 
 class ModelContext {

@@ -7,17 +7,10 @@ namespace sluice::server {
 using nlohmann::json;
 
 Reply props_reply(const ModelContext& model) {
-  const SamplingDefaults& d = model.defaults();
   json gen = json::object();
-  auto put = [&gen](const char* key, const auto& v) {
-    if (v) gen[key] = *v;
-  };
-  put("temperature", d.temperature);
-  put("top_k", d.top_k);
-  put("top_p", d.top_p);
-  put("min_p", d.min_p);
-  put("repetition_penalty", d.repeat_penalty);
-  put("penalty_last_n", d.penalty_last_n);
+  SamplingDefaults::for_each_field(model.defaults(), [&gen](const char*, const char* name, const auto& v) {
+    if (v) gen[name] = *v;
+  });
   const bool gemma4 = model.arch() == chat::ChatArch::Gemma4;
   // A file without tokenizer.chat_template is a base (pre-trained) model: chat requests still
   // render through the built-in template, but the model was never taught to answer turns.

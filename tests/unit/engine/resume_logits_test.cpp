@@ -6,21 +6,16 @@
 #include <map>
 
 #include "engine/engine_core.h"
-#include "fake_model.h"
+#include "engine_rig.h"
 #include "kv/block_manager.h"
 
 namespace sluice::engine {
 namespace {
 
-using test::FakeModel;
-using test::make_prompt;
-
-constexpr int32_t kVocab = 97;
-
 // Global group + sliding group (window 8), blocks of 4 positions.
 struct Rig {
   explicit Rig(int32_t budget, int32_t blocks = 64)
-      : model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}}),
+      : model(kVocab, rig_groups()),
         kv(model.spec().kv_groups, 4, {blocks, blocks}, KvType::F32),
         core(model, kv, EngineConfig{{2, budget, 512}, true}) {}
   ~Rig() {
@@ -29,12 +24,7 @@ struct Rig {
   }
 
   EngineRequest req(RequestId id, std::vector<int32_t> prompt, int32_t max_tokens) {
-    EngineRequest r;
-    r.id = id;
-    r.prompt = std::move(prompt);
-    r.max_tokens = max_tokens;
-    r.sampling.temperature = 0;
-    return r;
+    return greedy_request(id, std::move(prompt), max_tokens);
   }
   std::vector<TokenOutput> run_all() {
     std::vector<TokenOutput> all;

@@ -9,31 +9,21 @@
 #include "base/error.h"
 
 #include "engine/engine_core.h"
-#include "fake_model.h"
+#include "engine_rig.h"
 
 namespace sluice::engine {
 namespace {
 
-using test::FakeModel;
-using test::make_prompt;
-
-constexpr int32_t kVocab = 97;
-
 struct Rig {
   // Global group + sliding group (window 8), blocks of 4 positions.
   Rig(int32_t blocks, SchedulerConfig sc, int32_t sliding_blocks = -1, bool prefix = true)
-      : model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}}),
+      : model(kVocab, rig_groups()),
         kv(model.spec().kv_groups, 4, {blocks, sliding_blocks < 0 ? blocks : sliding_blocks}, KvType::F32),
         core(model, kv, EngineConfig{sc, prefix}) {}
   ~Rig() { EXPECT_EQ(core.blocks().n_used_all(), 0) << "blocks leaked"; }
 
   EngineRequest req(RequestId id, std::vector<int32_t> prompt, int32_t max_tokens) {
-    EngineRequest r;
-    r.id = id;
-    r.prompt = std::move(prompt);
-    r.max_tokens = max_tokens;
-    r.sampling.temperature = 0;
-    return r;
+    return greedy_request(id, std::move(prompt), max_tokens);
   }
   // Runs until idle; collects the generated tokens and the final output of each request.
   void run_all(int max_steps = 10000) {

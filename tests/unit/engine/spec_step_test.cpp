@@ -7,15 +7,10 @@
 #include <map>
 
 #include "engine/engine_core.h"
-#include "fake_model.h"
+#include "engine_rig.h"
 
 namespace sluice::engine {
 namespace {
-
-using test::FakeModel;
-using test::make_prompt;
-
-constexpr int32_t kVocab = 97;
 
 // A drafter built on the oracle: right guesses except where `wrong` says so.
 Drafter oracle_drafter(const FakeModel& m, std::function<bool(RequestId, size_t n_tokens, int32_t i)> wrong) {
@@ -35,7 +30,7 @@ struct Outcome {
 
 // Global group + sliding group (window 8), blocks of 4 positions; prefix caching on.
 Outcome run_engine(const std::vector<EngineRequest>& reqs, int32_t k, bool bad_drafts, int32_t budget = 32) {
-  FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
+  FakeModel model(kVocab, rig_groups());
   KvCache kv(model.spec().kv_groups, 4, {256, 256}, KvType::F32);
   SchedulerConfig sc{8, budget, 512};
   sc.draft_max = k;
@@ -60,14 +55,7 @@ Outcome run_engine(const std::vector<EngineRequest>& reqs, int32_t k, bool bad_d
   return r;
 }
 
-EngineRequest req(RequestId id, std::vector<int32_t> prompt, int32_t max_tokens) {
-  EngineRequest r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  return r;
-}
+constexpr auto req = &greedy_request;
 
 TEST(SpecStep, GreedyOutputIsBitwiseTheSameWithDraftsAmongEightSequences) {
   std::vector<EngineRequest> reqs;
@@ -91,7 +79,7 @@ TEST(SpecStep, GreedyOutputIsBitwiseTheSameWithDraftsAmongEightSequences) {
 }
 
 TEST(SpecStep, AStopInsideAnAcceptedRunEndsTheOutputThere) {
-  FakeModel oracle(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
+  FakeModel oracle(kVocab, rig_groups());
   const auto p = make_prompt(9, kVocab, 3);
   const auto want = oracle.reference_greedy(p, 12);
   EngineRequest q = req(1, p, 12);
@@ -109,7 +97,7 @@ TEST(SpecStep, AStopInsideAnAcceptedRunEndsTheOutputThere) {
 }
 
 TEST(SpecStep, RejectedDraftsNeverReachThePrefixCache) {
-  FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
+  FakeModel model(kVocab, rig_groups());
   KvCache kv(model.spec().kv_groups, 4, {64, 64}, KvType::F32);
   SchedulerConfig sc{2, 32, 512};
   sc.draft_max = 8;

@@ -2,29 +2,20 @@
 // by python/make_gbnf_cases.py), plus parse errors.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <nlohmann/json.hpp>
-
 #include "base/error.h"
 #include "grammar/compiled.h"
 #include "grammar/gbnf.h"
 #include "grammar/matcher.h"
+#include "grammar_checks.h"
 #include "test_vocab.h"
 
 namespace sluice::grammar {
 namespace {
 
-bool matches(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
-  Matcher m(g);
-  for (unsigned char c : text)
-    if (!m.advance(1 + c)) return false;
-  return m.is_complete();
-}
+using test::matches;
 
 TEST(Gbnf, AgreesWithLarkOnTheCorpus) {
-  std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/gbnf_cases.json");
-  ASSERT_TRUE(in) << "missing tests/data/grammar/gbnf_cases.json";
-  const auto data = nlohmann::json::parse(in);
+  const auto data = test::load_cases("gbnf_cases.json");
   auto vocab = test::byte_vocab();
   ASSERT_GE(data["cases"].size(), 8u);
   for (const auto& c : data["cases"]) {
@@ -61,12 +52,7 @@ TEST(Gbnf, TokenTerminals) {
 }
 
 void expect_error(const std::string& text, const std::string& needle) {
-  try {
-    gbnf_grammar(text);
-    ADD_FAILURE() << "no error for " << text;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
+  test::expect_error_naming([](const std::string& t) { return gbnf_grammar(t); }, text, needle);
 }
 
 TEST(Gbnf, ErrorsNameTheProblemAndPlace) {

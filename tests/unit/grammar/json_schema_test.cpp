@@ -3,31 +3,22 @@
 // (tests/data/grammar/json_cases.json, written by python/make_grammar_cases.py).
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
 #include "grammar/compiled.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
+#include "grammar_checks.h"
 #include "test_vocab.h"
 
 namespace sluice::grammar {
 namespace {
 
-// Feeds the text one byte token at a time: true when every byte is accepted and the grammar
-// is complete at the end.
-bool matches(const std::shared_ptr<const CompiledGrammar>& g, const std::string& text) {
-  Matcher m(g);
-  for (unsigned char c : text)
-    if (!m.advance(1 + c)) return false;
-  return m.is_complete();
-}
+using test::matches;
 
 TEST(JsonSchema, AgreesWithTheJsonschemaPackageOnTheCorpus) {
-  std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/json_cases.json");
-  ASSERT_TRUE(in) << "missing tests/data/grammar/json_cases.json";
-  const auto data = nlohmann::ordered_json::parse(in);  // keeps the schemas' property order
+  const auto data = test::load_cases("json_cases.json");
   auto vocab = test::byte_vocab(false);
   size_t n_valid = 0, n_invalid = 0;
   ASSERT_GE(data["cases"].size(), 60u);
@@ -84,9 +75,7 @@ bool native_tokens(const nlohmann::ordered_json& v, int32_t quote, std::vector<i
 }
 
 TEST(JsonSchema, NativeSyntaxAcceptsTheValidValues) {
-  std::ifstream in(SLUICE_SOURCE_DIR "/tests/data/grammar/json_cases.json");
-  ASSERT_TRUE(in);
-  const auto data = nlohmann::ordered_json::parse(in);
+  const auto data = test::load_cases("json_cases.json");
   auto vocab = test::byte_vocab();
   const int32_t quote = vocab->n_vocab() - 7;
   JsonSchemaOptions o;
@@ -110,12 +99,7 @@ TEST(JsonSchema, NativeSyntaxAcceptsTheValidValues) {
 }
 
 void expect_error(const std::string& schema, const std::string& needle) {
-  try {
-    json_schema_grammar_text(schema);
-    ADD_FAILURE() << "no error for " << schema;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
+  test::expect_error_naming([](const std::string& s) { return json_schema_grammar_text(s); }, schema, needle);
 }
 
 TEST(JsonSchema, UnsupportedKeywordsAreErrorsNamingThem) {

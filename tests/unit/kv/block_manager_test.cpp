@@ -1,6 +1,9 @@
 // BlockPool eviction order and BlockManager prefix caching, window release and accounting.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+
 #include "base/error.h"
 #include "kv/block_manager.h"
 #include "kv/block_pool.h"
@@ -12,6 +15,21 @@ std::vector<int32_t> iota_tokens(int n, int32_t start = 0) {
   std::vector<int32_t> t(n);
   for (int i = 0; i < n; ++i) t[i] = start + i;
   return t;
+}
+
+// Takes what the cache holds of the prompt (the hit is not used), then reserves and publishes all
+// of it from position 0 in chunks with window release, as the scheduler prefills; `after_chunk`
+// runs after each chunk.
+void prefill_in_chunks(BlockManager& bm, SeqBlocks& s, const std::vector<int32_t>& prompt, int32_t chunk,
+                       const std::function<void()>& after_chunk = {}) {
+  bm.match_prefix(s, prompt);
+  const int32_t n = static_cast<int32_t>(prompt.size());
+  for (int32_t p = 0; p < n; p += chunk) {
+    bm.release_outside_window(s, p);
+    ASSERT_TRUE(bm.reserve(s, p, std::min(n, p + chunk)));
+    bm.publish_full_blocks(s, prompt, std::min(n, p + chunk));
+    if (after_chunk) after_chunk();
+  }
 }
 
 TEST(BlockPool, ReleasedBlocksAreReusedLastAndCanBeTakenBack) {
@@ -95,14 +113,8 @@ TEST(BlockManager, SlidingBlocksOutsideTheWindowReturnAndAHitNeedsOnlyTheWindow)
   BlockManager bm(kv);
   const auto prompt = iota_tokens(40);
   SeqBlocks a;
-  bm.match_prefix(a, prompt);
-  // Prefill in chunks of 8 with window release, as the scheduler does.
-  for (int32_t p = 0; p < 40; p += 8) {
-    bm.release_outside_window(a, p);
-    ASSERT_TRUE(bm.reserve(a, p, p + 8));
-    bm.publish_full_blocks(a, prompt, p + 8);
-    EXPECT_LE(kv.pool(1).n_used(), bm.peak_blocks(1, 40, 8));
-  }
+  ASSERT_NO_FATAL_FAILURE(
+      prefill_in_chunks(bm, a, prompt, 8, [&] { EXPECT_LE(kv.pool(1).n_used(), bm.peak_blocks(1, 40, 8)); }));
   EXPECT_EQ(kv.pool(0).n_used(), 10);
   EXPECT_LE(kv.pool(1).n_used(), 5);   // keys 25..39 of the last chunk's queries: blocks 6..9 (+1)
   // The released sliding blocks (0..5) are free but cached, so a repeat of the prompt hits:
@@ -119,12 +131,7 @@ TEST(BlockManager, NoHitWhenTheWindowBlocksAreGone) {
   BlockManager bm(kv);
   const auto prompt = iota_tokens(17);
   SeqBlocks a;
-  bm.match_prefix(a, prompt);
-  for (int32_t p = 0; p < 17; p += 4) {
-    bm.release_outside_window(a, p);
-    ASSERT_TRUE(bm.reserve(a, p, std::min(17, p + 4)));
-    bm.publish_full_blocks(a, prompt, std::min(17, p + 4));
-  }
+  ASSERT_NO_FATAL_FAILURE(prefill_in_chunks(bm, a, prompt, 4));
   bm.free(a);
   // Reusing all sliding blocks evicts the cached window of the prefix.
   SeqBlocks filler;

@@ -5,9 +5,11 @@
 #include <stdexcept>
 
 #include "gguf/reader.h"
+#include "gguf/writer.h"
 #include "server/api_error.h"
 #include "server/model_context.h"
 #include "server/openai_request.h"
+#include "server/props.h"
 #include "server/stop_strings.h"
 #include "tokenizer/tokenizer.h"
 
@@ -190,6 +192,23 @@ TEST_F(RequestParsing, MessagesNameTheRealFault) {
   EXPECT_NE(error_of(R"({"model":"tiny-gemma3","prompt":[1.5]})", *ctx_, false).message().find("token ids"), std::string::npos);
   EXPECT_NE(error_of(R"({"model":"tiny-gemma3","prompt":["a","b"]})", *ctx_, false).message().find("several prompts"),
             std::string::npos);
+}
+
+// general.sampling.* of the file are the defaults /props reports, under the API's names;
+// keys the file lacks stay out.
+TEST_F(RequestParsing, FileSamplingDefaultsReachProps) {
+  gguf::GgufWriter w;
+  for (const auto& kv : file_->kvs()) w.add_kv(kv);
+  w.add_f32("general.sampling.temp", 0.5f);
+  w.add_i32("general.sampling.top_k", 40);
+  w.add_f32("general.sampling.penalty_repeat", 1.25f);
+  w.add_u32("general.sampling.penalty_last_n", 128);
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  auto f = gguf::GgufFile::parse(bytes, "sampling.gguf");
+  ModelContext ctx(*f, *tok_, "", 256, 0);
+  const auto gen = nlohmann::json::parse(props_reply(ctx).body).at("default_generation_settings");
+  EXPECT_EQ(gen, (nlohmann::json{
+                     {"temperature", 0.5}, {"top_k", 40}, {"repetition_penalty", 1.25}, {"penalty_last_n", 128}}));
 }
 
 }  // namespace
