@@ -25,9 +25,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-double us_since(Clock::time_point t0) {
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
+double us_since(Clock::time_point t0) { return std::chrono::duration<double, std::micro>(Clock::now() - t0).count(); }
 
 double pct(std::vector<double> v, double p) {
   if (v.empty()) return 0;

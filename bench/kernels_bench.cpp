@@ -87,7 +87,7 @@ const LinearSet& linears(DType t, int64_t cols, int64_t rows, int copies, bool w
     s->raw.push_back(random_rows(t, cols, rows, 7 + c));
     Mat m{"bench", t, s->raw.back().data(), cols, rows, dtype_row_bytes(t, static_cast<uint64_t>(cols))};
     s->lin.push_back(Linear::build({&m, 1}, pool(), "bench", wide));
-    s->raw.back() = {};   // the repacked copy is what is read
+    s->raw.back() = {};  // the repacked copy is what is read
   }
   s->bytes_each = s->lin[0].stream_bytes();
   cache.emplace_back(key, std::move(s));
@@ -100,8 +100,8 @@ const LinearSet& linears(DType t, int64_t cols, int64_t rows, int copies, bool w
 // Softcap (the final logit op): kNone; kFused, as a Linear Epilogue; kPass, a second pass over
 // the outputs after the call, split over the threads.
 enum class Softcap { kNone, kFused, kPass };
-void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_t m, bool hot = false, bool wide = false,
-               Softcap cap = Softcap::kNone) {
+void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_t m, bool hot = false,
+               bool wide = false, Softcap cap = Softcap::kNone) {
   const uint64_t one = dtype_row_bytes(t, static_cast<uint64_t>(cols)) * static_cast<uint64_t>(rows);
   const int copies = hot ? 1 : static_cast<int>(std::max<uint64_t>(1, (uint64_t{1} << 30) / one + 1));
   const LinearSet& s = linears(t, cols, rows, copies, wide);
@@ -127,7 +127,8 @@ void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_
     benchmark::DoNotOptimize(y.data());
   }
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * s.bytes_each));
-  st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * rows, benchmark::Counter::kIsRate);
+  st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * rows,
+                                             benchmark::Counter::kIsRate);
 }
 
 // One core's compute speed per ISA set: a 1536 × rows matrix, L2-resident (Q4_0 / Q6_K
@@ -165,9 +166,21 @@ void BM_Attention(benchmark::State& st, const CpuKernels* k, int hd, int depth, 
   std::vector<float> q(static_cast<size_t>(gs * hd), 0.05f), out(static_cast<size_t>(gs * hd));
   std::vector<float> scratch(attn_scratch_floats());
   AttnArgs a;
-  a.q = q.data(); a.out = out.data(); a.gs = gs; a.hd = hd;
-  a.base = mem.data(); a.block_stride = block; a.k_off = 0; a.v_off = slot * bt; a.slot_stride = slot;
-  a.table = table.data(); a.block_tokens = bt; a.elem = KvElem::kF16; a.lo = 0; a.hi = depth - 1; a.scratch = scratch.data();
+  a.q = q.data();
+  a.out = out.data();
+  a.gs = gs;
+  a.hd = hd;
+  a.base = mem.data();
+  a.block_stride = block;
+  a.k_off = 0;
+  a.v_off = slot * bt;
+  a.slot_stride = slot;
+  a.table = table.data();
+  a.block_tokens = bt;
+  a.elem = KvElem::kF16;
+  a.lo = 0;
+  a.hi = depth - 1;
+  a.scratch = scratch.data();
   const AttnKernel f = cpu_attention(*k);
   // cold: the KV rows start in DRAM, as in a decode step (every weight of the model passed
   // through the caches since the layer last ran): 64 MiB are read between calls, untimed.
@@ -206,12 +219,13 @@ void BM_Glu(benchmark::State& st, int64_t cols, int64_t ff, int64_t m) {
   std::normal_distribution<float> n(0.0f, 1.0f);
   for (auto& v : x) v = n(rng);
   ActScratch scratch;
-  ThreadPool::StepScope spin(pool());   // as BM_Linear: workers spin between calls
+  ThreadPool::StepScope spin(pool());  // as BM_Linear: workers spin between calls
   for (auto _ : st) {
     lin->run_glu(pool(), x.data(), m, act.data(), scratch);
     benchmark::DoNotOptimize(act.data());
   }
-  st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * 2 * ff, benchmark::Counter::kIsRate);
+  st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * 2 * ff,
+                                             benchmark::Counter::kIsRate);
 }
 
 // One activation row quantized for the packed matmuls (act.h), one thread: decode does this
@@ -240,14 +254,24 @@ void BM_Peak(benchmark::State& st, Body body, double macs_per_instr) {
 
 // 12 independent chains of OP (distinct starting values, or the compiler merges identical
 // chains into one), then their sum through ADD so none is dead code.
-#define SLUICE_PEAK_LOOP(T, INIT, OP, ADD)                                                   \
-  T a0 = INIT(0), a1 = INIT(1), a2 = INIT(2), a3 = INIT(3), a4 = INIT(4), a5 = INIT(5),     \
-    a6 = INIT(6), a7 = INIT(7), a8 = INIT(8), a9 = INIT(9), a10 = INIT(10), a11 = INIT(11);  \
-  for (int64_t i = 0; i < n; ++i) {                                                         \
-    a0 = OP(a0); a1 = OP(a1); a2 = OP(a2); a3 = OP(a3); a4 = OP(a4); a5 = OP(a5);           \
-    a6 = OP(a6); a7 = OP(a7); a8 = OP(a8); a9 = OP(a9); a10 = OP(a10); a11 = OP(a11);       \
-    __asm__ volatile("" : "+v"(x), "+v"(y)); /* opaque operands: nothing hoisted or folded */ \
-  }                                                                                         \
+#define SLUICE_PEAK_LOOP(T, INIT, OP, ADD)                                                                          \
+  T a0 = INIT(0), a1 = INIT(1), a2 = INIT(2), a3 = INIT(3), a4 = INIT(4), a5 = INIT(5), a6 = INIT(6), a7 = INIT(7), \
+    a8 = INIT(8), a9 = INIT(9), a10 = INIT(10), a11 = INIT(11);                                                     \
+  for (int64_t i = 0; i < n; ++i) {                                                                                 \
+    a0 = OP(a0);                                                                                                    \
+    a1 = OP(a1);                                                                                                    \
+    a2 = OP(a2);                                                                                                    \
+    a3 = OP(a3);                                                                                                    \
+    a4 = OP(a4);                                                                                                    \
+    a5 = OP(a5);                                                                                                    \
+    a6 = OP(a6);                                                                                                    \
+    a7 = OP(a7);                                                                                                    \
+    a8 = OP(a8);                                                                                                    \
+    a9 = OP(a9);                                                                                                    \
+    a10 = OP(a10);                                                                                                  \
+    a11 = OP(a11);                                                                                                  \
+    __asm__ volatile("" : "+v"(x), "+v"(y)); /* opaque operands: nothing hoisted or folded */                       \
+  }                                                                                                                 \
   const T sum = ADD(ADD(ADD(ADD(a0, a1), ADD(a2, a3)), ADD(ADD(a4, a5), ADD(a6, a7))), ADD(ADD(a8, a9), ADD(a10, a11)));
 
 __attribute__((target("avx512f"))) float peak_fma_f32(int64_t n) {
@@ -276,16 +300,16 @@ __attribute__((target("avx512f,avx512bf16"))) float peak_dpbf16(int64_t n) {
 #undef SLUICE_PEAK_LOOP
 
 int register_all() {
-  struct Shape { const char* name; DType t; int64_t cols, rows; };
+  struct Shape {
+    const char* name;
+    DType t;
+    int64_t cols, rows;
+  };
   const Shape shapes[] = {
-      {"q4_0/gate_up_1536x12288", DType::Q4_0, 1536, 12288},
-      {"q4_0/down_6144x1536", DType::Q4_0, 6144, 1536},
-      {"q4_0/q_1536x2048", DType::Q4_0, 1536, 2048},
-      {"q4_0/ple_gate_1536x256", DType::Q4_0, 1536, 256},
-      {"q4_0/ple_proj_256x1536", DType::Q4_0, 256, 1536},
-      {"q6_K/lm_head_1536x262144", DType::Q6_K, 1536, 262144},
-      {"q8_0/lm_head_640x262144", DType::Q8_0, 640, 262144},
-      {"q5_0/gate_up_640x4096", DType::Q5_0, 640, 4096},
+      {"q4_0/gate_up_1536x12288", DType::Q4_0, 1536, 12288}, {"q4_0/down_6144x1536", DType::Q4_0, 6144, 1536},
+      {"q4_0/q_1536x2048", DType::Q4_0, 1536, 2048},         {"q4_0/ple_gate_1536x256", DType::Q4_0, 1536, 256},
+      {"q4_0/ple_proj_256x1536", DType::Q4_0, 256, 1536},    {"q6_K/lm_head_1536x262144", DType::Q6_K, 1536, 262144},
+      {"q8_0/lm_head_640x262144", DType::Q8_0, 640, 262144}, {"q5_0/gate_up_640x4096", DType::Q5_0, 640, 4096},
       {"bf16/ple_proj_1536x8960", DType::BF16, 1536, 8960},
   };
   for (const Shape& s : shapes)
@@ -295,20 +319,20 @@ int register_all() {
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
   for (int64_t m : {1, 8})
-    benchmark::RegisterBenchmark((std::string("Linear/q6_K8/lm_head_1536x262144/M") + std::to_string(m)).c_str(),
-                                 [=](benchmark::State& st) { BM_Linear(st, DType::Q6_K, 1536, 262144, m, false, true); })
+    benchmark::RegisterBenchmark(
+        (std::string("Linear/q6_K8/lm_head_1536x262144/M") + std::to_string(m)).c_str(),
+        [=](benchmark::State& st) { BM_Linear(st, DType::Q6_K, 1536, 262144, m, false, true); })
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
   // The logit softcap fused into the lm_head call against a pass after it, streaming and hot.
   for (bool hot : {false, true})
     for (int64_t m : {1, 8})
       for (Softcap c : {Softcap::kFused, Softcap::kPass})
-        benchmark::RegisterBenchmark((std::string("Linear/q6_K/") + (hot ? "hot_1536x8192" : "lm_head_1536x262144") +
-                                      "/softcap_" + (c == Softcap::kFused ? "fused" : "pass") + "/M" + std::to_string(m))
-                                         .c_str(),
-                                     [=](benchmark::State& st) {
-                                       BM_Linear(st, DType::Q6_K, 1536, hot ? 8192 : 262144, m, hot, false, c);
-                                     })
+        benchmark::RegisterBenchmark(
+            (std::string("Linear/q6_K/") + (hot ? "hot_1536x8192" : "lm_head_1536x262144") + "/softcap_" +
+             (c == Softcap::kFused ? "fused" : "pass") + "/M" + std::to_string(m))
+                .c_str(),
+            [=](benchmark::State& st) { BM_Linear(st, DType::Q6_K, 1536, hot ? 8192 : 262144, m, hot, false, c); })
             ->Unit(benchmark::kMicrosecond)
             ->UseRealTime();
   const Shape hot_shapes[] = {{"q6_K/hot_1536x8192", DType::Q6_K, 1536, 8192},
@@ -325,8 +349,9 @@ int register_all() {
     for (DType t : {DType::Q6_K, DType::Q4_0, DType::BF16})
       for (int64_t m : {1, 4, 8}) {
         const int64_t rows = t == DType::BF16 ? 256 : 384;
-        benchmark::RegisterBenchmark((std::string("LinearCore/") + k->isa + "/" + std::string(dtype_name(t)) + "/l2_1536x" +
-                                      std::to_string(rows) + "/M" + std::to_string(m)).c_str(),
+        benchmark::RegisterBenchmark((std::string("LinearCore/") + k->isa + "/" + std::string(dtype_name(t)) +
+                                      "/l2_1536x" + std::to_string(rows) + "/M" + std::to_string(m))
+                                         .c_str(),
                                      [=](benchmark::State& st) { BM_LinearCore(st, k, t, rows, m); })
             ->Unit(benchmark::kMicrosecond);
       }
@@ -337,16 +362,17 @@ int register_all() {
         ->UseRealTime();
   for (const CpuKernels* k : runnable_cpu_kernels())
     for (ActFormat f : {ActFormat::kA8_32, ActFormat::kA8_256})
-      benchmark::RegisterBenchmark((std::string("ActQuantize/") + k->isa + (f == ActFormat::kA8_32 ? "/a8_32" : "/a8_256") +
-                                    "/6144").c_str(),
-                                   [=](benchmark::State& st) { BM_ActQuantize(st, k, f, 6144); })
+      benchmark::RegisterBenchmark(
+          (std::string("ActQuantize/") + k->isa + (f == ActFormat::kA8_32 ? "/a8_32" : "/a8_256") + "/6144").c_str(),
+          [=](benchmark::State& st) { BM_ActQuantize(st, k, f, 6144); })
           ->Unit(benchmark::kMicrosecond);
   for (const CpuKernels* k : runnable_cpu_kernels())
     for (int hd : {256, 512})
       for (int depth : {64, 512})
         for (bool cold : {false, true})
           benchmark::RegisterBenchmark((std::string("Attention/") + k->isa + "/hd" + std::to_string(hd) + "/depth" +
-                                        std::to_string(depth) + (cold ? "/cold" : "/hot")).c_str(),
+                                        std::to_string(depth) + (cold ? "/cold" : "/hot"))
+                                           .c_str(),
                                        [=](benchmark::State& st) { BM_Attention(st, k, hd, depth, cold); })
               ->Unit(benchmark::kMicrosecond);
   if (__builtin_cpu_supports("avx512f"))

@@ -50,7 +50,8 @@ const char* placement_words(double rt_ns) {
   return rt_ns < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)";
 }
 
-BandwidthProbe::BandwidthProbe(ThreadPool& pool, uint64_t bytes) : pool_(pool), bytes_(bytes / (256 * 64) * (256 * 64)) {
+BandwidthProbe::BandwidthProbe(ThreadPool& pool, uint64_t bytes)
+    : pool_(pool), bytes_(bytes / (256 * 64) * (256 * 64)) {
   buf_ = AlignedBytes::alloc(bytes_);
   pool_.run([&](int ith, int nth) {
     int64_t a, b;
@@ -68,7 +69,8 @@ double BandwidthProbe::measure() {
   pool_.run([&](int ith, int nth) {
     int64_t a, b;
     split_range(static_cast<int64_t>(chunks), ith, nth, &a, &b);
-    sums[static_cast<size_t>(ith)] = kernels::cpu_stream_sum(k, buf_.data() + a * 256, static_cast<uint64_t>(b - a) * 256);
+    sums[static_cast<size_t>(ith)] = kernels::cpu_stream_sum(k, buf_.data() + a * 256,
+                                                             static_cast<uint64_t>(b - a) * 256);
   });
   const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
   sink_ += sums[0];
@@ -79,7 +81,7 @@ int run_machine_probe(int threads, double bandwidth_gib, bool json) {
   ThreadPool pool(threads > 0 ? threads : ThreadPool::default_threads());
   BandwidthProbe probe(pool, static_cast<uint64_t>(bandwidth_gib * (1ull << 30)));
   HandoffProbe handoff(pool);
-  probe.measure();   // warm-up
+  probe.measure();  // warm-up
   std::vector<double> bw, rt;
   for (int i = 0; i < 5; ++i) bw.push_back(probe.measure());
   for (int i = 0; i < 3; ++i) rt.push_back(handoff.measure());

@@ -9,13 +9,13 @@
 
 namespace sluice::app {
 
-std::string render_chat(const gguf::GgufFile& f, const Tokenizer& tok, const ChatHistory& h, bool add_generation_prompt) {
+std::string render_chat(const gguf::GgufFile& f, const Tokenizer& tok, const ChatHistory& h,
+                        bool add_generation_prompt) {
   nlohmann::json messages = nlohmann::json::array();
   for (const auto& [role, content] : h.messages) messages.push_back({{"role", role}, {"content", content}});
   // The file's own template when it has one; otherwise the built-in one for its architecture.
   std::string source(f.get_string_or("tokenizer.chat_template", ""));
-  if (source.empty())
-    source = chat::builtin_template(chat::chat_arch_from_gguf(f.get_string("general.architecture")));
+  if (source.empty()) source = chat::builtin_template(chat::chat_arch_from_gguf(f.get_string("general.architecture")));
   const std::string bos = tok.bos() >= 0 ? std::string(tok.token_text(tok.bos())) : "";
   const std::string eos = tok.eos() >= 0 ? std::string(tok.token_text(tok.eos())) : "";
   const chat::ChatTemplate tmpl(source, bos, eos);

@@ -16,10 +16,11 @@ class GgufFile;
 namespace sluice::app {
 
 struct ChatHistory {
-  std::vector<std::pair<std::string, std::string>> messages;   // (role, content)
+  std::vector<std::pair<std::string, std::string>> messages;  // (role, content)
   void add(std::string role, std::string content) { messages.emplace_back(std::move(role), std::move(content)); }
 };
 
-std::string render_chat(const gguf::GgufFile& f, const Tokenizer& tok, const ChatHistory& h, bool add_generation_prompt);
+std::string render_chat(const gguf::GgufFile& f, const Tokenizer& tok, const ChatHistory& h,
+                        bool add_generation_prompt);
 
 }  // namespace sluice::app

@@ -84,11 +84,11 @@ std::vector<int32_t> random_ids(int n, int vocab, std::mt19937_64& rng) {
 
 struct DecodeResult {
   int depth = 0;
-  double ms_per_step = 0;     // one decode step (of --batch sequences)
-  models::StepProfile prof;   // summed over all timed steps
+  double ms_per_step = 0;    // one decode step (of --batch sequences)
+  models::StepProfile prof;  // summed over all timed steps
   int64_t steps = 0;
-  std::vector<double> bw;     // probes taken around this depth's bursts
-  std::vector<double> rt;     // core-to-core round trips (HandoffProbe) at the same moments
+  std::vector<double> bw;  // probes taken around this depth's bursts
+  std::vector<double> rt;  // core-to-core round trips (HandoffProbe) at the same moments
   // Per burst: floor at the burst's bandwidth ÷ its median step; each class's GB/s ÷ that
   // bandwidth; attention + other as a share of the step.
   std::vector<double> efficiency, rest_share;
@@ -98,7 +98,7 @@ struct DecodeResult {
 struct BenchResult {
   std::vector<double> prefill_s;
   std::vector<DecodeResult> dec;
-  std::vector<double> bw, rt;   // every probe of the run
+  std::vector<double> bw, rt;  // every probe of the run
   uint64_t probe_bytes = 0;
   models::StreamAccount acct;
   double bandwidth() const { return median(bw); }
@@ -118,7 +118,7 @@ class Measurer {
     BenchResult r;
     r.acct = models::account_decode_stream(sess_.file());
     r.probe_bytes = probe_.bytes();
-    probe_.measure();   // warm-up
+    probe_.measure();  // warm-up
     probe_all(r);
     warm_up();
     for (int i = 0; i < a_.repeats; ++i) r.prefill_s.push_back(time_prefill());
@@ -165,7 +165,7 @@ class Measurer {
   double time_prefill() {
     live_.push_back(submit(a_.prompt, 1));
     const auto t0 = clock_type::now();
-    sess_.core().step();   // the whole prompt in one forward (the token budget holds it)
+    sess_.core().step();  // the whole prompt in one forward (the token budget holds it)
     const double s = std::chrono::duration<double>(clock_type::now() - t0).count();
     finish_all();
     return s;
@@ -299,7 +299,8 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
   j["core_round_trip_samples_ns"] = r.rt;
   j["bytes_per_token"] = r.acct.streamed_bytes;
   j["floor_ms"] = r.floor_ms();
-  j["prefill"] = {{"tokens", a.prompt}, {"ms", pre_s * 1e3}, {"tokens_per_s", a.prompt / pre_s}, {"samples_ms", prefill_ms}};
+  j["prefill"] = {
+      {"tokens", a.prompt}, {"ms", pre_s * 1e3}, {"tokens_per_s", a.prompt / pre_s}, {"samples_ms", prefill_ms}};
   j["decode"] = nlohmann::json::array();
   for (const DecodeResult& d : r.dec) j["decode"].push_back(decode_json(a, r, d));
   return j;
@@ -307,10 +308,11 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
 
 void print_decode(const BenchArgs& a, const BenchResult& r, const DecodeResult& d) {
   if (a.batch > 1) std::printf("\nbatch of %d sequences: %.1f tokens/s in all", a.batch, a.batch * 1e3 / d.ms_per_step);
-  std::printf("\ndecode at depth %d: %.2f ms/step | bandwidth around it %.1f GB/s, core round trip %.0f ns, floor %.2f ms | "
-              "efficiency %.0f%% (median of %zu bursts) | attention + other %.1f%% of a step\n",
-              d.depth, d.ms_per_step, median(d.bw), median(d.rt), depth_floor_ms(r, d), 100 * median(d.efficiency),
-              d.efficiency.size(), 100 * median(d.rest_share));
+  std::printf(
+      "\ndecode at depth %d: %.2f ms/step | bandwidth around it %.1f GB/s, core round trip %.0f ns, floor %.2f ms | "
+      "efficiency %.0f%% (median of %zu bursts) | attention + other %.1f%% of a step\n",
+      d.depth, d.ms_per_step, median(d.bw), median(d.rt), depth_floor_ms(r, d), 100 * median(d.efficiency),
+      d.efficiency.size(), 100 * median(d.rest_share));
   std::printf("  %-12s %9s %10s %8s %10s\n", "op class", "ms/step", "MB/step", "GB/s", "of bw");
   for (int c = 0; c < models::kOpClassCount; ++c) {
     const ClassRow row = class_row(d, c);
@@ -320,13 +322,14 @@ void print_decode(const BenchArgs& a, const BenchResult& r, const DecodeResult& 
 }
 
 void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
-  std::printf("\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
-              r.bandwidth(), r.bw.size(), r.probe_bytes / double(1ull << 30), sess.threads(), r.acct.streamed_bytes / 1e6,
-              r.floor_ms(), kernels::cpu_kernels().isa);
+  std::printf(
+      "\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
+      r.bandwidth(), r.bw.size(), r.probe_bytes / double(1ull << 30), sess.threads(), r.acct.streamed_bytes / 1e6,
+      r.floor_ms(), kernels::cpu_kernels().isa);
   if (sess.threads() > 1) {
     const auto [lo, hi] = std::minmax_element(r.rt.begin(), r.rt.end());
-    std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(r.rt), r.rt.size(), *lo,
-                *hi, placement_words(median(r.rt)));
+    std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(r.rt), r.rt.size(),
+                *lo, *hi, placement_words(median(r.rt)));
   }
   const double pre_s = median(r.prefill_s);
   std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", a.prompt, pre_s * 1e3, a.prompt / pre_s);
@@ -343,7 +346,7 @@ int run_bench(BenchArgs& a) {
   a.session.ctx_size = std::max(a.prompt, max_depth + a.n_decode) + 1;
   // One step holds the prefill, or every sequence's prefill to the deepest depth.
   a.session.token_budget = std::max(a.prompt, a.batch * std::max(max_depth, 1));
-  a.session.prefix_caching = false;   // random prompts: nothing to reuse, nothing to hash
+  a.session.prefix_caching = false;  // random prompts: nothing to reuse, nothing to hash
   EngineSession sess(a.session);
   if (!a.json) sess.print_summary();
   const BenchResult r = Measurer(a, sess).run(depths);
@@ -357,7 +360,7 @@ int run_bench(BenchArgs& a) {
 CommandFn add_bench_command(CLI::App& app) {
   auto args = std::make_shared<BenchArgs>();
   CLI::App* cmd = app.add_subcommand("bench", "prefill and decode speed, per-op breakdown, bandwidth floor");
-  add_session_options(cmd, args->session, false);   // required unless --machine
+  add_session_options(cmd, args->session, false);  // required unless --machine
   cmd->add_option("-p,--prompt", args->prompt, "prefill length in tokens")->capture_default_str();
   cmd->add_option("-n,--n-decode", args->n_decode, "timed decode steps per depth and repeat")->capture_default_str();
   cmd->add_option("--depths", args->depths, "comma-separated KV depths to decode at")->capture_default_str();
@@ -365,9 +368,11 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_option("--burst", args->burst, "decode steps between two bandwidth probes")->capture_default_str();
   cmd->add_option("--batch", args->batch, "sequences decoded together in every decode step (each at the depth)")
       ->capture_default_str();
-  cmd->add_option("--bandwidth-gib", args->bandwidth_gib, "size of the bandwidth probe's buffer")->capture_default_str();
+  cmd->add_option("--bandwidth-gib", args->bandwidth_gib, "size of the bandwidth probe's buffer")
+      ->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object instead of tables");
-  cmd->add_flag("--machine", args->machine, "measure only the machine (bus bandwidth, core-to-core round trip); no model");
+  cmd->add_flag("--machine", args->machine,
+                "measure only the machine (bus bandwidth, core-to-core round trip); no model");
   return [args]() {
     if (args->bandwidth_gib < 0.0625) fail("--bandwidth-gib must be at least 0.0625");
     if (args->machine) return run_machine_probe(args->session.threads, args->bandwidth_gib, args->json);

@@ -9,13 +9,13 @@
 // --builtin-template asks for Gemma's built-in turn format anyway.
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
-#include <unistd.h>
 
 #include "apps/sluice/chat_render.h"
 #include "apps/sluice/commands.h"
@@ -48,10 +48,11 @@ struct ChatArgs {
 
 void check_chat_template(const gguf::GgufFile& f, const std::string& path, bool builtin_ok) {
   if (builtin_ok || !f.get_string_or("tokenizer.chat_template", "").empty()) return;
-  fail("%s has no chat template (tokenizer.chat_template): it looks like a base model, which continues text "
-       "instead of answering turns. Use `sluice run -m %s -p TEXT` for a continuation, or `sluice chat "
-       "--builtin-template` to chat in Gemma's built-in turn format anyway.",
-       path.c_str(), path.c_str());
+  fail(
+      "%s has no chat template (tokenizer.chat_template): it looks like a base model, which continues text "
+      "instead of answering turns. Use `sluice run -m %s -p TEXT` for a continuation, or `sluice chat "
+      "--builtin-template` to chat in Gemma's built-in turn format anyway.",
+      path.c_str(), path.c_str());
 }
 }  // namespace
 
@@ -77,7 +78,7 @@ CommandFn add_chat_command(CLI::App& app) {
 
     ChatHistory conv;
     if (!args->system.empty()) conv.add("system", args->system);
-    std::optional<engine::RequestId> last;   // the previous turn, whose K/V are parked
+    std::optional<engine::RequestId> last;  // the previous turn, whose K/V are parked
     std::string line;
     for (;;) {
       std::fprintf(stdout, "\n> ");
@@ -105,13 +106,14 @@ CommandFn add_chat_command(CLI::App& app) {
       GenerationStats st;
       engine::RequestId id = 0;
       try {
-        st = complete(sess, *tok, req, id,
-                      [&](const std::string& piece) {
-                        reply += piece;
-                        std::fwrite(piece.data(), 1, piece.size(), stdout);
-                        std::fflush(stdout);
-                      },
-                      &g_interrupt);
+        st = complete(
+            sess, *tok, req, id,
+            [&](const std::string& piece) {
+              reply += piece;
+              std::fwrite(piece.data(), 1, piece.size(), stdout);
+              std::fflush(stdout);
+            },
+            &g_interrupt);
       } catch (const Error& e) {
         g_generating.store(false);
         std::fprintf(stderr, "\nerror: %s (use /reset)\n", e.what());

@@ -30,11 +30,16 @@ struct InspectArgs {
 
 json scalar_json(ValueType t, const uint8_t* p) {
   switch (t) {
-    case ValueType::U8: case ValueType::U16: case ValueType::U32: case ValueType::U64:
-      return gguf::load_uint(t, p);
-    case ValueType::I8: case ValueType::I16: case ValueType::I32: case ValueType::I64:
-      return gguf::load_int(t, p);
-    case ValueType::F32: case ValueType::F64: {
+    case ValueType::U8:
+    case ValueType::U16:
+    case ValueType::U32:
+    case ValueType::U64: return gguf::load_uint(t, p);
+    case ValueType::I8:
+    case ValueType::I16:
+    case ValueType::I32:
+    case ValueType::I64: return gguf::load_int(t, p);
+    case ValueType::F32:
+    case ValueType::F64: {
       const double v = gguf::load_float(t, p);
       if (std::isnan(v)) return "nan";
       if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
@@ -128,9 +133,12 @@ json inspect_json(const GgufFile& f, const models::StreamAccount& acc, bool with
     if (!with_tensors) continue;
     json shape = json::array();
     for (uint32_t d = 0; d < t.n_dims; ++d) shape.push_back(t.ne[d]);
-    tensors.push_back({{"name", t.name}, {"type", std::string(dtype_name(t.type))},
-                       {"type_id", static_cast<uint32_t>(t.type)}, {"shape", shape},
-                       {"offset", t.offset}, {"bytes", t.nbytes}});
+    tensors.push_back({{"name", t.name},
+                       {"type", std::string(dtype_name(t.type))},
+                       {"type_id", static_cast<uint32_t>(t.type)},
+                       {"shape", shape},
+                       {"offset", t.offset},
+                       {"bytes", t.nbytes}});
   }
   if (with_tensors) j["tensors"] = std::move(tensors);
   j["tensor_count"] = f.tensors().size();
@@ -145,8 +153,8 @@ json inspect_json(const GgufFile& f, const models::StreamAccount& acc, bool with
   uint64_t unused = 0;
   for (const auto& t : acc.tensors)
     if (t.group == models::WeightGroup::kUnused) unused += t.file_bytes;
-  j["decode_stream"] = {{"bytes_per_token", acc.streamed_bytes}, {"groups", std::move(groups)},
-                        {"unused_tensor_bytes", unused}};
+  j["decode_stream"] = {
+      {"bytes_per_token", acc.streamed_bytes}, {"groups", std::move(groups)}, {"unused_tensor_bytes", unused}};
   return j;
 }
 
@@ -167,7 +175,8 @@ void print_text(const GgufFile& f, const models::StreamAccount& acc, const json&
   const json& tok = j["tokenizer"];
   std::printf("\ntokenizer\n");
   if (tok.empty()) std::printf("  (none)\n");
-  for (auto it = tok.begin(); it != tok.end(); ++it) std::printf("  %-24s %s\n", it.key().c_str(), it.value().dump().c_str());
+  for (auto it = tok.begin(); it != tok.end(); ++it)
+    std::printf("  %-24s %s\n", it.key().c_str(), it.value().dump().c_str());
 
   std::printf("\nother metadata\n");
   for (const KeyValue& kv : f.kvs()) {
@@ -197,11 +206,14 @@ void print_text(const GgufFile& f, const models::StreamAccount& acc, const json&
   std::printf("\ndecode stream (weight bytes one decoded token reads; floor = this / DRAM bandwidth)\n");
   for (auto it = j["decode_stream"]["groups"].begin(); it != j["decode_stream"]["groups"].end(); ++it) {
     const uint64_t b = it.value();
-    if (b) std::printf("  %-22s %14llu bytes  %10s\n", it.key().c_str(), static_cast<unsigned long long>(b), human_bytes(b).c_str());
+    if (b)
+      std::printf("  %-22s %14llu bytes  %10s\n", it.key().c_str(), static_cast<unsigned long long>(b),
+                  human_bytes(b).c_str());
   }
   const uint64_t unused = j["decode_stream"]["unused_tensor_bytes"];
-  if (unused) std::printf("  %-22s %14llu bytes  (present in the file, never read)\n", "unused",
-                          static_cast<unsigned long long>(unused));
+  if (unused)
+    std::printf("  %-22s %14llu bytes  (present in the file, never read)\n", "unused",
+                static_cast<unsigned long long>(unused));
   std::printf("  %-22s %14llu bytes  %10s  -> %.1f ms/token at 30 GB/s\n", "total per token",
               static_cast<unsigned long long>(acc.streamed_bytes), human_bytes(acc.streamed_bytes).c_str(),
               acc.streamed_bytes / 30e9 * 1e3);
@@ -217,7 +229,7 @@ CommandFn add_inspect_command(CLI::App& app) {
   cmd->add_flag("--no-tensors", args->no_tensors, "omit the tensor table");
   return [args]() {
     gguf::ReadOptions opt;
-    opt.allow_unsupported_types = true;   // show files we cannot run too
+    opt.allow_unsupported_types = true;  // show files we cannot run too
     auto f = GgufFile::open(args->path, opt);
     const models::StreamAccount acc = models::account_decode_stream(*f);
     const json j = inspect_json(*f, acc, !args->no_tensors);

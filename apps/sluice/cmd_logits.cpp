@@ -53,7 +53,9 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required) 
   cmd->add_option("-t,--threads", o.threads, "worker threads (default: all cores)");
   cmd->add_option("-c,--ctx-size", o.ctx_size, "context size in tokens")->capture_default_str();
   cmd->add_option("--kv-type", o.kv_type, "KV cache precision: f32, bf16 or f16")->capture_default_str();
-  cmd->add_option("--lm-head", o.lm_head, "lm_head in memory: packed (the file's type), int8 (Q6_K codes as bytes), q4_0 (requantized, opt-in: logits drift)")
+  cmd->add_option(
+         "--lm-head", o.lm_head,
+         "lm_head in memory: packed (the file's type), int8 (Q6_K codes as bytes), q4_0 (requantized, opt-in: logits drift)")
       ->capture_default_str();
 }
 
@@ -67,10 +69,11 @@ void add_spec_options(CLI::App* cmd, SessionOptions& o) {
 CommandFn add_logits_command(CLI::App& app) {
   auto args = std::make_shared<LogitsArgs>();
   CLI::App* cmd = app.add_subcommand("logits", "write the logits of every position of a token sequence");
-  args->session.kv_type = "f32";   // a measuring tool: exact K/V unless asked otherwise
+  args->session.kv_type = "f32";  // a measuring tool: exact K/V unless asked otherwise
   add_session_options(cmd, args->session);
   auto* ids_opt = cmd->add_option("--ids", args->ids, "comma-separated token ids");
-  auto* text_opt = cmd->add_option("-f,--file", args->text_file, "or: a text file, tokenized with the model's tokenizer (BOS first)");
+  auto* text_opt = cmd->add_option("-f,--file", args->text_file,
+                                   "or: a text file, tokenized with the model's tokenizer (BOS first)");
   ids_opt->excludes(text_opt);
   cmd->add_option("--max-tokens", args->max_tokens, "with -f: keep at most this many tokens (0 = all)");
   cmd->add_option("--out", args->out, "output file: float32 [n_ids × vocab], little-endian")->required();
@@ -84,7 +87,8 @@ CommandFn add_logits_command(CLI::App& app) {
     } else {
       vocab_file = gguf::GgufFile::open(args->session.model_path);
       ids = Tokenizer::from_gguf(*vocab_file)->encode(read_prompt("", args->text_file), true, false);
-      if (args->max_tokens > 0 && ids.size() > static_cast<size_t>(args->max_tokens)) ids.resize(static_cast<size_t>(args->max_tokens));
+      if (args->max_tokens > 0 && ids.size() > static_cast<size_t>(args->max_tokens))
+        ids.resize(static_cast<size_t>(args->max_tokens));
       if (ids.empty()) fail("%s: no tokens", args->text_file.c_str());
     }
     // Room for the ids and the one token the engine samples after them (discarded).
@@ -99,11 +103,14 @@ CommandFn add_logits_command(CLI::App& app) {
     int64_t written = 0;
     sess.drive(id, [&](engine::TokenOutput& o) {
       if (o.logits.empty()) return;
-      if (o.logits_pos0 != written) fail("logits rows out of order (position %d after %lld)", o.logits_pos0, static_cast<long long>(written));
-      out.write(reinterpret_cast<const char*>(o.logits.data()), static_cast<std::streamsize>(o.logits.size() * sizeof(float)));
+      if (o.logits_pos0 != written)
+        fail("logits rows out of order (position %d after %lld)", o.logits_pos0, static_cast<long long>(written));
+      out.write(reinterpret_cast<const char*>(o.logits.data()),
+                static_cast<std::streamsize>(o.logits.size() * sizeof(float)));
       written += static_cast<int64_t>(o.logits.size()) / V;
     });
-    if (written != static_cast<int64_t>(ids.size())) fail("the engine returned %lld of %zu rows", static_cast<long long>(written), ids.size());
+    if (written != static_cast<int64_t>(ids.size()))
+      fail("the engine returned %lld of %zu rows", static_cast<long long>(written), ids.size());
     if (!out) fail("%s: write failed", args->out.c_str());
     std::fprintf(stderr, "wrote %zu × %lld logits to %s\n", ids.size(), static_cast<long long>(V), args->out.c_str());
     return 0;

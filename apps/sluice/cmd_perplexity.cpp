@@ -35,7 +35,7 @@ CommandFn add_perplexity_command(CLI::App& app) {
   return [args]() {
     if (args->ctx < 2) fail("--ctx must be at least 2");
     const std::string text = read_prompt("", args->file);
-    args->session.ctx_size = args->ctx + 1;   // the window and the one token the engine samples after it
+    args->session.ctx_size = args->ctx + 1;  // the window and the one token the engine samples after it
     args->session.token_budget = args->ctx;
     args->session.prefix_caching = false;
     EngineSession sess(args->session);
@@ -60,7 +60,7 @@ CommandFn add_perplexity_command(CLI::App& app) {
         const int64_t rows = static_cast<int64_t>(o.logits.size()) / V;
         for (int64_t r = 0; r < rows; ++r) {
           const int64_t i = o.logits_pos0 + r;
-          if (i + 1 >= args->ctx) continue;   // the last position predicts past the window
+          if (i + 1 >= args->ctx) continue;  // the last position predicts past the window
           const float* row = &o.logits[r * V];
           float mx = row[0];
           for (int64_t v = 1; v < V; ++v) mx = std::max(mx, row[v]);

@@ -8,12 +8,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <pthread.h>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <memory>
-#include <pthread.h>
+#include <string>
 #include <thread>
 
 #include "api/engine.h"
@@ -83,7 +83,8 @@ void tune_malloc_for_server(char** argv) {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__)
   if (std::getenv("SLUICE_MALLOC_TUNED") != nullptr) return;
   std::string tunables = "glibc.malloc.tcache_count=0";
-  if (const char* t = std::getenv("GLIBC_TUNABLES"); t != nullptr && *t != '\0') tunables = std::string(t) + ":" + tunables;
+  if (const char* t = std::getenv("GLIBC_TUNABLES"); t != nullptr && *t != '\0')
+    tunables = std::string(t) + ":" + tunables;
   setenv("GLIBC_TUNABLES", tunables.c_str(), 1);
   setenv("MALLOC_ARENA_MAX", "1", 1);
   setenv("SLUICE_MALLOC_TUNED", "1", 1);
@@ -106,23 +107,34 @@ CommandFn add_serve_command(CLI::App& app) {
                   "require 'Authorization: Bearer KEY' (not for /health, /metrics, the chat page)");
   cmd->add_option("--alias", a->alias, "model name clients use (default: general.name)");
   cmd->add_option("-P,--parallel", a->parallel, "sequences decoded together")->capture_default_str();
-  cmd->add_option("--max-queue", a->max_queue, "requests waiting beyond --parallel; more get 429")->capture_default_str();
-  cmd->add_option("--batch-tokens", a->batch_tokens, "tokens per engine step (decodes + prefill chunks)")->capture_default_str();
+  cmd->add_option("--max-queue", a->max_queue, "requests waiting beyond --parallel; more get 429")
+      ->capture_default_str();
+  cmd->add_option("--batch-tokens", a->batch_tokens, "tokens per engine step (decodes + prefill chunks)")
+      ->capture_default_str();
   cmd->add_option("--kv-memory", a->kv_memory, "KV cache budget (e.g. 512M, 2G); default --ctx-size x --parallel");
-  cmd->add_option("--max-tokens", a->max_tokens, "cap on generated tokens per request (0: up to the context end)")->capture_default_str();
+  cmd->add_option("--max-tokens", a->max_tokens, "cap on generated tokens per request (0: up to the context end)")
+      ->capture_default_str();
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "recompute every prompt in full");
-  cmd->add_flag("--no-ui", [a](int64_t) { a->http.ui = false; }, "do not serve the chat page at /");
-  cmd->add_option("--timeout", a->http.request_timeout_s, "seconds a request's headers and body may take to arrive (else 408)")
-      ->capture_default_str()->check(CLI::Range(1, 86400));
+  cmd->add_flag(
+      "--no-ui", [a](int64_t) { a->http.ui = false; }, "do not serve the chat page at /");
+  cmd->add_option("--timeout", a->http.request_timeout_s,
+                  "seconds a request's headers and body may take to arrive (else 408)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
   cmd->add_option("--keep-alive", a->http.keep_alive_s, "seconds an idle keep-alive connection stays open")
-      ->capture_default_str()->check(CLI::Range(1, 86400));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 86400));
   cmd->add_option("--max-connections", a->http.max_connections, "open connections; more are answered 503 and closed")
-      ->capture_default_str()->check(CLI::Range(1, 1 << 20));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--max-body", a->max_body, "largest request body (e.g. 8M; more is 413)")->capture_default_str();
-  cmd->add_option("--shutdown-timeout", a->http.shutdown_timeout_s, "seconds SIGTERM waits for streams before closing them")
-      ->capture_default_str()->check(CLI::Range(0, 3600));
+  cmd->add_option("--shutdown-timeout", a->http.shutdown_timeout_s,
+                  "seconds SIGTERM waits for streams before closing them")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 3600));
   cmd->add_option("--http-threads", a->http.io_threads, "threads serving connections (I/O)")
-      ->capture_default_str()->check(CLI::Range(1, 64));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
   return [a]() {
     // Signals go to the signal thread only: block them before any thread exists.
     sigset_t sigs;
@@ -130,7 +142,7 @@ CommandFn add_serve_command(CLI::App& app) {
     sigaddset(&sigs, SIGTERM);
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
-    std::signal(SIGPIPE, SIG_IGN);   // a vanished client is a failed write, not a dead server
+    std::signal(SIGPIPE, SIG_IGN);  // a vanished client is a failed write, not a dead server
 
     if (a->parallel < 1) fail("--parallel must be at least 1");
     if (a->max_queue < 0) fail("--max-queue must be >= 0");
@@ -169,7 +181,7 @@ CommandFn add_serve_command(CLI::App& app) {
     server::Metrics metrics;
     server::OpenAiService service(engine, mctx, metrics);
     server::HttpOptions ho = a->http;
-    ho.workers = a->parallel + a->max_queue + 4;   // every request the engine may hold, plus tokenize/detokenize
+    ho.workers = a->parallel + a->max_queue + 4;  // every request the engine may hold, plus tokenize/detokenize
     ho.max_body_bytes = parse_bytes(a->max_body, "--max-body");
     raise_fd_limit();
     server::HttpServer http(service, metrics, ho);
@@ -179,7 +191,7 @@ CommandFn add_serve_command(CLI::App& app) {
       int sig = 0;
       sigwait(&sigs, &sig);
       std::fprintf(stderr, "sluice serve: signal %d, shutting down\n", sig);
-      engine.shutdown();   // running requests end now; their streams close
+      engine.shutdown();  // running requests end now; their streams close
       http.stop();
     });
     std::fprintf(stderr, "sluice serve: model '%s' (%s), ctx %d, parallel %d, KV %.1f MiB (%s), %d threads\n",
@@ -188,7 +200,7 @@ CommandFn add_serve_command(CLI::App& app) {
     std::fprintf(stderr, "sluice serve: listening on http://%s:%d\n", ho.host.c_str(), http.bound_port());
     std::fflush(stderr);
     http.serve();
-    pthread_kill(signals.native_handle(), SIGTERM);   // serve() ended on its own: wake the signal thread
+    pthread_kill(signals.native_handle(), SIGTERM);  // serve() ended on its own: wake the signal thread
     signals.join();
     engine.shutdown();
     std::fprintf(stderr, "sluice serve: stopped\n");

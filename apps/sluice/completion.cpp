@@ -28,11 +28,13 @@ GenerationOptions resolve_sampling(const SamplingFlags& f, const gguf::GgufFile&
   SamplingParams& p = o.sampling;
   // The file's recommended values (general.sampling.*) fill flags the user did not give.
   p.temperature = given("--temp") ? f.temp : static_cast<float>(file.get_float_or("general.sampling.temp", f.temp));
-  p.top_k = given("--top-k") ? f.top_k : static_cast<int32_t>(file.get_uint_or("general.sampling.top_k", f.top_k, 1 << 30));
+  p.top_k = given("--top-k") ? f.top_k
+                             : static_cast<int32_t>(file.get_uint_or("general.sampling.top_k", f.top_k, 1 << 30));
   p.top_p = given("--top-p") ? f.top_p : static_cast<float>(file.get_float_or("general.sampling.top_p", f.top_p));
   p.min_p = given("--min-p") ? f.min_p : static_cast<float>(file.get_float_or("general.sampling.min_p", f.min_p));
   p.repeat_penalty = f.repeat_penalty;
-  p.seed = given("--seed") ? f.seed : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  p.seed = given("--seed") ? f.seed
+                           : static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   o.n_predict = f.n_predict;
   return o;
 }
@@ -70,19 +72,22 @@ GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const Comple
   const auto t0 = clock::now();
   auto t1 = t0;
   bool first = true;
-  sess.drive(id, [&](engine::TokenOutput& o) {
-    if (first) {
-      t1 = clock::now();
-      first = false;
-      st.n_prompt = o.n_prompt - o.n_cached;
-    }
-    if (o.token >= 0 && !o.is_stop_token) {
-      ++st.n_generated;
-      const std::string piece = dec.push(o.token);
-      if (!piece.empty()) emit(piece);
-    }
-    if (o.finish) st.stop_reason = stop_reason(o, r.opt);
-  }, interrupt);
+  sess.drive(
+      id,
+      [&](engine::TokenOutput& o) {
+        if (first) {
+          t1 = clock::now();
+          first = false;
+          st.n_prompt = o.n_prompt - o.n_cached;
+        }
+        if (o.token >= 0 && !o.is_stop_token) {
+          ++st.n_generated;
+          const std::string piece = dec.push(o.token);
+          if (!piece.empty()) emit(piece);
+        }
+        if (o.finish) st.stop_reason = stop_reason(o, r.opt);
+      },
+      interrupt);
   const std::string rest = dec.flush();
   if (!rest.empty()) emit(rest);
   st.prompt_seconds = std::chrono::duration<double>(t1 - t0).count();
@@ -95,10 +100,11 @@ GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const Comple
 }
 
 void print_stats(const GenerationStats& s) {
-  std::fprintf(stderr, "\n[prompt: %d tokens, %.1f tokens/s | generated: %d tokens, %.1f tokens/s (%.1f ms/token) | stop: %s]\n",
-               s.n_prompt, s.prompt_seconds > 0 ? s.n_prompt / s.prompt_seconds : 0.0, s.n_generated,
-               s.gen_seconds > 0 ? s.n_generated / s.gen_seconds : 0.0,
-               s.n_generated > 0 ? 1e3 * s.gen_seconds / s.n_generated : 0.0, s.stop_reason.c_str());
+  std::fprintf(
+      stderr, "\n[prompt: %d tokens, %.1f tokens/s | generated: %d tokens, %.1f tokens/s (%.1f ms/token) | stop: %s]\n",
+      s.n_prompt, s.prompt_seconds > 0 ? s.n_prompt / s.prompt_seconds : 0.0, s.n_generated,
+      s.gen_seconds > 0 ? s.n_generated / s.gen_seconds : 0.0,
+      s.n_generated > 0 ? 1e3 * s.gen_seconds / s.n_generated : 0.0, s.stop_reason.c_str());
   if (s.spec)
     std::fprintf(stderr, "[spec: drafted %lld, accepted %lld (%.1f%%)]\n", static_cast<long long>(s.drafted),
                  static_cast<long long>(s.accepted), s.drafted > 0 ? 100.0 * s.accepted / s.drafted : 0.0);

@@ -22,7 +22,7 @@ namespace sluice::app {
 
 struct GenerationOptions {
   SamplingParams sampling;
-  int n_predict = -1;   // -1: until EOG or the context ends
+  int n_predict = -1;  // -1: until EOG or the context ends
 };
 
 // Adds --temp --top-k --top-p --min-p --seed --repeat-penalty -n; `set` records which flags
@@ -38,11 +38,11 @@ void add_sampling_flags(CLI::App* cmd, SamplingFlags& f);
 GenerationOptions resolve_sampling(const SamplingFlags& f, const gguf::GgufFile& file);
 
 struct GenerationStats {
-  int n_prompt = 0, n_generated = 0;   // n_prompt: prompt tokens computed (reused ones excluded)
+  int n_prompt = 0, n_generated = 0;  // n_prompt: prompt tokens computed (reused ones excluded)
   double prompt_seconds = 0, gen_seconds = 0;
-  std::string stop_reason;   // "eog", "length", "context", "interrupted"
-  bool spec = false;                   // speculative decoding was on (--spec)
-  int64_t drafted = 0, accepted = 0;   // drafts verified for this request, and accepted
+  std::string stop_reason;            // "eog", "length", "context", "interrupted"
+  bool spec = false;                  // speculative decoding was on (--spec)
+  int64_t drafted = 0, accepted = 0;  // drafts verified for this request, and accepted
 };
 
 struct CompletionRequest {

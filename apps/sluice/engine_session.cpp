@@ -31,7 +31,8 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   kb.chunk = static_cast<int32_t>(budget);
   kb.type = parse_kv_type(opt.kv_type);
   const auto& spec = model_->spec();
-  kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, kb), kb.type);
+  kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, kb),
+                                  kb.type);
   engine::EngineConfig cfg;
   cfg.sched.max_running = n_seqs;
   cfg.sched.token_budget = static_cast<int32_t>(budget);
@@ -82,15 +83,18 @@ void EngineSession::drive(engine::RequestId id, const std::function<void(engine:
       done = done || o.finish.has_value();
     }
     if (done) return;
-    if (!core_->has_work() && outs.empty()) fail("the engine stopped before request %llu finished", static_cast<unsigned long long>(id));
+    if (!core_->has_work() && outs.empty())
+      fail("the engine stopped before request %llu finished", static_cast<unsigned long long>(id));
   }
 }
 
 void EngineSession::print_summary() const {
   const auto& s = model_->spec();
-  std::fprintf(stderr, "%s: %s (%s), %d layers, vocab %d | weights %.1f MiB mapped | KV cache %.1f MiB (%s, %d positions) | %d threads | loaded in %.0f ms\n",
-               file_->name().c_str(), s.name.c_str(), s.arch.c_str(), s.n_layer, s.n_vocab, file_->file_size() / 1048576.0,
-               kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size(), load_ms_);
+  std::fprintf(
+      stderr,
+      "%s: %s (%s), %d layers, vocab %d | weights %.1f MiB mapped | KV cache %.1f MiB (%s, %d positions) | %d threads | loaded in %.0f ms\n",
+      file_->name().c_str(), s.name.c_str(), s.arch.c_str(), s.n_layer, s.n_vocab, file_->file_size() / 1048576.0,
+      kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size(), load_ms_);
 }
 
 }  // namespace sluice::app

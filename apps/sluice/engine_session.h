@@ -21,13 +21,13 @@ namespace sluice::app {
 
 struct SessionOptions {
   std::string model_path;
-  int threads = 0;          // 0: ThreadPool::default_threads()
-  int ctx_size = 4096;      // positions one sequence may use
-  std::string kv_type = "f16";   // half of f32's memory and bandwidth; llama.cpp's default too
-  std::string lm_head = "packed";   // packed | int8 | q4_0 (models::LmHeadFormat)
+  int threads = 0;                 // 0: ThreadPool::default_threads()
+  int ctx_size = 4096;             // positions one sequence may use
+  std::string kv_type = "f16";     // half of f32's memory and bandwidth; llama.cpp's default too
+  std::string lm_head = "packed";  // packed | int8 | q4_0 (models::LmHeadFormat)
   int block_tokens = 16;
-  int n_seqs = 1;           // sequences decoded together (sluice bench --batch)
-  int token_budget = 0;     // tokens per engine step; 0: ctx_size × n_seqs (a prompt in one forward)
+  int n_seqs = 1;        // sequences decoded together (sluice bench --batch)
+  int token_budget = 0;  // tokens per engine step; 0: ctx_size × n_seqs (a prompt in one forward)
   bool prefix_caching = true;
   // Speculative decoding (docs/speculative.md): "none" or "ngram" (prompt lookup), up to
   // draft_max drafted tokens verified per step. Lossless: the same tokens as without.
@@ -51,7 +51,7 @@ class EngineSession {
   int ctx_size() const { return ctx_size_; }
   int threads() const { return pool_->size(); }
   engine::RequestId next_id() { return ++last_id_; }
-  void print_summary() const;   // memory and threads, to stderr
+  void print_summary() const;  // memory and threads, to stderr
   // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
   engine::RequestId add_scoring(std::vector<int32_t> prompt);
 

@@ -19,9 +19,9 @@ struct StreamState {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<TokenOutput> q;
-  bool done = false;             // the final output is in q (or was taken)
+  bool done = false;  // the final output is in q (or was taken)
   Clock::time_point t_submit, t_last;
-  bool got_token = false;        // engine thread only
+  bool got_token = false;  // engine thread only
 };
 
 // Everything other threads hand to the engine thread.
@@ -32,7 +32,7 @@ struct Inbox {
   std::vector<RequestId> cancels;
   bool stop = false;
   RequestId next_id = 1;
-  int32_t n_queued = 0;          // adds + scheduler's waiting, refreshed by the engine thread
+  int32_t n_queued = 0;  // adds + scheduler's waiting, refreshed by the engine thread
 };
 
 RequestHandle::RequestHandle(std::shared_ptr<StreamState> s, std::shared_ptr<Inbox> inbox)
@@ -47,7 +47,7 @@ bool RequestHandle::finished() const { return finished_; }
 void RequestHandle::cancel() {
   {
     std::lock_guard<std::mutex> lk(s_->mu);
-    if (s_->done) return;   // nothing left to stop
+    if (s_->done) return;  // nothing left to stop
   }
   std::lock_guard<std::mutex> lk(inbox_->mu);
   inbox_->cancels.push_back(s_->id);
@@ -67,10 +67,15 @@ std::vector<TokenOutput> RequestHandle::wait(std::chrono::milliseconds timeout) 
 }
 
 static std::vector<double> ttft_buckets() { return {0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120}; }
-static std::vector<double> itl_buckets() { return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5}; }
+static std::vector<double> itl_buckets() {
+  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5};
+}
 
 Engine::Engine(models::Model& model, KvCache& kv, const EngineOptions& opt)
-    : opt_(opt), core_(model, kv, opt.core), inbox_(std::make_shared<Inbox>()), ttft_(ttft_buckets()),
+    : opt_(opt),
+      core_(model, kv, opt.core),
+      inbox_(std::make_shared<Inbox>()),
+      ttft_(ttft_buckets()),
       itl_(itl_buckets()) {
   if (opt.max_waiting < 0) fail("the waiting queue length must be >= 0");
   publish_stats();
@@ -115,8 +120,10 @@ SubmitGroupResult Engine::submit_group(std::vector<EngineRequest> rs) {
   const auto k = static_cast<int32_t>(rs.size());
   if (k > capacity()) {
     res.status = SubmitStatus::kInvalid;
-    res.error = strfmt("%d requests at once can never be admitted: the engine holds at most %d (%d running + %d "
-                       "waiting)", k, capacity(), core_.config().sched.max_running, opt_.max_waiting);
+    res.error = strfmt(
+        "%d requests at once can never be admitted: the engine holds at most %d (%d running + %d "
+        "waiting)",
+        k, capacity(), core_.config().sched.max_running, opt_.max_waiting);
     return res;
   }
   for (const EngineRequest& r : rs)
@@ -215,9 +222,8 @@ void Engine::loop() {
     was_busy = core_.has_work();
     {
       std::unique_lock<std::mutex> lk(inbox_->mu);
-      inbox_->cv.wait(lk, [&] {
-        return inbox_->stop || !inbox_->adds.empty() || !inbox_->cancels.empty() || core_.has_work();
-      });
+      inbox_->cv.wait(
+          lk, [&] { return inbox_->stop || !inbox_->adds.empty() || !inbox_->cancels.empty() || core_.has_work(); });
       if (inbox_->stop) break;
       adds.swap(inbox_->adds);
       cancels.swap(inbox_->cancels);
@@ -228,7 +234,8 @@ void Engine::loop() {
       try {
         core_.add(std::move(req));
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "sluice: request %llu rejected by the engine: %s\n", static_cast<unsigned long long>(id), e.what());
+        std::fprintf(stderr, "sluice: request %llu rejected by the engine: %s\n", static_cast<unsigned long long>(id),
+                     e.what());
         TokenOutput o;
         o.id = id;
         o.finish = FinishReason::kError;

@@ -46,8 +46,8 @@ class RequestHandle {
   RequestId id() const;
   // Outputs that arrived, waiting up to `timeout` for the first; empty on timeout.
   std::vector<TokenOutput> wait(std::chrono::milliseconds timeout);
-  bool finished() const;   // the final output has been returned by wait()
-  void cancel();           // idempotent
+  bool finished() const;  // the final output has been returned by wait()
+  void cancel();          // idempotent
 
  private:
   std::shared_ptr<StreamState> s_;
@@ -59,8 +59,8 @@ enum class SubmitStatus { kOk, kInvalid, kQueueFull, kShuttingDown };
 
 struct SubmitResult {
   SubmitStatus status = SubmitStatus::kOk;
-  std::string error;                       // for kInvalid
-  std::unique_ptr<RequestHandle> handle;   // for kOk
+  std::string error;                      // for kInvalid
+  std::unique_ptr<RequestHandle> handle;  // for kOk
 };
 
 // A group of requests admitted together (one API request's n choices).
@@ -72,7 +72,7 @@ struct SubmitGroupResult {
 
 struct EngineOptions {
   engine::EngineConfig core;
-  int32_t max_waiting = 64;   // requests queued beyond the running ones; more get kQueueFull
+  int32_t max_waiting = 64;  // requests queued beyond the running ones; more get kQueueFull
 };
 
 struct EngineSnapshot {
@@ -84,7 +84,7 @@ struct EngineSnapshot {
 class Engine {
  public:
   Engine(models::Model& model, KvCache& kv, const EngineOptions& opt);
-  ~Engine();   // shutdown()
+  ~Engine();  // shutdown()
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -114,9 +114,9 @@ class Engine {
   std::optional<std::string> check_request(const EngineRequest& r) const;
 
   EngineOptions opt_;
-  engine::EngineCore core_;   // touched only by the engine thread after construction
+  engine::EngineCore core_;  // touched only by the engine thread after construction
   std::shared_ptr<Inbox> inbox_;
-  std::unordered_map<RequestId, std::shared_ptr<StreamState>> streams_;   // engine thread only
+  std::unordered_map<RequestId, std::shared_ptr<StreamState>> streams_;  // engine thread only
   mutable std::mutex stats_mu_;
   engine::EngineStats stats_;
   LatencyHistogram ttft_, itl_;

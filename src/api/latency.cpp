@@ -4,7 +4,8 @@
 
 namespace sluice::api {
 
-LatencyHistogram::LatencyHistogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1) {
+LatencyHistogram::LatencyHistogram(std::vector<double> bounds)
+    : bounds_(std::move(bounds)), counts_(bounds_.size() + 1) {
   std::sort(bounds_.begin(), bounds_.end());
   for (auto& c : counts_) c.store(0);
 }
@@ -21,7 +22,7 @@ LatencySnapshot LatencyHistogram::snapshot() const {
   s.bounds = bounds_;
   for (const auto& c : counts_) s.counts.push_back(c.load(std::memory_order_relaxed));
   s.sum = sum_micros_.load(std::memory_order_relaxed) / 1e6;
-  for (uint64_t c : s.counts) s.count += c;   // consistent with the buckets
+  for (uint64_t c : s.counts) s.count += c;  // consistent with the buckets
   return s;
 }
 

@@ -9,8 +9,8 @@
 namespace sluice::api {
 
 struct LatencySnapshot {
-  std::vector<double> bounds;     // upper bounds in seconds, ascending; +Inf implied
-  std::vector<uint64_t> counts;   // per bucket (not cumulative), bounds.size() + 1 entries
+  std::vector<double> bounds;    // upper bounds in seconds, ascending; +Inf implied
+  std::vector<uint64_t> counts;  // per bucket (not cumulative), bounds.size() + 1 entries
   double sum = 0;
   uint64_t count = 0;
 };

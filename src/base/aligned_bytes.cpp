@@ -55,7 +55,7 @@ AlignedBytes AlignedBytes::alloc(uint64_t bytes) {
     void* base = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (base == MAP_FAILED) fail("out of memory: cannot map %llu bytes", static_cast<unsigned long long>(len));
     const uintptr_t aligned = (reinterpret_cast<uintptr_t>(base) + kHugePage - 1) & ~(kHugePage - 1);
-    madvise(reinterpret_cast<void*>(aligned), n, MADV_HUGEPAGE);   // a hint: fine if the system says no
+    madvise(reinterpret_cast<void*>(aligned), n, MADV_HUGEPAGE);  // a hint: fine if the system says no
     a.p = std::unique_ptr<uint8_t[], AlignedFree>(reinterpret_cast<uint8_t*>(aligned), AlignedFree{len, base});
     a.size = n;
     return a;

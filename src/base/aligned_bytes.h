@@ -16,7 +16,7 @@ namespace sluice {
 // The deleter (a namespace-scope class: a nested one with default member initializers is not
 // default-constructible inside its enclosing class).
 struct AlignedFree {
-  uint64_t mapped = 0;   // bytes of the mapping to release (0: heap)
+  uint64_t mapped = 0;  // bytes of the mapping to release (0: heap)
   void* map_base = nullptr;
   bool borrowed = false;  // memory owned elsewhere (a ByteArena): nothing to release
   void operator()(uint8_t* p) const;

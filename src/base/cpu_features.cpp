@@ -23,7 +23,7 @@ CpuFeatures detect() {
   if (!osxsave) return f;
   unsigned xlo, xhi;
   __asm__("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
-  const bool ymm_os = (xlo & 0x6) == 0x6;             // XMM and YMM state enabled by the OS
+  const bool ymm_os = (xlo & 0x6) == 0x6;              // XMM and YMM state enabled by the OS
   const bool zmm_os = ymm_os && (xlo & 0xE0) == 0xE0;  // opmask + ZMM state
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return f;
   f.avx2 = ymm_os && ((b >> 5) & 1);
@@ -67,12 +67,23 @@ std::string cpu_features_string() {
     if (!s.empty()) s += ' ';
     s += name;
   };
-  add(f.avx2, "avx2"); add(f.fma, "fma"); add(f.f16c, "f16c");
-  add(f.avx512f, "avx512f"); add(f.avx512bw, "avx512bw"); add(f.avx512vl, "avx512vl");
-  add(f.avx512vnni, "avx512vnni"); add(f.avx512bf16, "avx512bf16"); add(f.avx_vnni, "avxvnni");
+  add(f.avx2, "avx2");
+  add(f.fma, "fma");
+  add(f.f16c, "f16c");
+  add(f.avx512f, "avx512f");
+  add(f.avx512bw, "avx512bw");
+  add(f.avx512vl, "avx512vl");
+  add(f.avx512vnni, "avx512vnni");
+  add(f.avx512bf16, "avx512bf16");
+  add(f.avx_vnni, "avxvnni");
   add(f.gfni, "gfni");
-  add(f.asimd, "asimd"); add(f.dotprod, "dotprod"); add(f.i8mm, "i8mm"); add(f.fp16, "fp16");
-  add(f.bf16, "bf16"); add(f.sve, "sve"); add(f.sve2, "sve2");
+  add(f.asimd, "asimd");
+  add(f.dotprod, "dotprod");
+  add(f.i8mm, "i8mm");
+  add(f.fp16, "fp16");
+  add(f.bf16, "bf16");
+  add(f.sve, "sve");
+  add(f.sve2, "sve2");
   return s.empty() ? "none" : s;
 }
 

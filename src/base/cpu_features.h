@@ -11,7 +11,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512vnni = false, avx512bf16 = false;
   bool avx_vnni = false;
-  bool gfni = false;   // GF(2) affine byte transforms (EVEX forms need avx512f too)
+  bool gfni = false;  // GF(2) affine byte transforms (EVEX forms need avx512f too)
   // ARM64: asimd = Advanced SIMD (NEON, baseline of Armv8.0-A); dotprod = SDOT/UDOT (Armv8.2
   // optional, 8.4 mandatory); i8mm = SMMLA/USMMLA (Armv8.6); fp16 = half-precision arithmetic.
   bool asimd = false, dotprod = false, i8mm = false, fp16 = false, bf16 = false, sve = false, sve2 = false;

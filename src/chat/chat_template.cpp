@@ -52,7 +52,10 @@ std::string ChatTemplate::render_impl(const J& messages, bool add_generation_pro
       jinja::Value v = jinja::from_json(it.value());
       bool replaced = false;
       for (auto& [k, x] : vars)
-        if (k == it.key()) { x = v; replaced = true; }
+        if (k == it.key()) {
+          x = v;
+          replaced = true;
+        }
       if (!replaced) vars.emplace_back(it.key(), std::move(v));
     }
   }

@@ -20,8 +20,7 @@ class Template;
 class ChatTemplate {
  public:
   // Parses `source` now; throws sluice::Error with line/column on a syntax error.
-  ChatTemplate(std::string source, std::string bos_token, std::string eos_token,
-               const jinja::Limits& limits = {});
+  ChatTemplate(std::string source, std::string bos_token, std::string eos_token, const jinja::Limits& limits = {});
   ~ChatTemplate();
   ChatTemplate(ChatTemplate&&) noexcept;
   ChatTemplate& operator=(ChatTemplate&&) noexcept;

@@ -32,11 +32,26 @@ Value f_attr(Interp&, const Value& v, CallArgs& a) {
   return get_attr(v, p[0].s());
 }
 
-Value f_capitalize(Interp&, const Value& v, CallArgs& a) { bind_args("capitalize", a, {}); return str_v(py::capitalize(to_str(v))); }
-Value f_lower(Interp&, const Value& v, CallArgs& a) { bind_args("lower", a, {}); return str_v(py::lower(to_str(v))); }
-Value f_upper(Interp&, const Value& v, CallArgs& a) { bind_args("upper", a, {}); return str_v(py::upper(to_str(v))); }
-Value f_title(Interp&, const Value& v, CallArgs& a) { bind_args("title", a, {}); return str_v(py::jinja_title(to_str(v))); }
-Value f_string(Interp&, const Value& v, CallArgs& a) { bind_args("string", a, {}); return str_v(to_str(v)); }
+Value f_capitalize(Interp&, const Value& v, CallArgs& a) {
+  bind_args("capitalize", a, {});
+  return str_v(py::capitalize(to_str(v)));
+}
+Value f_lower(Interp&, const Value& v, CallArgs& a) {
+  bind_args("lower", a, {});
+  return str_v(py::lower(to_str(v)));
+}
+Value f_upper(Interp&, const Value& v, CallArgs& a) {
+  bind_args("upper", a, {});
+  return str_v(py::upper(to_str(v)));
+}
+Value f_title(Interp&, const Value& v, CallArgs& a) {
+  bind_args("title", a, {});
+  return str_v(py::jinja_title(to_str(v)));
+}
+Value f_string(Interp&, const Value& v, CallArgs& a) {
+  bind_args("string", a, {});
+  return str_v(to_str(v));
+}
 
 Value f_center(Interp& in, const Value& v, CallArgs& a) {
   auto p = bind_args("center", a, {{"width", Value::integer(80)}});
@@ -45,7 +60,10 @@ Value f_center(Interp& in, const Value& v, CallArgs& a) {
   return str_v(py::center(to_str(v), w, ' ', 0));
 }
 
-Value f_length(Interp&, const Value& v, CallArgs& a) { bind_args("length", a, {}); return Value::integer(py_len(v)); }
+Value f_length(Interp&, const Value& v, CallArgs& a) {
+  bind_args("length", a, {});
+  return Value::integer(py_len(v));
+}
 
 Value f_default(Interp&, const Value& v, CallArgs& a) {
   auto p = bind_args("default", a, {{"default_value", str_v("")}, {"boolean", Value::boolean(false)}});
@@ -112,7 +130,8 @@ Value f_format(Interp&, const Value& v, CallArgs& a) {
 }
 
 Value f_indent(Interp& in, const Value& v, CallArgs& a) {
-  auto p = bind_args("indent", a, {{"width", Value::integer(4)}, {"first", Value::boolean(false)}, {"blank", Value::boolean(false)}});
+  auto p = bind_args(
+      "indent", a, {{"width", Value::integer(4)}, {"first", Value::boolean(false)}, {"blank", Value::boolean(false)}});
   no_undefined(v);
   if (!v.is_string()) raise("unsupported operand type(s) for +=: '%s' and 'str'", type_name(v));
   std::string ind;
@@ -183,7 +202,10 @@ Value f_round(Interp&, const Value& v, CallArgs& a) {
       for (int64_t k = 0; k < -n; ++k) m *= 10;
       const int64_t x = v.i();
       int64_t q = x / m, r = x % m;
-      if (r < 0) { r += m; --q; }
+      if (r < 0) {
+        r += m;
+        --q;
+      }
       if (2 * r > m || (2 * r == m && (q & 1))) ++q;
       int64_t out;
       if (__builtin_mul_overflow(q, m, &out)) raise("integer overflow (template integers are 64-bit)");
@@ -197,11 +219,18 @@ Value f_round(Interp&, const Value& v, CallArgs& a) {
   return Value::number((method == "ceil" ? std::ceil(x) : std::floor(x)) / scale);
 }
 
-Value f_safe(Interp&, const Value& v, CallArgs& a) { bind_args("safe", a, {}); return str_v(to_str(v)); }
+Value f_safe(Interp&, const Value& v, CallArgs& a) {
+  bind_args("safe", a, {});
+  return str_v(to_str(v));
+}
 
 // HF's override: tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False).
 Value f_tojson(Interp&, const Value& v, CallArgs& a) {
-  auto p = bind_args("tojson", a, {{"ensure_ascii", Value::boolean(false)}, {"indent", Value::none()}, {"separators", Value::none()}, {"sort_keys", Value::boolean(false)}});
+  auto p = bind_args("tojson", a,
+                     {{"ensure_ascii", Value::boolean(false)},
+                      {"indent", Value::none()},
+                      {"separators", Value::none()},
+                      {"sort_keys", Value::boolean(false)}});
   DumpOptions o;
   o.ensure_ascii = truthy(p[0]);
   if (p[1].is_string()) {
@@ -252,17 +281,49 @@ struct NamedFilter {
   FilterFn fn;
 };
 const NamedFilter kFilters[] = {
-    {"abs", f_abs}, {"attr", f_attr}, {"batch", f_batch}, {"capitalize", f_capitalize},
-    {"center", f_center}, {"count", f_length}, {"d", f_default}, {"default", f_default},
-    {"dictsort", f_dictsort}, {"e", f_escape}, {"escape", f_escape}, {"first", f_first},
-    {"float", f_float}, {"forceescape", f_escape}, {"format", f_format}, {"indent", f_indent},
-    {"int", f_int}, {"items", f_items}, {"join", f_join}, {"last", f_last}, {"length", f_length},
-    {"list", f_list}, {"lower", f_lower}, {"map", f_map}, {"max", f_max}, {"min", f_min},
-    {"reject", f_reject}, {"rejectattr", f_rejectattr}, {"replace", f_replace},
-    {"reverse", f_reverse}, {"round", f_round}, {"safe", f_safe}, {"select", f_select},
-    {"selectattr", f_selectattr}, {"sort", f_sort}, {"string", f_string}, {"sum", f_sum},
-    {"title", f_title}, {"tojson", f_tojson}, {"trim", f_trim}, {"unique", f_unique},
-    {"upper", f_upper}, {"wordcount", f_wordcount},
+    {"abs", f_abs},
+    {"attr", f_attr},
+    {"batch", f_batch},
+    {"capitalize", f_capitalize},
+    {"center", f_center},
+    {"count", f_length},
+    {"d", f_default},
+    {"default", f_default},
+    {"dictsort", f_dictsort},
+    {"e", f_escape},
+    {"escape", f_escape},
+    {"first", f_first},
+    {"float", f_float},
+    {"forceescape", f_escape},
+    {"format", f_format},
+    {"indent", f_indent},
+    {"int", f_int},
+    {"items", f_items},
+    {"join", f_join},
+    {"last", f_last},
+    {"length", f_length},
+    {"list", f_list},
+    {"lower", f_lower},
+    {"map", f_map},
+    {"max", f_max},
+    {"min", f_min},
+    {"reject", f_reject},
+    {"rejectattr", f_rejectattr},
+    {"replace", f_replace},
+    {"reverse", f_reverse},
+    {"round", f_round},
+    {"safe", f_safe},
+    {"select", f_select},
+    {"selectattr", f_selectattr},
+    {"sort", f_sort},
+    {"string", f_string},
+    {"sum", f_sum},
+    {"title", f_title},
+    {"tojson", f_tojson},
+    {"trim", f_trim},
+    {"unique", f_unique},
+    {"upper", f_upper},
+    {"wordcount", f_wordcount},
 };
 
 }  // namespace

@@ -9,7 +9,8 @@ namespace sluice::chat::jinja::filters {
 
 namespace {
 Value min_max(Interp& in, const Value& v, CallArgs& a, bool want_max) {
-  auto p = bind_args(want_max ? "max" : "min", a, {{"case_sensitive", Value::boolean(false)}, {"attribute", Value::none()}});
+  auto p = bind_args(want_max ? "max" : "min", a,
+                     {{"case_sensitive", Value::boolean(false)}, {"attribute", Value::none()}});
   const auto parts = attr_parts(p[1]);
   const auto items = iterate(v);
   in.charge(items.size());
@@ -22,7 +23,10 @@ Value min_max(Interp& in, const Value& v, CallArgs& a, bool want_max) {
   Value bk = key(items[0]);
   for (size_t k = 1; k < items.size(); ++k) {
     Value kk = key(items[k]);
-    if (want_max ? py_less(bk, kk) : py_less(kk, bk)) { best = k; bk = std::move(kk); }
+    if (want_max ? py_less(bk, kk) : py_less(kk, bk)) {
+      best = k;
+      bk = std::move(kk);
+    }
   }
   return items[best];
 }
@@ -31,37 +35,37 @@ Value min_max(Interp& in, const Value& v, CallArgs& a, bool want_max) {
 // falsy (jinja2 checks `if value:` first).
 Value select_reject(Interp& in, const Value& v, const CallArgs& a, bool keep, bool by_attr) {
   return lazy(v, [&in, v, a, keep, by_attr]() {
-  std::vector<Value> out;
-  if (!truthy(v)) return out;
-  size_t off = 0;
-  std::vector<Value> parts;
-  if (by_attr) {
-    if (a.pos.empty()) raise("Missing parameter for attribute name");
-    parts = attr_parts(a.pos[0]);
-    off = 1;
-  }
-  const bool has_test_name = a.pos.size() > off;
-  std::string test_name;
-  if (has_test_name) {
-    if (!a.pos[off].is_string()) raise("test name must be a string");
-    test_name = a.pos[off].s();
-    if (!has_test(test_name)) raise("No test named '%s'.", test_name.c_str());
-  }
-  CallArgs rest;
-  if (has_test_name) rest.pos.assign(a.pos.begin() + static_cast<std::ptrdiff_t>(off + 1), a.pos.end());
-  rest.kw = a.kw;
-  for (auto& x : iterate(v)) {
-    const Value subject = by_attr ? get_path(x, parts) : x;
-    bool r;
-    if (has_test_name) {
-      CallArgs each = rest;
-      r = apply_test(in, test_name, subject, each);
-    } else {
-      r = truthy(subject);
+    std::vector<Value> out;
+    if (!truthy(v)) return out;
+    size_t off = 0;
+    std::vector<Value> parts;
+    if (by_attr) {
+      if (a.pos.empty()) raise("Missing parameter for attribute name");
+      parts = attr_parts(a.pos[0]);
+      off = 1;
     }
-    if (r == keep) out.push_back(std::move(x));
-  }
-  return out;
+    const bool has_test_name = a.pos.size() > off;
+    std::string test_name;
+    if (has_test_name) {
+      if (!a.pos[off].is_string()) raise("test name must be a string");
+      test_name = a.pos[off].s();
+      if (!has_test(test_name)) raise("No test named '%s'.", test_name.c_str());
+    }
+    CallArgs rest;
+    if (has_test_name) rest.pos.assign(a.pos.begin() + static_cast<std::ptrdiff_t>(off + 1), a.pos.end());
+    rest.kw = a.kw;
+    for (auto& x : iterate(v)) {
+      const Value subject = by_attr ? get_path(x, parts) : x;
+      bool r;
+      if (has_test_name) {
+        CallArgs each = rest;
+        r = apply_test(in, test_name, subject, each);
+      } else {
+        r = truthy(subject);
+      }
+      if (r == keep) out.push_back(std::move(x));
+    }
+    return out;
   });
 }
 
@@ -70,25 +74,30 @@ Value select_reject(Interp& in, const Value& v, const CallArgs& a, bool keep, bo
 Value f_batch(Interp& in, const Value& v, CallArgs& a) {
   auto p = bind_args("batch", a, {{"linecount", {}, true}, {"fill_with", Value::none()}});
   return lazy(v, [&in, v, p]() {
-  const int64_t n = as_int(p[0], "linecount");
-  if (n <= 0) raise("batch size must be positive");
-  std::vector<Value> out, cur;
-  for (auto& x : iterate(v)) {
-    if (static_cast<int64_t>(cur.size()) == n) { out.push_back(Value::list(std::move(cur))); cur.clear(); }
-    cur.push_back(std::move(x));
-  }
-  if (!cur.empty()) {
-    if (!p[1].is_none())
-      while (static_cast<int64_t>(cur.size()) < n) cur.push_back(p[1]);
-    out.push_back(Value::list(std::move(cur)));
-  }
-  in.charge(out.size());
-  return out;
+    const int64_t n = as_int(p[0], "linecount");
+    if (n <= 0) raise("batch size must be positive");
+    std::vector<Value> out, cur;
+    for (auto& x : iterate(v)) {
+      if (static_cast<int64_t>(cur.size()) == n) {
+        out.push_back(Value::list(std::move(cur)));
+        cur.clear();
+      }
+      cur.push_back(std::move(x));
+    }
+    if (!cur.empty()) {
+      if (!p[1].is_none())
+        while (static_cast<int64_t>(cur.size()) < n) cur.push_back(p[1]);
+      out.push_back(Value::list(std::move(cur)));
+    }
+    in.charge(out.size());
+    return out;
   });
 }
 
 Value f_dictsort(Interp& in, const Value& v, CallArgs& a) {
-  auto p = bind_args("dictsort", a, {{"case_sensitive", Value::boolean(false)}, {"by", str_v("key")}, {"reverse", Value::boolean(false)}});
+  auto p = bind_args(
+      "dictsort", a,
+      {{"case_sensitive", Value::boolean(false)}, {"by", str_v("key")}, {"reverse", Value::boolean(false)}});
   int pos;
   if (p[1].is_string() && p[1].s() == "key") pos = 0;
   else if (p[1].is_string() && p[1].s() == "value") pos = 1;
@@ -154,34 +163,39 @@ Value f_join(Interp& in, const Value& v, CallArgs& a) {
   return str_v(std::move(out));
 }
 
-Value f_list(Interp&, const Value& v, CallArgs& a) { bind_args("list", a, {}); return Value::list(iterate(v)); }
+Value f_list(Interp&, const Value& v, CallArgs& a) {
+  bind_args("list", a, {});
+  return Value::list(iterate(v));
+}
 
 Value f_map(Interp& in, const Value& v, CallArgs& a) {
   return lazy(v, [&in, v, a]() {
-  std::vector<Value> out;
-  if (!truthy(v)) return out;
-  if (a.pos.empty()) {
-    Value attr, dflt = Value::none();
-    bool have_attr = false;
-    for (const auto& [k, x] : a.kw) {
-      if (k == "attribute") { attr = x; have_attr = true; }
-      else if (k == "default") dflt = x;
-      else raise("Unexpected keyword argument '%s'", k.c_str());
+    std::vector<Value> out;
+    if (!truthy(v)) return out;
+    if (a.pos.empty()) {
+      Value attr, dflt = Value::none();
+      bool have_attr = false;
+      for (const auto& [k, x] : a.kw) {
+        if (k == "attribute") {
+          attr = x;
+          have_attr = true;
+        } else if (k == "default") dflt = x;
+        else raise("Unexpected keyword argument '%s'", k.c_str());
+      }
+      if (!have_attr) raise("map requires a filter argument");
+      const auto parts = attr_parts(attr);
+      for (const auto& x : iterate(v)) out.push_back(get_path(x, parts, &dflt));
+      return out;
     }
-    if (!have_attr) raise("map requires a filter argument");
-    const auto parts = attr_parts(attr);
-    for (const auto& x : iterate(v)) out.push_back(get_path(x, parts, &dflt));
+    if (!a.pos[0].is_string()) raise("map filter name must be a string");
+    const std::string name = a.pos[0].s();
+    if (!has_filter(name)) raise("No filter named '%s'.", name.c_str());
+    CallArgs rest{std::vector<Value>(a.pos.begin() + 1, a.pos.end()), a.kw};
+    for (const auto& x : iterate(v)) {
+      CallArgs each = rest;
+      out.push_back(apply_filter(in, name, x, each));
+    }
     return out;
-  }
-  if (!a.pos[0].is_string()) raise("map filter name must be a string");
-  const std::string name = a.pos[0].s();
-  if (!has_filter(name)) raise("No filter named '%s'.", name.c_str());
-  CallArgs rest{std::vector<Value>(a.pos.begin() + 1, a.pos.end()), a.kw};
-  for (const auto& x : iterate(v)) {
-    CallArgs each = rest;
-    out.push_back(apply_filter(in, name, x, each));
-  }
-  return out;
   });
 }
 
@@ -216,7 +230,9 @@ Value f_reverse(Interp&, const Value& v, CallArgs& a) {
 }
 
 Value f_sort(Interp& in, const Value& v, CallArgs& a) {
-  auto p = bind_args("sort", a, {{"reverse", Value::boolean(false)}, {"case_sensitive", Value::boolean(false)}, {"attribute", Value::none()}});
+  auto p = bind_args(
+      "sort", a,
+      {{"reverse", Value::boolean(false)}, {"case_sensitive", Value::boolean(false)}, {"attribute", Value::none()}});
   std::vector<std::vector<Value>> attrs;
   if (p[2].is_string()) {
     for (const auto& part : py::split(p[2].s(), std::string(","), -1)) attrs.push_back(attr_parts(str_v(part)));
@@ -257,21 +273,21 @@ Value f_sum(Interp& in, const Value& v, CallArgs& a) {
 Value f_unique(Interp& in, const Value& v, CallArgs& a) {
   auto p = bind_args("unique", a, {{"case_sensitive", Value::boolean(false)}, {"attribute", Value::none()}});
   return lazy(v, [&in, v, p]() {
-  const auto parts = attr_parts(p[1]);
-  std::vector<Value> seen, out;
-  for (auto& x : iterate(v)) {
-    Value key = p[1].is_none() ? x : get_path(x, parts);
-    if (!truthy(p[0])) key = ignore_case(key);
-    if ((key.is_list() && !key.is_tuple()) || key.is_dict()) raise("unhashable type: '%s'", type_name(key));
-    in.charge(seen.size() / 8 + 1);
-    bool dup = false;
-    for (const auto& s : seen) dup = dup || py_eq(s, key);
-    if (!dup) {
-      seen.push_back(std::move(key));
-      out.push_back(std::move(x));
+    const auto parts = attr_parts(p[1]);
+    std::vector<Value> seen, out;
+    for (auto& x : iterate(v)) {
+      Value key = p[1].is_none() ? x : get_path(x, parts);
+      if (!truthy(p[0])) key = ignore_case(key);
+      if ((key.is_list() && !key.is_tuple()) || key.is_dict()) raise("unhashable type: '%s'", type_name(key));
+      in.charge(seen.size() / 8 + 1);
+      bool dup = false;
+      for (const auto& s : seen) dup = dup || py_eq(s, key);
+      if (!dup) {
+        seen.push_back(std::move(key));
+        out.push_back(std::move(x));
+      }
     }
-  }
-  return out;
+    return out;
   });
 }
 

@@ -7,8 +7,11 @@ namespace {
 // jinja2's has_safe_repr.
 bool safe(const Value& v) {
   switch (v.kind()) {
-    case Kind::None: case Kind::Bool: case Kind::Int: case Kind::Float: case Kind::String:
-      return true;
+    case Kind::None:
+    case Kind::Bool:
+    case Kind::Int:
+    case Kind::Float:
+    case Kind::String: return true;
     case Kind::List:
       for (const auto& x : v.l().items)
         if (!safe(x)) return false;
@@ -17,8 +20,7 @@ bool safe(const Value& v) {
       for (const auto& [k, x] : v.d().items)
         if (!safe(k) || !safe(x)) return false;
       return true;
-    default:
-      return false;
+    default: return false;
   }
 }
 

@@ -40,7 +40,10 @@ Value fn_range(Interp& in, CallArgs& a, const Value&) {
     if (!(v.is_int() || v.is_bool())) raise("'%s' object cannot be interpreted as an integer", type_name(v));
   int64_t start = 0, stop, step = 1;
   if (a.pos.size() == 1) stop = a.pos[0].i();
-  else { start = a.pos[0].i(); stop = a.pos[1].i(); }
+  else {
+    start = a.pos[0].i();
+    stop = a.pos[1].i();
+  }
   if (a.pos.size() == 3) step = a.pos[2].i();
   if (step == 0) raise("range() arg 3 must not be zero");
   const __int128 span = step > 0 ? static_cast<__int128>(stop) - start : static_cast<__int128>(start) - stop;
@@ -79,11 +82,20 @@ Value fn_strftime_now(Interp& in, CallArgs& a, const Value&) {
   if (fmt.size() > 1024) raise("strftime_now() format too long");
   std::string f;
   for (size_t i = 0; i < fmt.size(); ++i) {
-    if (fmt[i] != '%' || i + 1 >= fmt.size()) { f += fmt[i]; continue; }
+    if (fmt[i] != '%' || i + 1 >= fmt.size()) {
+      f += fmt[i];
+      continue;
+    }
     const char c = fmt[++i];
-    if (c == 'f') { char b[16]; std::snprintf(b, sizeof b, "%06d", in.now().micro); f += b; }
-    else if (c == 'z' || c == 'Z') {}
-    else { f += '%'; f += c; }
+    if (c == 'f') {
+      char b[16];
+      std::snprintf(b, sizeof b, "%06d", in.now().micro);
+      f += b;
+    } else if (c == 'z' || c == 'Z') {
+    } else {
+      f += '%';
+      f += c;
+    }
   }
   if (f.empty()) return Value::string("");
   std::tm tm = in.now().tm;
@@ -98,7 +110,10 @@ class Joiner : public Object {
   const char* type_name() const override { return "Joiner"; }
   bool callable() const override { return true; }
   Value call(Interp&, CallArgs&) override {
-    if (!used_) { used_ = true; return Value::string(""); }
+    if (!used_) {
+      used_ = true;
+      return Value::string("");
+    }
     return Value::string(sep_);
   }
 
@@ -118,9 +133,12 @@ std::vector<std::pair<std::string, Value>> global_functions() {
   auto f = [](const char* name, NativeFunction::Fn fn) {
     return std::make_pair(std::string(name), Value::object(std::make_shared<NativeFunction>(name, fn)));
   };
-  return {f("range", fn_range),         f("dict", fn_dict),
-          f("namespace", fn_namespace), f("joiner", fn_joiner),
-          f("raise_exception", fn_raise_exception), f("strftime_now", fn_strftime_now)};
+  return {f("range", fn_range),
+          f("dict", fn_dict),
+          f("namespace", fn_namespace),
+          f("joiner", fn_joiner),
+          f("raise_exception", fn_raise_exception),
+          f("strftime_now", fn_strftime_now)};
 }
 
 }  // namespace sluice::chat::jinja

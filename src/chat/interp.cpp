@@ -79,8 +79,7 @@ std::string Interp::render(const Program& program, std::vector<std::pair<std::st
 
 void Interp::emit(const std::string& s) {
   charge(s.size() / 64);
-  if (out_->size() + s.size() > limits_.max_bytes)
-    raise("rendered text exceeds %zu bytes", limits_.max_bytes);
+  if (out_->size() + s.size() > limits_.max_bytes) raise("rendered text exceeds %zu bytes", limits_.max_bytes);
   out_->append(s);
 }
 
@@ -117,9 +116,7 @@ Flow Interp::exec(const Body& body, const ScopePtr& scope) {
 
 void Interp::assign(const Target& t, const Value& v, Scope& scope) {
   switch (t.kind) {
-    case Target::Name:
-      scope.set(t.name, v);
-      return;
+    case Target::Name: scope.set(t.name, v); return;
     case Target::Attr: {
       const Value* ns = scope.find(t.name);
       Namespace* obj = ns ? ns->as<Namespace>() : nullptr;
@@ -174,21 +171,14 @@ Flow Interp::exec_for(const Stmt& s, const ScopePtr& scope) {
 
 Flow Interp::exec_stmt(const Stmt& s, const ScopePtr& scope) {
   switch (s.kind) {
-    case StmtKind::Data:
-      emit(s.text);
-      return Flow::Normal;
-    case StmtKind::Output:
-      emit(to_str(eval(*s.expr, scope)));
-      return Flow::Normal;
+    case StmtKind::Data: emit(s.text); return Flow::Normal;
+    case StmtKind::Output: emit(to_str(eval(*s.expr, scope))); return Flow::Normal;
     case StmtKind::If:
       for (const auto& [cond, body] : s.branches)
         if (truthy(eval(*cond, scope))) return exec(body, scope);
       return exec(s.else_body, scope);
-    case StmtKind::For:
-      return exec_for(s, scope);
-    case StmtKind::Set:
-      assign(s.target, eval(*s.expr, scope), *scope);
-      return Flow::Normal;
+    case StmtKind::For: return exec_for(s, scope);
+    case StmtKind::Set: assign(s.target, eval(*s.expr, scope), *scope); return Flow::Normal;
     case StmtKind::SetBlock: {
       std::string text;
       auto inner = std::make_shared<Scope>(scope);
@@ -233,10 +223,8 @@ Flow Interp::exec_stmt(const Stmt& s, const ScopePtr& scope) {
       init_fresh(*inner, s.fresh);
       return exec(s.body, inner);
     }
-    case StmtKind::Break:
-      return Flow::Break;
-    case StmtKind::Continue:
-      return Flow::Continue;
+    case StmtKind::Break: return Flow::Break;
+    case StmtKind::Continue: return Flow::Continue;
   }
   return Flow::Normal;
 }
@@ -297,23 +285,19 @@ Value Interp::apply_chain(const Expr& f, const Value& input, const ScopePtr& sco
 static bool folds(const Expr& e) {
   switch (e.kind) {
     case ExprKind::Name:
-    case ExprKind::Call:
-      return false;
+    case ExprKind::Call: return false;
     case ExprKind::Filter:
-      return e.known && e.a && e.name != "map" && e.name != "select" && e.name != "reject" &&
-             e.name != "selectattr" && e.name != "rejectattr";
-    case ExprKind::Test:
-      return e.known;
-    default:
-      return true;
+      return e.known && e.a && e.name != "map" && e.name != "select" && e.name != "reject" && e.name != "selectattr" &&
+             e.name != "rejectattr";
+    case ExprKind::Test: return e.known;
+    default: return true;
   }
 }
 
 Value Interp::eval_inner(const Expr& e, const ScopePtr& scope) {
   if (folding_ && !folds(e)) throw NotConstant{};
   switch (e.kind) {
-    case ExprKind::Const:
-      return e.value;
+    case ExprKind::Const: return e.value;
     case ExprKind::Name: {
       if (const Value* v = scope->find(e.name)) return *v;
       return Value::undefined("'" + e.name + "' is undefined");
@@ -329,14 +313,12 @@ Value Interp::eval_inner(const Expr& e, const ScopePtr& scope) {
       Dict d;
       for (size_t k = 0; k + 1 < e.items.size(); k += 2) {
         Value key = eval(*e.items[k], scope);
-        if ((key.is_list() && !key.is_tuple()) || key.is_dict())
-          raise("unhashable type: '%s'", type_name(key));
+        if ((key.is_list() && !key.is_tuple()) || key.is_dict()) raise("unhashable type: '%s'", type_name(key));
         d.set(std::move(key), eval(*e.items[k + 1], scope));
       }
       return Value::dict(std::move(d));
     }
-    case ExprKind::Unary:
-      return unop(e.op, eval(*e.a, scope));
+    case ExprKind::Unary: return unop(e.op, eval(*e.a, scope));
     case ExprKind::Binary: {
       const Value a = eval(*e.a, scope);
       const Value b = eval(*e.b, scope);
@@ -363,9 +345,9 @@ Value Interp::eval_inner(const Expr& e, const ScopePtr& scope) {
     case ExprKind::Cond:
       if (truthy(eval(*e.b, scope))) return eval(*e.a, scope);
       if (e.c) return eval(*e.c, scope);
-      return Value::undefined(strfmt("the inline if-expression on line %d evaluated to false and no else section was defined.", e.pos.line));
-    case ExprKind::GetAttr:
-      return get_attr(eval(*e.a, scope), e.name);
+      return Value::undefined(strfmt(
+          "the inline if-expression on line %d evaluated to false and no else section was defined.", e.pos.line));
+    case ExprKind::GetAttr: return get_attr(eval(*e.a, scope), e.name);
     case ExprKind::GetItem: {
       const Value obj = eval(*e.a, scope);
       return get_item(obj, eval(*e.b, scope));
@@ -393,8 +375,7 @@ Value Interp::eval_inner(const Expr& e, const ScopePtr& scope) {
       CallArgs args = eval_args(e, scope);
       return call(callee, args);
     }
-    case ExprKind::Filter:
-      return run_filter(e, eval(*e.a, scope), scope);
+    case ExprKind::Filter: return run_filter(e, eval(*e.a, scope), scope);
     case ExprKind::Test: {
       if (!e.known) raise("No test named '%s'.", e.name.c_str());
       const Value v = eval(*e.a, scope);

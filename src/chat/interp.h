@@ -21,11 +21,11 @@
 namespace sluice::chat::jinja {
 
 struct Limits {
-  size_t max_bytes = 16u << 20;      // largest string: rendered output, captures, built values
-  size_t max_items = 1u << 20;       // largest list/dict a template may build
-  uint64_t max_steps = 20'000'000;   // evaluation work units (about a second of work)
-  int max_call_depth = 64;           // macro call nesting
-  int max_parse_depth = 200;         // block and expression nesting in the source
+  size_t max_bytes = 16u << 20;     // largest string: rendered output, captures, built values
+  size_t max_items = 1u << 20;      // largest list/dict a template may build
+  uint64_t max_steps = 20'000'000;  // evaluation work units (about a second of work)
+  int max_call_depth = 64;          // macro call nesting
+  int max_parse_depth = 200;        // block and expression nesting in the source
 };
 
 struct Clock {  // what strftime_now() sees: local wall time, fixed in tests

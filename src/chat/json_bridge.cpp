@@ -119,7 +119,10 @@ struct Dumper {
       case Kind::List: {
         if (v.view() != View::None) raise("Object of type %s is not JSON serializable", type_name(v));
         const auto& items = v.l().items;
-        if (items.empty()) { out += "[]"; return; }
+        if (items.empty()) {
+          out += "[]";
+          return;
+        }
         out += '[';
         for (size_t k = 0; k < items.size(); ++k) {
           if (k) out += o.item_sep;
@@ -133,10 +136,12 @@ struct Dumper {
       case Kind::Dict: {
         std::vector<const std::pair<Value, Value>*> items;
         for (const auto& kv : v.d().items) items.push_back(&kv);
-        if (items.empty()) { out += "{}"; return; }
+        if (items.empty()) {
+          out += "{}";
+          return;
+        }
         if (o.sort_keys)
-          std::stable_sort(items.begin(), items.end(),
-                           [](auto* a, auto* b) { return py_less(a->first, b->first); });
+          std::stable_sort(items.begin(), items.end(), [](auto* a, auto* b) { return py_less(a->first, b->first); });
         out += '{';
         bool first = true;
         for (const auto* kv : items) {

@@ -19,9 +19,9 @@ Value from_json(const nlohmann::json& j);
 Value from_json(const nlohmann::ordered_json& j);
 
 struct DumpOptions {
-  bool ensure_ascii = false;         // HF's tojson default (jinja2's own escapes HTML instead)
-  std::optional<std::string> indent; // nullopt: one line; else the per-level indent string
-  std::string item_sep;              // defaults as json.dumps: ", " (or "," when indenting)
+  bool ensure_ascii = false;          // HF's tojson default (jinja2's own escapes HTML instead)
+  std::optional<std::string> indent;  // nullopt: one line; else the per-level indent string
+  std::string item_sep;               // defaults as json.dumps: ", " (or "," when indenting)
   std::string key_sep = ": ";
   bool sort_keys = false;
 };

@@ -159,8 +159,14 @@ class Lexer {
     i = skip_ws(i);
     if (src_.compare(i, 3, "raw") != 0) return false;
     i = skip_ws(i + 3);
-    if (src_.compare(i, 3, "-%}") == 0) { *end = skip_ws(i + 3); return true; }
-    if (src_.compare(i, 2, "%}") == 0) { *end = i + 2; return true; }
+    if (src_.compare(i, 3, "-%}") == 0) {
+      *end = skip_ws(i + 3);
+      return true;
+    }
+    if (src_.compare(i, 2, "%}") == 0) {
+      *end = i + 2;
+      return true;
+    }
     return false;
   }
 
@@ -214,8 +220,14 @@ class Lexer {
   size_t digits_us(size_t i) const {
     if (i >= src_.size() || !is_digit(src_[i])) return std::string::npos;
     while (i < src_.size()) {
-      if (is_digit(src_[i])) { ++i; continue; }
-      if (src_[i] == '_' && i + 1 < src_.size() && is_digit(src_[i + 1])) { ++i; continue; }
+      if (is_digit(src_[i])) {
+        ++i;
+        continue;
+      }
+      if (src_[i] == '_' && i + 1 < src_.size() && is_digit(src_[i + 1])) {
+        ++i;
+        continue;
+      }
       break;
     }
     return i;
@@ -247,11 +259,17 @@ class Lexer {
       const int base = p == 'b' ? 2 : p == 'o' ? 8 : p == 'x' ? 16 : 0;
       if (base) {
         size_t j = i + 2;
-        auto ok = [&](char c) { const int v = hexval(c); return v >= 0 && v < base; };
+        auto ok = [&](char c) {
+          const int v = hexval(c);
+          return v >= 0 && v < base;
+        };
         size_t end = std::string::npos;
         while (j < n) {  // (_?digit)+
           const size_t k = src_[j] == '_' ? j + 1 : j;
-          if (k < n && ok(src_[k])) { j = k + 1; end = j; } else break;
+          if (k < n && ok(src_[k])) {
+            j = k + 1;
+            end = j;
+          } else break;
         }
         if (end != std::string::npos) return end;
       }
@@ -260,7 +278,8 @@ class Lexer {
       size_t j = i + 1;
       while (j < n) {
         const size_t k = src_[j] == '_' ? j + 1 : j;
-        if (k < n && src_[k] == '0') j = k + 1; else break;
+        if (k < n && src_[k] == '0') j = k + 1;
+        else break;
       }
       return j;
     }
@@ -268,7 +287,8 @@ class Lexer {
       size_t j = i + 1;
       while (j < n) {
         const size_t k = src_[j] == '_' ? j + 1 : j;
-        if (k < n && is_digit(src_[k])) j = k + 1; else break;
+        if (k < n && is_digit(src_[k])) j = k + 1;
+        else break;
       }
       return j;
     }
@@ -342,7 +362,10 @@ class Lexer {
   size_t match_string(size_t i) const {
     const char q = src_[i];
     for (size_t j = i + 1; j < src_.size(); ++j) {
-      if (src_[j] == '\\') { ++j; continue; }
+      if (src_[j] == '\\') {
+        ++j;
+        continue;
+      }
       if (src_[j] == q) return j + 1;
     }
     return std::string::npos;
@@ -364,7 +387,8 @@ class Lexer {
       const size_t i = pos_;
       if (balance.empty()) {
         const size_t e = variable ? (src_[i] == '-' && src_.compare(i + 1, 2, "}}") == 0 ? skip_ws(i + 3)
-                                     : src_.compare(i, 2, "}}") == 0 ? i + 2 : std::string::npos)
+                                     : src_.compare(i, 2, "}}") == 0                     ? i + 2
+                                                                                         : std::string::npos)
                                   : block_end_at(i, "%}");
         if (e != std::string::npos) {
           push(variable ? Tok::VarEnd : Tok::BlockEnd, i, "");
@@ -374,7 +398,10 @@ class Lexer {
         }
       }
       const size_t w = skip_ws(i);
-      if (w != i) { pos_ = w; continue; }
+      if (w != i) {
+        pos_ = w;
+        continue;
+      }
       size_t e = match_float(i);
       if (e != std::string::npos) {
         std::string digits;
@@ -416,12 +443,14 @@ class Lexer {
           continue;
         }
       }
-      static const char* const kOps[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%",
-                                         "~", "[", "]", "(", ")", "{", "}", ">", "<", "=", ".", ":",
-                                         "|", ",", ";"};
+      static const char* const kOps[] = {"//", "**", "==", "!=", ">=", "<=", "+", "-", "/", "*", "%", "~", "[",
+                                         "]",  "(",  ")",  "{",  "}",  ">",  "<", "=", ".", ":", "|", ",", ";"};
       const char* op = nullptr;
       for (const char* o : kOps)
-        if (src_.compare(i, std::char_traits<char>::length(o), o) == 0) { op = o; break; }
+        if (src_.compare(i, std::char_traits<char>::length(o), o) == 0) {
+          op = o;
+          break;
+        }
       if (!op) {
         size_t j = i;
         const uint32_t cp = py::next_cp(src_, j);

@@ -15,7 +15,10 @@ std::vector<Value> bind_args(const char* fn, const CallArgs& args, std::initiali
   for (const auto& p : params) out.push_back(p.dflt);
   if (args.pos.size() > params.size())
     raise("%s() takes at most %zu argument(s) (%zu given)", fn, params.size(), args.pos.size());
-  for (size_t k = 0; k < args.pos.size(); ++k) { out[k] = args.pos[k]; set[k] = true; }
+  for (size_t k = 0; k < args.pos.size(); ++k) {
+    out[k] = args.pos[k];
+    set[k] = true;
+  }
   for (const auto& [name, v] : args.kw) {
     size_t k = 0;
     for (const auto& p : params) {
@@ -38,11 +41,11 @@ std::vector<Value> bind_args(const char* fn, const CallArgs& args, std::initiali
 namespace {
 
 const char* const kStrMethods[] = {
-    "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith",
-    "upper", "lower", "title", "capitalize", "swapcase", "replace", "find", "rfind", "index",
-    "rindex", "count", "join", "isdigit", "isdecimal", "isnumeric", "isalpha", "isalnum",
-    "isspace", "isupper", "islower", "center", "ljust", "rjust", "zfill", "partition",
-    "rpartition", "removeprefix", "removesuffix", "format"};
+    "strip",     "lstrip",     "rstrip",       "split",        "rsplit",   "splitlines", "startswith", "endswith",
+    "upper",     "lower",      "title",        "capitalize",   "swapcase", "replace",    "find",       "rfind",
+    "index",     "rindex",     "count",        "join",         "isdigit",  "isdecimal",  "isnumeric",  "isalpha",
+    "isalnum",   "isspace",    "isupper",      "islower",      "center",   "ljust",      "rjust",      "zfill",
+    "partition", "rpartition", "removeprefix", "removesuffix", "format"};
 const char* const kDictMethods[] = {"items", "keys", "values", "get", "copy"};
 const char* const kListMethods[] = {"index", "count", "copy"};
 // Mutating methods exist in Python but the immutable sandbox refuses them.
@@ -90,19 +93,33 @@ Value no_attr(const Value& obj, const std::string& name) {
 bool python_attr(const Value& obj, const std::string& name, Value* out) {
   switch (obj.kind()) {
     case Kind::String:
-      if (listed(kStrMethods, name)) { *out = bound(obj, name); return true; }
+      if (listed(kStrMethods, name)) {
+        *out = bound(obj, name);
+        return true;
+      }
       return false;
     case Kind::Dict:
-      if (listed(kDictMethods, name)) { *out = bound(obj, name); return true; }
-      if (listed(kDictUnsafe, name)) { *out = unsafe(obj, name); return true; }
+      if (listed(kDictMethods, name)) {
+        *out = bound(obj, name);
+        return true;
+      }
+      if (listed(kDictUnsafe, name)) {
+        *out = unsafe(obj, name);
+        return true;
+      }
       return false;
     case Kind::List:
       if (obj.view() != View::None) return false;
-      if (listed(kListMethods, name) && (name != "copy" || !obj.is_tuple())) { *out = bound(obj, name); return true; }
-      if (!obj.is_tuple() && listed(kListUnsafe, name)) { *out = unsafe(obj, name); return true; }
+      if (listed(kListMethods, name) && (name != "copy" || !obj.is_tuple())) {
+        *out = bound(obj, name);
+        return true;
+      }
+      if (!obj.is_tuple() && listed(kListUnsafe, name)) {
+        *out = unsafe(obj, name);
+        return true;
+      }
       return false;
-    default:
-      return false;
+    default: return false;
   }
 }
 
@@ -198,11 +215,22 @@ std::string str_format(const std::string& fmt, const CallArgs& args) {
   for (size_t i = 0; i < fmt.size(); ++i) {
     const char c = fmt[i];
     if (c == '}') {
-      if (i + 1 < fmt.size() && fmt[i + 1] == '}') { out += '}'; ++i; continue; }
+      if (i + 1 < fmt.size() && fmt[i + 1] == '}') {
+        out += '}';
+        ++i;
+        continue;
+      }
       raise("Single '}' encountered in format string");
     }
-    if (c != '{') { out += c; continue; }
-    if (i + 1 < fmt.size() && fmt[i + 1] == '{') { out += '{'; ++i; continue; }
+    if (c != '{') {
+      out += c;
+      continue;
+    }
+    if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
     const size_t close = fmt.find('}', i);
     if (close == std::string::npos) raise("Single '{' encountered in format string");
     std::string field = fmt.substr(i + 1, close - i - 1);
@@ -305,13 +333,22 @@ Value str_method(Interp& in, const std::string& s, const std::string& name, Call
     }
     return Value::string(std::move(out));
   }
-  if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") { bind_args(fn, a, {}); return Value::boolean(all_cps(s, py::is_decimal)); }
-  if (name == "isalpha") { bind_args(fn, a, {}); return Value::boolean(all_cps(s, py::is_alpha)); }
+  if (name == "isdigit" || name == "isdecimal" || name == "isnumeric") {
+    bind_args(fn, a, {});
+    return Value::boolean(all_cps(s, py::is_decimal));
+  }
+  if (name == "isalpha") {
+    bind_args(fn, a, {});
+    return Value::boolean(all_cps(s, py::is_alpha));
+  }
   if (name == "isalnum") {
     bind_args(fn, a, {});
     return Value::boolean(all_cps(s, [](uint32_t c) { return py::is_alpha(c) || py::is_decimal(c); }));
   }
-  if (name == "isspace") { bind_args(fn, a, {}); return Value::boolean(all_cps(s, py::is_space)); }
+  if (name == "isspace") {
+    bind_args(fn, a, {});
+    return Value::boolean(all_cps(s, py::is_space));
+  }
   if (name == "isupper" || name == "islower") {
     bind_args(fn, a, {});
     bool cased = false;
@@ -338,7 +375,10 @@ Value str_method(Interp& in, const std::string& s, const std::string& name, Call
     const int64_t len = static_cast<int64_t>(py::cp_count(s));
     if (w <= len) return Value::string(s);
     std::string sign, rest = s;
-    if (!s.empty() && (s[0] == '+' || s[0] == '-')) { sign = s.substr(0, 1); rest = s.substr(1); }
+    if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+      sign = s.substr(0, 1);
+      rest = s.substr(1);
+    }
     return Value::string(sign + std::string(static_cast<size_t>(w - len), '0') + rest);
   }
   if (name == "partition" || name == "rpartition") {
@@ -355,7 +395,8 @@ Value str_method(Interp& in, const std::string& s, const std::string& name, Call
     auto p = bind_args(fn, a, {{"affix", {}, true}});
     const std::string& x = need_str(p[0], fn);
     if (name == "removeprefix" && s.compare(0, x.size(), x) == 0) return Value::string(s.substr(x.size()));
-    if (name == "removesuffix" && x.size() <= s.size() && !x.empty() && s.compare(s.size() - x.size(), x.size(), x) == 0)
+    if (name == "removesuffix" && x.size() <= s.size() && !x.empty() &&
+        s.compare(s.size() - x.size(), x.size(), x) == 0)
       return Value::string(s.substr(0, s.size() - x.size()));
     return Value::string(s);
   }
@@ -372,9 +413,10 @@ Value call_method(Interp& in, const Value& self, const std::string& name, CallAr
       bind_args(fn, a, {});
       std::vector<Value> out;
       out.reserve(d.size());
-      for (const auto& [k, v] : d.items)
-        out.push_back(name == "items" ? Value::tuple({k, v}) : name == "keys" ? k : v);
-      return Value::dict_view(std::move(out), name == "items" ? View::Items : name == "keys" ? View::Keys : View::Values);
+      for (const auto& [k, v] : d.items) out.push_back(name == "items" ? Value::tuple({k, v}) : name == "keys" ? k : v);
+      return Value::dict_view(std::move(out), name == "items"  ? View::Items
+                                              : name == "keys" ? View::Keys
+                                                               : View::Values);
     }
     if (name == "get") {
       auto p = bind_args(fn, a, {{"key", {}, true}, {"default", Value::none()}});
@@ -382,7 +424,10 @@ Value call_method(Interp& in, const Value& self, const std::string& name, CallAr
       const Value* v = d.find(p[0]);
       return v ? *v : p[1];
     }
-    if (name == "copy") { bind_args(fn, a, {}); return self; }
+    if (name == "copy") {
+      bind_args(fn, a, {});
+      return self;
+    }
   }
   if (self.is_list()) {
     const auto& items = self.l().items;
@@ -398,7 +443,10 @@ Value call_method(Interp& in, const Value& self, const std::string& name, CallAr
       for (const auto& x : items) n += py_eq(x, p[0]);
       return Value::integer(n);
     }
-    if (name == "copy") { bind_args(fn, a, {}); return self; }
+    if (name == "copy") {
+      bind_args(fn, a, {});
+      return self;
+    }
   }
   raise("'%s' object has no attribute '%s'", type_name(self), fn);
 }

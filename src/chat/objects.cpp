@@ -45,10 +45,8 @@ class Loop : public Object {
     if (name == "length") return Value::integer(n);
     if (name == "depth") return Value::integer(1);
     if (name == "depth0") return Value::integer(0);
-    if (name == "previtem")
-      return k > 0 ? st_->items[i_ - 1] : Value::undefined("there is no previous item");
-    if (name == "nextitem")
-      return k + 1 < n ? st_->items[i_ + 1] : Value::undefined("there is no next item");
+    if (name == "previtem") return k > 0 ? st_->items[i_ - 1] : Value::undefined("there is no previous item");
+    if (name == "nextitem") return k + 1 < n ? st_->items[i_ + 1] : Value::undefined("there is no next item");
     if (name == "cycle" || name == "changed")
       return Value::object(std::make_shared<LoopMethod>(st_, i_, name == "cycle"));
     return Object::getattr(name);

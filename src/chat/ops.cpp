@@ -32,9 +32,21 @@ static const char* op_symbol(Op op) {
 
 // CPython integers never overflow; ours are 64-bit, so say so instead of wrapping.
 [[noreturn]] static void overflow() { raise("integer overflow (template integers are 64-bit)"); }
-static int64_t add(int64_t x, int64_t y) { int64_t r; if (__builtin_add_overflow(x, y, &r)) overflow(); return r; }
-static int64_t sub(int64_t x, int64_t y) { int64_t r; if (__builtin_sub_overflow(x, y, &r)) overflow(); return r; }
-static int64_t mul(int64_t x, int64_t y) { int64_t r; if (__builtin_mul_overflow(x, y, &r)) overflow(); return r; }
+static int64_t add(int64_t x, int64_t y) {
+  int64_t r;
+  if (__builtin_add_overflow(x, y, &r)) overflow();
+  return r;
+}
+static int64_t sub(int64_t x, int64_t y) {
+  int64_t r;
+  if (__builtin_sub_overflow(x, y, &r)) overflow();
+  return r;
+}
+static int64_t mul(int64_t x, int64_t y) {
+  int64_t r;
+  if (__builtin_mul_overflow(x, y, &r)) overflow();
+  return r;
+}
 
 static Value repeat(const Value& seq, int64_t n, size_t max_bytes, size_t max_items) {
   if (n < 0) n = 0;
@@ -59,7 +71,10 @@ static void float_divmod(double x, double y, double* div, double* mod) {
   double m = std::fmod(x, y);
   double d = (x - m) / y;
   if (m != 0) {
-    if ((y < 0) != (m < 0)) { m += y; d -= 1.0; }
+    if ((y < 0) != (m < 0)) {
+      m += y;
+      d -= 1.0;
+    }
   } else {
     m = std::copysign(0.0, y);
   }
@@ -95,7 +110,8 @@ Value binop(Op op, const Value& a, const Value& b, size_t max_bytes, size_t max_
         if (a.s().size() + b.s().size() > max_bytes) raise("string result too large");
         return Value::string(a.s() + b.s());
       }
-      if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && a.view() == View::None && b.view() == View::None) {
+      if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && a.view() == View::None &&
+          b.view() == View::None) {
         if (a.l().items.size() + b.l().items.size() > max_items) raise("list result too large");
         std::vector<Value> out = a.l().items;
         out.insert(out.end(), b.l().items.begin(), b.l().items.end());
@@ -134,7 +150,10 @@ Value binop(Op op, const Value& a, const Value& b, size_t max_bytes, size_t max_
           overflow();
         }
         int64_t q = x / y, r = x % y;
-        if (r != 0 && ((r < 0) != (y < 0))) { --q; r += y; }
+        if (r != 0 && ((r < 0) != (y < 0))) {
+          --q;
+          r += y;
+        }
         return Value::integer(op == Op::FloorDiv ? q : r);
       }
       if (nums) {
@@ -197,8 +216,8 @@ bool compare(Op op, const Value& a, const Value& b) {
     return op == Op::Lt ? x < y : op == Op::Le ? x <= y : op == Op::Gt ? x > y : x >= y;
   }
   const bool ordered = (a.is_string() && b.is_string()) ||
-                       (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() &&
-                        a.view() == View::None && b.view() == View::None);
+                       (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && a.view() == View::None &&
+                        b.view() == View::None);
   if (!ordered) {
     if (a.is_undefined()) fail_undefined(a);
     if (b.is_undefined()) fail_undefined(b);
@@ -246,8 +265,10 @@ Value slice(const Value& obj, const Value& start, const Value& stop, const Value
   else if (e < 0) e = std::max<int64_t>(e + n, st < 0 ? -1 : 0);
   else if (e >= n) e = st < 0 ? n - 1 : n;
   std::vector<int64_t> idx;
-  if (st > 0) for (int64_t k = b; k < e; k += st) idx.push_back(k);
-  else for (int64_t k = b; k > e; k += st) idx.push_back(k);
+  if (st > 0)
+    for (int64_t k = b; k < e; k += st) idx.push_back(k);
+  else
+    for (int64_t k = b; k > e; k += st) idx.push_back(k);
   if (is_str) {
     std::string out;
     for (int64_t k : idx) {
@@ -282,7 +303,10 @@ std::string percent_format(const std::string& fmt, const Value& args) {
   size_t next = 0;
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
-    if (fmt[i] != '%') { out += fmt[i]; continue; }
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
     if (++i >= fmt.size()) raise("incomplete format");
     const Value* arg = nullptr;
     if (fmt[i] == '(') {
@@ -305,10 +329,16 @@ std::string percent_format(const std::string& fmt, const Value& args) {
       return v;
     };
     if (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') width = number();
-    if (i < fmt.size() && fmt[i] == '.') { ++i; prec = number(); }
+    if (i < fmt.size() && fmt[i] == '.') {
+      ++i;
+      prec = number();
+    }
     if (i >= fmt.size()) raise("incomplete format");
     const char conv = fmt[i];
-    if (conv == '%') { out += '%'; continue; }
+    if (conv == '%') {
+      out += '%';
+      continue;
+    }
     if (!arg) {
       if (mapping) arg = &args;
       else if (next < list.size()) arg = &list[next++];
@@ -327,7 +357,13 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         out += py::center(t, width, ' ', left ? -1 : 1);
         break;
       }
-      case 'd': case 'i': case 'u': case 'x': case 'X': case 'o': case 'c': {
+      case 'd':
+      case 'i':
+      case 'u':
+      case 'x':
+      case 'X':
+      case 'o':
+      case 'c': {
         if (!arg->is_number()) raise("%%%c format: a real number is required, not %s", conv, type_name(*arg));
         const double fv = arg->f();
         if (arg->is_float() && !(std::isfinite(fv) && std::fabs(fv) < 9.2e18)) raise("cannot convert float to integer");
@@ -340,7 +376,12 @@ std::string percent_format(const std::string& fmt, const Value& args) {
         out += cfmt(spec + "ll" + (conv == 'i' || conv == 'u' ? 'd' : conv), v);
         break;
       }
-      case 'f': case 'F': case 'e': case 'E': case 'g': case 'G':
+      case 'f':
+      case 'F':
+      case 'e':
+      case 'E':
+      case 'g':
+      case 'G':
         if (!arg->is_number()) raise("must be real number, not %s", type_name(*arg));
         out += cfmt(spec + conv, arg->f());
         break;

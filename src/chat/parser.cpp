@@ -60,8 +60,7 @@ Body Parser::subparse(std::initializer_list<const char*> ends, std::string* hit)
         s->kind = StmtKind::Output;
         s->pos = pos();
         s->expr = tuple_expr(true, {});
-        if (cur().type != Tok::VarEnd)
-          fail("expected token 'end of print statement', got '" + describe(cur()) + "'");
+        if (cur().type != Tok::VarEnd) fail("expected token 'end of print statement', got '" + describe(cur()) + "'");
         next();
         body.push_back(std::move(s));
         break;
@@ -70,7 +69,10 @@ Body Parser::subparse(std::initializer_list<const char*> ends, std::string* hit)
         next();
         if (cur().type == Tok::Name)
           for (const char* e : ends)
-            if (cur().text == e) { *hit = e; return body; }
+            if (cur().text == e) {
+              *hit = e;
+              return body;
+            }
         body.push_back(statement());
         expect_block_end();
         break;
@@ -177,8 +179,8 @@ StmtPtr Parser::statement() {
     // transformers' AssistantTracker tag: renders its body unchanged.
     s->kind = StmtKind::Block;
     s->body = block({"endgeneration"}, &hit);
-  } else if (tag == "include" || tag == "import" || tag == "from" || tag == "extends" ||
-             tag == "block" || tag == "autoescape" || tag == "do" || tag == "trans") {
+  } else if (tag == "include" || tag == "import" || tag == "from" || tag == "extends" || tag == "block" ||
+             tag == "autoescape" || tag == "do" || tag == "trans") {
     syntax_error(s->pos.line, s->pos.col, "tag '" + tag + "' is not supported in chat templates");
   } else {
     syntax_error(s->pos.line, s->pos.col, "Encountered unknown tag '" + tag + "'.");
@@ -205,7 +207,7 @@ void Parser::signature(std::vector<Param>& params) {
   expect_op(")");
 }
 
-Target Parser::assign_target(bool with_namespace, const char* end_name,  bool with_tuple) {
+Target Parser::assign_target(bool with_namespace, const char* end_name, bool with_tuple) {
   Guard g(*this);
   std::vector<Target> items;
   bool is_tuple = false;
@@ -233,8 +235,8 @@ Target Parser::target_primary(bool with_namespace) {
   if (cur().type != Tok::Name) fail("can't assign to '" + describe(cur()) + "'");
   Target t;
   t.name = cur().text;
-  if (t.name == "true" || t.name == "false" || t.name == "none" || t.name == "True" ||
-      t.name == "False" || t.name == "None")
+  if (t.name == "true" || t.name == "false" || t.name == "none" || t.name == "True" || t.name == "False" ||
+      t.name == "None")
     fail("can't assign to 'const'");
   next();
   if (with_namespace && is_op(".")) {
@@ -245,9 +247,6 @@ Target Parser::target_primary(bool with_namespace) {
   return t;
 }
 
-
-Program parse(std::string_view source, int max_depth) {
-  return Parser(tokenize(source), max_depth).run();
-}
+Program parse(std::string_view source, int max_depth) { return Parser(tokenize(source), max_depth).run(); }
 
 }  // namespace sluice::chat::jinja

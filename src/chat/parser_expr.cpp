@@ -6,7 +6,9 @@ namespace sluice::chat::jinja {
 
 ExprPtr Parser::finish(ExprPtr e) const {
   int d = 0;
-  auto see = [&d](const ExprPtr& x) { if (x) d = std::max(d, x->depth); };
+  auto see = [&d](const ExprPtr& x) {
+    if (x) d = std::max(d, x->depth);
+  };
   see(e->a);
   see(e->b);
   see(e->c);
@@ -25,7 +27,7 @@ bool Parser::tuple_end(const char* extra) const {
   return extra && is_name(extra);
 }
 
-ExprPtr Parser::tuple_expr(bool with_cond, const char* extra_end,  bool explicit_parens) {
+ExprPtr Parser::tuple_expr(bool with_cond, const char* extra_end, bool explicit_parens) {
   const Pos p = pos();
   std::vector<ExprPtr> items;
   bool is_tuple = false;
@@ -33,7 +35,8 @@ ExprPtr Parser::tuple_expr(bool with_cond, const char* extra_end,  bool explicit
     if (!items.empty()) expect_op(",");
     if (tuple_end(extra_end)) break;
     items.push_back(expression(with_cond));
-    if (is_op(",")) is_tuple = true; else break;
+    if (is_op(",")) is_tuple = true;
+    else break;
   }
   if (!is_tuple) {
     if (!items.empty()) return std::move(items[0]);
@@ -70,13 +73,21 @@ ExprPtr Parser::binary(ExprKind k, Op op, ExprPtr a, ExprPtr b, Pos p) {
 
 ExprPtr Parser::or_expr() {
   ExprPtr e = and_expr();
-  while (is_name("or")) { const Pos p = pos(); next(); e = binary(ExprKind::Or, Op::Add, std::move(e), and_expr(), p); }
+  while (is_name("or")) {
+    const Pos p = pos();
+    next();
+    e = binary(ExprKind::Or, Op::Add, std::move(e), and_expr(), p);
+  }
   return e;
 }
 
 ExprPtr Parser::and_expr() {
   ExprPtr e = not_expr();
-  while (is_name("and")) { const Pos p = pos(); next(); e = binary(ExprKind::And, Op::Add, std::move(e), not_expr(), p); }
+  while (is_name("and")) {
+    const Pos p = pos();
+    next();
+    e = binary(ExprKind::And, Op::Add, std::move(e), not_expr(), p);
+  }
   return e;
 }
 
@@ -106,8 +117,11 @@ ExprPtr Parser::compare_expr() {
     else if (skip_op(">")) op = Op::Gt;
     else if (skip_op(">=")) op = Op::Ge;
     else if (skip_name("in")) op = Op::In;
-    else if (is_name("not") && peek().type == Tok::Name && peek().text == "in") { next(); next(); op = Op::NotIn; }
-    else break;
+    else if (is_name("not") && peek().type == Tok::Name && peek().text == "in") {
+      next();
+      next();
+      op = Op::NotIn;
+    } else break;
     ops.emplace_back(op, math1());
   }
   if (ops.empty()) return e;
@@ -155,7 +169,11 @@ ExprPtr Parser::math2() {
 
 ExprPtr Parser::power() {
   ExprPtr e = unary(true);
-  while (is_op("**")) { const Pos p = pos(); next(); e = binary(ExprKind::Binary, Op::Pow, std::move(e), unary(true), p); }
+  while (is_op("**")) {
+    const Pos p = pos();
+    next();
+    e = binary(ExprKind::Binary, Op::Pow, std::move(e), unary(true), p);
+  }
   return e;
 }
 
@@ -187,13 +205,19 @@ ExprPtr Parser::primary() {
     if (t.text == "true" || t.text == "True") e->value = Value::boolean(true);
     else if (t.text == "false" || t.text == "False") e->value = Value::boolean(false);
     else if (t.text == "none" || t.text == "None") e->value = Value::none();
-    else { e->kind = ExprKind::Name; e->name = t.text; }
+    else {
+      e->kind = ExprKind::Name;
+      e->name = t.text;
+    }
     next();
     return e;
   }
   if (t.type == Tok::String) {
     std::string s;
-    while (cur().type == Tok::String) { s += cur().text; next(); }  // 'a' 'b' == 'ab'
+    while (cur().type == Tok::String) {
+      s += cur().text;
+      next();
+    }  // 'a' 'b' == 'ab'
     auto e = node(ExprKind::Const, p);
     e->value = Value::string(std::move(s));
     return e;
@@ -304,7 +328,9 @@ ExprPtr Parser::subscript() {
 void Parser::call_args(Expr& e) {
   expect_op("(");
   bool need_comma = false;
-  auto ensure = [&](bool ok) { if (!ok) fail("invalid syntax for function call expression"); };
+  auto ensure = [&](bool ok) {
+    if (!ok) fail("invalid syntax for function call expression");
+  };
   while (!is_op(")")) {
     if (need_comma) {
       expect_op(",");
@@ -363,11 +389,10 @@ std::string Parser::dotted_name() {
 void Parser::check_known(Expr& e, bool filter) {
   e.known = filter ? has_filter(e.name) : has_test(e.name);
   if (!e.known && !soft_)
-    syntax_error(e.pos.line, e.pos.col,
-                 std::string("No ") + (filter ? "filter" : "test") + " named '" + e.name + "'.");
+    syntax_error(e.pos.line, e.pos.col, std::string("No ") + (filter ? "filter" : "test") + " named '" + e.name + "'.");
 }
 
-ExprPtr Parser::filter_chain(ExprPtr e,  bool start_inline) {
+ExprPtr Parser::filter_chain(ExprPtr e, bool start_inline) {
   while (is_op("|") || start_inline) {
     if (!start_inline) next();
     start_inline = false;
@@ -391,8 +416,8 @@ ExprPtr Parser::test(ExprPtr e) {
   const Token& c = cur();
   if (is_op("(")) {
     call_args(*t);
-  } else if ((c.type == Tok::Name || c.type == Tok::String || c.type == Tok::Int ||
-              c.type == Tok::Float || is_op("[") || is_op("{")) &&
+  } else if ((c.type == Tok::Name || c.type == Tok::String || c.type == Tok::Int || c.type == Tok::Float ||
+              is_op("[") || is_op("{")) &&
              !is_name("else") && !is_name("or") && !is_name("and")) {
     // `x is divisibleby 3`, `x is sameas none`: one argument without parentheses
     if (is_name("is")) fail("You cannot chain multiple tests with is");

@@ -47,7 +47,9 @@ class Parser {
 
   const Token& cur() const { return t_[i_]; }
   const Token& peek(size_t k = 1) const { return t_[std::min(i_ + k, t_.size() - 1)]; }
-  void next() { if (i_ + 1 < t_.size()) ++i_; }
+  void next() {
+    if (i_ + 1 < t_.size()) ++i_;
+  }
   Pos pos() const { return {cur().line, cur().col}; }
   [[noreturn]] void fail(const std::string& msg) const { syntax_error(cur().line, cur().col, msg); }
 
@@ -69,8 +71,16 @@ class Parser {
   }
   bool is_op(const char* op) const { return cur().type == Tok::Op && cur().text == op; }
   bool is_name(const char* n) const { return cur().type == Tok::Name && cur().text == n; }
-  bool skip_op(const char* op) { if (!is_op(op)) return false; next(); return true; }
-  bool skip_name(const char* n) { if (!is_name(n)) return false; next(); return true; }
+  bool skip_op(const char* op) {
+    if (!is_op(op)) return false;
+    next();
+    return true;
+  }
+  bool skip_name(const char* n) {
+    if (!is_name(n)) return false;
+    next();
+    return true;
+  }
   void expect_op(const char* op) {
     if (!skip_op(op)) fail(std::string("expected token '") + op + "', got '" + describe(cur()) + "'");
   }
@@ -84,8 +94,7 @@ class Parser {
     return s;
   }
   void expect_block_end() {
-    if (cur().type != Tok::BlockEnd)
-      fail("expected token 'end of statement block', got '" + describe(cur()) + "'");
+    if (cur().type != Tok::BlockEnd) fail("expected token 'end of statement block', got '" + describe(cur()) + "'");
     next();
   }
   // Sets e->depth from its children and rejects trees taller than the limit: long chains like
@@ -99,12 +108,10 @@ class Parser {
     return e;
   }
 
-
   // ---- statements (parser.cpp) -------------------------------------------------------------
 
   // Parses until a block whose tag is in `ends`; leaves the tag name current, stores it in *hit.
   Body subparse(std::initializer_list<const char*> ends, std::string* hit);
-
 
   // `{% tag ... %}` body up to one of `ends`; consumes the closing tag name.
   Body block(std::initializer_list<const char*> ends, std::string* hit);
@@ -115,7 +122,6 @@ class Parser {
   // for/set/with targets: names, `ns.attr` (set only), tuples of those.
   Target assign_target(bool with_namespace, const char* end_name, bool with_tuple = true);
   Target target_primary(bool with_namespace);
-
 
   // ---- expressions (parser_expr.cpp) --------------------------------------------------------
   bool tuple_end(const char* extra) const;
@@ -155,6 +161,5 @@ class Parser {
 
   ExprPtr test(ExprPtr e);
 };
-
 
 }  // namespace sluice::chat::jinja

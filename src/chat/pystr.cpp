@@ -17,13 +17,22 @@ bool valid_utf8(std::string_view s) {
   const size_t n = s.size();
   while (i < n) {
     const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) { ++i; continue; }
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
     int len;
     uint32_t cp;
-    if ((c & 0xE0) == 0xC0) { len = 2; cp = c & 0x1F; }
-    else if ((c & 0xF0) == 0xE0) { len = 3; cp = c & 0x0F; }
-    else if ((c & 0xF8) == 0xF0) { len = 4; cp = c & 0x07; }
-    else return false;
+    if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else return false;
     if (i + len > n) return false;
     for (int k = 1; k < len; ++k) {
       const auto cc = static_cast<unsigned char>(s[i + k]);
@@ -31,8 +40,8 @@ bool valid_utf8(std::string_view s) {
       cp = (cp << 6) | (cc & 0x3F);
     }
     // Reject overlong forms, surrogates (CPython's UTF-8 codec does too) and > U+10FFFF.
-    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
-        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
       return false;
     i += len;
   }
@@ -41,11 +50,13 @@ bool valid_utf8(std::string_view s) {
 
 uint32_t next_cp(std::string_view s, size_t& i) {
   const auto c = static_cast<unsigned char>(s[i]);
-  if (c < 0x80) { ++i; return c; }
+  if (c < 0x80) {
+    ++i;
+    return c;
+  }
   int len = (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : 4;
   uint32_t cp = len == 2 ? (c & 0x1F) : len == 3 ? (c & 0x0F) : (c & 0x07);
-  for (int k = 1; k < len && i + k < s.size(); ++k)
-    cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+  for (int k = 1; k < len && i + k < s.size(); ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
   i += len;
   return cp;
 }
@@ -122,8 +133,7 @@ std::string strip(std::string_view s, const std::optional<std::string>& chars, b
   return encode(cps.data() + b, e - b);
 }
 
-std::vector<std::string> split(std::string_view s, const std::optional<std::string>& sep,
-                               int64_t maxsplit) {
+std::vector<std::string> split(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit) {
   std::vector<std::string> out;
   if (maxsplit < 0) maxsplit = INT64_MAX;
   if (sep) {
@@ -156,8 +166,7 @@ std::vector<std::string> split(std::string_view s, const std::optional<std::stri
   return out;
 }
 
-std::vector<std::string> rsplit(std::string_view s, const std::optional<std::string>& sep,
-                                int64_t maxsplit) {
+std::vector<std::string> rsplit(std::string_view s, const std::optional<std::string>& sep, int64_t maxsplit) {
   std::vector<std::string> out;
   if (maxsplit < 0) maxsplit = INT64_MAX;
   if (sep) {
@@ -194,7 +203,10 @@ std::vector<std::string> splitlines(std::string_view s, bool keepends) {
   std::vector<std::string> out;
   size_t b = 0, k = 0;
   while (k < cps.size()) {
-    if (!is_linebreak(cps[k])) { ++k; continue; }
+    if (!is_linebreak(cps[k])) {
+      ++k;
+      continue;
+    }
     size_t eol = k + 1;
     if (cps[k] == '\r' && eol < cps.size() && cps[eol] == '\n') ++eol;
     out.push_back(encode(cps.data() + b, (keepends ? eol : k) - b));
@@ -237,8 +249,8 @@ int64_t count(std::string_view s, std::string_view sub) {
   return n;
 }
 
-int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> start,
-             std::optional<int64_t> end, bool reverse) {
+int64_t find(std::string_view s, std::string_view sub, std::optional<int64_t> start, std::optional<int64_t> end,
+             bool reverse) {
   const auto len = static_cast<int64_t>(cp_count(s));
   int64_t b = start.value_or(0), e = end.value_or(len);
   if (b < 0) b = std::max<int64_t>(0, b + len);
@@ -272,15 +284,26 @@ std::string repr(std::string_view s) {
   char buf[16];
   for (size_t i = 0; i < s.size();) {
     const uint32_t c = next_cp(s, i);
-    if (c == static_cast<uint32_t>(quote) || c == '\\') { out += '\\'; out += static_cast<char>(c); }
-    else if (c == '\t') out += "\\t";
+    if (c == static_cast<uint32_t>(quote) || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c == '\t') out += "\\t";
     else if (c == '\n') out += "\\n";
     else if (c == '\r') out += "\\r";
-    else if (c < 0x20 || c == 0x7F) { std::snprintf(buf, sizeof buf, "\\x%02x", c); out += buf; }
-    else if (c < 0x7F || is_printable(c)) append_utf8(out, c);
-    else if (c <= 0xFF) { std::snprintf(buf, sizeof buf, "\\x%02x", c); out += buf; }
-    else if (c <= 0xFFFF) { std::snprintf(buf, sizeof buf, "\\u%04x", c); out += buf; }
-    else { std::snprintf(buf, sizeof buf, "\\U%08x", c); out += buf; }
+    else if (c < 0x20 || c == 0x7F) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else if (c < 0x7F || is_printable(c)) append_utf8(out, c);
+    else if (c <= 0xFF) {
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    } else if (c <= 0xFFFF) {
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      std::snprintf(buf, sizeof buf, "\\U%08x", c);
+      out += buf;
+    }
   }
   out += quote;
   return out;
@@ -299,7 +322,10 @@ std::string float_repr(double d) {
   auto r = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
   std::string sci(buf, r.ptr);
   std::string sign;
-  if (sci[0] == '-') { sign = "-"; sci.erase(0, 1); }
+  if (sci[0] == '-') {
+    sign = "-";
+    sci.erase(0, 1);
+  }
   const size_t epos = sci.find('e');
   std::string digits = sci.substr(0, epos);
   digits.erase(std::remove(digits.begin(), digits.end(), '.'), digits.end());
@@ -344,12 +370,19 @@ bool parse_int(std::string_view s, int base, int64_t* out) {
   s = strip_ws(s);
   if (base != 0 && (base < 2 || base > 36)) return false;
   bool neg = false;
-  if (!s.empty() && (s[0] == '+' || s[0] == '-')) { neg = s[0] == '-'; s.remove_prefix(1); }
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
   bool prefixed = false;
   if (s.size() >= 2 && s[0] == '0') {
     const char p = static_cast<char>(s[1] | 0x20);
     const int pb = p == 'x' ? 16 : p == 'o' ? 8 : p == 'b' ? 2 : 0;
-    if (pb && (base == 0 || base == pb)) { base = pb; s.remove_prefix(2); prefixed = true; }
+    if (pb && (base == 0 || base == pb)) {
+      base = pb;
+      s.remove_prefix(2);
+      prefixed = true;
+    }
   }
   if (base == 0) {
     // Without a prefix base 0 means decimal, and a leading zero is only allowed for 0 itself.
@@ -384,31 +417,52 @@ bool parse_int(std::string_view s, int base, int64_t* out) {
 bool parse_float(std::string_view s, double* out) {
   s = strip_ws(s);
   bool neg = false;
-  if (!s.empty() && (s[0] == '+' || s[0] == '-')) { neg = s[0] == '-'; s.remove_prefix(1); }
+  if (!s.empty() && (s[0] == '+' || s[0] == '-')) {
+    neg = s[0] == '-';
+    s.remove_prefix(1);
+  }
   std::string low;
   for (char c : s) low += static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c);
-  if (low == "inf" || low == "infinity") { *out = neg ? -HUGE_VAL : HUGE_VAL; return true; }
-  if (low == "nan") { *out = neg ? -NAN : NAN; return true; }
+  if (low == "inf" || low == "infinity") {
+    *out = neg ? -HUGE_VAL : HUGE_VAL;
+    return true;
+  }
+  if (low == "nan") {
+    *out = neg ? -NAN : NAN;
+    return true;
+  }
   // digits with single underscores between digits, optional fraction and exponent
   std::string clean;
   size_t i = 0;
   auto digits = [&](bool required) {
     size_t start = clean.size();
     while (i < s.size()) {
-      if (s[i] >= '0' && s[i] <= '9') { clean += s[i++]; continue; }
-      if (s[i] == '_' && clean.size() > start && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9') { ++i; continue; }
+      if (s[i] >= '0' && s[i] <= '9') {
+        clean += s[i++];
+        continue;
+      }
+      if (s[i] == '_' && clean.size() > start && i + 1 < s.size() && s[i + 1] >= '0' && s[i + 1] <= '9') {
+        ++i;
+        continue;
+      }
       break;
     }
     return !required || clean.size() > start;
   };
   const bool int_part = digits(false);
   bool frac_part = false;
-  if (i < s.size() && s[i] == '.') { clean += s[i++]; frac_part = digits(false) && clean.back() != '.'; }
+  if (i < s.size() && s[i] == '.') {
+    clean += s[i++];
+    frac_part = digits(false) && clean.back() != '.';
+  }
   if (!int_part && !frac_part) return false;
   bool neg_exp = false;
   if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {
     clean += s[i++];
-    if (i < s.size() && (s[i] == '+' || s[i] == '-')) { neg_exp = s[i] == '-'; clean += s[i++]; }
+    if (i < s.size() && (s[i] == '+' || s[i] == '-')) {
+      neg_exp = s[i] == '-';
+      clean += s[i++];
+    }
     if (!digits(true)) return false;
   }
   if (i != s.size()) return false;

@@ -9,8 +9,8 @@ namespace {
 
 struct Frame {
   const Frame* parent = nullptr;
-  std::set<std::string> refs;             // names referenced at this frame's level
-  std::vector<std::string> store_first;   // first referenced by an unconditional store
+  std::set<std::string> refs;            // names referenced at this frame's level
+  std::vector<std::string> store_first;  // first referenced by an unconditional store
   bool has_ref(const std::string& n) const {
     for (const Frame* f = this; f; f = f->parent)
       if (f->refs.count(n)) return true;
@@ -31,8 +31,7 @@ void target_names(const Target& t, std::vector<std::string>* out) {
 
 class Analyzer {
  public:
-  void frame(Body& body, const std::vector<std::string>& params, const Frame* parent,
-             std::vector<std::string>* fresh) {
+  void frame(Body& body, const std::vector<std::string>& params, const Frame* parent, std::vector<std::string>* fresh) {
     Frame f;
     f.parent = parent;
     for (const auto& p : params) f.refs.insert(p);
@@ -96,12 +95,8 @@ class Analyzer {
     for (auto& sp : body) {
       Stmt& s = *sp;
       switch (s.kind) {
-        case StmtKind::Output:
-          loads(s.expr.get(), f);
-          break;
-        case StmtKind::If:
-          if_stmt(s, f, children);
-          break;
+        case StmtKind::Output: loads(s.expr.get(), f); break;
+        case StmtKind::If: if_stmt(s, f, children); break;
         case StmtKind::For: {
           loads(s.expr.get(), f);
           Child c{&s.body, &s.fresh, {"loop"}};
@@ -137,13 +132,10 @@ class Analyzer {
           children.push_back(std::move(c));
           break;
         }
-        case StmtKind::Block:
-          children.push_back({&s.body, &s.fresh, {}});
-          break;
+        case StmtKind::Block: children.push_back({&s.body, &s.fresh, {}}); break;
         case StmtKind::Data:
         case StmtKind::Break:
-        case StmtKind::Continue:
-          break;
+        case StmtKind::Continue: break;
       }
     }
   }

@@ -16,7 +16,8 @@ static std::shared_ptr<const Program> compile(std::string_view source, const Lim
   return p;
 }
 
-Template::Template(std::string_view source, const Limits& limits) : program_(compile(source, limits)), limits_(limits) {}
+Template::Template(std::string_view source, const Limits& limits)
+    : program_(compile(source, limits)), limits_(limits) {}
 
 std::string Template::render(std::vector<std::pair<std::string, Value>> vars, const Clock& now) const {
   Interp in(limits_, now);
@@ -28,8 +29,8 @@ Clock wall_clock() {
   const std::time_t secs = std::chrono::system_clock::to_time_t(t);
   Clock c;
   localtime_r(&secs, &c.tm);
-  c.micro = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() % 1000000);
+  c.micro = static_cast<int>(std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count() %
+                             1000000);
   return c;
 }
 

@@ -17,7 +17,10 @@ void no_undefined(const Value& v) {
 
 // ---- tests --------------------------------------------------------------------------------
 
-bool no_args(const char* name, CallArgs& a) { bind_args(name, a, {}); return true; }
+bool no_args(const char* name, CallArgs& a) {
+  bind_args(name, a, {});
+  return true;
+}
 Value one_arg(const char* name, CallArgs& a) { return bind_args(name, a, {{"other", {}, true}})[0]; }
 
 bool t_boolean(Interp&, const Value& v, CallArgs& a) { return no_args("boolean", a) && v.is_bool(); }
@@ -37,7 +40,8 @@ bool t_integer(Interp&, const Value& v, CallArgs& a) { return no_args("integer",
 bool t_float(Interp&, const Value& v, CallArgs& a) { return no_args("float", a) && v.is_float(); }
 bool t_escaped(Interp&, const Value&, CallArgs& a) { return no_args("escaped", a) && false; }
 bool t_iterable(Interp&, const Value& v, CallArgs& a) {
-  return no_args("iterable", a) && (v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.as<Iterator>());
+  return no_args("iterable", a) &&
+         (v.is_string() || v.is_list() || v.is_dict() || v.is_undefined() || v.as<Iterator>());
 }
 // jinja2's test_sequence: len() and __getitem__ both exist (Undefined has both).
 bool t_sequence(Interp&, const Value& v, CallArgs& a) {
@@ -83,9 +87,7 @@ bool t_lt(Interp&, const Value& v, CallArgs& a) { return compare(Op::Lt, v, one_
 bool t_le(Interp&, const Value& v, CallArgs& a) { return compare(Op::Le, v, one_arg("le", a)); }
 bool t_gt(Interp&, const Value& v, CallArgs& a) { return compare(Op::Gt, v, one_arg("gt", a)); }
 bool t_ge(Interp&, const Value& v, CallArgs& a) { return compare(Op::Ge, v, one_arg("ge", a)); }
-bool t_in(Interp&, const Value& v, CallArgs& a) {
-  return py_contains(bind_args("in", a, {{"seq", {}, true}})[0], v);
-}
+bool t_in(Interp&, const Value& v, CallArgs& a) { return py_contains(bind_args("in", a, {{"seq", {}, true}})[0], v); }
 // `is sameas`: Python identity. Singletons compare by value; small ints are cached by
 // CPython (-5..256); containers and objects by pointer.
 bool t_sameas(Interp&, const Value& v, CallArgs& a) {
@@ -100,7 +102,9 @@ bool t_sameas(Interp&, const Value& v, CallArgs& a) {
     default: return v.ptr() == o.ptr();
   }
 }
-bool t_filter(Interp&, const Value& v, CallArgs& a) { return no_args("filter", a) && v.is_string() && has_filter(v.s()); }
+bool t_filter(Interp&, const Value& v, CallArgs& a) {
+  return no_args("filter", a) && v.is_string() && has_filter(v.s());
+}
 bool t_test(Interp&, const Value& v, CallArgs& a) { return no_args("test", a) && v.is_string() && has_test(v.s()); }
 
 struct NamedTest {
@@ -108,15 +112,44 @@ struct NamedTest {
   TestFn fn;
 };
 const NamedTest kTests[] = {
-    {"boolean", t_boolean}, {"callable", t_callable}, {"defined", t_defined},
-    {"divisibleby", t_divisibleby}, {"eq", t_eq}, {"equalto", t_eq}, {"==", t_eq},
-    {"escaped", t_escaped}, {"even", t_even}, {"false", t_false}, {"filter", t_filter},
-    {"float", t_float}, {"ge", t_ge}, {">=", t_ge}, {"gt", t_gt}, {">", t_gt},
-    {"greaterthan", t_gt}, {"in", t_in}, {"integer", t_integer}, {"iterable", t_iterable},
-    {"le", t_le}, {"<=", t_le}, {"lower", t_lower}, {"lt", t_lt}, {"<", t_lt},
-    {"lessthan", t_lt}, {"mapping", t_mapping}, {"ne", t_ne}, {"!=", t_ne}, {"none", t_none},
-    {"number", t_number}, {"odd", t_odd}, {"sameas", t_sameas}, {"sequence", t_sequence},
-    {"string", t_string}, {"test", t_test}, {"true", t_true}, {"undefined", t_undefined},
+    {"boolean", t_boolean},
+    {"callable", t_callable},
+    {"defined", t_defined},
+    {"divisibleby", t_divisibleby},
+    {"eq", t_eq},
+    {"equalto", t_eq},
+    {"==", t_eq},
+    {"escaped", t_escaped},
+    {"even", t_even},
+    {"false", t_false},
+    {"filter", t_filter},
+    {"float", t_float},
+    {"ge", t_ge},
+    {">=", t_ge},
+    {"gt", t_gt},
+    {">", t_gt},
+    {"greaterthan", t_gt},
+    {"in", t_in},
+    {"integer", t_integer},
+    {"iterable", t_iterable},
+    {"le", t_le},
+    {"<=", t_le},
+    {"lower", t_lower},
+    {"lt", t_lt},
+    {"<", t_lt},
+    {"lessthan", t_lt},
+    {"mapping", t_mapping},
+    {"ne", t_ne},
+    {"!=", t_ne},
+    {"none", t_none},
+    {"number", t_number},
+    {"odd", t_odd},
+    {"sameas", t_sameas},
+    {"sequence", t_sequence},
+    {"string", t_string},
+    {"test", t_test},
+    {"true", t_true},
+    {"undefined", t_undefined},
     {"upper", t_upper},
 };
 

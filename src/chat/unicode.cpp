@@ -8,14 +8,13 @@ namespace sluice::chat::py {
 // Additional), Greek, Cyrillic, Armenian and fullwidth Latin; other scripts are caseless here.
 
 bool is_space(uint32_t c) {
-  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 ||
-         c == 0x1680 || (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 ||
-         c == 0x202F || c == 0x205F || c == 0x3000;
+  return (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x20) || c == 0x85 || c == 0xA0 || c == 0x1680 ||
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F || c == 0x3000;
 }
 
 bool is_linebreak(uint32_t c) {
-  return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D ||
-         c == 0x1E || c == 0x85 || c == 0x2028 || c == 0x2029;
+  return c == '\n' || c == '\r' || c == 0x0B || c == 0x0C || c == 0x1C || c == 0x1D || c == 0x1E || c == 0x85 ||
+         c == 0x2028 || c == 0x2029;
 }
 
 static bool in(uint32_t c, uint32_t lo, uint32_t hi) { return c >= lo && c <= hi; }
@@ -78,15 +77,13 @@ bool is_alpha(uint32_t c) {
   if (c < 0x80) return in(c, 'a', 'z') || in(c, 'A', 'Z');
   if (is_cased(c) || c == 0xAA || c == 0xBA) return true;
   // Common caseless scripts (approximation of the Unicode letter categories).
-  return in(c, 0x5D0, 0x5EA) || in(c, 0x620, 0x64A) || in(c, 0x904, 0x939) ||
-         in(c, 0xE01, 0xE30) || in(c, 0x3041, 0x3096) || in(c, 0x30A1, 0x30FA) ||
-         in(c, 0x3400, 0x4DBF) || in(c, 0x4E00, 0x9FFF) || in(c, 0xAC00, 0xD7A3) ||
-         in(c, 0x20000, 0x2FA1F);
+  return in(c, 0x5D0, 0x5EA) || in(c, 0x620, 0x64A) || in(c, 0x904, 0x939) || in(c, 0xE01, 0xE30) ||
+         in(c, 0x3041, 0x3096) || in(c, 0x30A1, 0x30FA) || in(c, 0x3400, 0x4DBF) || in(c, 0x4E00, 0x9FFF) ||
+         in(c, 0xAC00, 0xD7A3) || in(c, 0x20000, 0x2FA1F);
 }
 
 bool is_decimal(uint32_t c) {
-  return in(c, '0', '9') || in(c, 0x660, 0x669) || in(c, 0x6F0, 0x6F9) || in(c, 0x966, 0x96F) ||
-         in(c, 0xFF10, 0xFF19);
+  return in(c, '0', '9') || in(c, 0x660, 0x669) || in(c, 0x6F0, 0x6F9) || in(c, 0x966, 0x96F) || in(c, 0xFF10, 0xFF19);
 }
 
 // str.isprintable() is false for the categories Cc, Cf, Cs, Co, Cn, Zl, Zp and Zs except
@@ -95,18 +92,22 @@ bool is_decimal(uint32_t c) {
 bool is_printable(uint32_t c) {
   if (c < 0x20 || in(c, 0x7F, 0xA0) || c == 0xAD) return false;
   if (c < 0x300) return true;
-  return !(in(c, 0x600, 0x605) || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x1680 ||
-           c == 0x180E || in(c, 0x2000, 0x200F) || in(c, 0x2028, 0x202F) ||
-           in(c, 0x205F, 0x206F) || c == 0x3000 || in(c, 0xD800, 0xF8FF) || c == 0xFEFF ||
-           in(c, 0xFFF9, 0xFFFB) || c == 0xFFFE || c == 0xFFFF || c == 0x110BD ||
-           in(c, 0x1D173, 0x1D17A) || c == 0xE0001 || in(c, 0xE0020, 0xE007F) ||
-           c >= 0xF0000);
+  return !(in(c, 0x600, 0x605) || c == 0x61C || c == 0x6DD || c == 0x70F || c == 0x1680 || c == 0x180E ||
+           in(c, 0x2000, 0x200F) || in(c, 0x2028, 0x202F) || in(c, 0x205F, 0x206F) || c == 0x3000 ||
+           in(c, 0xD800, 0xF8FF) || c == 0xFEFF || in(c, 0xFFF9, 0xFFFB) || c == 0xFFFE || c == 0xFFFF ||
+           c == 0x110BD || in(c, 0x1D173, 0x1D17A) || c == 0xE0001 || in(c, 0xE0020, 0xE007F) || c >= 0xF0000);
 }
 
 // Full mappings that are not one code point to one code point.
 static void append_upper(std::string& out, uint32_t c, bool title) {
-  if (c == 0xDF) { out += title ? "Ss" : "SS"; return; }
-  if (c == 0x149) { out += "\xCA\xBCN"; return; }
+  if (c == 0xDF) {
+    out += title ? "Ss" : "SS";
+    return;
+  }
+  if (c == 0x149) {
+    out += "\xCA\xBCN";
+    return;
+  }
   append_utf8(out, simple_upper(c));
 }
 
@@ -121,7 +122,10 @@ std::string upper(std::string_view s) {
 // Unicode Final_Sigma condition; we use "cased before, not cased after").
 static void append_lower(std::string& out, const std::vector<uint32_t>& cps, size_t k) {
   const uint32_t c = cps[k];
-  if (c == 0x130) { out += "i\xCC\x87"; return; }
+  if (c == 0x130) {
+    out += "i\xCC\x87";
+    return;
+  }
   if (c == 0x3A3) {
     const bool before = k > 0 && is_cased(cps[k - 1]);
     const bool after = k + 1 < cps.size() && is_cased(cps[k + 1]);

@@ -38,10 +38,29 @@ Value Value::undefined(std::string hint) {
   if (!hint.empty()) v.p_ = std::make_shared<std::string>(std::move(hint));
   return v;
 }
-Value Value::none() { Value v; v.kind_ = Kind::None; return v; }
-Value Value::boolean(bool b) { Value v; v.kind_ = Kind::Bool; v.u_.b = b; return v; }
-Value Value::integer(int64_t i) { Value v; v.kind_ = Kind::Int; v.u_.i = i; return v; }
-Value Value::number(double d) { Value v; v.kind_ = Kind::Float; v.u_.f = d; return v; }
+Value Value::none() {
+  Value v;
+  v.kind_ = Kind::None;
+  return v;
+}
+Value Value::boolean(bool b) {
+  Value v;
+  v.kind_ = Kind::Bool;
+  v.u_.b = b;
+  return v;
+}
+Value Value::integer(int64_t i) {
+  Value v;
+  v.kind_ = Kind::Int;
+  v.u_.i = i;
+  return v;
+}
+Value Value::number(double d) {
+  Value v;
+  v.kind_ = Kind::Float;
+  v.u_.f = d;
+  return v;
+}
 Value Value::string(std::string s) {
   Value v;
   v.kind_ = Kind::String;
@@ -121,10 +140,16 @@ const Value* Dict::find(const Value& key) const {
 void Dict::set(Value key, Value value) {
   if (key.is_string()) {
     auto [it, inserted] = index.emplace(key.s(), items.size());
-    if (!inserted) { items[it->second].second = std::move(value); return; }
+    if (!inserted) {
+      items[it->second].second = std::move(value);
+      return;
+    }
   } else {
     for (auto& [k, v] : items)
-      if (!k.is_string() && py_eq(k, key)) { v = std::move(value); return; }
+      if (!k.is_string() && py_eq(k, key)) {
+        v = std::move(value);
+        return;
+      }
   }
   items.emplace_back(std::move(key), std::move(value));
 }
@@ -280,7 +305,10 @@ static int num_cmp(const Value& a, const Value& b, bool* unordered) {
   if (!a.is_float() && !b.is_float()) return a.i() < b.i() ? -1 : a.i() > b.i() ? 1 : 0;
   const long double x = a.is_float() ? a.f() : static_cast<long double>(a.i());
   const long double y = b.is_float() ? b.f() : static_cast<long double>(b.i());
-  if (std::isnan(x) || std::isnan(y)) { *unordered = true; return 0; }
+  if (std::isnan(x) || std::isnan(y)) {
+    *unordered = true;
+    return 0;
+  }
   return x < y ? -1 : x > y ? 1 : 0;
 }
 
@@ -300,7 +328,7 @@ bool py_eq(const Value& a, const Value& b, int depth) {
       const List &x = a.l(), &y = b.l();
       if (x.view != y.view) return false;
       if (x.view == View::Values) return a.ptr() == b.ptr();  // values views compare by identity
-      if (x.view != View::None) {  // keys/items views compare as sets
+      if (x.view != View::None) {                             // keys/items views compare as sets
         if (x.items.size() != y.items.size()) return false;
         for (const auto& e : x.items) {
           bool found = false;
@@ -338,8 +366,7 @@ bool py_less(const Value& a, const Value& b, const char* op, int depth) {
   if (a.is_undefined()) fail_undefined(a);
   if (b.is_undefined()) fail_undefined(b);
   if (a.is_string() && b.is_string()) return a.s() < b.s();  // UTF-8 order == code point order
-  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && a.view() == View::None &&
-      b.view() == View::None) {
+  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple() && a.view() == View::None && b.view() == View::None) {
     const auto &x = a.l().items, &y = b.l().items;
     for (size_t k = 0; k < x.size() && k < y.size(); ++k) {
       if (!py_eq(x[k], y[k], depth + 1)) return py_less(x[k], y[k], op, depth + 1);
@@ -390,8 +417,7 @@ int64_t py_len(const Value& v) {
 bool py_contains(const Value& hay, const Value& needle) {
   switch (hay.kind()) {
     case Kind::String:
-      if (!needle.is_string())
-        raise("'in <string>' requires string as left operand, not %s", type_name(needle));
+      if (!needle.is_string()) raise("'in <string>' requires string as left operand, not %s", type_name(needle));
       return hay.s().find(needle.s()) != std::string::npos;
     case Kind::List:
       for (const auto& x : hay.l().items)

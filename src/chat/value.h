@@ -48,7 +48,6 @@ enum class Kind : uint8_t { Undefined, None, Bool, Int, Float, String, List, Dic
 // like lists but print as dict_keys([...]), are not subscriptable and are not JSON data.
 enum class View : uint8_t { None, Keys, Values, Items };
 
-
 struct List;
 struct Dict;
 class Object;
@@ -60,7 +59,7 @@ struct CallArgs {
 
 class Value {
  public:
-  Value() = default;  // jinja2's Undefined with no name
+  Value() = default;                         // jinja2's Undefined with no name
   static Value undefined(std::string hint);  // hint: the message an operation on it raises
   static Value none();
   static Value boolean(bool b);
@@ -95,13 +94,18 @@ class Value {
   const Dict& d() const { return *static_cast<const Dict*>(p_.get()); }
   Object& o() const { return *static_cast<Object*>(p_.get()); }
   const std::shared_ptr<void>& ptr() const { return p_; }
-  template <class T> T* as() const;  // the object as T, or nullptr
+  template <class T>
+  T* as() const;  // the object as T, or nullptr
   const std::string& undefined_hint() const;
   int depth() const;  // 1 for scalars, 1 + deepest child for containers
 
  private:
   Kind kind_ = Kind::Undefined;
-  union { bool b; int64_t i; double f; } u_{};
+  union {
+    bool b;
+    int64_t i;
+    double f;
+  } u_{};
   std::shared_ptr<void> p_;  // string, List, Dict, Object, or the undefined hint
 };
 
@@ -170,14 +174,15 @@ class Namespace : public Object {
   Dict attrs_;
 };
 
-template <class T> T* Value::as() const {
+template <class T>
+T* Value::as() const {
   return kind_ == Kind::Object ? dynamic_cast<T*>(static_cast<Object*>(p_.get())) : nullptr;
 }
 
 // --- Python semantics ----------------------------------------------------------------------
-const char* type_name(const Value& v);     // type(v).__name__
-bool truthy(const Value& v);               // bool(v)
-std::string to_str(const Value& v);        // str(v): what {{ v }} prints
+const char* type_name(const Value& v);  // type(v).__name__
+bool truthy(const Value& v);            // bool(v)
+std::string to_str(const Value& v);     // str(v): what {{ v }} prints
 std::string to_repr(const Value& v, int depth = 0);
 bool py_eq(const Value& a, const Value& b, int depth = 0);
 // a < b with Python's rules; raises TypeError-like errors for unorderable pairs.

@@ -52,7 +52,7 @@ void EngineCore::resume(Sequence& s, RequestId from) {
   if (keep > 0 && !s.req.all_logits && blocks_.can_resume(blocks, keep)) keep = blocks_.truncate(blocks, keep);
   else keep = 0;
   if (keep == 0) {
-    blocks_.free(blocks);   // full blocks stay in the prefix cache for the usual lookup
+    blocks_.free(blocks);  // full blocks stay in the prefix cache for the usual lookup
     return;
   }
   s.blocks = std::move(blocks);

@@ -24,16 +24,16 @@ enum class SpecMethod : uint8_t { kNone, kNgram };
 struct EngineConfig {
   SchedulerConfig sched;
   bool prefix_caching = true;
-  SpecMethod spec = SpecMethod::kNone;   // kNone: only sched.drafter, if set, drafts
+  SpecMethod spec = SpecMethod::kNone;  // kNone: only sched.drafter, if set, drafts
   spec::NgramConfig ngram;
 };
 
 struct EngineStats {
   int32_t n_running = 0, n_waiting = 0;
-  int32_t kv_blocks_used = 0, kv_blocks_total = 0;   // all groups together
+  int32_t kv_blocks_used = 0, kv_blocks_total = 0;  // all groups together
   int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
   int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
-  int64_t drafted_tokens = 0, accepted_tokens = 0;   // speculative steps (EngineConfig::spec, SchedulerConfig::drafter)
+  int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative steps (EngineConfig::spec, SchedulerConfig::drafter)
 };
 
 class EngineCore {
@@ -48,14 +48,14 @@ class EngineCore {
   // Throws sluice::Error on a request check_admissible rejects or with a token outside the
   // vocabulary. With resume_from, takes that request's parked K/V (see EngineRequest).
   void add(EngineRequest r);
-  void release_kv(RequestId id);      // frees what a keep_kv request parked; unknown ids ignored
-  void abort(RequestId id);           // its kAbort output comes with the next step()/take_outputs()
+  void release_kv(RequestId id);  // frees what a keep_kv request parked; unknown ids ignored
+  void abort(RequestId id);       // its kAbort output comes with the next step()/take_outputs()
   bool has_work() const { return sched_.has_work(); }
 
   // One step; returns every output produced since the last call (aborts included).
   std::vector<TokenOutput> step();
   std::vector<TokenOutput> take_outputs();
-  void abort_all(FinishReason why);   // shutdown: every request ends with `why`
+  void abort_all(FinishReason why);  // shutdown: every request ends with `why`
 
   EngineStats stats() const;
   const EngineConfig& config() const { return cfg_; }

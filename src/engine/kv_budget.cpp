@@ -14,7 +14,7 @@ uint64_t kv_block_bytes(const KvGroupSpec& g, int32_t block_tokens, KvType t) {
 static int32_t peak_blocks(const KvGroupSpec& g, int32_t n_positions, int32_t bt, int32_t chunk) {
   const int32_t all = (n_positions + bt - 1) / bt;
   if (g.window <= 0) return all;
-  return std::min(all, (g.window - 1 + chunk + bt - 1) / bt + 1);   // as BlockManager::peak_blocks
+  return std::min(all, (g.window - 1 + chunk + bt - 1) / bt + 1);  // as BlockManager::peak_blocks
 }
 
 std::vector<int32_t> kv_blocks_per_group(const std::vector<KvGroupSpec>& groups, const KvBudget& b) {
@@ -25,7 +25,8 @@ std::vector<int32_t> kv_blocks_per_group(const std::vector<KvGroupSpec>& groups,
   uint64_t bytes = 0, one_bytes = 0;
   for (const KvGroupSpec& g : groups) {
     const int32_t peak = peak_blocks(g, b.ctx_size, b.block_tokens, b.chunk);
-    const int64_t n = g.window > 0 ? static_cast<int64_t>(peak) * (b.parallel + 1) : static_cast<int64_t>(peak) * b.parallel;
+    const int64_t n = g.window > 0 ? static_cast<int64_t>(peak) * (b.parallel + 1)
+                                   : static_cast<int64_t>(peak) * b.parallel;
     if (n > (1 << 30)) fail("KV budget: %lld blocks in one group is too many", static_cast<long long>(n));
     blocks.push_back(static_cast<int32_t>(n));
     one_seq.push_back(peak);
@@ -34,8 +35,8 @@ std::vector<int32_t> kv_blocks_per_group(const std::vector<KvGroupSpec>& groups,
   }
   if (b.memory_bytes == 0 || bytes == 0) return blocks;
   if (b.memory_bytes < one_bytes)
-    fail("--kv-memory %.1f MiB cannot hold one sequence of --ctx-size %d (needs %.1f MiB)",
-         b.memory_bytes / 1048576.0, b.ctx_size, one_bytes / 1048576.0);
+    fail("--kv-memory %.1f MiB cannot hold one sequence of --ctx-size %d (needs %.1f MiB)", b.memory_bytes / 1048576.0,
+         b.ctx_size, one_bytes / 1048576.0);
   const double scale = static_cast<double>(b.memory_bytes) / static_cast<double>(bytes);
   for (size_t i = 0; i < blocks.size(); ++i)
     blocks[i] = std::max(one_seq[i], static_cast<int32_t>(std::floor(blocks[i] * scale)));

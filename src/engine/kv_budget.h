@@ -18,8 +18,8 @@ struct KvBudget {
   int32_t ctx_size = 4096;
   int32_t parallel = 4;
   int32_t block_tokens = 16;
-  int32_t chunk = 256;          // the scheduler's token budget (largest prefill chunk)
-  uint64_t memory_bytes = 0;    // 0: sized by ctx × parallel
+  int32_t chunk = 256;        // the scheduler's token budget (largest prefill chunk)
+  uint64_t memory_bytes = 0;  // 0: sized by ctx × parallel
   KvType type = KvType::F32;
 };
 

@@ -10,7 +10,8 @@
 namespace sluice::engine {
 
 ModelRunner::ModelRunner(models::Model& model, KvCache& kv) : model_(model), kv_(kv) {
-  if (kv.n_groups() > models::kMaxKvGroups) fail("model runner: %d KV groups, at most %d", kv.n_groups(), models::kMaxKvGroups);
+  if (kv.n_groups() > models::kMaxKvGroups)
+    fail("model runner: %d KV groups, at most %d", kv.n_groups(), models::kMaxKvGroups);
 }
 
 void ModelRunner::logprobs_of(const float* row, int32_t n_vocab, int32_t token, int32_t k, SampledToken& out) {
@@ -68,13 +69,16 @@ SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32
 // for the same seed, greedy or sampled, whatever the drafts (docs/speculative.md).
 SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* rows) {
   const size_t V = static_cast<size_t>(model_.spec().n_vocab);
-  const int32_t first = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;   // position of the last sampled token
+  const int32_t first = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;  // position of the last sampled token
   const std::span<const int32_t> drafts(s.tokens.data() + first + 1, static_cast<size_t>(sl.n_draft));
   SliceSample out;
-  spec::accept_matching(drafts, [&](int32_t j) {
-    out.tokens.push_back(sample(s, rows + static_cast<size_t>(j) * V, first + 1 + j, j));
-    return out.tokens.back().token;
-  }, verified_);
+  spec::accept_matching(
+      drafts,
+      [&](int32_t j) {
+        out.tokens.push_back(sample(s, rows + static_cast<size_t>(j) * V, first + 1 + j, j));
+        return out.tokens.back().token;
+      },
+      verified_);
   return out;
 }
 
@@ -88,8 +92,8 @@ std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::
     s.pos0 = sl.pos0;
     for (int32_t g = 0; g < kv_.n_groups(); ++g) s.block_tables[g] = sl.seq->blocks.tables[g];
     s.logits = sl.seq->req.all_logits || sl.n_draft > 0 ? models::LogitsWanted::kAll
-               : sl.sample                             ? models::LogitsWanted::kLast
-                                                       : models::LogitsWanted::kNone;
+               : sl.sample                              ? models::LogitsWanted::kLast
+                                                        : models::LogitsWanted::kNone;
   }
   logits_.resize(static_cast<size_t>(std::max<int64_t>(fb_.n_logit_rows(), 1)) * V);
   model_.forward(fb_, kv_, logits_.data());

@@ -31,10 +31,10 @@ class ModelRunner {
  private:
   models::Model& model_;
   KvCache& kv_;
-  std::vector<float> logits_;   // [rows, n_vocab], reused
-  std::vector<float> raw_;      // one row before sampling touched it
-  models::ForwardBatch fb_;     // reused: a step allocates nothing for it
-  std::vector<int32_t> verified_;   // verify()'s token list, reused
+  std::vector<float> logits_;      // [rows, n_vocab], reused
+  std::vector<float> raw_;         // one row before sampling touched it
+  models::ForwardBatch fb_;        // reused: a step allocates nothing for it
+  std::vector<int32_t> verified_;  // verify()'s token list, reused
 
   void report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows, std::vector<TokenOutput>& out) const;
   // Samples one row given the sequence's first n_history tokens, n_before tokens after the

@@ -15,21 +15,21 @@ namespace sluice::engine {
 using RequestId = uint64_t;
 
 enum class FinishReason : uint8_t {
-  kStop,     // a stop token was sampled (or, decided outside the engine, a stop string)
-  kLength,   // max_tokens, the end of the context, or the pool cannot hold the sequence
-  kAbort,    // cancelled by the caller (client gone, stop string seen) or engine shutdown
-  kError,    // the step failed; the message went to the log
+  kStop,    // a stop token was sampled (or, decided outside the engine, a stop string)
+  kLength,  // max_tokens, the end of the context, or the pool cannot hold the sequence
+  kAbort,   // cancelled by the caller (client gone, stop string seen) or engine shutdown
+  kError,   // the step failed; the message went to the log
 };
-const char* finish_reason_name(FinishReason r);   // "stop", "length", "abort", "error"
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
 
 struct EngineRequest {
   RequestId id = 0;
-  std::vector<int32_t> prompt;          // token ids, BOS included when wanted
-  SamplingParams sampling;              // validated before submission (Sampler::validate)
-  int32_t max_tokens = 1;               // >= 1, already clamped to the context
-  int32_t min_tokens = 0;               // stop ids are banned until this many were generated
-  std::vector<int32_t> stop_ids;        // end-of-generation ids plus the request's own
-  int32_t top_logprobs = -1;            // -1: no logprobs; 0: the chosen token's; k: plus k best
+  std::vector<int32_t> prompt;    // token ids, BOS included when wanted
+  SamplingParams sampling;        // validated before submission (Sampler::validate)
+  int32_t max_tokens = 1;         // >= 1, already clamped to the context
+  int32_t min_tokens = 0;         // stop ids are banned until this many were generated
+  std::vector<int32_t> stop_ids;  // end-of-generation ids plus the request's own
+  int32_t top_logprobs = -1;      // -1: no logprobs; 0: the chosen token's; k: plus k best
   // Scoring mode (sluice logits, perplexity): the logits of every computed position come back
   // in TokenOutput::logits, prompt included; such a request takes nothing from the prefix cache.
   bool all_logits = false;

@@ -40,9 +40,7 @@ const Sequence* Scheduler::find(RequestId id) const {
   return it == seqs_.end() ? nullptr : it->second.get();
 }
 
-void Scheduler::remove_running(Sequence* s) {
-  running_.erase(std::find(running_.begin(), running_.end(), s));
-}
+void Scheduler::remove_running(Sequence* s) { running_.erase(std::find(running_.begin(), running_.end(), s)); }
 
 void Scheduler::insert_running(Sequence* s) {
   auto at = std::upper_bound(running_.begin(), running_.end(), s,
@@ -56,7 +54,7 @@ void Scheduler::preempt(Sequence* s) {
   // cache, so if memory frees up before they are evicted the recompute is mostly hits.
   blocks_.free(s->blocks);
   s->n_computed = 0;
-  if (s->drafter) s->drafter->reset();   // its memory too; rebuilt from the tokens when it decodes again
+  if (s->drafter) s->drafter->reset();  // its memory too; rebuilt from the tokens when it decodes again
   ++s->n_preempted;
   ++counters_.preemptions;
   remove_running(s);
@@ -84,7 +82,7 @@ void Scheduler::finish(Sequence* s, FinishReason why, std::vector<TokenOutput>& 
   if (s->state == SeqState::kRunning) remove_running(s);
   else if (s->state == SeqState::kWaiting) waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
   s->state = SeqState::kFinished;
-  seqs_.erase(s->req.id);   // destroys *s
+  seqs_.erase(s->req.id);  // destroys *s
 }
 
 bool Scheduler::take_parked(RequestId id, std::vector<int32_t>& tokens, SeqBlocks& blocks) {
@@ -143,7 +141,7 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
     int32_t n_draft = add_drafts(s, budget);
     int32_t n = std::min(s->n_pending(), budget);
     bool ok = blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n);
-    if (!ok && n_draft > 0) {   // no room for the lookahead: a plain step
+    if (!ok && n_draft > 0) {  // no room for the lookahead: a plain step
       drop_drafts(s, n_draft);
       n_draft = 0;
       n = std::min(s->n_pending(), budget);
@@ -161,7 +159,7 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
       } else {
         preempt(s);
       }
-      continue;   // running_[i] is now the next sequence, if any
+      continue;  // running_[i] is now the next sequence, if any
     }
     batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens(), n_draft});
     batch.n_tokens += n;
@@ -179,7 +177,7 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
         finish(s, FinishReason::kLength, out);
         continue;
       }
-      break;   // head-of-line: wait for memory rather than let newer requests overtake
+      break;  // head-of-line: wait for memory rather than let newer requests overtake
     }
     waiting_.pop_front();
     insert_running(s);
@@ -193,8 +191,8 @@ int32_t Scheduler::add_drafts(Sequence* s, int32_t budget) {
   if (cfg_.draft_max <= 0 || (!s->drafter && !cfg_.drafter) || s->n_pending() != 1 || s->req.all_logits) return 0;
   // Room for the drafts and the target's own token after them: in the step's budget, the
   // context, and the request's token limit.
-  const int32_t k_max = std::min({cfg_.draft_max, budget - 1, cfg_.ctx_size - s->n_tokens() - 1,
-                                  s->req.max_tokens - s->n_generated - 1});
+  const int32_t k_max = std::min(
+      {cfg_.draft_max, budget - 1, cfg_.ctx_size - s->n_tokens() - 1, s->req.max_tokens - s->n_generated - 1});
   if (k_max <= 0) return 0;
   drafts_.clear();
   if (s->drafter) propose_own(s, k_max);
@@ -226,7 +224,7 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
   if (n_tok < 1 || n_tok > sl.n_draft + 1) fail("scheduler: %d tokens for a slice with %d drafts", n_tok, sl.n_draft);
   // tokens[last .. last + n_tok - 1) were drafts the target agreed with; the rest are undone:
   // their tokens, and the K/V written at their positions (blocks past them freed, unpublished).
-  const int32_t last = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;   // the last sampled token's position
+  const int32_t last = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;  // the last sampled token's position
   counters_.drafted_tokens += sl.n_draft;
   counters_.accepted_tokens += n_tok - 1;
   drop_drafts(s, sl.n_draft - (n_tok - 1));
@@ -270,7 +268,8 @@ void Scheduler::update(const ScheduledBatch& batch, std::span<const SliceSample>
   size_t si = 0;
   for (const ScheduledSlice& sl : batch.slices) {
     Sequence* s = sl.seq;
-    if (sl.pos0 < s->n_prompt()) counters_.prompt_tokens_computed += std::min(s->n_prompt(), sl.pos0 + sl.n_tokens) - sl.pos0;
+    if (sl.pos0 < s->n_prompt())
+      counters_.prompt_tokens_computed += std::min(s->n_prompt(), sl.pos0 + sl.n_tokens) - sl.pos0;
     if (!sl.sample) {
       s->n_computed = sl.pos0 + sl.n_tokens;
       blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);

@@ -42,13 +42,13 @@ namespace sluice::engine {
 // The hook a proposer (n-gram, draft model, ...) connects to: given a decoding sequence's
 // tokens (prompt + generated, the last one sampled but not yet computed), write at most k_max
 // guesses of the tokens that follow it to `drafts` (fewer or none is fine).
-using Drafter = std::function<void(RequestId id, std::span<const int32_t> tokens, int32_t k_max,
-                                   std::vector<int32_t>& drafts)>;
+using Drafter =
+    std::function<void(RequestId id, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts)>;
 
 struct SchedulerConfig {
-  int32_t max_running = 4;      // sequences in one batch (--parallel)
-  int32_t token_budget = 256;   // tokens computed per step, decodes and prefill chunks together
-  int32_t ctx_size = 4096;      // positions one sequence may use (prompt + generated)
+  int32_t max_running = 4;     // sequences in one batch (--parallel)
+  int32_t token_budget = 256;  // tokens computed per step, decodes and prefill chunks together
+  int32_t ctx_size = 4096;     // positions one sequence may use (prompt + generated)
   // Speculative steps: a decoding sequence (not all_logits) may carry up to draft_max drafted
   // tokens after its last sampled one; they cost budget like any token. Drafts come from the
   // sequence's own spec::Drafter when it has one, else from `drafter`.
@@ -58,10 +58,10 @@ struct SchedulerConfig {
 
 struct ScheduledSlice {
   Sequence* seq = nullptr;
-  int32_t pos0 = 0;             // first position computed (= seq->n_computed)
+  int32_t pos0 = 0;  // first position computed (= seq->n_computed)
   int32_t n_tokens = 0;
-  bool sample = false;          // the slice reaches the sequence's last token: sample the next
-  int32_t n_draft = 0;          // its last n_draft tokens are drafts (appended to seq->tokens) to verify
+  bool sample = false;  // the slice reaches the sequence's last token: sample the next
+  int32_t n_draft = 0;  // its last n_draft tokens are drafts (appended to seq->tokens) to verify
 };
 
 struct ScheduledBatch {
@@ -86,10 +86,10 @@ struct SliceSample {
 struct SchedulerCounters {
   int64_t preemptions = 0;
   int64_t steps = 0;
-  int64_t prompt_tokens_computed = 0;   // prefill work actually done (cache hits excluded)
+  int64_t prompt_tokens_computed = 0;  // prefill work actually done (cache hits excluded)
   int64_t generated_tokens = 0;
-  int64_t drafted_tokens = 0;    // drafts verified
-  int64_t accepted_tokens = 0;   // of which the target agreed with
+  int64_t drafted_tokens = 0;   // drafts verified
+  int64_t accepted_tokens = 0;  // of which the target agreed with
 };
 
 class Scheduler {
@@ -116,7 +116,7 @@ class Scheduler {
   // The K/V a keep_kv request left behind: its tokens with K/V and their blocks (moved out;
   // the caller owns them now). False when there are none under that id.
   bool take_parked(RequestId id, std::vector<int32_t>& tokens, SeqBlocks& blocks);
-  void release_parked(RequestId id);   // frees them; unknown ids are ignored
+  void release_parked(RequestId id);  // frees them; unknown ids are ignored
   int32_t n_parked() const { return static_cast<int32_t>(parked_.size()); }
 
  private:
@@ -127,22 +127,22 @@ class Scheduler {
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
   int32_t add_drafts(Sequence* s, int32_t budget);
   void drop_drafts(Sequence* s, int32_t n_draft);
-  void propose_own(Sequence* s, int32_t k_max);   // s->drafter's proposal into drafts_
+  void propose_own(Sequence* s, int32_t k_max);  // s->drafter's proposal into drafts_
   // Applies one slice's verified tokens; false when the sequence finished.
   bool accept(const ScheduledSlice& sl, const SliceSample& ss, std::vector<TokenOutput>& out);
 
   SchedulerConfig cfg_;
   BlockManager& blocks_;
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> seqs_;
-  std::vector<Sequence*> running_;   // ascending arrival: the back is the newest
+  std::vector<Sequence*> running_;  // ascending arrival: the back is the newest
   std::deque<Sequence*> waiting_;
   struct Parked {
-    std::vector<int32_t> tokens;   // those with K/V: [0, n_computed) of the finished sequence
+    std::vector<int32_t> tokens;  // those with K/V: [0, n_computed) of the finished sequence
     SeqBlocks blocks;
   };
   std::unordered_map<RequestId, Parked> parked_;
   SchedulerCounters counters_;
-  std::vector<int32_t> drafts_;   // reused by add_drafts
+  std::vector<int32_t> drafts_;  // reused by add_drafts
   spec::Draft draft_;
 };
 

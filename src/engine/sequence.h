@@ -25,19 +25,19 @@ struct Sequence {
       : req(std::move(r)), tokens(req.prompt), sampler(req.sampling, n_vocab), arrival(arrival_order) {}
 
   EngineRequest req;
-  std::vector<int32_t> tokens;     // prompt + generated; the last one may not be computed yet
-  int32_t n_computed = 0;          // positions [0, n_computed) have K/V in the cache
+  std::vector<int32_t> tokens;  // prompt + generated; the last one may not be computed yet
+  int32_t n_computed = 0;       // positions [0, n_computed) have K/V in the cache
   int32_t n_generated = 0;
-  int32_t n_cached = 0;            // prompt positions the first admission took from the cache
+  int32_t n_cached = 0;  // prompt positions the first admission took from the cache
   bool admitted_once = false;
   int32_t n_preempted = 0;
-  int32_t n_logits_sent = 0;       // all_logits: positions whose rows were reported
+  int32_t n_logits_sent = 0;  // all_logits: positions whose rows were reported
   SeqBlocks blocks;
-  Sampler sampler;                 // private seeded stream: same seed, same tokens
+  Sampler sampler;  // private seeded stream: same seed, same tokens
   // Its own proposer (EngineConfig::spec), fed the sequence's final tokens as they appear
   // (never drafts); reset on preemption, gone with the sequence. Null: the scheduler's hook.
   std::unique_ptr<spec::Drafter> drafter;
-  uint64_t arrival;                // admission order: higher = newer
+  uint64_t arrival;  // admission order: higher = newer
   SeqState state = SeqState::kWaiting;
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }

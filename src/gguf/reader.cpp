@@ -46,8 +46,8 @@ class GgufFile::Parser {
 
   void need(uint64_t n, const char* what) {
     if (n > remaining())
-      error("unexpected end of file while reading %s at offset %llu (need %llu bytes, %llu left)",
-            what, ull(pos_), ull(n), ull(remaining()));
+      error("unexpected end of file while reading %s at offset %llu (need %llu bytes, %llu left)", what, ull(pos_),
+            ull(n), ull(remaining()));
   }
   template <class T>
   T read(const char* what) {
@@ -62,8 +62,8 @@ class GgufFile::Parser {
     const uint64_t at = pos_;
     const uint64_t len = read<uint64_t>(what);
     if (len > kMaxStringLen)
-      error("%s at offset %llu has length %llu, above the limit of %llu bytes", what, ull(at),
-            ull(len), ull(kMaxStringLen));
+      error("%s at offset %llu has length %llu, above the limit of %llu bytes", what, ull(at), ull(len),
+            ull(kMaxStringLen));
     need(len, what);
     std::string_view s(reinterpret_cast<const char*>(b_.data() + pos_), len);
     pos_ += len;
@@ -93,13 +93,12 @@ class GgufFile::Parser {
     // Each KV needs >= 8 (key length) + 1 (key) + 4 (type) + 1 (value) bytes; each tensor
     // info >= 8 + 1 + 4 + 8 + 4 + 8. Reject counts the file cannot hold before allocating.
     const uint64_t body = b_.size() - 24;
-    if (n_kv_ > body / 14)
-      error("metadata count %llu cannot fit in a file of %zu bytes", ull(n_kv_), b_.size());
+    if (n_kv_ > body / 14) error("metadata count %llu cannot fit in a file of %zu bytes", ull(n_kv_), b_.size());
     if (n_tensors_ > body / 33)
       error("tensor count %llu cannot fit in a file of %zu bytes", ull(n_tensors_), b_.size());
     if (n_kv_ * 14 + n_tensors_ * 33 > body)
-      error("metadata count %llu and tensor count %llu cannot fit in a file of %zu bytes",
-            ull(n_kv_), ull(n_tensors_), b_.size());
+      error("metadata count %llu and tensor count %llu cannot fit in a file of %zu bytes", ull(n_kv_), ull(n_tensors_),
+            b_.size());
   }
 
   ValueType read_type(const std::string_view key, const char* what) {
@@ -125,13 +124,13 @@ class GgufFile::Parser {
       const uint64_t at = pos_;
       kv.count = read<uint64_t>("array length");
       if (kv.count > kMaxArrayCount)
-        error("key '%.*s' array at offset %llu has %llu elements, above the limit of %llu",
-              int(kv.key.size()), kv.key.data(), ull(at), ull(kv.count), ull(kMaxArrayCount));
+        error("key '%.*s' array at offset %llu has %llu elements, above the limit of %llu", int(kv.key.size()),
+              kv.key.data(), ull(at), ull(kv.count), ull(kMaxArrayCount));
       kv.data = b_.data() + pos_;
       if (kv.elem_type == ValueType::STRING) {
         if (kv.count > remaining() / 8)
-          error("key '%.*s' string array of %llu elements at offset %llu exceeds the file",
-                int(kv.key.size()), kv.key.data(), ull(kv.count), ull(at));
+          error("key '%.*s' string array of %llu elements at offset %llu exceeds the file", int(kv.key.size()),
+                kv.key.data(), ull(kv.count), ull(at));
         kv.str_offsets.reserve(kv.count);
         kv.str_lens.reserve(kv.count);
         const uint64_t base = pos_;
@@ -143,9 +142,8 @@ class GgufFile::Parser {
       } else {
         const uint64_t es = value_type_size(kv.elem_type);
         if (kv.count > remaining() / es)
-          error("key '%.*s' array of %llu %s elements at offset %llu exceeds the file",
-                int(kv.key.size()), kv.key.data(), ull(kv.count),
-                std::string(value_type_name(kv.elem_type)).c_str(), ull(at));
+          error("key '%.*s' array of %llu %s elements at offset %llu exceeds the file", int(kv.key.size()),
+                kv.key.data(), ull(kv.count), std::string(value_type_name(kv.elem_type)).c_str(), ull(at));
         if (kv.elem_type == ValueType::BOOL)
           for (uint64_t e = 0; e < kv.count; ++e) check_bool(kv.key, b_[pos_ + e], pos_ + e);
         pos_ += kv.count * es;
@@ -180,7 +178,11 @@ class GgufFile::Parser {
       if (a == 0 || !std::has_single_bit(a)) error("key 'general.alignment' is %u, not a non-zero power of 2", a);
       f_.alignment_ = a;
     }
-    struct Rule { const char* key; const char* want; bool (*ok)(const KeyValue&); };
+    struct Rule {
+      const char* key;
+      const char* want;
+      bool (*ok)(const KeyValue&);
+    };
     static const Rule kRules[] = {
         {"general.architecture", "string", [](const KeyValue& k) { return k.type == ValueType::STRING; }},
         {"general.name", "string", [](const KeyValue& k) { return k.type == ValueType::STRING; }},
@@ -205,8 +207,10 @@ class GgufFile::Parser {
       const bool negative = kv->type != ValueType::U64 && load_int(kv->type, kv->data) < 0;
       const uint64_t n = load_uint(kv->type, kv->data);
       if (!negative && n > 1)
-        error("this is one shard of a split GGUF (split.count = %llu); merge the shards first "
-              "(llama-gguf-split --merge)", ull(n));
+        error(
+            "this is one shard of a split GGUF (split.count = %llu); merge the shards first "
+            "(llama-gguf-split --merge)",
+            ull(n));
     }
   }
 
@@ -216,8 +220,8 @@ class GgufFile::Parser {
     std::string_view name = read_string("tensor name");
     if (name.empty()) error("tensor %llu at offset %llu has an empty name", ull(i), ull(t.info_offset));
     if (name.size() > kMaxTensorNameLen)
-      error("tensor %llu at offset %llu: name is %zu bytes long, the limit is %llu", ull(i),
-            ull(t.info_offset), name.size(), ull(kMaxTensorNameLen));
+      error("tensor %llu at offset %llu: name is %zu bytes long, the limit is %llu", ull(i), ull(t.info_offset),
+            name.size(), ull(kMaxTensorNameLen));
     t.name = std::string(name);
     const char* tn = t.name.c_str();
     if (f_.tensor_index_.count(name)) error("duplicate tensor name '%s' (tensor %llu)", tn, ull(i));
@@ -235,15 +239,14 @@ class GgufFile::Parser {
     const uint64_t type_at = pos_;
     const uint32_t type_id = read<uint32_t>("tensor type");
     const DTypeInfo* info = dtype_info(type_id);
-    if (info == nullptr)
-      error("tensor '%s' has invalid ggml type %u at offset %llu", tn, type_id, ull(type_at));
+    if (info == nullptr) error("tensor '%s' has invalid ggml type %u at offset %llu", tn, type_id, ull(type_at));
     if (!info->supported && !opt_.allow_unsupported_types)
-      error("tensor '%s' uses type %u (%.*s), which sluice does not support", tn, type_id,
-            int(info->name.size()), info->name.data());
+      error("tensor '%s' uses type %u (%.*s), which sluice does not support", tn, type_id, int(info->name.size()),
+            info->name.data());
     t.type = static_cast<DType>(type_id);
     if (t.ne[0] % info->block_elems != 0)
-      error("tensor '%s' of type %.*s has %llu elements per row, not a multiple of the block size %u",
-            tn, int(info->name.size()), info->name.data(), ull(t.ne[0]), info->block_elems);
+      error("tensor '%s' of type %.*s has %llu elements per row, not a multiple of the block size %u", tn,
+            int(info->name.size()), info->name.data(), ull(t.ne[0]), info->block_elems);
     // Element count < 2^63, so ne1*ne2*ne3 cannot overflow; but a row of up to 2^63 elements
     // times up to 292 bytes per block can (F32 [2^62] is 2^64 bytes), so both products are checked.
     uint64_t row_bytes = 0;
@@ -269,12 +272,12 @@ class GgufFile::Parser {
     for (TensorInfo& t : f_.tensors_) {
       const char* tn = t.name.c_str();
       if (t.offset != expected)
-        error("tensor '%s' has data offset %llu, expected %llu (tensors must be packed in order, aligned to %llu)",
-              tn, ull(t.offset), ull(expected), ull(a));
+        error("tensor '%s' has data offset %llu, expected %llu (tensors must be packed in order, aligned to %llu)", tn,
+              ull(t.offset), ull(expected), ull(a));
       uint64_t begin, end, padded;
       if (!checked_add(d, t.offset, &begin) || !checked_add(begin, t.nbytes, &end) || end > b_.size())
-        error("tensor '%s' data [%llu, +%llu) is not within the file (%zu bytes): corrupted or truncated",
-              tn, ull(t.offset), ull(t.nbytes), b_.size());
+        error("tensor '%s' data [%llu, +%llu) is not within the file (%zu bytes): corrupted or truncated", tn,
+              ull(t.offset), ull(t.nbytes), b_.size());
       if (!checked_align_up(t.nbytes, a, &padded) || !checked_add(expected, padded, &expected))
         error("tensor '%s': data size overflows", tn);
       t.data = b_.data() + begin;
@@ -374,7 +377,8 @@ uint64_t GgufFile::get_uint(std::string_view key, uint64_t max) const {
 int64_t GgufFile::get_int(std::string_view key) const {
   const KeyValue& kv = require(*this, key);
   if (!is_integer(kv.type)) key_error(kv, "has the wrong type, expected an integer");
-  if (kv.type == ValueType::U64 && load_uint(kv.type, kv.data) > uint64_t(INT64_MAX)) key_error(kv, "does not fit in int64");
+  if (kv.type == ValueType::U64 && load_uint(kv.type, kv.data) > uint64_t(INT64_MAX))
+    key_error(kv, "does not fit in int64");
   return load_int(kv.type, kv.data);
 }
 
@@ -394,7 +398,8 @@ const KeyValue& GgufFile::get_array(std::string_view key, std::optional<ValueTyp
   const KeyValue& kv = require(*this, key);
   if (kv.type != ValueType::ARRAY) key_error(kv, "has the wrong type, expected an array");
   if (elem && kv.elem_type != *elem)
-    key_error(kv, strfmt("has the wrong element type, expected %s", std::string(value_type_name(*elem)).c_str()).c_str());
+    key_error(kv,
+              strfmt("has the wrong element type, expected %s", std::string(value_type_name(*elem)).c_str()).c_str());
   return kv;
 }
 
@@ -412,7 +417,8 @@ uint64_t GgufFile::array_uint(const KeyValue& kv, uint64_t i, uint64_t max) cons
   uint64_t v;
   if (!decode_uint(kv.elem_type, kv.elem_ptr(i), max, &v))
     key_error(kv, strfmt("element %llu is not an integer in [0, %llu]", static_cast<unsigned long long>(i),
-                         static_cast<unsigned long long>(max)).c_str());
+                         static_cast<unsigned long long>(max))
+                      .c_str());
   return v;
 }
 
@@ -427,7 +433,8 @@ std::vector<uint64_t> GgufFile::get_uint_per_layer(std::string_view key, uint64_
   if (kv.type != ValueType::ARRAY) return std::vector<uint64_t>(n, get_uint(key, max));
   if (kv.count != n)
     key_error(kv, strfmt("has %llu elements, expected one per layer (%llu)", static_cast<unsigned long long>(kv.count),
-                         static_cast<unsigned long long>(n)).c_str());
+                         static_cast<unsigned long long>(n))
+                      .c_str());
   std::vector<uint64_t> out(n);
   for (uint64_t i = 0; i < n; ++i) out[i] = array_uint(kv, i, max);
   return out;

@@ -24,24 +24,24 @@ class MmapFile;
 namespace sluice::gguf {
 
 inline constexpr uint32_t kDefaultAlignment = 32;
-inline constexpr uint64_t kMaxTensorNameLen = 63;   // ggml keeps names in char[64]
+inline constexpr uint64_t kMaxTensorNameLen = 63;  // ggml keeps names in char[64]
 inline constexpr uint64_t kMaxStringLen = 1ull << 30;
 inline constexpr uint64_t kMaxArrayCount = 1ull << 30;
 
 struct TensorInfo {
   std::string name;
   uint32_t n_dims = 0;
-  std::array<uint64_t, 4> ne{1, 1, 1, 1};   // elements per dim, fastest-varying first
+  std::array<uint64_t, 4> ne{1, 1, 1, 1};  // elements per dim, fastest-varying first
   DType type = DType::F32;
-  uint64_t offset = 0;                      // relative to the data section
+  uint64_t offset = 0;  // relative to the data section
   uint64_t nbytes = 0;
-  uint64_t info_offset = 0;                 // where this record starts in the file
-  const uint8_t* data = nullptr;            // in the mapped file
+  uint64_t info_offset = 0;       // where this record starts in the file
+  const uint8_t* data = nullptr;  // in the mapped file
 
   uint64_t n_elements() const { return ne[0] * ne[1] * ne[2] * ne[3]; }
   uint64_t rows() const { return ne[1] * ne[2] * ne[3]; }
   uint64_t row_bytes() const { return dtype_row_bytes(type, ne[0]); }
-  std::string shape_string() const;         // "[640, 262144]"
+  std::string shape_string() const;  // "[640, 262144]"
 };
 
 struct ReadOptions {
@@ -54,11 +54,10 @@ class GgufFile {
   // Maps and validates a file. Throws sluice::Error.
   static std::unique_ptr<GgufFile> open(const std::string& path, ReadOptions opt = {});
   // Validates bytes that stay owned by the caller (fuzzing, tests). Throws sluice::Error.
-  static std::unique_ptr<GgufFile> parse(std::span<const uint8_t> bytes, std::string name,
-                                         ReadOptions opt = {});
+  static std::unique_ptr<GgufFile> parse(std::span<const uint8_t> bytes, std::string name, ReadOptions opt = {});
   ~GgufFile();
 
-  const std::string& name() const { return name_; }   // file path, for messages
+  const std::string& name() const { return name_; }  // file path, for messages
   uint32_t version() const { return version_; }
   uint32_t alignment() const { return alignment_; }
   uint64_t data_offset() const { return data_offset_; }
@@ -75,7 +74,7 @@ class GgufFile {
   std::string_view get_string(std::string_view key) const;
   uint64_t get_uint(std::string_view key, uint64_t max = UINT64_MAX) const;
   int64_t get_int(std::string_view key) const;
-  double get_float(std::string_view key) const;          // f32 or f64
+  double get_float(std::string_view key) const;  // f32 or f64
   bool get_bool(std::string_view key) const;
   const KeyValue& get_array(std::string_view key, std::optional<ValueType> elem = {}) const;
   // Defaults when the key is absent (but still an error when present with a bad type).

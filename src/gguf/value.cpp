@@ -3,8 +3,8 @@
 namespace sluice::gguf {
 
 namespace {
-constexpr std::string_view kNames[kValueTypeCount] = {
-    "u8", "i8", "u16", "i16", "u32", "i32", "f32", "bool", "string", "array", "u64", "i64", "f64"};
+constexpr std::string_view kNames[kValueTypeCount] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                                      "bool", "string", "array", "u64", "i64", "f64"};
 constexpr uint64_t kSizes[kValueTypeCount] = {1, 1, 2, 2, 4, 4, 4, 1, 0, 0, 8, 8, 8};
 
 template <class T>

@@ -26,17 +26,50 @@ void GgufWriter::begin_kv(std::string_view key, ValueType t) {
   ++n_kv_;
 }
 
-void GgufWriter::add_u8(std::string_view k, uint8_t v) { begin_kv(k, ValueType::U8); put(v); }
-void GgufWriter::add_i8(std::string_view k, int8_t v) { begin_kv(k, ValueType::I8); put(v); }
-void GgufWriter::add_u16(std::string_view k, uint16_t v) { begin_kv(k, ValueType::U16); put(v); }
-void GgufWriter::add_i16(std::string_view k, int16_t v) { begin_kv(k, ValueType::I16); put(v); }
-void GgufWriter::add_u32(std::string_view k, uint32_t v) { begin_kv(k, ValueType::U32); put(v); }
-void GgufWriter::add_i32(std::string_view k, int32_t v) { begin_kv(k, ValueType::I32); put(v); }
-void GgufWriter::add_u64(std::string_view k, uint64_t v) { begin_kv(k, ValueType::U64); put(v); }
-void GgufWriter::add_i64(std::string_view k, int64_t v) { begin_kv(k, ValueType::I64); put(v); }
-void GgufWriter::add_f32(std::string_view k, float v) { begin_kv(k, ValueType::F32); put(v); }
-void GgufWriter::add_f64(std::string_view k, double v) { begin_kv(k, ValueType::F64); put(v); }
-void GgufWriter::add_bool(std::string_view k, bool v) { begin_kv(k, ValueType::BOOL); put(static_cast<uint8_t>(v)); }
+void GgufWriter::add_u8(std::string_view k, uint8_t v) {
+  begin_kv(k, ValueType::U8);
+  put(v);
+}
+void GgufWriter::add_i8(std::string_view k, int8_t v) {
+  begin_kv(k, ValueType::I8);
+  put(v);
+}
+void GgufWriter::add_u16(std::string_view k, uint16_t v) {
+  begin_kv(k, ValueType::U16);
+  put(v);
+}
+void GgufWriter::add_i16(std::string_view k, int16_t v) {
+  begin_kv(k, ValueType::I16);
+  put(v);
+}
+void GgufWriter::add_u32(std::string_view k, uint32_t v) {
+  begin_kv(k, ValueType::U32);
+  put(v);
+}
+void GgufWriter::add_i32(std::string_view k, int32_t v) {
+  begin_kv(k, ValueType::I32);
+  put(v);
+}
+void GgufWriter::add_u64(std::string_view k, uint64_t v) {
+  begin_kv(k, ValueType::U64);
+  put(v);
+}
+void GgufWriter::add_i64(std::string_view k, int64_t v) {
+  begin_kv(k, ValueType::I64);
+  put(v);
+}
+void GgufWriter::add_f32(std::string_view k, float v) {
+  begin_kv(k, ValueType::F32);
+  put(v);
+}
+void GgufWriter::add_f64(std::string_view k, double v) {
+  begin_kv(k, ValueType::F64);
+  put(v);
+}
+void GgufWriter::add_bool(std::string_view k, bool v) {
+  begin_kv(k, ValueType::BOOL);
+  put(static_cast<uint8_t>(v));
+}
 void GgufWriter::add_string(std::string_view k, std::string_view v) {
   begin_kv(k, ValueType::STRING);
   put_string(kv_bytes_, v);

@@ -52,7 +52,7 @@ class GgufWriter {
 
   void write(std::ostream& out) const;
   std::vector<uint8_t> to_bytes() const;
-  void write_file(const std::string& path) const;   // writes PATH.tmp, then renames
+  void write_file(const std::string& path) const;  // writes PATH.tmp, then renames
 
   static uint64_t tensor_nbytes(DType type, const std::vector<uint64_t>& ne);
 

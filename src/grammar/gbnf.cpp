@@ -36,10 +36,8 @@ class GbnfParser {
   [[noreturn]] void error(const char* what) {
     size_t line = 1, col = 1;
     for (size_t k = 0; k < i_ && k < t_.size(); ++k) {
-      if (t_[k] == '\n')
-        ++line, col = 1;
-      else
-        ++col;
+      if (t_[k] == '\n') ++line, col = 1;
+      else ++col;
     }
     fail("gbnf: %s at line %zu, column %zu", what, line, col);
   }
@@ -106,16 +104,11 @@ class GbnfParser {
     for (;;) {
       if (i_ >= t_.size()) return e;
       const char c = t_[i_];
-      if (c == '*')
-        e = star(std::move(e)), ++i_;
-      else if (c == '+')
-        e = plus(std::move(e)), ++i_;
-      else if (c == '?')
-        e = opt(std::move(e)), ++i_;
-      else if (c == '{')
-        e = braces(std::move(e));
-      else
-        return e;
+      if (c == '*') e = star(std::move(e)), ++i_;
+      else if (c == '+') e = plus(std::move(e)), ++i_;
+      else if (c == '?') e = opt(std::move(e)), ++i_;
+      else if (c == '{') e = braces(std::move(e));
+      else return e;
     }
   }
 
@@ -222,10 +215,8 @@ class GbnfParser {
   }
   static std::string utf8(uint32_t cp) {
     std::string s;
-    if (cp < 0x80)
-      s += static_cast<char>(cp);
-    else if (cp < 0x800)
-      s += {static_cast<char>(0xC0 | cp >> 6), static_cast<char>(0x80 | (cp & 0x3F))};
+    if (cp < 0x80) s += static_cast<char>(cp);
+    else if (cp < 0x800) s += {static_cast<char>(0xC0 | cp >> 6), static_cast<char>(0x80 | (cp & 0x3F))};
     else if (cp < 0x10000)
       s += {static_cast<char>(0xE0 | cp >> 12), static_cast<char>(0x80 | (cp >> 6 & 0x3F)),
             static_cast<char>(0x80 | (cp & 0x3F))};
@@ -286,8 +277,6 @@ class GbnfParser {
 
 }  // namespace
 
-Grammar gbnf_grammar(std::string_view text, const Limits& limits) {
-  return GbnfParser(text, limits).parse();
-}
+Grammar gbnf_grammar(std::string_view text, const Limits& limits) { return GbnfParser(text, limits).parse(); }
 
 }  // namespace sluice::grammar

@@ -7,9 +7,7 @@
 
 namespace sluice::grammar {
 
-Expr empty() {
-  return Expr{};
-}
+Expr empty() { return Expr{}; }
 
 Expr lit(std::string_view s) {
   Expr e;
@@ -216,8 +214,8 @@ void validate(const Grammar& g) {
   });
   for (size_t r = 0; r < g.rules.size(); ++r)
     if (!productive[r]) fail("grammar: rule '%s' matches no finite string", g.rules[r].name.c_str());
-  const auto nullable =
-      fixed_point(g, [&](const Elem& e, const std::vector<bool>& in) { return e.kind == Elem::kRule && in[e.arg]; });
+  const auto nullable = fixed_point(
+      g, [&](const Elem& e, const std::vector<bool>& in) { return e.kind == Elem::kRule && in[e.arg]; });
   // Left corners: r -> s when s can start r without r consuming input first.
   std::vector<std::vector<uint32_t>> corner(g.rules.size());
   for (size_t r = 0; r < g.rules.size(); ++r)

@@ -65,15 +65,9 @@ Expr token(int32_t id);
 Expr seq(std::vector<Expr> parts);
 Expr alt(std::vector<Expr> parts);
 Expr repeat(Expr e, uint32_t min, uint32_t max);
-inline Expr opt(Expr e) {
-  return repeat(std::move(e), 0, 1);
-}
-inline Expr star(Expr e) {
-  return repeat(std::move(e), 0, kInf);
-}
-inline Expr plus(Expr e) {
-  return repeat(std::move(e), 1, kInf);
-}
+inline Expr opt(Expr e) { return repeat(std::move(e), 0, 1); }
+inline Expr star(Expr e) { return repeat(std::move(e), 0, kInf); }
+inline Expr plus(Expr e) { return repeat(std::move(e), 1, kInf); }
 
 struct Elem {
   enum Kind : uint8_t { kBytes, kRule, kToken, kEnd };

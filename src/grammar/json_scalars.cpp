@@ -28,13 +28,9 @@ uint32_t length_of(const Json& s, const char* key, const std::string& path, size
   return v.get<uint32_t>();
 }
 
-std::string digits_of(uint64_t v) {
-  return std::to_string(v);
-}
+std::string digits_of(uint64_t v) { return std::to_string(v); }
 
-Expr digit_range(char a, char b) {
-  return bytes(ByteSet::range(static_cast<uint8_t>(a), static_cast<uint8_t>(b)));
-}
+Expr digit_range(char a, char b) { return bytes(ByteSet::range(static_cast<uint8_t>(a), static_cast<uint8_t>(b))); }
 
 // Decimal strings of one length between a and b (a <= b, same length).
 Expr same_length(const std::string& a, const std::string& b) {
@@ -92,20 +88,13 @@ Expr SchemaCompiler::json_literal(const Json& v) {
 
 Expr SchemaCompiler::format_expr(const std::string& fmt, const std::string& path) {
   std::string re;
-  if (fmt == "date")
-    re = kDate;
-  else if (fmt == "time")
-    re = kTime;
-  else if (fmt == "date-time")
-    re = std::string(kDate) + "T" + kTime;
-  else if (fmt == "uuid")
-    re = kUuid;
-  else if (fmt == "email")
-    re = kEmail;
-  else if (fmt == "ipv4")
-    re = kIpv4;
-  else
-    fail("json schema: unsupported format '%s' at %s", fmt.c_str(), path.c_str());
+  if (fmt == "date") re = kDate;
+  else if (fmt == "time") re = kTime;
+  else if (fmt == "date-time") re = std::string(kDate) + "T" + kTime;
+  else if (fmt == "uuid") re = kUuid;
+  else if (fmt == "email") re = kEmail;
+  else if (fmt == "ipv4") re = kIpv4;
+  else fail("json schema: unsupported format '%s' at %s", fmt.c_str(), path.c_str());
   return regex_to_expr("^" + re + "$", rx_);
 }
 
@@ -168,10 +157,8 @@ std::optional<Expr> SchemaCompiler::magnitude(uint64_t a, bool a_open, std::opti
   }
   if (b && a > *b) return std::nullopt;
   std::vector<Expr> alts{seq({lit(digits_of(a)), a_open ? frac_nonzero : frac_any})};
-  if (!b)
-    alts.push_back(seq({digits_range(a + 1, 0, true), frac_any}));
-  else if (a + 1 <= *b - 1)
-    alts.push_back(seq({digits_range(a + 1, *b - 1, false), frac_any}));
+  if (!b) alts.push_back(seq({digits_range(a + 1, 0, true), frac_any}));
+  else if (a + 1 <= *b - 1) alts.push_back(seq({digits_range(a + 1, *b - 1, false), frac_any}));
   if (b && !b_open) alts.push_back(seq({lit(digits_of(*b)), frac_zero}));
   return alt(std::move(alts));
 }

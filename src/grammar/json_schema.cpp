@@ -140,9 +140,9 @@ void SchemaCompiler::common_rules() {
   ByteSet sign;
   sign.add('+');
   sign.add('-');
-  number_ =
-      b_.add("number", seq({opt(lit("-")), alt({lit("0"), seq({ref(digit1_), star(bytes(ByteSet::range('0', '9')))})}),
-                            opt(seq({lit("."), digits})), opt(seq({bytes(e), opt(bytes(sign)), digits}))}));
+  number_ = b_.add("number",
+                   seq({opt(lit("-")), alt({lit("0"), seq({ref(digit1_), star(bytes(ByteSet::range('0', '9')))})}),
+                        opt(seq({lit("."), digits})), opt(seq({bytes(e), opt(bytes(sign)), digits}))}));
   value_ = b_.declare("value");
   // Keys of members the schema does not name: any string, or in native syntax an identifier.
   ByteSet id0 = ByteSet::range('a', 'z');
@@ -153,14 +153,12 @@ void SchemaCompiler::common_rules() {
   key_ = native_ ? b_.add("ident", seq({bytes(id0), star(bytes(id1))})) : string_;
   const Expr member = seq({ref(key_), punct(':'), ref(value_)});
   const Expr object = seq({lit("{"), ws(), opt(seq({member, star(seq({punct(','), member}))})), ws(), lit("}")});
-  const Expr array =
-      seq({lit("["), ws(), opt(seq({ref(value_), star(seq({punct(','), ref(value_)}))})), ws(), lit("]")});
+  const Expr array = seq(
+      {lit("["), ws(), opt(seq({ref(value_), star(seq({punct(','), ref(value_)}))})), ws(), lit("]")});
   b_.define(value_, alt({object, array, ref(string_), ref(number_), lit("true"), lit("false"), lit("null")}));
 }
 
-Expr SchemaCompiler::any_value() {
-  return ref(value_);
-}
+Expr SchemaCompiler::any_value() { return ref(value_); }
 
 // One rule per use of a sub-schema: a rule with one call site lets the mask analysis
 // follow tokens out of it (CompiledGrammar). Only $ref targets are shared (memoized by
@@ -272,8 +270,7 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
   std::vector<std::string> types;
   if (s.contains("type")) {
     const Json& t = s["type"];
-    if (t.is_string())
-      types.push_back(t.get<std::string>());
+    if (t.is_string()) types.push_back(t.get<std::string>());
     else if (t.is_array())
       for (const Json& x : t) types.push_back(x.is_string() ? x.get<std::string>() : std::string("?"));
     if (types.empty()) fail("json schema: 'type' at %s must be a string or a non-empty array of strings", path.c_str());
@@ -289,10 +286,8 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
              s.contains("exclusiveMaximum"))
       types.push_back("number");
-    else if (alts.empty())
-      return any_value();
-    else
-      alts.push_back(any_value());
+    else if (alts.empty()) return any_value();
+    else alts.push_back(any_value());
   }
   for (const std::string& t : types) alts.push_back(typed_expr(s, t, path));
   return alt(std::move(alts));
@@ -309,9 +304,7 @@ Expr SchemaCompiler::typed_expr(const Json& s, const std::string& type, const st
   fail("json schema: unknown type '%s' at %s", type.c_str(), path.c_str());
 }
 
-Expr SchemaCompiler::key_expr(const std::string& name) {
-  return native_ ? lit(name) : json_literal(Json(name));
-}
+Expr SchemaCompiler::key_expr(const std::string& name) { return native_ ? lit(name) : json_literal(Json(name)); }
 
 Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
   std::vector<std::string> names;
@@ -352,10 +345,8 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
       }
       const bool all_optional = std::none_of(required.begin() + k, required.end(), [](bool r) { return r; });
       if (all_optional) {
-        if (extra)
-          alts.push_back(opt(seq({sep, *extra, star(seq({punct(','), *extra}))})));
-        else
-          alts.push_back(empty());
+        if (extra) alts.push_back(opt(seq({sep, *extra, star(seq({punct(','), *extra}))})));
+        else alts.push_back(empty());
       }
       tail[k][first] = b_.add("obj" + std::to_string(k), alt(std::move(alts)));
     }
@@ -373,12 +364,10 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   std::optional<Expr> item = any_value();
   if (s.contains("items")) {
     const Json& it = s["items"];
-    if (it.is_boolean() && !it.get<bool>())
-      item.reset();
+    if (it.is_boolean() && !it.get<bool>()) item.reset();
     else if (it.is_array())
       fail("json schema: 'items' as an array (draft 2019) at %s: use 'prefixItems'", path.c_str());
-    else
-      item = ref(rule_for(it, path + "/items"));
+    else item = ref(rule_for(it, path + "/items"));
   }
   const size_t lo = s.contains("minItems") ? as_count(s, "minItems", path) : 0;
   const size_t hi = s.contains("maxItems") ? as_count(s, "maxItems", path) : SIZE_MAX;

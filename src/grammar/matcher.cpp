@@ -16,9 +16,7 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g)
   history_.push_back(state);
 }
 
-bool Matcher::is_complete() const {
-  return history_.back() != kTerminated && pda_.has_empty_stack(history_.back());
-}
+bool Matcher::is_complete() const { return history_.back() != kTerminated && pda_.has_empty_stack(history_.back()); }
 
 uint32_t Matcher::next_state(int32_t token) {
   const uint32_t cur = history_.back();
@@ -29,9 +27,7 @@ uint32_t Matcher::next_state(int32_t token) {
   return pda_.merge(by_bytes, pda_.step_token(cur, token));
 }
 
-bool Matcher::accepts(int32_t token) {
-  return next_state(token) != Pda::kDead;
-}
+bool Matcher::accepts(int32_t token) { return next_state(token) != Pda::kDead; }
 
 bool Matcher::advance(int32_t token) {
   const uint32_t next = next_state(token);

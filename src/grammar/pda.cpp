@@ -25,10 +25,8 @@ Pda::Pda(const Grammar& g, const Limits& limits, bool dense) : g_(g), limits_(li
   }
   state_off_ = {0, 0};  // state 0: no stacks (dead)
   internal_ = {0};
-  if (dense_)
-    table_.assign(256, kDead);
-  else
-    memo_.reserve(1024);
+  if (dense_) table_.assign(256, kDead);
+  else memo_.reserve(1024);
 }
 
 uint32_t Pda::intern_frame(uint32_t pos, uint32_t parent) {
@@ -57,12 +55,9 @@ void Pda::expand(uint32_t pos, uint32_t parent, std::vector<uint32_t>& out, int 
         out.push_back(kEmptyStack);
       } else {
         const Frame f = frames_[parent];
-        if (f.pos == kWild0)
-          out.push_back(intern_frame(kEndedPos, f.parent));
-        else if (f.pos == kWild1)
-          wild_pop(f.parent, out, depth + 1);
-        else
-          expand(f.pos + 1, f.parent, out, depth + 1);
+        if (f.pos == kWild0) out.push_back(intern_frame(kEndedPos, f.parent));
+        else if (f.pos == kWild1) wild_pop(f.parent, out, depth + 1);
+        else expand(f.pos + 1, f.parent, out, depth + 1);
       }
       return;
     case Elem::kRule: {
@@ -145,10 +140,8 @@ void Pda::find_callers() {
   add(sets[g_.root], kRootCaller);
   for (uint32_t q = 0; q < g_.elems.size(); ++q) {
     if (g_.elems[q].kind != Elem::kRule) continue;
-    if (g_.elems[q + 1].kind == Elem::kEnd)
-      tail_from[g_.elems[q].arg].push_back(rule_of_[q]);
-    else
-      add(sets[g_.elems[q].arg], q);
+    if (g_.elems[q + 1].kind == Elem::kEnd) tail_from[g_.elems[q].arg].push_back(rule_of_[q]);
+    else add(sets[g_.elems[q].arg], q);
   }
   for (bool changed = true; changed;) {
     changed = false;

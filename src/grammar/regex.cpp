@@ -98,10 +98,8 @@ class RegexParser {
     if (c == '(') {
       ++i_;
       if (at('?')) {
-        if (i_ + 1 < p_.size() && p_[i_ + 1] == ':')
-          i_ += 2;
-        else
-          unsupported("lookaround or group flag");
+        if (i_ + 1 < p_.size() && p_[i_ + 1] == ':') i_ += 2;
+        else unsupported("lookaround or group flag");
       }
       Expr e = alternation();
       if (!at(')')) unsupported("unclosed '('");
@@ -270,8 +268,6 @@ class RegexParser {
 
 }  // namespace
 
-Expr regex_to_expr(std::string_view pattern, const RegexContext& ctx) {
-  return RegexParser(pattern, ctx).parse();
-}
+Expr regex_to_expr(std::string_view pattern, const RegexContext& ctx) { return RegexParser(pattern, ctx).parse(); }
 
 }  // namespace sluice::grammar

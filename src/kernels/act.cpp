@@ -25,13 +25,16 @@ uint64_t act_row_stride(ActFormat f, int64_t k) {
   switch (f) {
     case ActFormat::kF32: b = 4 * static_cast<uint64_t>(k); break;
     case ActFormat::kA8_32: b = static_cast<uint64_t>(k) + 8 * static_cast<uint64_t>(k / 32); break;
-    case ActFormat::kA8_256: b = static_cast<uint64_t>(k) + 4 * static_cast<uint64_t>(k / 256) + 4 * static_cast<uint64_t>(k / 16); break;
+    case ActFormat::kA8_256:
+      b = static_cast<uint64_t>(k) + 4 * static_cast<uint64_t>(k / 256) + 4 * static_cast<uint64_t>(k / 16);
+      break;
   }
   return (b + 63) / 64 * 64;
 }
 
 void quantize_act_ref(ActFormat f, const float* x, int64_t k, uint8_t* out) {
-  if (k % act_block_elems(f) != 0) fail("activation row of %lld elements is not a block multiple", static_cast<long long>(k));
+  if (k % act_block_elems(f) != 0)
+    fail("activation row of %lld elements is not a block multiple", static_cast<long long>(k));
   ActRows v{f, out, act_row_stride(f, k), k};
   switch (f) {
     case ActFormat::kF32: std::memcpy(out, x, 4 * static_cast<size_t>(k)); return;

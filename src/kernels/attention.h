@@ -5,9 +5,9 @@
 // Fixed algorithm (identical on every ISA, independent of batch, thread and prefill chunking):
 // keys are taken in chunks of kAttnChunk positions aligned to absolute multiples of it; per
 // chunk, scores s_j = scale·dot16(q, k_j) (rowops.h), m_c = max s, p_j = exp(s_j − m_c),
-// l_c = sum16(p) (rowops.h: 16 lanes, then the fixed tree), o_c = Σ_j p_j·v_j (fused multiply-adds in key order); chunks
-// merge in order: m' = max(m, m_c), a = exp(m − m'), b = exp(m_c − m'), l = l·a + l_c·b,
-// o = fma(o_c, b, o·a); finally o ·= 1/l.
+// l_c = sum16(p) (rowops.h: 16 lanes, then the fixed tree), o_c = Σ_j p_j·v_j (fused multiply-adds in key order);
+// chunks merge in order: m' = max(m, m_c), a = exp(m − m'), b = exp(m_c − m'), l = l·a + l_c·b, o = fma(o_c, b, o·a);
+// finally o ·= 1/l.
 //
 // The same computation split in two (decode spreads one token's keys over the threads): the
 // chunk states (m_c, l_c, o_c) of any chunks, computed independently, then merged in chunk
@@ -25,8 +25,8 @@ inline constexpr int kAttnMaxGroup = 16;
 enum class KvElem : uint8_t { kF32, kF16, kBF16 };
 
 struct AttnArgs {
-  const float* q = nullptr;     // [gs × hd]
-  float* out = nullptr;         // [gs × hd]
+  const float* q = nullptr;  // [gs × hd]
+  float* out = nullptr;      // [gs × hd]
   int gs = 0, hd = 0;
   float scale = 1.0f;
   // KV rows: position p lives in block table[p / block_tokens], slot p % block_tokens, at
@@ -36,8 +36,8 @@ struct AttnArgs {
   const int32_t* table = nullptr;
   int32_t block_tokens = 0;
   KvElem elem = KvElem::kF32;
-  int64_t lo = 0, hi = 0;       // inclusive key range
-  float* scratch = nullptr;     // attn_scratch_floats() floats, owned by the calling thread
+  int64_t lo = 0, hi = 0;    // inclusive key range
+  float* scratch = nullptr;  // attn_scratch_floats() floats, owned by the calling thread
   // A hint (no effect on results): the first chunk's K/V rows are likely in DRAM, not brought
   // in by a previous call's prefetching. Kernels may load them ahead of the computation.
   bool cold = true;

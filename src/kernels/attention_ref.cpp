@@ -16,10 +16,18 @@ void load_row(KvElem e, const uint8_t* p, float* out, int hd) {
   switch (e) {
     case KvElem::kF32: std::memcpy(out, p, 4 * static_cast<size_t>(hd)); break;
     case KvElem::kF16:
-      for (int i = 0; i < hd; ++i) { uint16_t h; std::memcpy(&h, p + 2 * i, 2); out[i] = f16_to_f32(h); }
+      for (int i = 0; i < hd; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = f16_to_f32(h);
+      }
       break;
     case KvElem::kBF16:
-      for (int i = 0; i < hd; ++i) { uint16_t h; std::memcpy(&h, p + 2 * i, 2); out[i] = bf16_to_f32(h); }
+      for (int i = 0; i < hd; ++i) {
+        uint16_t h;
+        std::memcpy(&h, p + 2 * i, 2);
+        out[i] = bf16_to_f32(h);
+      }
       break;
   }
 }
@@ -31,8 +39,8 @@ namespace {
 // Chunk c's state: scores → probabilities (m_c, l_c) and o_c = Σ p·v (attention.h).
 void chunk_state(const AttnArgs& a, int64_t c, float* mc, float* lc, float* oc) {
   const int gs = a.gs, hd = a.hd;
-  float* s = a.scratch;                        // [gs × kAttnChunk] scores, then probabilities
-  float* row = s + kAttnMaxGroup * kAttnChunk; // [hd] one K or V row
+  float* s = a.scratch;                         // [gs × kAttnChunk] scores, then probabilities
+  float* row = s + kAttnMaxGroup * kAttnChunk;  // [hd] one K or V row
   const int64_t c0 = (a.lo / kAttnChunk + c) * kAttnChunk;
   const int64_t j0 = std::max(c0, a.lo), j1 = std::min(c0 + kAttnChunk - 1, a.hi);
   const int n = static_cast<int>(j1 - j0 + 1);

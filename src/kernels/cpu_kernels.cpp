@@ -128,7 +128,9 @@ AttnKernel cpu_attention(const CpuKernels& k) { return k.attention ? k.attention
 AttnChunksKernel cpu_attention_chunks(const CpuKernels& k) {
   return k.attention_chunks ? k.attention_chunks : attention_chunks_ref;
 }
-AttnMergeKernel cpu_attention_merge(const CpuKernels& k) { return k.attention_merge ? k.attention_merge : attention_merge_ref; }
+AttnMergeKernel cpu_attention_merge(const CpuKernels& k) {
+  return k.attention_merge ? k.attention_merge : attention_merge_ref;
+}
 
 uint64_t cpu_stream_sum(const CpuKernels& k, const uint8_t* p, uint64_t bytes) {
   if (k.stream_sum) return k.stream_sum(p, bytes);

@@ -41,7 +41,8 @@ struct CpuKernels {
 };
 
 // The best set this CPU can run, chosen once. The environment variable SLUICE_ISA (x86:
-// scalar|avx2|avx512|avx512gfni, ARM64: scalar|neon|dotprod|i8mm) forces one (sluice::Error if it is unknown, not compiled in, or this CPU cannot run it).
+// scalar|avx2|avx512|avx512gfni, ARM64: scalar|neon|dotprod|i8mm) forces one (sluice::Error if it is unknown, not
+// compiled in, or this CPU cannot run it).
 const CpuKernels& cpu_kernels();
 
 // Every compiled set this CPU can run, scalar first (tests, benchmarks).

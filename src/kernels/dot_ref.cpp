@@ -169,7 +169,7 @@ float dot_q2_k(const void* w, const void* a, int64_t n) {
     const auto x = load_block<BlockQ2_K>(w, i);
     const auto y = load_block<BlockQ8_K>(a, i);
     int8_t q[kQK_K];
-    for (int e = 0; e < kQK_K; ++e) {   // element 128c + 32j + t: bits 2j of qs[32c + t]
+    for (int e = 0; e < kQK_K; ++e) {  // element 128c + 32j + t: bits 2j of qs[32c + t]
       const int c = e / 128, j = (e % 128) / 32, t = e % 32;
       q[e] = static_cast<int8_t>((x.qs[32 * c + t] >> (2 * j)) & 3);
     }
@@ -200,7 +200,7 @@ float dot_q3_k(const void* w, const void* a, int64_t n) {
     const auto x = load_block<BlockQ3_K>(w, i);
     const auto y = load_block<BlockQ8_K>(a, i);
     int8_t q[kQK_K];
-    for (int e = 0; e < kQK_K; ++e) {   // low bits as Q2_K; high bit 4c + j of hmask[t], clear = −4
+    for (int e = 0; e < kQK_K; ++e) {  // low bits as Q2_K; high bit 4c + j of hmask[t], clear = −4
       const int c = e / 128, j = (e % 128) / 32, t = e % 32;
       const int lo = (x.qs[32 * c + t] >> (2 * j)) & 3;
       q[e] = static_cast<int8_t>(lo - (((x.hmask[t] >> (4 * c + j)) & 1) ? 0 : 4));
@@ -270,7 +270,7 @@ float dot_q6_k(const void* w, const void* a, int64_t n) {
     const auto x = load_block<BlockQ6_K>(w, i);
     const auto y = load_block<BlockQ8_K>(a, i);
     int8_t q[kQK_K];
-    for (int e = 0; e < kQK_K; ++e) {   // quants.md §8.2 element form
+    for (int e = 0; e < kQK_K; ++e) {  // quants.md §8.2 element form
       const int h = e / 128, k = (e % 128) / 32, l = e % 32;
       const uint8_t b = x.ql[64 * h + 32 * (k & 1) + l];
       const int lo = k < 2 ? b & 15 : b >> 4;
@@ -370,8 +370,7 @@ const DotTraits& checked(DType w, const char* what) {
   const auto id = static_cast<uint32_t>(w);
   if (id >= kDTypeIdCount || kTable.t[id].dot == nullptr) {
     const DTypeInfo* info = dtype_info(id);
-    fail("%s: no dot product for weight type %u (%s)", what, id,
-         info ? std::string(info->name).c_str() : "unknown");
+    fail("%s: no dot product for weight type %u (%s)", what, id, info ? std::string(info->name).c_str() : "unknown");
   }
   return kTable.t[id];
 }
@@ -379,8 +378,8 @@ const DotTraits& checked(DType w, const char* what) {
 void check_count(DType w, int64_t n, const char* what) {
   const uint32_t be = dtype_info(w).block_elems;
   if (n < 0 || n % be != 0) {
-    fail("%s: %lld elements of type %s is not a multiple of the block size %u", what,
-         static_cast<long long>(n), std::string(dtype_name(w)).c_str(), be);
+    fail("%s: %lld elements of type %s is not a multiple of the block size %u", what, static_cast<long long>(n),
+         std::string(dtype_name(w)).c_str(), be);
   }
 }
 

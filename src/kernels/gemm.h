@@ -13,13 +13,13 @@ namespace sluice::kernels {
 
 struct GemmArgs {
   PackedFormat format = PackedFormat::kNone;
-  const uint8_t* w = nullptr;   // group 0 of the packed matrix
+  const uint8_t* w = nullptr;  // group 0 of the packed matrix
   uint64_t group_bytes = 0;
-  int64_t k = 0;                // columns (reduction length)
-  int64_t rows = 0;             // valid rows; rows of the last group past it are not written
-  ActRows a;                    // M activation rows in packed_act_format(format)
+  int64_t k = 0;     // columns (reduction length)
+  int64_t rows = 0;  // valid rows; rows of the last group past it are not written
+  ActRows a;         // M activation rows in packed_act_format(format)
   int64_t m = 0;
-  float* y = nullptr;           // y[mi·ldy + r] for output row r of the matrix
+  float* y = nullptr;  // y[mi·ldy + r] for output row r of the matrix
   int64_t ldy = 0;
 };
 

@@ -85,7 +85,8 @@ float row_q4_k(const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t nb)
       sumi += blk[64 + 16 * s + i] * si;
       summ += blk[192 + 16 * s + i] * (bs[16 * b + 2 * s] + bs[16 * b + 2 * s + 1]);
     }
-    acc += (ld_f16(blk + 2 * i) * d[b]) * static_cast<float>(sumi) - (ld_f16(blk + 32 + 2 * i) * d[b]) * static_cast<float>(summ);
+    acc += (ld_f16(blk + 2 * i) * d[b]) * static_cast<float>(sumi) -
+           (ld_f16(blk + 32 + 2 * i) * d[b]) * static_cast<float>(summ);
   }
   return acc;
 }
@@ -123,7 +124,8 @@ float row_q6_k8(const uint8_t* g, int i, const ActRows& a, int64_t m, int64_t nb
     int32_t sumi = 0;
     for (int sg = 0; sg < 16; ++sg) {
       int32_t si = 0;
-      for (int e = 0; e < 16; ++e) si += (blk[288 + 256 * sg + 64 * (e / 4) + 4 * i + e % 4] - 32) * qs[256 * b + 16 * sg + e];
+      for (int e = 0; e < 16; ++e)
+        si += (blk[288 + 256 * sg + 64 * (e / 4) + 4 * i + e % 4] - 32) * qs[256 * b + 16 * sg + e];
       sumi += static_cast<int8_t>(blk[32 + 16 * sg + i]) * si;
     }
     acc += (ld_f16(blk + 2 * i) * d[b]) * static_cast<float>(sumi);
@@ -169,9 +171,9 @@ void gemm_ref(const GemmArgs& p, int64_t g0, int64_t g1) {
           case PackedFormat::kQ4_K: v = row_q4_k(g, i, p.a, m, nb); break;
           case PackedFormat::kQ6_K: v = row_q6_k(g, i, p.a, m, nb); break;
           case PackedFormat::kQ6_K8: v = row_q6_k8(g, i, p.a, m, nb); break;
-          case PackedFormat::kF32: case PackedFormat::kF16: case PackedFormat::kBF16:
-            v = row_float(p.format, g, i, p.a, m, p.k);
-            break;
+          case PackedFormat::kF32:
+          case PackedFormat::kF16:
+          case PackedFormat::kBF16: v = row_float(p.format, g, i, p.a, m, p.k); break;
           case PackedFormat::kNone: break;
         }
         p.y[m * p.ldy + r] = v;

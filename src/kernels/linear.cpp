@@ -14,7 +14,7 @@
 namespace sluice::kernels {
 
 namespace {
-constexpr int64_t kEpilogueUnits = 16;   // row groups per epilogue span (run with `post`)
+constexpr int64_t kEpilogueUnits = 16;  // row groups per epilogue span (run with `post`)
 
 // A packed matrix of `rows` rows from the stacked sources, repacked by all threads.
 PackedMatrix pack_all(ThreadPool& pool, DType t, int64_t rows, int64_t cols, PackedFormat f,
@@ -77,7 +77,8 @@ Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string n
         p.rows += parts[j].rows;
       }
       p.packed = pack_all(pool, first.type, p.rows, l.cols_,
-                          wide_q6_k && first.type == DType::Q6_K ? PackedFormat::kQ6_K8 : PackedFormat::kNone, src, arena);
+                          wide_q6_k && first.type == DType::Q6_K ? PackedFormat::kQ6_K8 : PackedFormat::kNone, src,
+                          arena);
       p.bytes = p.packed.group_bytes * static_cast<uint64_t>(p.packed.groups);
       l.file_bytes_ += p.packed.file_bytes;
       i = j;
@@ -117,8 +118,8 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
                    const ActRows* pre, Body&& body) const {
   // The activation rows each format needs; f32 is x itself.
   Acts acts;
-  acts.rows[static_cast<int>(ActFormat::kF32)] =
-      ActRows{ActFormat::kF32, reinterpret_cast<const uint8_t*>(x), 4 * static_cast<uint64_t>(cols_), cols_};
+  acts.rows[static_cast<int>(ActFormat::kF32)] = ActRows{ActFormat::kF32, reinterpret_cast<const uint8_t*>(x),
+                                                         4 * static_cast<uint64_t>(cols_), cols_};
   // Rows quantized by the caller (quantized_input()'s format): shared by every thread as given,
   // so nothing below is quantized or copied.
   if (pre) acts.rows[static_cast<int>(pre->format)] = *pre;
@@ -128,7 +129,7 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
   // Otherwise the rows are split over the threads and shared after a barrier.
   const int nth_all = pool.size();
   const bool private_copies = m < nth_all;
-  uint64_t copy_bytes[3] = {0, 0, 0};   // per ActFormat; the generic rows' in generic_bytes
+  uint64_t copy_bytes[3] = {0, 0, 0};  // per ActFormat; the generic rows' in generic_bytes
   uint64_t generic_bytes = 0;
   const Part* generic = nullptr;
   for (const Part& p : pre ? std::span<const Part>() : std::span<const Part>(parts_)) {
@@ -167,7 +168,8 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
         const float* xr = x + r * cols_;
         for (int fi = 1; fi < 3; ++fi)
           if (quantize[fi])
-            cpu_quantize_act(k, static_cast<ActFormat>(fi), xr, cols_, const_cast<uint8_t*>(my.rows[fi].base) + r * my.rows[fi].stride);
+            cpu_quantize_act(k, static_cast<ActFormat>(fi), xr, cols_,
+                             const_cast<uint8_t*>(my.rows[fi].base) + r * my.rows[fi].stride);
         if (generic) quantize_act_row(generic->raw.type, xr, my.generic + r * my.generic_stride, cols_);
       }
       if (!private_copies) pool.barrier();
@@ -252,9 +254,9 @@ void Linear::run_impl(ThreadPool& pool, const float* x, const ActRows* pre, int6
 Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::string name, ByteArena* arena) {
   if (gate.type != up.type || gate.rows != up.rows || gate.cols != up.cols)
     fail("cannot fuse '%s' [%lld, %lld] (%s) with '%s' [%lld, %lld] (%s)", gate.name.c_str(),
-         static_cast<long long>(gate.cols), static_cast<long long>(gate.rows), std::string(dtype_name(gate.type)).c_str(),
-         up.name.c_str(), static_cast<long long>(up.cols), static_cast<long long>(up.rows),
-         std::string(dtype_name(up.type)).c_str());
+         static_cast<long long>(gate.cols), static_cast<long long>(gate.rows),
+         std::string(dtype_name(gate.type)).c_str(), up.name.c_str(), static_cast<long long>(up.cols),
+         static_cast<long long>(up.rows), std::string(dtype_name(up.type)).c_str());
   const PackedFormat f = packed_format(gate.type);
   if (f == PackedFormat::kNone || gate.cols % packed_block_elems(f) != 0 || gate.rows % kGroupRows != 0) {
     // No packed layout to interleave: the plain [gate | up] matmul, GELU as a second pass.
@@ -279,7 +281,7 @@ Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::
   p.rows = l.rows_;
   p.packed = pack_all(pool, gate.type, p.rows, l.cols_, PackedFormat::kNone, src, arena);
   p.bytes = p.packed.group_bytes * static_cast<uint64_t>(p.packed.groups);
-  p.units = p.packed.groups / 2;   // a unit is a (gate, up) pair of groups
+  p.units = p.packed.groups / 2;  // a unit is a (gate, up) pair of groups
   l.units_ = p.units;
   l.file_bytes_ = p.packed.file_bytes;
   l.stream_bytes_ = p.bytes;
@@ -294,7 +296,8 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
   const auto gelu_mul = merged_ops(k).gelu_mul;
   const int64_t ff = glu_ff_;
   if (q && (q->format != ActFormat::kA8_32 || q->k != ff || ff % 32 != 0))
-    fail("%s: run_glu quantizes its output only as kA8_32 rows of %lld elements", name_.c_str(), static_cast<long long>(ff));
+    fail("%s: run_glu quantizes its output only as kA8_32 rows of %lld elements", name_.c_str(),
+         static_cast<long long>(ff));
   // Blocks [b0, b1) of act's row i into q's row i: quantized as a row of their own into `tmp`,
   // then each of its arrays (codes, scales, sums) to its place in q's row.
   auto quantize_blocks = [&](int64_t i, int64_t b0, int64_t b1, uint8_t* tmp) {
@@ -330,10 +333,10 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
   uint8_t* tmp_all = scratch.get(ActSlot::kGlu, tmp_bytes * static_cast<uint64_t>(pool.size()));
   const Part& p = parts_[0];
   const GemmKernel gemm = cpu_gemm(k, p.packed.format);
-  const int64_t per = q ? 2 : 1;   // glu units per work unit
+  const int64_t per = q ? 2 : 1;  // glu units per work unit
   drive(pool, x, m, scratch, k, units_ / per, nullptr, [&](int ith, const Acts& my, int64_t b, int64_t e) {
     float* tmp = reinterpret_cast<float*>(tmp_all + tmp_bytes * static_cast<uint64_t>(ith));
-    GemmArgs a;   // the unit's two groups as a 32-row matrix of their own
+    GemmArgs a;  // the unit's two groups as a 32-row matrix of their own
     a.format = p.packed.format;
     a.group_bytes = p.packed.group_bytes;
     a.k = cols_;
@@ -346,7 +349,8 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
       a.w = p.packed.data.data() + static_cast<uint64_t>(2 * u) * p.packed.group_bytes;
       gemm(a, 0, 2);
       for (int64_t i = 0; i < m; ++i)
-        gelu_mul(tmp + i * 2 * kGroupRows, tmp + i * 2 * kGroupRows + kGroupRows, act + i * ff + u * kGroupRows, kGroupRows);
+        gelu_mul(tmp + i * 2 * kGroupRows, tmp + i * 2 * kGroupRows + kGroupRows, act + i * ff + u * kGroupRows,
+                 kGroupRows);
     }
     if (q)
       for (int64_t i = 0; i < m; ++i) quantize_blocks(i, b, e, reinterpret_cast<uint8_t*>(tmp + tmp_floats));

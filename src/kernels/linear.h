@@ -78,12 +78,12 @@ class Linear {
   // formats but Q4_K) and the same rows' bytes in the file.
   uint64_t stream_bytes() const { return stream_bytes_; }
   uint64_t file_bytes() const { return file_bytes_; }
-  std::string describe() const;   // e.g. "q4_0x16 [1536 -> 2560]"
+  std::string describe() const;  // e.g. "q4_0x16 [1536 -> 2560]"
 
   // y[m × rows] = x[m × cols]·Wᵀ with the kernels of ISA set `isa` (default: cpu_kernels()),
   // then y = post(y) elementwise when `post` is given.
-  void run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch,
-           const CpuKernels* isa = nullptr, const Epilogue* post = nullptr) const;
+  void run(ThreadPool& pool, const float* x, int64_t m, float* y, ActScratch& scratch, const CpuKernels* isa = nullptr,
+           const Epilogue* post = nullptr) const;
 
   // A gated FFN's gate and up projections as one matmul whose row groups alternate (16 gate
   // rows, the same 16 up rows), so the GELU product is taken as soon as a pair is computed:
@@ -108,12 +108,12 @@ class Linear {
 
  private:
   struct Part {
-    int64_t row0 = 0;        // first output row
+    int64_t row0 = 0;  // first output row
     int64_t rows = 0;
-    PackedMatrix packed;     // format kNone: generic rows below
-    Mat raw;                 // generic path: the file's rows
-    uint64_t bytes = 0;      // weight bytes streamed
-    int64_t unit0 = 0, units = 0;   // its row groups (rows) in the call's numbering
+    PackedMatrix packed;           // format kNone: generic rows below
+    Mat raw;                       // generic path: the file's rows
+    uint64_t bytes = 0;            // weight bytes streamed
+    int64_t unit0 = 0, units = 0;  // its row groups (rows) in the call's numbering
   };
   struct Acts;
   void run_impl(ThreadPool& pool, const float* x, const ActRows* pre, int64_t m, float* y, ActScratch& scratch,
@@ -128,8 +128,8 @@ class Linear {
 
   std::vector<Part> parts_;
   int64_t units_ = 0;
-  bool glu_ = false;        // build_glu with interleaved groups
-  int64_t glu_ff_ = 0;      // build_glu: rows of gate (= of up)
+  bool glu_ = false;    // build_glu with interleaved groups
+  int64_t glu_ff_ = 0;  // build_glu: rows of gate (= of up)
   int64_t rows_ = 0, cols_ = 0;
   uint64_t stream_bytes_ = 0, file_bytes_ = 0;
   std::string name_;

@@ -34,9 +34,15 @@ const char* packed_format_name(PackedFormat f) {
 
 int64_t packed_block_elems(PackedFormat f) {
   switch (f) {
-    case PackedFormat::kQ4_0: case PackedFormat::kQ5_0: case PackedFormat::kQ8_0: return 32;
-    case PackedFormat::kQ4_K: case PackedFormat::kQ6_K: case PackedFormat::kQ6_K8: return 256;
-    case PackedFormat::kF32: case PackedFormat::kF16: case PackedFormat::kBF16: return 1;
+    case PackedFormat::kQ4_0:
+    case PackedFormat::kQ5_0:
+    case PackedFormat::kQ8_0: return 32;
+    case PackedFormat::kQ4_K:
+    case PackedFormat::kQ6_K:
+    case PackedFormat::kQ6_K8: return 256;
+    case PackedFormat::kF32:
+    case PackedFormat::kF16:
+    case PackedFormat::kBF16: return 1;
     case PackedFormat::kNone: break;
   }
   return 0;
@@ -51,7 +57,8 @@ int64_t packed_block_bytes(PackedFormat f) {
     case PackedFormat::kQ6_K: return 3360;
     case PackedFormat::kQ6_K8: return 4384;
     case PackedFormat::kF32: return 64;
-    case PackedFormat::kF16: case PackedFormat::kBF16: return 32;
+    case PackedFormat::kF16:
+    case PackedFormat::kBF16: return 32;
     case PackedFormat::kNone: break;
   }
   return 0;
@@ -59,8 +66,12 @@ int64_t packed_block_bytes(PackedFormat f) {
 
 ActFormat packed_act_format(PackedFormat f) {
   switch (f) {
-    case PackedFormat::kQ4_0: case PackedFormat::kQ5_0: case PackedFormat::kQ8_0: return ActFormat::kA8_32;
-    case PackedFormat::kQ4_K: case PackedFormat::kQ6_K: case PackedFormat::kQ6_K8: return ActFormat::kA8_256;
+    case PackedFormat::kQ4_0:
+    case PackedFormat::kQ5_0:
+    case PackedFormat::kQ8_0: return ActFormat::kA8_32;
+    case PackedFormat::kQ4_K:
+    case PackedFormat::kQ6_K:
+    case PackedFormat::kQ6_K8: return ActFormat::kA8_256;
     default: return ActFormat::kF32;
   }
 }
@@ -140,7 +151,7 @@ void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int
       const auto x = load_block<BlockQ5_0>(row, b);
       store_u16(dst + 2 * i, x.d);
       const uint32_t qh = load_u32(x.qh);
-      for (int c = 0; c < 4; ++c) std::memcpy(dst + 32 + 64 * c + 4 * i, x.qs + 4 * c, 4);   // as Q4_0
+      for (int c = 0; c < 4; ++c) std::memcpy(dst + 32 + 64 * c + 4 * i, x.qs + 4 * c, 4);  // as Q4_0
       uint8_t* masks = dst + 32 + 256;
       for (int j = 0; j < 8; ++j) {
         uint64_t mask;
@@ -158,7 +169,7 @@ void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int
       for (int c = 0; c < 8; ++c) {
         uint32_t v;
         std::memcpy(&v, blk + 2 + 4 * c, 4);
-        v ^= 0x80808080u;   // q + 128 as u8, per byte
+        v ^= 0x80808080u;  // q + 128 as u8, per byte
         std::memcpy(dst + 32 + 64 * c + 4 * i, &v, 4);
       }
       break;
@@ -213,7 +224,8 @@ void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int
       break;
     }
     case PackedFormat::kF32: std::memcpy(dst + 4 * i, row + 4 * b, 4); break;
-    case PackedFormat::kF16: case PackedFormat::kBF16: std::memcpy(dst + 2 * i, row + 2 * b, 2); break;
+    case PackedFormat::kF16:
+    case PackedFormat::kBF16: std::memcpy(dst + 2 * i, row + 2 * b, 2); break;
     case PackedFormat::kNone: break;
   }
 }
@@ -226,7 +238,7 @@ void pack_groups(PackedMatrix& m, const PackSource* sources, int n_sources, int6
     uint8_t* dst = m.data.data() + static_cast<uint64_t>(g) * m.group_bytes;
     for (int i = 0; i < kGroupRows; ++i) {
       int64_t r = g * kGroupRows + i;
-      if (r >= m.rows) break;   // padding rows stay zero: zero scales, zero codes
+      if (r >= m.rows) break;  // padding rows stay zero: zero scales, zero codes
       int s = 0;
       while (s < n_sources && r >= sources[s].rows) r -= sources[s++].rows;
       if (s == n_sources) fail("pack_groups: sources hold fewer rows than the matrix");

@@ -63,11 +63,11 @@ using sluice::ByteArena;
 // One repacked matrix: `rows` outputs of `cols` inputs in groups of 16.
 struct PackedMatrix {
   PackedFormat format = PackedFormat::kNone;
-  DType type = DType::F32;          // the file's type it came from
+  DType type = DType::F32;  // the file's type it came from
   int64_t rows = 0, cols = 0;
-  int64_t groups = 0;               // ceil(rows / 16)
-  uint64_t group_bytes = 0;         // bytes of one group (all its blocks), a multiple of 64
-  uint64_t file_bytes = 0;          // bytes of the same rows in the file's layout
+  int64_t groups = 0;        // ceil(rows / 16)
+  uint64_t group_bytes = 0;  // bytes of one group (all its blocks), a multiple of 64
+  uint64_t file_bytes = 0;   // bytes of the same rows in the file's layout
   AlignedBytes data;
   const uint8_t* group(int64_t g) const { return data.data() + static_cast<uint64_t>(g) * group_bytes; }
 };
@@ -87,7 +87,8 @@ struct PackSource {
 PackedMatrix pack_alloc(DType t, int64_t rows, int64_t cols, PackedFormat format = PackedFormat::kNone,
                         ByteArena* arena = nullptr);
 void pack_groups(PackedMatrix& m, const PackSource* sources, int n_sources, int64_t first_group, int64_t last_group);
-inline void pack_groups(PackedMatrix& m, const uint8_t* src, uint64_t src_row_bytes, int64_t first_group, int64_t last_group) {
+inline void pack_groups(PackedMatrix& m, const uint8_t* src, uint64_t src_row_bytes, int64_t first_group,
+                        int64_t last_group) {
   const PackSource s{src, src_row_bytes, m.rows};
   pack_groups(m, &s, 1, first_group, last_group);
 }

@@ -58,13 +58,12 @@ AttnArgs PagedAttention::args(const Call& c, int64_t t, int64_t hk, int64_t g0, 
   return a;
 }
 
-void PagedAttention::run(ThreadPool& pool, const CpuKernels& isa, const PagedLayer& l,
-                         std::span<const PagedToken> toks, const float* q, int64_t q_stride, float* out,
-                         int64_t out_stride) {
+void PagedAttention::run(ThreadPool& pool, const CpuKernels& isa, const PagedLayer& l, std::span<const PagedToken> toks,
+                         const float* q, int64_t q_stride, float* out, int64_t out_stride) {
   const int nth = pool.size();
   const int64_t Hkv = l.n_head_kv;
-  const Call c{l, toks, q, q_stride, out, out_stride, l.n_head / Hkv, l.head_dim, Hkv,
-               static_cast<int64_t>(toks.size()) * Hkv};
+  const Call c{l,          toks,           q,          q_stride, out,
+               out_stride, l.n_head / Hkv, l.head_dim, Hkv,      static_cast<int64_t>(toks.size()) * Hkv};
   if (scratch_.size() < static_cast<size_t>(attn_scratch_floats() * nth))
     fail("internal: attention scratch not reserved");
   const int64_t units = nth > 1 && c.pairs < nth ? number_chunks(c) : 0;
@@ -120,12 +119,12 @@ void PagedAttention::cut_by_keys(const Call& c, int64_t units, int nth) {
   int64_t keys = 0;
   for (int64_t pr = 0; pr < c.pairs; ++pr) keys += c.hi(pr) - c.lo(pr) + 1;
   bounds_[0] = 0;
-  int64_t cut = 0, before = 0;   // keys in units [0, cut)
+  int64_t cut = 0, before = 0;  // keys in units [0, cut)
   for (int i = 1; i < nth; ++i) {
     const int64_t target = keys * i / nth;
     while (cut < units) {
       const int64_t k = unit_keys(cut);
-      if (before + k > target && target - before <= before + k - target) break;   // nearer to cut here
+      if (before + k > target && target - before <= before + k - target) break;  // nearer to cut here
       before += k;
       ++cut;
     }
@@ -149,7 +148,7 @@ void PagedAttention::run_chunks(ThreadPool& pool, const CpuKernels& isa, const C
     while (split_.next(ith, &u)) {
       const int64_t pr = std::upper_bound(first_.begin(), first_.begin() + c.pairs + 1, u) - first_.begin() - 1;
       AttnArgs a = args(c, pr / c.Hkv, pr % c.Hkv, 0, c.G, ith);
-      a.cold = u != prev + 1 || u == first_[pr];   // else the previous chunk prefetched it
+      a.cold = u != prev + 1 || u == first_[pr];  // else the previous chunk prefetched it
       chunks(a, u - first_[pr], u + 1 - first_[pr], &states_[u * sf]);
       prev = u;
     }

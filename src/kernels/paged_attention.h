@@ -35,7 +35,7 @@ struct CpuKernels;
 struct PagedLayer {
   int n_head = 0, n_head_kv = 0, head_dim = 0;
   float scale = 1.0f;
-  int32_t window = 0;             // 0: every earlier position; else the last `window` ones
+  int32_t window = 0;  // 0: every earlier position; else the last `window` ones
   const uint8_t* base = nullptr;
   uint64_t block_stride = 0, k_off = 0, v_off = 0, slot_stride = 0, elem_bytes = 4;
   int32_t block_tokens = 0;
@@ -69,10 +69,10 @@ class PagedAttention {
   // Each thread's first run of chunks, holding about 1/nth of the keys (bounds_).
   void cut_by_keys(const Call& c, int64_t units, int nth);
 
-  std::vector<float> scratch_;    // one attn_scratch_floats() area per thread
-  std::vector<float> states_;     // decode: chunk states (attention.h)
-  std::vector<int64_t> first_;    // decode: first chunk of each (token, KV head) pair
-  std::vector<int64_t> bounds_;   // decode: each thread's first run of chunks
+  std::vector<float> scratch_;   // one attn_scratch_floats() area per thread
+  std::vector<float> states_;    // decode: chunk states (attention.h)
+  std::vector<int64_t> first_;   // decode: first chunk of each (token, KV head) pair
+  std::vector<int64_t> bounds_;  // decode: each thread's first run of chunks
   WorkSplit split_;
 };
 

@@ -36,9 +36,9 @@ struct RowOps {
 const RowOps& rowops_ref();
 
 // The scalar definitions the ops are built from (exposed for tests).
-float exp_ref(float x);    // the fixed-polynomial exp of every set (relative error < 2e-7)
-float dot16_ref(const float* x, const float* y, int64_t n);   // the 16-lane dot of every set
-float sum16_ref(const float* x, int64_t n);                    // the 16-lane sum of every set
-float tanh_ref(float x);   // via exp_ref: sign(x)·(1 − 2/(exp(2|x|) + 1))
+float exp_ref(float x);  // the fixed-polynomial exp of every set (relative error < 2e-7)
+float dot16_ref(const float* x, const float* y, int64_t n);  // the 16-lane dot of every set
+float sum16_ref(const float* x, int64_t n);                  // the 16-lane sum of every set
+float tanh_ref(float x);                                     // via exp_ref: sign(x)·(1 − 2/(exp(2|x|) + 1))
 
 }  // namespace sluice::kernels

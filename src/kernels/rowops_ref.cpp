@@ -8,9 +8,7 @@
 
 namespace sluice::kernels {
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 // Σ x[i]·y[i] in 16 lanes with the fixed tree (rowops.h); a tail of r < 16 elements goes to
 // lanes 0..r-1 (the SIMD sets load it masked, zeros elsewhere).
@@ -40,7 +38,8 @@ float dot16_ref(const float* x, const float* y, int64_t n) {
 namespace {
 
 float norm_scale(float ss, int64_t n, float eps) {
-  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(ss) / static_cast<double>(n) + static_cast<double>(eps)));
+  return static_cast<float>(1.0 /
+                            std::sqrt(static_cast<double>(ss) / static_cast<double>(n) + static_cast<double>(eps)));
 }
 
 void rms_norm_ref(const float* x, const float* w, float* y, int64_t n, float eps) {

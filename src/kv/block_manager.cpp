@@ -20,7 +20,10 @@ bool SeqBlocks::empty() const {
 }
 
 BlockManager::BlockManager(KvCache& kv, bool prefix_caching)
-    : kv_(kv), prefix_caching_(prefix_caching), cached_(kv.n_groups()), block_hash_(kv.n_groups()),
+    : kv_(kv),
+      prefix_caching_(prefix_caching),
+      cached_(kv.n_groups()),
+      block_hash_(kv.n_groups()),
       has_hash_(kv.n_groups()) {
   for (int32_t g = 0; g < kv.n_groups(); ++g) {
     block_hash_[g].assign(kv.pool(g).n_total(), 0);
@@ -36,7 +39,7 @@ int32_t BlockManager::n_used_all() const {
 
 BlockId BlockManager::take(int32_t g) {
   const BlockId b = kv_.pool(g).allocate();
-  if (b != kNoBlock && has_hash_[g][b]) {   // evicting a cached block: its prefix is forgotten
+  if (b != kNoBlock && has_hash_[g][b]) {  // evicting a cached block: its prefix is forgotten
     cached_[g].erase(block_hash_[g][b]);
     has_hash_[g][b] = 0;
   }
@@ -63,7 +66,7 @@ int32_t BlockManager::match_prefix(SeqBlocks& s, std::span<const int32_t> tokens
   ++stats_.queries;
   stats_.query_tokens += static_cast<int64_t>(tokens.size());
   if (!prefix_caching_ || tokens.empty()) return 0;
-  const int32_t limit = static_cast<int32_t>((tokens.size() - 1) / bt);   // leave >= 1 token
+  const int32_t limit = static_cast<int32_t>((tokens.size() - 1) / bt);  // leave >= 1 token
   std::vector<BlockHash> h;
   h.reserve(limit);
   BlockHash parent = kRootHash;
@@ -186,11 +189,11 @@ bool BlockManager::can_resume(const SeqBlocks& s, int32_t pos) const {
 
 int32_t BlockManager::truncate(SeqBlocks& s, int32_t n_keep) {
   const int32_t bt = kv_.block_tokens();
-  const int32_t partial = n_keep % bt ? n_keep / bt : -1;   // the block positions >= n_keep would be written into
+  const int32_t partial = n_keep % bt ? n_keep / bt : -1;  // the block positions >= n_keep would be written into
   for (int32_t g = 0; g < static_cast<int32_t>(s.tables.size()) && partial >= 0; ++g)
     if (partial < static_cast<int32_t>(s.tables[g].size()) && s.tables[g][partial] != kNoBlock &&
         kv_.pool(g).ref_count(s.tables[g][partial]) > 1)
-      n_keep = partial * bt;   // shared: cannot be rewritten
+      n_keep = partial * bt;  // shared: cannot be rewritten
   const int32_t n_blocks = (n_keep + bt - 1) / bt;
   for (int32_t g = 0; g < static_cast<int32_t>(s.tables.size()); ++g) {
     auto& t = s.tables[g];
@@ -199,7 +202,7 @@ int32_t BlockManager::truncate(SeqBlocks& s, int32_t n_keep) {
       t.pop_back();
     }
     if (n_keep % bt == 0 || t.empty() || t.back() == kNoBlock || !has_hash_[g][t.back()]) continue;
-    cached_[g].erase(block_hash_[g][t.back()]);   // its tail will change: no longer that prefix
+    cached_[g].erase(block_hash_[g][t.back()]);  // its tail will change: no longer that prefix
     has_hash_[g][t.back()] = 0;
   }
   if (static_cast<int32_t>(s.hashes.size()) > n_keep / bt) s.hashes.resize(static_cast<size_t>(n_keep / bt));

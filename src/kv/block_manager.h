@@ -38,15 +38,15 @@ BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens);
 
 // One sequence's blocks. Owned by the engine's sequence state, managed by BlockManager.
 struct SeqBlocks {
-  std::vector<std::vector<BlockId>> tables;   // [group][block index]; kNoBlock = not held
-  std::vector<BlockHash> hashes;              // hash of each full block computed so far
+  std::vector<std::vector<BlockId>> tables;  // [group][block index]; kNoBlock = not held
+  std::vector<BlockHash> hashes;             // hash of each full block computed so far
   bool empty() const;
 };
 
 struct PrefixCacheStats {
-  int64_t queries = 0;          // match_prefix calls
-  int64_t hit_tokens = 0;       // positions reused instead of computed
-  int64_t query_tokens = 0;     // prompt positions looked up
+  int64_t queries = 0;       // match_prefix calls
+  int64_t hit_tokens = 0;    // positions reused instead of computed
+  int64_t query_tokens = 0;  // prompt positions looked up
 };
 
 class BlockManager {
@@ -98,15 +98,15 @@ class BlockManager {
   const PrefixCacheStats& prefix_stats() const { return stats_; }
 
  private:
-  BlockId take(int32_t g);                       // allocate, forgetting an evicted block's hash
-  void hold(int32_t g, BlockId b);               // one more reference to a cached block
+  BlockId take(int32_t g);          // allocate, forgetting an evicted block's hash
+  void hold(int32_t g, BlockId b);  // one more reference to a cached block
   int32_t first_needed_block(int32_t g, int32_t first_query) const;
 
   KvCache& kv_;
   bool prefix_caching_;
-  std::vector<std::unordered_map<BlockHash, BlockId>> cached_;   // [group] hash -> block
-  std::vector<std::vector<BlockHash>> block_hash_;               // [group][block]
-  std::vector<std::vector<uint8_t>> has_hash_;                   // [group][block]
+  std::vector<std::unordered_map<BlockHash, BlockId>> cached_;  // [group] hash -> block
+  std::vector<std::vector<BlockHash>> block_hash_;              // [group][block]
+  std::vector<std::vector<uint8_t>> has_hash_;                  // [group][block]
   PrefixCacheStats stats_;
 };
 

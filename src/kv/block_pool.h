@@ -12,16 +12,16 @@
 namespace sluice {
 
 using BlockId = int32_t;
-inline constexpr BlockId kNoBlock = -1;   // a block-table entry with no block (left the window)
+inline constexpr BlockId kNoBlock = -1;  // a block-table entry with no block (left the window)
 
 class BlockPool {
  public:
   explicit BlockPool(int32_t n_blocks);
 
-  BlockId allocate();                     // kNoBlock when exhausted; the new block has count 1
-  void add_ref(BlockId b);                // b must be in use
-  void reuse(BlockId b);                  // b must be free: out of the free list, count 1
-  void release(BlockId b);                // count--, to the back of the free list at 0
+  BlockId allocate();       // kNoBlock when exhausted; the new block has count 1
+  void add_ref(BlockId b);  // b must be in use
+  void reuse(BlockId b);    // b must be free: out of the free list, count 1
+  void release(BlockId b);  // count--, to the back of the free list at 0
   int32_t ref_count(BlockId b) const { return refs_[b]; }
   bool is_free(BlockId b) const { return refs_[b] == 0; }
   int32_t n_total() const { return static_cast<int32_t>(refs_.size()); }
@@ -31,12 +31,12 @@ class BlockPool {
   BlockId next_free() const { return n_free_ > 0 ? next_[head()] : kNoBlock; }
 
  private:
-  int32_t head() const { return n_total(); }   // sentinel index of the circular list
+  int32_t head() const { return n_total(); }  // sentinel index of the circular list
   void unlink(BlockId b);
   void push_back(BlockId b);
 
   std::vector<int32_t> refs_;
-  std::vector<int32_t> prev_, next_;   // [n_total + 1]: the free list, sentinel last
+  std::vector<int32_t> prev_, next_;  // [n_total + 1]: the free list, sentinel last
   int32_t n_free_ = 0;
 };
 

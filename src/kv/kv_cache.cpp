@@ -33,15 +33,15 @@ KvCache::KvCache(std::vector<KvGroupSpec> groups, int32_t block_tokens, std::vec
     pools_.emplace_back(blocks[g]);
     const uint64_t n = static_cast<uint64_t>(blocks[g]) * groups_[g].n_layers * 2 * block_tokens_ *
                        groups_[g].row_elems() * kv_type_size(type_);
-    storage_.push_back(AlignedBytes::alloc(n));   // zeroed: never read uninitialized memory
+    storage_.push_back(AlignedBytes::alloc(n));  // zeroed: never read uninitialized memory
   }
 }
 
 uint64_t KvCache::bytes() const {
   uint64_t s = 0;
   for (size_t g = 0; g < groups_.size(); ++g)
-    s += static_cast<uint64_t>(pools_[g].n_total()) * groups_[g].n_layers * 2 * block_tokens_ *
-         groups_[g].row_elems() * kv_type_size(type_);
+    s += static_cast<uint64_t>(pools_[g].n_total()) * groups_[g].n_layers * 2 * block_tokens_ * groups_[g].row_elems() *
+         kv_type_size(type_);
   return s;
 }
 
@@ -63,10 +63,16 @@ static void put_row(KvType t, uint8_t* dst, const float* src, int64_t n) {
   switch (t) {
     case KvType::F32: std::memcpy(dst, src, n * sizeof(float)); break;
     case KvType::F16:
-      for (int64_t i = 0; i < n; ++i) { const uint16_t h = f32_to_f16(src[i]); std::memcpy(dst + 2 * i, &h, 2); }
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = f32_to_f16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
       break;
     case KvType::BF16:
-      for (int64_t i = 0; i < n; ++i) { const uint16_t h = f32_to_bf16(src[i]); std::memcpy(dst + 2 * i, &h, 2); }
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = f32_to_bf16(src[i]);
+        std::memcpy(dst + 2 * i, &h, 2);
+      }
       break;
   }
 }
@@ -75,10 +81,18 @@ static void get_row(KvType t, const uint8_t* src, float* dst, int64_t n) {
   switch (t) {
     case KvType::F32: std::memcpy(dst, src, n * sizeof(float)); break;
     case KvType::F16:
-      for (int64_t i = 0; i < n; ++i) { uint16_t h; std::memcpy(&h, src + 2 * i, 2); dst[i] = f16_to_f32(h); }
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = f16_to_f32(h);
+      }
       break;
     case KvType::BF16:
-      for (int64_t i = 0; i < n; ++i) { uint16_t h; std::memcpy(&h, src + 2 * i, 2); dst[i] = bf16_to_f32(h); }
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        dst[i] = bf16_to_f32(h);
+      }
       break;
   }
 }

@@ -15,15 +15,15 @@
 namespace sluice {
 
 enum class KvType { F32, F16, BF16 };
-KvType parse_kv_type(const std::string& s);   // "f32" | "f16" | "bf16"; throws otherwise
+KvType parse_kv_type(const std::string& s);  // "f32" | "f16" | "bf16"; throws otherwise
 const char* kv_type_name(KvType t);
 size_t kv_type_size(KvType t);
 
 struct KvGroupSpec {
-  int32_t n_layers = 0;     // KV-owning layers in this group
+  int32_t n_layers = 0;  // KV-owning layers in this group
   int32_t n_kv_heads = 0;
   int32_t head_dim = 0;
-  int32_t window = 0;       // 0: full attention; else keys j visible from query p iff p - j < window
+  int32_t window = 0;  // 0: full attention; else keys j visible from query p iff p - j < window
   int64_t row_elems() const { return static_cast<int64_t>(n_kv_heads) * head_dim; }
 };
 

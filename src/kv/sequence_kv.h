@@ -37,7 +37,7 @@ class SequenceKv {
  private:
   BlockManager mgr_;
   SeqBlocks s_;
-  int32_t end_ = 0;   // positions reserved so far
+  int32_t end_ = 0;  // positions reserved so far
 };
 
 }  // namespace sluice

@@ -31,18 +31,18 @@ inline constexpr int kMaxKvGroups = 4;
 // Per-layer structure, derived from GGUF metadata (never from "is this model size X").
 struct LayerSpec {
   int32_t n_head = 0, n_head_kv = 0, head_dim = 0, n_ff = 0;
-  int32_t window = 0;            // 0: global (full causal) attention; else sliding window
+  int32_t window = 0;  // 0: global (full causal) attention; else sliding window
   float rope_base = 10000.0f;
-  float rope_scale = 1.0f;       // multiplies positions (1 / linear scaling factor)
-  int32_t n_rot = 0;             // rotary width (NeoX pairs (i, i + n_rot/2))
-  bool rope_freq_factors = false;// divide frequencies by rope_freqs (Gemma 4 proportional RoPE)
-  bool has_kv = true;            // computes and writes its own K/V
-  int32_t kv_source = -1;        // layer whose K/V this layer reads (itself when has_kv)
-  int32_t kv_group = -1;         // cache group of kv_source, and its index within the group
+  float rope_scale = 1.0f;         // multiplies positions (1 / linear scaling factor)
+  int32_t n_rot = 0;               // rotary width (NeoX pairs (i, i + n_rot/2))
+  bool rope_freq_factors = false;  // divide frequencies by rope_freqs (Gemma 4 proportional RoPE)
+  bool has_kv = true;              // computes and writes its own K/V
+  int32_t kv_source = -1;          // layer whose K/V this layer reads (itself when has_kv)
+  int32_t kv_group = -1;           // cache group of kv_source, and its index within the group
   int32_t kv_index = -1;
-  float attn_scale = 1.0f;       // multiplies q·k
-  bool v_norm = false;           // weightless RMSNorm on V (Gemma 4)
-  bool k_eq_v = false;           // no V projection: V is the raw K projection (Gemma 4 31B global layers)
+  float attn_scale = 1.0f;  // multiplies q·k
+  bool v_norm = false;      // weightless RMSNorm on V (Gemma 4)
+  bool k_eq_v = false;      // no V projection: V is the raw K projection (Gemma 4 31B global layers)
 };
 
 struct ModelSpec {
@@ -50,11 +50,11 @@ struct ModelSpec {
   std::string name;
   int32_t n_layer = 0, n_embd = 0, n_vocab = 0, n_ctx_train = 0;
   float eps = 1e-6f;
-  float embed_scale = 1.0f;      // token embedding multiplier (sqrt(n_embd) for Gemma)
-  float final_softcap = 0.0f;    // 0: none; else logits = c·tanh(logits / c)
-  int32_t ple_dim = 0;           // Gemma 4 per-layer embedding width (0: none)
+  float embed_scale = 1.0f;    // token embedding multiplier (sqrt(n_embd) for Gemma)
+  float final_softcap = 0.0f;  // 0: none; else logits = c·tanh(logits / c)
+  int32_t ple_dim = 0;         // Gemma 4 per-layer embedding width (0: none)
   std::vector<LayerSpec> layers;
-  std::vector<KvGroupSpec> kv_groups;   // cache layout the model needs
+  std::vector<KvGroupSpec> kv_groups;  // cache layout the model needs
 };
 
 enum class LogitsWanted { kNone, kLast, kAll };
@@ -71,7 +71,7 @@ struct SeqSlice {
 struct ForwardBatch {
   std::vector<SeqSlice> seqs;
   int64_t n_tokens() const;
-  int64_t n_logit_rows() const;   // rows forward() writes: per slice 0, 1 or n
+  int64_t n_logit_rows() const;  // rows forward() writes: per slice 0, 1 or n
 };
 
 // Where a step's time goes, for `sluice bench`: the weight-streaming op classes, attention,
@@ -79,13 +79,13 @@ struct ForwardBatch {
 // streamed) to its class; `other` is the rest of the step's wall time.
 enum class OpClass { kFfnGateUp, kFfnDown, kAttnQkv, kAttnOutput, kLmHead, kAttention, kOther };
 inline constexpr int kOpClassCount = 7;
-const char* op_class_name(OpClass c);   // "ffn_gate_up", "ffn_down", "attn_qkv", ...
+const char* op_class_name(OpClass c);  // "ffn_gate_up", "ffn_down", "attn_qkv", ...
 
 struct StepProfile {
   double seconds[kOpClassCount] = {};
   uint64_t bytes[kOpClassCount] = {};
   int64_t steps = 0;
-  int64_t layer_tokens = 0;   // Σ over steps and layers of the tokens a layer computed
+  int64_t layer_tokens = 0;  // Σ over steps and layers of the tokens a layer computed
 };
 
 // A named activation of a step, for debugging and for the per-layer golden test:
@@ -127,10 +127,10 @@ class Model {
 //   kInt8    Q6_K codes widened to bytes at load (same results, 30% more bytes, no unpacking)
 //   kQ4_0    requantized to Q4_0 at load (31% fewer bytes than Q6_K; logits drift, opt-in)
 enum class LmHeadFormat { kPacked, kInt8, kQ4_0 };
-LmHeadFormat parse_lm_head_format(const std::string& s);   // "packed" | "int8" | "q4_0"
+LmHeadFormat parse_lm_head_format(const std::string& s);  // "packed" | "int8" | "q4_0"
 
 struct LoadOptions {
-  ThreadPool* pool = nullptr;    // required
+  ThreadPool* pool = nullptr;  // required
   // The ISA set the model computes with (kernels/cpu_kernels.h); nullptr: the best this CPU
   // runs (or SLUICE_ISA). Tests load the same file once per set to compare them.
   const kernels::CpuKernels* isa = nullptr;

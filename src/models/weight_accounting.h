@@ -22,7 +22,15 @@ namespace sluice::models {
 
 // Where a tensor's bytes go in a decode step; the groups `sluice bench` will time.
 enum class WeightGroup {
-  kAttnQKV, kAttnOutput, kFfnGateUp, kFfnDown, kLmHead, kEmbeddingRows, kPle, kSmall, kUnused,
+  kAttnQKV,
+  kAttnOutput,
+  kFfnGateUp,
+  kFfnDown,
+  kLmHead,
+  kEmbeddingRows,
+  kPle,
+  kSmall,
+  kUnused,
 };
 const char* weight_group_name(WeightGroup g);
 
@@ -35,8 +43,8 @@ struct TensorAccount {
 };
 
 struct StreamAccount {
-  std::vector<TensorAccount> tensors;   // file order
-  uint64_t streamed_bytes = 0;          // total per decoded token
+  std::vector<TensorAccount> tensors;  // file order
+  uint64_t streamed_bytes = 0;         // total per decoded token
   uint64_t group_bytes(WeightGroup g) const;
 };
 

@@ -32,55 +32,55 @@ inline constexpr int kKScaleSize = 12;  // packed 6-bit scales/mins of Q4_K, Q5_
 
 // Q4_0, 18 B: y = (q - 8) * d; qs[j] = q[j] | q[j+16] << 4.
 struct BlockQ4_0 {
-  uint16_t d;                 // @0  f16 scale
-  uint8_t qs[kQK4_0 / 2];     // @2  nibbles
+  uint16_t d;              // @0  f16 scale
+  uint8_t qs[kQK4_0 / 2];  // @2  nibbles
 };
 static_assert(sizeof(BlockQ4_0) == 18);
 
 // Q4_1, 20 B: y = q * d + m.
 struct BlockQ4_1 {
-  uint16_t d;                 // @0  f16 scale
-  uint16_t m;                 // @2  f16 min
-  uint8_t qs[kQK4_1 / 2];     // @4  nibbles as Q4_0
+  uint16_t d;              // @0  f16 scale
+  uint16_t m;              // @2  f16 min
+  uint8_t qs[kQK4_1 / 2];  // @4  nibbles as Q4_0
 };
 static_assert(sizeof(BlockQ4_1) == 20);
 
 // Q5_0, 22 B: y = (q - 16) * d; bit 4 of q[e] is bit e of the u32 qh.
 struct BlockQ5_0 {
-  uint16_t d;                 // @0  f16 scale
-  uint8_t qh[4];              // @2  u32 LE (read with load_u32)
-  uint8_t qs[kQK5_0 / 2];     // @6  low nibbles as Q4_0
+  uint16_t d;              // @0  f16 scale
+  uint8_t qh[4];           // @2  u32 LE (read with load_u32)
+  uint8_t qs[kQK5_0 / 2];  // @6  low nibbles as Q4_0
 };
 static_assert(sizeof(BlockQ5_0) == 22);
 
 // Q5_1, 24 B: y = q * d + m.
 struct BlockQ5_1 {
-  uint16_t d;                 // @0  f16 scale
-  uint16_t m;                 // @2  f16 min
-  uint8_t qh[4];              // @4  u32 LE
-  uint8_t qs[kQK5_1 / 2];     // @8
+  uint16_t d;              // @0  f16 scale
+  uint16_t m;              // @2  f16 min
+  uint8_t qh[4];           // @4  u32 LE
+  uint8_t qs[kQK5_1 / 2];  // @8
 };
 static_assert(sizeof(BlockQ5_1) == 24);
 
 // Q8_0, 34 B: y = qs[e] * d.
 struct BlockQ8_0 {
-  uint16_t d;                 // @0  f16 scale
-  int8_t qs[kQK8_0];          // @2
+  uint16_t d;         // @0  f16 scale
+  int8_t qs[kQK8_0];  // @2
 };
 static_assert(sizeof(BlockQ8_0) == 34);
 
 // Q8_1, 36 B (activation side only, §9.3): s = f16(d * sum(qs)).
 struct BlockQ8_1 {
-  uint16_t d;                 // @0  f16 scale
-  uint16_t s;                 // @2  f16 d * sum of codes
-  int8_t qs[kQK8_1];          // @4
+  uint16_t d;         // @0  f16 scale
+  uint16_t s;         // @2  f16 d * sum of codes
+  int8_t qs[kQK8_1];  // @4
 };
 static_assert(sizeof(BlockQ8_1) == 36);
 
 // IQ4_NL, 18 B: y = d * kIQ4NLValues[nib(e)], nibbles as Q4_0.
 struct BlockIQ4_NL {
-  uint16_t d;                 // @0  f16 scale
-  uint8_t qs[kQK4_NL / 2];    // @2
+  uint16_t d;               // @0  f16 scale
+  uint8_t qs[kQK4_NL / 2];  // @2
 };
 static_assert(sizeof(BlockIQ4_NL) == 18);
 
@@ -88,38 +88,38 @@ static_assert(sizeof(BlockIQ4_NL) == 18);
 
 // Q2_K, 84 B: 16 groups of 16; y = (d * (sc & 15)) * q - (dmin * (sc >> 4)), q in 0..3.
 struct BlockQ2_K {
-  uint8_t scales[kQK_K / 16]; // @0   low nibble scale, high nibble min
-  uint8_t qs[kQK_K / 4];      // @16  2-bit codes, 4 per byte
-  uint16_t d;                 // @80  f16 super-scale for scales
-  uint16_t dmin;              // @82  f16 super-scale for mins
+  uint8_t scales[kQK_K / 16];  // @0   low nibble scale, high nibble min
+  uint8_t qs[kQK_K / 4];       // @16  2-bit codes, 4 per byte
+  uint16_t d;                  // @80  f16 super-scale for scales
+  uint16_t dmin;               // @82  f16 super-scale for mins
 };
 static_assert(sizeof(BlockQ2_K) == 84);
 
 // Q3_K, 110 B: 16 groups of 16; y = (d * (S - 32)) * q, q in -4..3.
 struct BlockQ3_K {
-  uint8_t hmask[kQK_K / 8];   // @0   high bit of each code
-  uint8_t qs[kQK_K / 4];      // @32  low 2 bits
-  uint8_t scales[kKScaleSize];// @96  16 x 6-bit scales
-  uint16_t d;                 // @108 f16
+  uint8_t hmask[kQK_K / 8];     // @0   high bit of each code
+  uint8_t qs[kQK_K / 4];        // @32  low 2 bits
+  uint8_t scales[kKScaleSize];  // @96  16 x 6-bit scales
+  uint16_t d;                   // @108 f16
 };
 static_assert(sizeof(BlockQ3_K) == 110);
 
 // Q4_K, 144 B: 8 sub-blocks of 32; y = (d*sc) * q - (dmin*m), q in 0..15.
 struct BlockQ4_K {
-  uint16_t d;                 // @0   f16
-  uint16_t dmin;              // @2   f16
-  uint8_t scales[kKScaleSize];// @4   6-bit sc/m packing (§7.1)
-  uint8_t qs[kQK_K / 2];      // @16  4 chunks of 32 bytes: low nibbles sub-block 2c, high 2c+1
+  uint16_t d;                   // @0   f16
+  uint16_t dmin;                // @2   f16
+  uint8_t scales[kKScaleSize];  // @4   6-bit sc/m packing (§7.1)
+  uint8_t qs[kQK_K / 2];        // @16  4 chunks of 32 bytes: low nibbles sub-block 2c, high 2c+1
 };
 static_assert(sizeof(BlockQ4_K) == 144);
 
 // Q5_K, 176 B: as Q4_K plus a 5th bit: bit s = e/32 of qh[e % 32].
 struct BlockQ5_K {
-  uint16_t d;                 // @0
-  uint16_t dmin;              // @2
-  uint8_t scales[kKScaleSize];// @4
-  uint8_t qh[kQK_K / 8];      // @16
-  uint8_t qs[kQK_K / 2];      // @48
+  uint16_t d;                   // @0
+  uint16_t dmin;                // @2
+  uint8_t scales[kKScaleSize];  // @4
+  uint8_t qh[kQK_K / 8];        // @16
+  uint8_t qs[kQK_K / 2];        // @48
 };
 static_assert(sizeof(BlockQ5_K) == 176);
 
@@ -142,21 +142,28 @@ static_assert(sizeof(BlockQ8_K) == 292);
 
 // IQ4_XS, 136 B: 8 sub-blocks of 32 with 6-bit scales ls; y = (d * (ls - 32)) * kIQ4NLValues[nib].
 struct BlockIQ4_XS {
-  uint16_t d;                 // @0   f16
-  uint8_t scales_h[2];        // @2   u16 LE: 2 high bits of ls per sub-block (read with load_u16)
-  uint8_t scales_l[kQK_K / 64];// @4  4 low bits of ls, two sub-blocks per byte
-  uint8_t qs[kQK_K / 2];      // @8   16 bytes per sub-block, nibbles as Q4_0
+  uint16_t d;                    // @0   f16
+  uint8_t scales_h[2];           // @2   u16 LE: 2 high bits of ls per sub-block (read with load_u16)
+  uint8_t scales_l[kQK_K / 64];  // @4  4 low bits of ls, two sub-blocks per byte
+  uint8_t qs[kQK_K / 2];         // @8   16 bytes per sub-block, nibbles as Q4_0
 };
 static_assert(sizeof(BlockIQ4_XS) == 136);
 
 // The fixed non-linear code book of IQ4_NL and IQ4_XS (quants.md appendix C).
-inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
-                                            1,    13,   25,  38,  53,  69,  89,  113};
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 // ---- unaligned access helpers ----
 
-inline uint16_t load_u16(const uint8_t* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
-inline uint32_t load_u32(const uint8_t* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
+inline uint16_t load_u16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
 inline void store_u16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, 2); }
 inline void store_u32(uint8_t* p, uint32_t v) { std::memcpy(p, &v, 4); }
 

@@ -111,7 +111,7 @@ void to_f32_q2_k(const void* src, float* dst, int64_t n) {
     float* y = dst + i * kQK_K;
     for (int c = 0; c < 2; ++c) {
       const uint8_t* q = b.qs + 32 * c;
-      for (int j = 0; j < 4; ++j) {       // bit pair j -> elements 128c + 32j + 0..31
+      for (int j = 0; j < 4; ++j) {             // bit pair j -> elements 128c + 32j + 0..31
         for (int half = 0; half < 2; ++half) {  // 16-element groups 8c + 2j + half
           const uint8_t sc = b.scales[8 * c + 2 * j + half];
           const float dl = d * static_cast<float>(sc & 0xF);

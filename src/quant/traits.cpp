@@ -32,8 +32,7 @@ struct Table {
     // Q8_K / Q8_1 are activation formats, never weights in a file: not in the table
     // (quantize_row_q8_k_ref below is the entry point for Q8_K).
   }
-  constexpr void add(DType type, void (*to)(const void*, float*, int64_t),
-                     void (*from)(const float*, void*, int64_t)) {
+  constexpr void add(DType type, void (*to)(const void*, float*, int64_t), void (*from)(const float*, void*, int64_t)) {
     t[static_cast<uint32_t>(type)] = QuantTraits{type, to, from};
   }
 };
@@ -54,8 +53,8 @@ const QuantTraits& checked_traits(DType t, const char* what) {
 void check_count(DType t, int64_t n, const char* what) {
   const uint32_t be = dtype_info(t).block_elems;
   if (n < 0 || n % be != 0) {
-    fail("%s: %lld elements of type %s is not a multiple of the block size %u", what,
-         static_cast<long long>(n), std::string(dtype_name(t)).c_str(), be);
+    fail("%s: %lld elements of type %s is not a multiple of the block size %u", what, static_cast<long long>(n),
+         std::string(dtype_name(t)).c_str(), be);
   }
 }
 

@@ -75,8 +75,8 @@ inline F4 load4(const float* p) {
 // Greedy sampling of a batch's every row: 262144 logits a row, on the engine thread while the
 // workers wait, so it is vectorized. Two passes: the largest value (16 lanes; `a > m ? a : m`
 // keeps m when a is NaN, as the scalar rule does), then its first index. Same result as
-// argmax_scalar: the lowest id among the maxima, NaNs never chosen unless logits[0] is one (then every lane starts NaN, nothing
-// compares equal, and the scalar loop decides).
+// argmax_scalar: the lowest id among the maxima, NaNs never chosen unless logits[0] is one (then every lane starts NaN,
+// nothing compares equal, and the scalar loop decides).
 int32_t Sampler::argmax(const float* x, int32_t n) {
   if (n < 64) return argmax_scalar(x, n);
   const F4 x0 = {x[0], x[0], x[0], x[0]};
@@ -117,7 +117,7 @@ void Sampler::apply_penalties(float* logits, std::span<const int32_t> history, S
     if (history[i] >= 0 && history[i] < n_vocab_) ++counts[history[i]];
   for (size_t i = start; i < history.size(); ++i) {
     const int32_t t = history[i];
-    if (t < 0 || t >= n_vocab_ || counts[t] == 0) continue;   // each token once; counts end all zero
+    if (t < 0 || t >= n_vocab_ || counts[t] == 0) continue;  // each token once; counts end all zero
     float& l = logits[t];
     l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
     l -= p_.presence_penalty + p_.frequency_penalty * static_cast<float>(counts[t]);
@@ -183,15 +183,15 @@ std::span<const TokenProb> Sampler::distribution(float* logits, std::span<const 
   float mx = -kInf;
   for (int32_t i = 0; i < n_vocab_; ++i) {
     const float l = logits[i];
-    if (!(l > -kInf)) continue;   // -inf (masked) and NaN are never drawn
+    if (!(l > -kInf)) continue;  // -inf (masked) and NaN are never drawn
     c.push_back({i, l});
     mx = std::max(mx, l);
   }
-  if (c.empty()) {   // everything masked: the greedy rule decides
+  if (c.empty()) {  // everything masked: the greedy rule decides
     c.push_back({argmax(logits, n_vocab_), 1.0f});
     return c;
   }
-  if (mx == kInf) {   // softmax's limit: the +inf logits share the mass equally
+  if (mx == kInf) {  // softmax's limit: the +inf logits share the mass equally
     size_t k = 0;
     for (const TokenProb& e : c)
       if (e.prob == kInf) c[k++] = {e.token, 0.0f};
@@ -238,7 +238,7 @@ int32_t Sampler::draw(std::span<const TokenProb> dist, double u) {
     last = e.token;
     if (r < cum) return e.token;
   }
-  return last;   // u * total rounded up to the total
+  return last;  // u * total rounded up to the total
 }
 
 int32_t Sampler::sample(float* logits, std::span<const int32_t> history) const {

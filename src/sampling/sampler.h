@@ -49,10 +49,10 @@ struct TokenProb {
 
 // Independent uses of the random numbers at one position.
 enum class RandomStream : uint32_t {
-  kDraw = 0,       // the plain draw (and the bonus token of a verification)
-  kAccept = 1,     // speculative acceptance test
-  kResidual = 2,   // the draw from the residual distribution after a rejection
-  kDraft = 3,      // a sampling drafter's own draw
+  kDraw = 0,      // the plain draw (and the bonus token of a verification)
+  kAccept = 1,    // speculative acceptance test
+  kResidual = 2,  // the draw from the residual distribution after a rejection
+  kDraft = 3,     // a sampling drafter's own draw
 };
 
 // A uniform number in [0, 1) (53 random bits) that depends only on its key.
@@ -70,8 +70,8 @@ class SamplerWorkspace {
 
  private:
   friend class Sampler;
-  std::vector<TokenProb> cand_;   // candidates: .prob holds the logit while sorting, then the probability
-  std::vector<int32_t> counts_;   // per token id, all zero between calls: repeats in the penalty window
+  std::vector<TokenProb> cand_;  // candidates: .prob holds the logit while sorting, then the probability
+  std::vector<int32_t> counts_;  // per token id, all zero between calls: repeats in the penalty window
 };
 
 class Sampler {
@@ -88,8 +88,7 @@ class Sampler {
   // The processed distribution for the token after `history` (penalties applied to logits in
   // place first). Greedy: one entry {argmax, 1}. Never empty: a row whose every logit is -inf
   // or NaN gives {argmax, 1} too. Valid until ws is used again.
-  std::span<const TokenProb> distribution(float* logits, std::span<const int32_t> history,
-                                          SamplerWorkspace& ws) const;
+  std::span<const TokenProb> distribution(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const;
   // The entry of `dist` that u in [0, 1) falls into, walking the list in order (-1 if empty).
   static int32_t draw(std::span<const TokenProb> dist, double u);
   // This sampler's uniform number for position `position`.

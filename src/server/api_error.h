@@ -15,8 +15,12 @@ class ApiError : public std::runtime_error {
  public:
   ApiError(int status, std::string message, std::string type = "invalid_request_error", std::string param = "",
            std::string code = "")
-      : std::runtime_error(message), status_(status), message_(std::move(message)), type_(std::move(type)),
-        param_(std::move(param)), code_(std::move(code)) {}
+      : std::runtime_error(message),
+        status_(status),
+        message_(std::move(message)),
+        type_(std::move(type)),
+        param_(std::move(param)),
+        code_(std::move(code)) {}
 
   int status() const { return status_; }
   // The whole message: what() stops at the first NUL, and request text quoted in a message

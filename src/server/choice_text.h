@@ -16,7 +16,7 @@ namespace sluice::server {
 
 struct TextDelta {
   std::string content, reasoning;
-  bool stopped = false;   // a stop string ended the choice
+  bool stopped = false;  // a stop string ended the choice
 };
 
 class ChoiceText {
@@ -24,8 +24,8 @@ class ChoiceText {
   // Stop strings are checked only after `min_tokens` tokens (as vLLM does).
   ChoiceText(const Tokenizer& tok, std::vector<std::string> stops, bool split_reasoning, int32_t min_tokens);
 
-  TextDelta push(int32_t token);   // one generated token (not the stop token)
-  TextDelta finish();              // end of generation: release held-back text
+  TextDelta push(int32_t token);  // one generated token (not the stop token)
+  TextDelta finish();             // end of generation: release held-back text
   bool stopped() const { return stopped_; }
 
  private:

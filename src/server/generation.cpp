@@ -36,7 +36,7 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   std::vector<api::EngineRequest> reqs;
   for (int32_t i = 0; i < p.n; ++i) {
     api::EngineRequest r = base;
-    r.sampling.seed = p.sampling.seed + static_cast<uint64_t>(i);   // choice i: its own stream
+    r.sampling.seed = p.sampling.seed + static_cast<uint64_t>(i);  // choice i: its own stream
     reqs.push_back(std::move(r));
   }
   // Every choice is queued, or none: a refused request leaves nothing behind in the queue.
@@ -45,8 +45,9 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
     case api::SubmitStatus::kOk: break;
     case api::SubmitStatus::kInvalid: throw ApiError(400, sr.error);
     case api::SubmitStatus::kQueueFull:
-      throw ApiError(429, "the server is busy: the waiting queue has no room for " + std::to_string(p.n) +
-                              (p.n == 1 ? " request" : " choices") + "; retry later",
+      throw ApiError(429,
+                     "the server is busy: the waiting queue has no room for " + std::to_string(p.n) +
+                         (p.n == 1 ? " request" : " choices") + "; retry later",
                      "rate_limit_error", "", "queue_full");
     case api::SubmitStatus::kShuttingDown: throw ApiError(503, "the server is shutting down", "server_error");
   }
@@ -75,7 +76,7 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
     ev.text.reasoning += d.reasoning;
   };
   for (api::TokenOutput& o : outs) {
-    if (c.finished) break;   // outputs after a stop string are dropped
+    if (c.finished) break;  // outputs after a stop string are dropped
     n_prompt_ = o.n_prompt;
     if (index == 0) n_cached_ = o.n_cached;
     if (o.token >= 0) {
@@ -87,7 +88,7 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
         if (d.stopped) {
           c.finished = true;
           ev.finish_reason = "stop";
-          c.handle->cancel();   // the engine frees its blocks before its next step
+          c.handle->cancel();  // the engine frees its blocks before its next step
           break;
         }
       }
@@ -98,7 +99,10 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
       switch (*o.finish) {
         case api::FinishReason::kStop: ev.finish_reason = "stop"; break;
         case api::FinishReason::kLength: ev.finish_reason = "length"; break;
-        default: ev.finish_reason = "abort"; ev.aborted = true; break;
+        default:
+          ev.finish_reason = "abort";
+          ev.aborted = true;
+          break;
       }
     }
   }

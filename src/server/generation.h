@@ -27,8 +27,8 @@ struct ChoiceEvent {
   int32_t index = 0;
   TextDelta text;
   std::vector<LogprobItem> logprobs;
-  std::optional<std::string> finish_reason;   // "stop" | "length" on the choice's last event
-  bool aborted = false;                        // the engine ended it (shutdown, failed step)
+  std::optional<std::string> finish_reason;  // "stop" | "length" on the choice's last event
+  bool aborted = false;                      // the engine ended it (shutdown, failed step)
 };
 
 class Generation {

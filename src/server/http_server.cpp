@@ -2,8 +2,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdint>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -38,16 +38,26 @@ namespace {
 // ---- routes -------------------------------------------------------------------------------
 
 enum class Route {
-  kNone, kCompletions, kChat, kModels, kModel, kTokenize, kDetokenize, kHealth, kMetrics, kProps, kPage
+  kNone,
+  kCompletions,
+  kChat,
+  kModels,
+  kModel,
+  kTokenize,
+  kDetokenize,
+  kHealth,
+  kMetrics,
+  kProps,
+  kPage
 };
 
 struct RouteMatch {
   Route route = Route::kNone;
-  const char* endpoint = "unmatched";   // the metrics label: a fixed set, never the client's path
-  const char* allow = "";               // the methods the path answers
-  bool blocking = false;                // runs on a worker
-  bool open = false;                    // answered without the API key
-  std::string arg;                      // /v1/models/{arg}, the page's file path
+  const char* endpoint = "unmatched";  // the metrics label: a fixed set, never the client's path
+  const char* allow = "";              // the methods the path answers
+  bool blocking = false;               // runs on a worker
+  bool open = false;                   // answered without the API key
+  std::string arg;                     // /v1/models/{arg}, the page's file path
 };
 
 // `ui`: the chat page's paths ("/", "/favicon.ico", "/ui/...") are routes (else 404).
@@ -87,7 +97,7 @@ RouteMatch match_route(std::string_view path, bool ui) {
   }
   if (ui && UiAssets::is_page_path(path)) {
     m.route = Route::kPage;
-    m.endpoint = "/ui";   // one label for every page file: the path is the client's
+    m.endpoint = "/ui";  // one label for every page file: the path is the client's
     m.allow = "GET, HEAD";
     m.open = true;
     m.arg = std::string(path);
@@ -117,9 +127,9 @@ std::string_view sv(boost::beast::string_view s) { return {s.data(), s.size()}; 
 enum class Framing { kLength, kChunked, kClose };
 
 struct Exchange {
-  unsigned version = 11;   // 10 or 11, as the request said
+  unsigned version = 11;  // 10 or 11, as the request said
   bool keep_alive = true;
-  bool head = false;       // HEAD: headers only
+  bool head = false;  // HEAD: headers only
 };
 
 std::string head_bytes(const Reply& r, const Exchange& x, Framing f, size_t body_size) {
@@ -127,7 +137,7 @@ std::string head_bytes(const Reply& r, const Exchange& x, Framing f, size_t body
   res.set(http::field::server, "sluice");
   res.set(http::field::content_type, r.content_type);
   for (const auto& [k, v] : r.headers) res.set(k, v);
-  if (f == Framing::kLength && r.status != 304) res.content_length(body_size);   // a 304 has no body
+  if (f == Framing::kLength && r.status != 304) res.content_length(body_size);  // a 304 has no body
   if (f == Framing::kChunked) res.chunked(true);
   if (r.stream) res.set(http::field::cache_control, "no-cache");
   res.keep_alive(x.keep_alive && f != Framing::kClose);
@@ -215,20 +225,20 @@ struct HttpServer::Impl {
   void forget(const Conn* c);
   template <class Fn>
   void each_conn(Fn&& fn);
-  Reply call(const RouteMatch& m, const http::request<http::string_body>& req);   // never throws
+  Reply call(const RouteMatch& m, const http::request<http::string_body>& req);  // never throws
   Reply route(const RouteMatch& m, const http::request<http::string_body>& req);
 
   OpenAiService& svc;
   Metrics& metrics;
   HttpOptions opt;
-  net::io_context ioc;   // declared before every object using it: destroyed after them
+  net::io_context ioc;  // declared before every object using it: destroyed after them
   tcp::acceptor acceptor{ioc};
   net::steady_timer retry_timer{ioc}, stop_timer{ioc};
   std::atomic<bool> stopping{false};
   std::mutex conns_mu;
   std::unordered_map<const Conn*, std::weak_ptr<Conn>> conns;
   WorkerPool pool;
-  std::optional<UiAssets> ui;   // the chat page's files; empty with --no-ui
+  std::optional<UiAssets> ui;  // the chat page's files; empty with --no-ui
   int port = -1;
 };
 
@@ -240,13 +250,15 @@ namespace {
 class Conn : public std::enable_shared_from_this<Conn> {
  public:
   Conn(tcp::socket s, HttpServer::Impl& srv)
-      : socket_(std::move(s)), read_timer_{net::steady_timer(socket_.get_executor())},
-        write_timer_{net::steady_timer(socket_.get_executor())}, srv_(srv) {}
+      : socket_(std::move(s)),
+        read_timer_{net::steady_timer(socket_.get_executor())},
+        write_timer_{net::steady_timer(socket_.get_executor())},
+        srv_(srv) {}
 
   void start() { next_request(); }
   void refuse();
-  void soft_stop();   // on the strand: close unless a handler is at work
-  void close();       // on the strand
+  void soft_stop();  // on the strand: close unless a handler is at work
+  void close();      // on the strand
 
   template <class Fn>
   void on_strand(Fn&& fn) {
@@ -273,7 +285,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void fail_read(const error_code& ec);
   void reject(int status, const std::string& message, const char* endpoint, bool keep_alive);
   void dispatch(const RouteMatch& m);
-  void respond(Reply r, const Exchange& x);   // any thread; may block while a stream runs
+  void respond(Reply r, const Exchange& x);  // any thread; may block while a stream runs
   bool push(std::string bytes, bool wait_for_room);
   void write_some();
   void finish(bool keep_alive);
@@ -291,7 +303,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   bool timed_out_ = false, sock_closed_ = false;
   enum class Then { kNothing, kRead, kClose } then_ = Then::kNothing;
   std::string inflight_;
-  std::unique_ptr<char[]> drain_;   // only while lingering: idle connections stay small
+  std::unique_ptr<char[]> drain_;  // only while lingering: idle connections stay small
 
   std::mutex mu_;
   std::condition_variable room_;
@@ -310,7 +322,7 @@ void Conn::arm(Timer& t, int seconds, void (*fn)(Conn&)) {
 void Conn::next_request() {
   phase_ = Phase::kIdle;
   if (srv_.stopping || sock_closed_) return close();
-  if (buf_.size() > 0) return read_header();   // pipelined: the next request is here already
+  if (buf_.size() > 0) return read_header();  // pipelined: the next request is here already
   arm(read_timer_, srv_.opt.keep_alive_s, [](Conn& c) { c.close(); });
   socket_.async_wait(tcp::socket::wait_read, [self = shared_from_this()](const error_code& ec) {
     if (ec || self->sock_closed_) return self->close();
@@ -367,8 +379,7 @@ void Conn::on_header() {
   if (std::distance(req.begin(), req.end()) > srv_.opt.max_headers)
     return reject(431, "more than " + std::to_string(srv_.opt.max_headers) + " header fields", m.endpoint, false);
   // Before routing and the key: a foreign page learns nothing, not even which paths exist.
-  const std::string refused =
-      origin_refusal(sv(req[http::field::origin]), sv(req[http::field::host]), srv_.opt.host);
+  const std::string refused = origin_refusal(sv(req[http::field::origin]), sv(req[http::field::host]), srv_.opt.host);
   if (!refused.empty()) return reject(403, refused, m.endpoint, clean);
   if (m.route == Route::kNone)
     return reject(404, "no route for " + std::string(sv(req.method_string())) + " " + std::string(target), m.endpoint,
@@ -376,7 +387,7 @@ void Conn::on_header() {
   if (!method_allowed(m, req.method())) {
     srv_.metrics.count_request(m.endpoint, 405);
     const std::string method(sv(req.method_string()));
-    const std::string on = m.route == Route::kPage ? m.arg : m.endpoint;   // the page's label is not its path
+    const std::string on = m.route == Route::kPage ? m.arg : m.endpoint;  // the page's label is not its path
     Reply r = OpenAiService::error_reply(405, method + " is not allowed on " + on + " (allowed: " + m.allow + ")");
     r.headers.emplace_back("Allow", m.allow);
     return respond(std::move(r), Exchange{req.version(), clean && req.keep_alive(), false});
@@ -427,11 +438,11 @@ void Conn::respond(Reply r, const Exchange& x) {
     bool ok = true;
     try {
       r.stream([&](std::string_view b) {
-        if (b.empty()) return push({}, false);   // an empty chunk would end a chunked body
+        if (b.empty()) return push({}, false);  // an empty chunk would end a chunked body
         return push(chunked ? chunk(b) : std::string(b), true);
       });
     } catch (const std::exception&) {
-      ok = false;   // the status line is out: the only way left to say so is an unfinished body
+      ok = false;  // the status line is out: the only way left to say so is an unfinished body
     }
     if (!ok) return on_strand([](Conn& c) { c.close(); });
     if (chunked) push("0\r\n\r\n", false);
@@ -502,10 +513,11 @@ void Conn::drain(size_t drained) {
   constexpr size_t kMaxDrain = 4u << 20;
   constexpr size_t kDrainBuffer = 4096;
   if (!drain_) drain_ = std::make_unique<char[]>(kDrainBuffer);
-  socket_.async_read_some(net::buffer(drain_.get(), kDrainBuffer), [self = shared_from_this(), drained](const error_code& ec, size_t n) {
-    if (ec || drained + n > kMaxDrain) return self->close();
-    self->drain(drained + n);
-  });
+  socket_.async_read_some(net::buffer(drain_.get(), kDrainBuffer),
+                          [self = shared_from_this(), drained](const error_code& ec, size_t n) {
+                            if (ec || drained + n > kMaxDrain) return self->close();
+                            self->drain(drained + n);
+                          });
 }
 
 void Conn::refuse() {
@@ -551,7 +563,7 @@ Reply HttpServer::Impl::route(const RouteMatch& m, const http::request<http::str
   const std::string& body = req.body();
   Reply r;
   switch (m.route) {
-    case Route::kCompletions: return svc.completions(body);       // the service counts these two
+    case Route::kCompletions: return svc.completions(body);  // the service counts these two
     case Route::kChat: return svc.chat_completions(body);
     case Route::kHealth: return svc.health();
     case Route::kMetrics: return svc.metrics();
@@ -675,7 +687,7 @@ void HttpServer::serve() {
   for (int i = 1; i < s.opt.io_threads; ++i) io.emplace_back([&s] { s.ioc.run(); });
   s.ioc.run();
   for (auto& t : io) t.join();
-  s.pool.stop();   // handlers still running see closed connections and return
+  s.pool.stop();  // handlers still running see closed connections and return
 }
 
 void HttpServer::stop() {

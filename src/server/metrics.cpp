@@ -22,7 +22,9 @@ static void histogram(std::ostringstream& o, const char* name, const char* help,
     o << name << "_bucket{le=\"" << h.bounds[i] << "\"} " << cum << '\n';
   }
   cum += h.counts.empty() ? 0 : h.counts.back();
-  o << name << "_bucket{le=\"+Inf\"} " << cum << '\n' << name << "_sum " << h.sum << '\n' << name << "_count " << h.count << '\n';
+  o << name << "_bucket{le=\"+Inf\"} " << cum << '\n'
+    << name << "_sum " << h.sum << '\n'
+    << name << "_count " << h.count << '\n';
 }
 
 static void metric(std::ostringstream& o, const char* name, const char* type, const char* help, double v) {
@@ -38,8 +40,10 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
     for (const auto& [k, n] : requests_)
       o << "sluice_requests_total{endpoint=\"" << k.first << "\",status=\"" << k.second << "\"} " << n << '\n';
   }
-  metric(o, "sluice_prompt_tokens_total", "counter", "prompt tokens of finished requests", static_cast<double>(prompt_tokens_.load()));
-  metric(o, "sluice_generation_tokens_total", "counter", "tokens generated for finished requests", static_cast<double>(completion_tokens_.load()));
+  metric(o, "sluice_prompt_tokens_total", "counter", "prompt tokens of finished requests",
+         static_cast<double>(prompt_tokens_.load()));
+  metric(o, "sluice_generation_tokens_total", "counter", "tokens generated for finished requests",
+         static_cast<double>(completion_tokens_.load()));
   metric(o, "sluice_requests_running", "gauge", "sequences in the running batch", s.stats.n_running);
   metric(o, "sluice_requests_waiting", "gauge", "requests in the waiting queue (queue depth)", s.n_queued);
   metric(o, "sluice_parallel_max", "gauge", "largest running batch (--parallel)", parallel);
@@ -47,11 +51,16 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
   metric(o, "sluice_kv_blocks_total", "gauge", "KV blocks, all layer groups", s.stats.kv_blocks_total);
   metric(o, "sluice_kv_usage_ratio", "gauge", "fraction of KV blocks in use",
          s.stats.kv_blocks_total > 0 ? static_cast<double>(s.stats.kv_blocks_used) / s.stats.kv_blocks_total : 0.0);
-  metric(o, "sluice_engine_steps_total", "counter", "engine steps (one forward each)", static_cast<double>(s.stats.steps));
-  metric(o, "sluice_preemptions_total", "counter", "sequences preempted for lack of KV blocks", static_cast<double>(s.stats.preemptions));
-  metric(o, "sluice_prompt_tokens_computed_total", "counter", "prompt positions computed (cache hits excluded)", static_cast<double>(s.stats.prompt_tokens_computed));
-  metric(o, "sluice_prefix_cache_queries_total", "counter", "prompt positions looked up in the prefix cache", static_cast<double>(s.stats.prefix_query_tokens));
-  metric(o, "sluice_prefix_cache_hits_total", "counter", "prompt positions served from the prefix cache", static_cast<double>(s.stats.prefix_hit_tokens));
+  metric(o, "sluice_engine_steps_total", "counter", "engine steps (one forward each)",
+         static_cast<double>(s.stats.steps));
+  metric(o, "sluice_preemptions_total", "counter", "sequences preempted for lack of KV blocks",
+         static_cast<double>(s.stats.preemptions));
+  metric(o, "sluice_prompt_tokens_computed_total", "counter", "prompt positions computed (cache hits excluded)",
+         static_cast<double>(s.stats.prompt_tokens_computed));
+  metric(o, "sluice_prefix_cache_queries_total", "counter", "prompt positions looked up in the prefix cache",
+         static_cast<double>(s.stats.prefix_query_tokens));
+  metric(o, "sluice_prefix_cache_hits_total", "counter", "prompt positions served from the prefix cache",
+         static_cast<double>(s.stats.prefix_hit_tokens));
   metric(o, "sluice_spec_drafted_tokens_total", "counter", "drafted tokens verified (--spec)",
          static_cast<double>(s.stats.drafted_tokens));
   metric(o, "sluice_spec_accepted_tokens_total", "counter", "drafted tokens the model agreed with and kept",

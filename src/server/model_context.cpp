@@ -23,8 +23,12 @@ SamplingDefaults SamplingDefaults::from_gguf(const gguf::GgufFile& f) {
 
 ModelContext::ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::string alias, int32_t ctx_size,
                            int32_t max_tokens_cap)
-    : tok_(tok), alias_(std::move(alias)), arch_(chat::chat_arch_from_gguf(f.get_string("general.architecture"))),
-      ctx_size_(ctx_size), max_tokens_cap_(max_tokens_cap), defaults_(SamplingDefaults::from_gguf(f)),
+    : tok_(tok),
+      alias_(std::move(alias)),
+      arch_(chat::chat_arch_from_gguf(f.get_string("general.architecture"))),
+      ctx_size_(ctx_size),
+      max_tokens_cap_(max_tokens_cap),
+      defaults_(SamplingDefaults::from_gguf(f)),
       created_(static_cast<int64_t>(std::time(nullptr))) {
   if (alias_.empty()) alias_ = std::string(f.get_string_or("general.name", f.get_string("general.architecture")));
   std::string source(f.get_string_or("tokenizer.chat_template", ""));

@@ -44,17 +44,18 @@ struct SamplingDefaults {
 class ModelContext {
  public:
   // `alias` empty: general.name of the file (or its architecture when it has none).
-  ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::string alias, int32_t ctx_size, int32_t max_tokens_cap);
+  ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::string alias, int32_t ctx_size,
+               int32_t max_tokens_cap);
 
   const std::string& alias() const { return alias_; }
   const Tokenizer& tokenizer() const { return tok_; }
   chat::ChatArch arch() const { return arch_; }
   int32_t ctx_size() const { return ctx_size_; }
-  int32_t max_tokens_cap() const { return max_tokens_cap_; }   // 0: none
+  int32_t max_tokens_cap() const { return max_tokens_cap_; }  // 0: none
   const SamplingDefaults& defaults() const { return defaults_; }
   int64_t created() const { return created_; }
-  bool has_file_template() const { return file_template_; }             // tokenizer.chat_template present
-  bool template_mentions_tools() const { return template_tools_; }      // the template renders `tools`
+  bool has_file_template() const { return file_template_; }         // tokenizer.chat_template present
+  bool template_mentions_tools() const { return template_tools_; }  // the template renders `tools`
 
   // The chat prompt (file's template, else the built-in one). Throws sluice::Error when the
   // template rejects the conversation (e.g. roles that do not alternate).
@@ -67,7 +68,7 @@ class ModelContext {
   int32_t ctx_size_, max_tokens_cap_;
   SamplingDefaults defaults_;
   std::unique_ptr<chat::ChatTemplate> tmpl_;
-  mutable std::mutex tmpl_mu_;   // rendering is cheap; one at a time keeps the interpreter simple
+  mutable std::mutex tmpl_mu_;  // rendering is cheap; one at a time keeps the interpreter simple
   int64_t created_;
   bool file_template_ = false, template_tools_ = false;
 };

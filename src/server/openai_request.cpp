@@ -20,7 +20,7 @@ std::optional<double> get_number(const json& j, const char* key) {
   const json& v = j.at(key);
   if (!v.is_number() || v.is_boolean()) bad_param(key, "must be a number");
   const double d = v.get<double>();
-  if (!std::isfinite(d)) bad_param(key, "is out of range (beyond a 64-bit float)");   // 1e400 parses as inf
+  if (!std::isfinite(d)) bad_param(key, "is out of range (beyond a 64-bit float)");  // 1e400 parses as inf
   return d;
 }
 
@@ -63,7 +63,8 @@ std::optional<bool> get_bool(const json& j, const char* key) {
 void reject_unsupported(const json& j) {
   for (const char* k : {"tools", "tool_choice", "functions", "function_call"})
     if (present(j, k))
-      throw ApiError(400, std::string(k) + ": tool calls are not supported yet by this server", "invalid_request_error", k);
+      throw ApiError(400, std::string(k) + ": tool calls are not supported yet by this server", "invalid_request_error",
+                     k);
   if (present(j, "response_format")) {
     const json& rf = j.at("response_format");
     if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string())
@@ -108,7 +109,7 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
   s.repeat_penalty = get_float(j, "repetition_penalty").value_or(d.repeat_penalty.value_or(1.0f));
   if (!(s.repeat_penalty > 0)) bad_param("repetition_penalty", "must be > 0");
   s.penalty_last_n = d.penalty_last_n.value_or(64);
-  if (present(j, "seed") && j.at("seed").is_number_unsigned()) {   // any 64-bit seed, 2^64 - 1 included
+  if (present(j, "seed") && j.at("seed").is_number_unsigned()) {  // any 64-bit seed, 2^64 - 1 included
     s.seed = j.at("seed").get<uint64_t>();
     g.seed_given = true;
   } else if (const auto seed = get_int(j, "seed")) {
@@ -205,10 +206,10 @@ CompletionRequest parse_completion_request(const json& j, const ModelContext& m)
   if (!present(j, "prompt")) bad_param("prompt", "is required");
   const json* p = &j.at("prompt");
   if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))
-    p = &(*p)[0];   // one prompt in a list
+    p = &(*p)[0];  // one prompt in a list
   const Tokenizer& tok = m.tokenizer();
   if (p->is_string()) {
-    r.prompt = tok.encode(p->get_ref<const std::string&>(), true, true);   // as `sluice run` does: BOS, specials parsed
+    r.prompt = tok.encode(p->get_ref<const std::string&>(), true, true);  // as `sluice run` does: BOS, specials parsed
   } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
     for (const json& x : *p) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= tok.n_vocab())
@@ -227,7 +228,8 @@ CompletionRequest parse_completion_request(const json& j, const ModelContext& m)
 ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
   ChatRequest r;
   r.gen = parse_generation(j, m);
-  if (get_bool(j, "logprobs").value_or(false)) r.gen.top_logprobs = bounded_int(j, "top_logprobs", 0, kMaxTopLogprobs, 0);
+  if (get_bool(j, "logprobs").value_or(false))
+    r.gen.top_logprobs = bounded_int(j, "top_logprobs", 0, kMaxTopLogprobs, 0);
   else if (present(j, "top_logprobs")) bad_param("top_logprobs", "needs logprobs: true");
   if (!present(j, "messages") || !j.at("messages").is_array() || j.at("messages").empty())
     bad_param("messages", "must be a non-empty array");
@@ -236,13 +238,14 @@ ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
     if (!msg.is_object() || !msg.contains("role") || !msg.at("role").is_string())
       bad_param("messages", "each message needs a string 'role'");
     std::string role = msg.at("role").get<std::string>();
-    if (role == "developer") role = "system";   // the Gemma templates know only system
+    if (role == "developer") role = "system";  // the Gemma templates know only system
     if (role == "tool" || role == "function")
       throw ApiError(400, "messages: role '" + role + "' needs tool calls, which are not supported yet",
                      "invalid_request_error", "messages");
     if (role != "system" && role != "user" && role != "assistant")
       bad_param("messages", "unknown role '" + role + "' (system, developer, user, assistant)");
-    if (present(msg, "tool_calls")) throw ApiError(400, "messages: tool calls are not supported yet", "invalid_request_error", "messages");
+    if (present(msg, "tool_calls"))
+      throw ApiError(400, "messages: tool calls are not supported yet", "invalid_request_error", "messages");
     std::string text;
     static const json kNone;
     const json& c = msg.contains("content") ? msg.at("content") : kNone;
@@ -253,8 +256,10 @@ ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
         if (!part.is_object() || !part.contains("type") || !part.at("type").is_string())
           bad_param("messages", "content parts need a string 'type'");
         if (part.at("type") != "text")
-          bad_param("messages", "content part type '" + part.at("type").get<std::string>() + "' is not supported (text only)");
-        if (!part.contains("text") || !part.at("text").is_string()) bad_param("messages", "a text part needs a string 'text'");
+          bad_param("messages",
+                    "content part type '" + part.at("type").get<std::string>() + "' is not supported (text only)");
+        if (!part.contains("text") || !part.at("text").is_string())
+          bad_param("messages", "a text part needs a string 'text'");
         text += part.at("text").get<std::string>();
       }
     } else if (!(c.is_null() && role == "assistant")) {
@@ -268,10 +273,11 @@ ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
     r.template_kwargs = std::move(j.at("chat_template_kwargs"));
   }
   if (r.template_kwargs.contains("enable_thinking")) {
-    if (!r.template_kwargs.at("enable_thinking").is_boolean()) bad_param("chat_template_kwargs.enable_thinking", "must be true or false");
+    if (!r.template_kwargs.at("enable_thinking").is_boolean())
+      bad_param("chat_template_kwargs.enable_thinking", "must be true or false");
     r.enable_thinking = r.template_kwargs.at("enable_thinking").get<bool>();
   }
-  r.template_kwargs["enable_thinking"] = r.enable_thinking;   // thinking is off unless asked for
+  r.template_kwargs["enable_thinking"] = r.enable_thinking;  // thinking is off unless asked for
   return r;
 }
 

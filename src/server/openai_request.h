@@ -15,7 +15,7 @@ namespace sluice::server {
 
 // What /v1/completions and /v1/chat/completions share.
 struct GenerationParams {
-  SamplingParams sampling;            // request values over GGUF defaults over OpenAI defaults
+  SamplingParams sampling;  // request values over GGUF defaults over OpenAI defaults
   bool seed_given = false;
   std::optional<int32_t> max_tokens;  // max_completion_tokens, else max_tokens
   int32_t min_tokens = 0;
@@ -25,17 +25,17 @@ struct GenerationParams {
   int32_t n = 1;
   bool stream = false;
   bool include_usage = false;
-  int32_t top_logprobs = -1;          // -1: no logprobs
+  int32_t top_logprobs = -1;  // -1: no logprobs
 };
 
 struct CompletionRequest {
-  std::vector<int32_t> prompt;        // token ids (text prompts are tokenized here, with BOS)
+  std::vector<int32_t> prompt;  // token ids (text prompts are tokenized here, with BOS)
   GenerationParams gen;
 };
 
 struct ChatRequest {
-  nlohmann::json messages;            // normalized: [{role, content: string}], developer -> system
-  nlohmann::json template_kwargs;     // chat_template_kwargs, enable_thinking defaulted to false
+  nlohmann::json messages;         // normalized: [{role, content: string}], developer -> system
+  nlohmann::json template_kwargs;  // chat_template_kwargs, enable_thinking defaulted to false
   bool enable_thinking = false;
   GenerationParams gen;
 };
@@ -43,7 +43,7 @@ struct ChatRequest {
 inline constexpr int32_t kMaxN = 16;
 inline constexpr int32_t kMaxTopLogprobs = 20;
 inline constexpr size_t kMaxStops = 16;
-inline constexpr int kMaxJsonDepth = 128;   // arrays and objects in a request body, the body itself included
+inline constexpr int kMaxJsonDepth = 128;  // arrays and objects in a request body, the body itself included
 
 // Parses the body text (400 on bad JSON, on nesting deeper than kMaxJsonDepth, or a body
 // that is not an object) and checks the model name (404 for another model).

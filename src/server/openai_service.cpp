@@ -32,16 +32,21 @@ Reply api_error_reply(const ApiError& e) {
 // A stream that ends badly (engine shutdown, failed step): an error event, as OpenAI's
 // servers send one; the SDK raises it as an APIError.
 std::string sse_error(const std::string& message) {
-  return sse_data(json{{"error", {{"message", message}, {"type", "server_error"}, {"param", nullptr}, {"code", nullptr}}}});
+  return sse_data(
+      json{{"error", {{"message", message}, {"type", "server_error"}, {"param", nullptr}, {"code", nullptr}}}});
 }
 
-constexpr auto kPoll = 1000ms;   // with no output for this long, a stream writes a keep-alive
-                                 // comment, which is also how a vanished client is noticed
+constexpr auto kPoll = 1000ms;  // with no output for this long, a stream writes a keep-alive
+                                // comment, which is also how a vanished client is noticed
 constexpr const char* kEndedByServer = "the request was ended by the server (shutting down or failed)";
 
 json envelope(const ResponseMeta& m, const char* object, json choices) {
-  return {{"id", m.id}, {"object", object}, {"created", m.created}, {"model", m.model},
-          {"system_fingerprint", "sluice"}, {"choices", std::move(choices)}};
+  return {{"id", m.id},
+          {"object", object},
+          {"created", m.created},
+          {"model", m.model},
+          {"system_fingerprint", "sluice"},
+          {"choices", std::move(choices)}};
 }
 
 // One choice's whole output, for a reply that is not streamed.
@@ -70,13 +75,16 @@ json whole_choice(const Collected& c, int32_t index, const ReplyShape& shape, co
                   const Tokenizer& tok) {
   const bool lp = gp.top_logprobs >= 0;
   if (!shape.chat)
-    return {{"index", index}, {"text", c.content},
+    return {{"index", index},
+            {"text", c.content},
             {"logprobs", lp ? completion_logprobs_json(c.logprobs, tok, 0) : json(nullptr)},
             {"finish_reason", c.finish}};
   json msg = {{"role", "assistant"}, {"content", c.content}};
   if (!c.reasoning.empty()) msg["reasoning_content"] = c.reasoning;
-  return {{"index", index}, {"message", std::move(msg)},
-          {"logprobs", lp ? chat_logprobs_json(c.logprobs, tok) : json(nullptr)}, {"finish_reason", c.finish}};
+  return {{"index", index},
+          {"message", std::move(msg)},
+          {"logprobs", lp ? chat_logprobs_json(c.logprobs, tok) : json(nullptr)},
+          {"finish_reason", c.finish}};
 }
 
 // The stream chunks' choices one event becomes. Completions: one, the finish reason inline.
@@ -87,7 +95,8 @@ std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, 
   const json finish = ev.finish_reason ? json(*ev.finish_reason) : json(nullptr);
   std::vector<json> out;
   if (!shape.chat) {
-    out.push_back({{"index", ev.index}, {"text", ev.text.content},
+    out.push_back({{"index", ev.index},
+                   {"text", ev.text.content},
                    {"logprobs", lp ? completion_logprobs_json(ev.logprobs, tok, text_offset) : json(nullptr)},
                    {"finish_reason", finish}});
     text_offset += static_cast<int64_t>(ev.text.content.size());
@@ -97,7 +106,8 @@ std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, 
   if (!ev.text.reasoning.empty()) delta["reasoning_content"] = ev.text.reasoning;
   if (!ev.text.content.empty()) delta["content"] = ev.text.content;
   if (!delta.empty() || lp)
-    out.push_back({{"index", ev.index}, {"delta", std::move(delta)},
+    out.push_back({{"index", ev.index},
+                   {"delta", std::move(delta)},
                    {"logprobs", lp ? chat_logprobs_json(ev.logprobs, tok) : json(nullptr)},
                    {"finish_reason", nullptr}});
   if (ev.finish_reason)
@@ -121,7 +131,7 @@ Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
     r = fn();
   } catch (const ApiError& e) {
     r = api_error_reply(e);
-  } catch (const Error& e) {   // tokenizer, template: the input was at fault
+  } catch (const Error& e) {  // tokenizer, template: the input was at fault
     r = api_error_reply(ApiError(400, e.what()));
   } catch (const std::exception& e) {
     r = api_error_reply(ApiError(500, std::string("internal error: ") + e.what(), "server_error"));
@@ -178,13 +188,15 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
     };
     // Chat: the role comes first, once per choice, in a delta of its own.
     for (int32_t i = 0; shape.chat && i < gen->n_choices(); ++i)
-      if (!send({{"index", i}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+      if (!send({{"index", i},
+                 {"delta", {{"role", "assistant"}, {"content", ""}}},
+                 {"logprobs", nullptr},
                  {"finish_reason", nullptr}}))
         return;
     std::vector<int64_t> offset(gen->n_choices(), 0);
     while (!gen->done()) {
       std::vector<ChoiceEvent> evs = gen->poll(kPoll);
-      if (evs.empty() && !write(": keep-alive\n\n")) return;   // client gone: ~Generation cancels
+      if (evs.empty() && !write(": keep-alive\n\n")) return;  // client gone: ~Generation cancels
       for (ChoiceEvent& ev : evs) {
         if (ev.aborted) {
           write(sse_error(kEndedByServer));
@@ -212,8 +224,10 @@ Reply OpenAiService::models() const {
 
 Reply OpenAiService::model(const std::string& id) const {
   if (id != model_.alias())
-    return api_error_reply(ApiError(404, "The model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
-  return json_reply({{"id", model_.alias()}, {"object", "model"}, {"created", model_.created()}, {"owned_by", "sluice"}});
+    return api_error_reply(
+        ApiError(404, "The model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
+  return json_reply(
+      {{"id", model_.alias()}, {"object", "model"}, {"created", model_.created()}, {"owned_by", "sluice"}});
 }
 
 Reply OpenAiService::tokenize(const std::string& body) const {

@@ -28,7 +28,7 @@ struct Reply {
   std::string content_type = "application/json";
   std::string body;
   std::vector<std::pair<std::string, std::string>> headers;
-  std::function<void(const StreamWriter&)> stream;   // set: body is streamed as SSE
+  std::function<void(const StreamWriter&)> stream;  // set: body is streamed as SSE
 };
 
 class Generation;
@@ -38,9 +38,9 @@ struct GenerationParams;
 // (OpenAiService::respond) is shared.
 struct ReplyShape {
   bool chat;
-  const char* id_prefix;      // "cmpl-" | "chatcmpl-"
-  const char* object;         // the whole reply's object
-  const char* chunk_object;   // stream chunks' object, the usage chunk's too
+  const char* id_prefix;     // "cmpl-" | "chatcmpl-"
+  const char* object;        // the whole reply's object
+  const char* chunk_object;  // stream chunks' object, the usage chunk's too
 };
 inline constexpr ReplyShape kCompletionShape{false, "cmpl-", "text_completion", "text_completion"};
 inline constexpr ReplyShape kChatShape{true, "chatcmpl-", "chat.completion", "chat.completion.chunk"};

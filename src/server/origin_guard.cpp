@@ -46,8 +46,8 @@ std::string origin_refusal(std::string_view origin, std::string_view host, std::
     return "requests from a page must carry an http(s) Origin (got '" + std::string(origin) + "')";
   const std::string o_hostport = o.substr(scheme + 3);
   if (o_hostport != h)
-    return "cross-origin request refused: Origin " + std::string(origin) + " is not this server (" +
-           std::string(host) + ")";
+    return "cross-origin request refused: Origin " + std::string(origin) + " is not this server (" + std::string(host) +
+           ")";
   if (!allowed_name(host_name(h), bind_host))
     return "request refused: the page names this server as '" + std::string(host) +
            "', which is not localhost, an IP address or --host (DNS rebinding guard)";

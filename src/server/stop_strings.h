@@ -14,8 +14,8 @@ class StopStringMatcher {
   explicit StopStringMatcher(std::vector<std::string> stops);
 
   struct Result {
-    std::string emit;   // text that is safe to show now
-    bool hit = false;   // a stop string completed; nothing after `emit` may be shown
+    std::string emit;  // text that is safe to show now
+    bool hit = false;  // a stop string completed; nothing after `emit` may be shown
   };
   Result push(std::string_view text);
   std::string flush();  // end of generation: the held-back tail (no stop string in it)

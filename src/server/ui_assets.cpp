@@ -38,9 +38,7 @@ std::string content_type_of(std::string_view path) {
   return "application/octet-stream";
 }
 
-bool compressible(std::string_view type) {
-  return type.starts_with("text/") || type == "image/svg+xml";
-}
+bool compressible(std::string_view type) { return type.starts_with("text/") || type == "image/svg+xml"; }
 
 // gzip (RFC 1952) of `in` at the best level; empty when zlib fails.
 std::string gzip(std::string_view in) {
@@ -113,8 +111,11 @@ Reply UiAssets::serve(std::string_view path, std::string_view accept_encoding, s
   const Asset& a = it->second;
   Reply r;
   r.content_type = a.content_type;
-  r.headers = {{"ETag", a.etag}, {"Cache-Control", "no-cache"}, {"Vary", "Accept-Encoding"},
-               {"X-Content-Type-Options", "nosniff"}, {"Referrer-Policy", "no-referrer"},
+  r.headers = {{"ETag", a.etag},
+               {"Cache-Control", "no-cache"},
+               {"Vary", "Accept-Encoding"},
+               {"X-Content-Type-Options", "nosniff"},
+               {"Referrer-Policy", "no-referrer"},
                {"Content-Security-Policy", kCsp}};
   if (!if_none_match.empty() && if_none_match.find(a.etag) != std::string_view::npos) {
     r.status = 304;

@@ -37,7 +37,7 @@ class UiAssets {
   };
   const std::string& gzip_of(const Asset& a) const;
 
-  std::unordered_map<std::string, Asset> assets_;   // keyed by URL path; gzip filled lazily
+  std::unordered_map<std::string, Asset> assets_;  // keyed by URL path; gzip filled lazily
 };
 
 }  // namespace sluice::server

@@ -23,8 +23,8 @@ namespace sluice::spec {
 class Draft {
  public:
   void clear();
-  void push(int32_t token);                                   // a deterministic draft
-  void push(int32_t token, std::span<const TokenProb> q);     // a sampled draft and its q
+  void push(int32_t token);                                // a deterministic draft
+  void push(int32_t token, std::span<const TokenProb> q);  // a sampled draft and its q
   int32_t size() const { return static_cast<int32_t>(tokens_.size()); }
   bool empty() const { return tokens_.empty(); }
   std::span<const int32_t> tokens() const { return tokens_; }
@@ -38,8 +38,8 @@ class Draft {
 
  private:
   std::vector<int32_t> tokens_;
-  std::vector<TokenProb> q_;        // every q, one after another
-  std::vector<uint32_t> q_begin_;   // q(i) = q_[q_begin_[i] .. q_begin_[i + 1])
+  std::vector<TokenProb> q_;       // every q, one after another
+  std::vector<uint32_t> q_begin_;  // q(i) = q_[q_begin_[i] .. q_begin_[i + 1])
 };
 
 class Drafter {

@@ -52,10 +52,10 @@ void NgramDrafter::propose(int32_t max_k, Draft& out) {
   for (int32_t n = static_cast<int32_t>(std::min<int64_t>(cfg_.max_n, T)); n >= cfg_.min_n; --n) {
     const auto it = last_.find(key(T, n));
     if (it == last_.end()) continue;
-    const int64_t c = it->second;   // follower of the latest earlier occurrence: c < T
-    if (!same(c, T, n)) continue;   // a hash collision: not a match
+    const int64_t c = it->second;  // follower of the latest earlier occurrence: c < T
+    if (!same(c, T, n)) continue;  // a hash collision: not a match
     for (int64_t j = 0; j < max_k; ++j) {
-      const int64_t i = c + j;      // past the end, the copy continues with its own proposals
+      const int64_t i = c + j;  // past the end, the copy continues with its own proposals
       out.push(i < T ? tokens_[i] : out.tokens()[i - T]);
     }
     out.source = c;
@@ -69,7 +69,7 @@ void NgramDrafter::truncate(int64_t n_tokens) {
     fail("ngram drafter: truncate to %lld tokens, %zu observed", static_cast<long long>(n_tokens), tokens_.size());
   while (static_cast<int64_t>(tokens_.size()) > n_tokens) {
     const int64_t t = static_cast<int64_t>(tokens_.size()) - 1;
-    for (int32_t n = cfg_.min_n + n_inserted_at(t) - 1; n >= cfg_.min_n; --n) {   // reverse insertion order
+    for (int32_t n = cfg_.min_n + n_inserted_at(t) - 1; n >= cfg_.min_n; --n) {  // reverse insertion order
       const uint64_t k = key(t, n);
       const int32_t prev = replaced_.back();
       replaced_.pop_back();

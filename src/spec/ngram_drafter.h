@@ -20,14 +20,14 @@
 namespace sluice::spec {
 
 struct NgramConfig {
-  int32_t min_n = 2;   // shortest suffix that may match
-  int32_t max_n = 4;   // longest suffix tried (first)
+  int32_t min_n = 2;  // shortest suffix that may match
+  int32_t max_n = 4;  // longest suffix tried (first)
 };
 
 class NgramDrafter final : public Drafter {
  public:
   static constexpr int32_t kMaxN = 32;
-  explicit NgramDrafter(const NgramConfig& cfg = {});   // throws sluice::Error on 1 <= min_n <= max_n <= kMaxN broken
+  explicit NgramDrafter(const NgramConfig& cfg = {});  // throws sluice::Error on 1 <= min_n <= max_n <= kMaxN broken
 
   void observe(std::span<const int32_t> tokens) override;
   void propose(int32_t max_k, Draft& out) override;
@@ -39,9 +39,9 @@ class NgramDrafter final : public Drafter {
   int32_t last_match_n() const { return last_match_n_; }
 
  private:
-  uint64_t key(int64_t end, int32_t n) const;   // hash of tokens_[end - n, end) and n
+  uint64_t key(int64_t end, int32_t n) const;  // hash of tokens_[end - n, end) and n
   bool same(int64_t end_a, int64_t end_b, int32_t n) const;
-  int32_t n_inserted_at(int64_t t) const;       // how many n-grams position t was the follower of
+  int32_t n_inserted_at(int64_t t) const;  // how many n-grams position t was the follower of
 
   NgramConfig cfg_;
   std::vector<int32_t> tokens_;

@@ -6,14 +6,17 @@
 
 namespace sluice::spec {
 
-int32_t verify_sampled(const Sampler& s, std::span<const int32_t> seq, int32_t n_drafts, float* rows,
-                       size_t row_stride, SamplerWorkspace& ws, std::vector<int32_t>& out) {
+int32_t verify_sampled(const Sampler& s, std::span<const int32_t> seq, int32_t n_drafts, float* rows, size_t row_stride,
+                       SamplerWorkspace& ws, std::vector<int32_t>& out) {
   if (n_drafts < 0 || static_cast<size_t>(n_drafts) > seq.size())
     fail("verify: %d drafts in a sequence of %zu tokens", n_drafts, seq.size());
   const size_t base = seq.size() - static_cast<size_t>(n_drafts);
-  return accept_matching(seq.subspan(base), [&](int32_t i) {
-    return s.sample(rows + static_cast<size_t>(i) * row_stride, seq.first(base + static_cast<size_t>(i)), ws);
-  }, out);
+  return accept_matching(
+      seq.subspan(base),
+      [&](int32_t i) {
+        return s.sample(rows + static_cast<size_t>(i) * row_stride, seq.first(base + static_cast<size_t>(i)), ws);
+      },
+      out);
 }
 
 void residual(std::span<const TokenProb> p, std::span<const TokenProb> q, std::vector<TokenProb>& out) {

@@ -40,13 +40,11 @@ int32_t accept_matching(std::span<const int32_t> drafts, TargetFn&& target, std:
 // seq: the sequence with the n_drafts drafts at its end; row i (rows + i * row_stride, modified
 // in place) is for the token at position seq.size() - n_drafts + i, with the tokens before it
 // as history. Rows after the first mismatch are not read.
-int32_t verify_sampled(const Sampler& s, std::span<const int32_t> seq, int32_t n_drafts, float* rows,
-                       size_t row_stride, SamplerWorkspace& ws, std::vector<int32_t>& out);
+int32_t verify_sampled(const Sampler& s, std::span<const int32_t> seq, int32_t n_drafts, float* rows, size_t row_stride,
+                       SamplerWorkspace& ws, std::vector<int32_t>& out);
 
 // Rejection sampling: the test for one draft token x ~ q. u is uniform in [0, 1).
-inline bool accept_draft(float p_x, float q_x, double u) {
-  return q_x > 0.0f ? u * q_x < p_x : false;
-}
+inline bool accept_draft(float p_x, float q_x, double u) { return q_x > 0.0f ? u * q_x < p_x : false; }
 
 // The residual weights max(0, p − q) over p's support, by token id (Sampler::draw normalizes).
 // Empty when p <= q everywhere. out is reused memory.
@@ -91,7 +89,7 @@ int32_t verify_rejection(const Sampler& s, const Draft& d, int64_t pos0, PFn&& p
 // generated tokens or ctx_size sequence tokens ends it (that token kept).
 enum class RunEnd : uint8_t { kNone, kStopToken, kLength };
 struct KeptRun {
-  int32_t n_keep;   // tokens of the run to keep; the rest are discarded with their K/V
+  int32_t n_keep;  // tokens of the run to keep; the rest are discarded with their K/V
   RunEnd end;
 };
 KeptRun keep_until_stop(std::span<const int32_t> run, std::span<const int32_t> stop_ids, int64_t n_generated,

@@ -10,10 +10,11 @@ bool WeightBinder::has(const std::string& name) const { return f_.find_tensor(na
 
 Mat WeightBinder::matrix(const std::string& name, int64_t cols, int64_t rows) const {
   const gguf::TensorInfo* t = f_.find_tensor(name);
-  if (!t) fail("%s: missing tensor '%s' (expected shape [%lld, %lld])", f_.name().c_str(), name.c_str(),
-               static_cast<long long>(cols), static_cast<long long>(rows));
-  const bool ok = t->ne[0] == static_cast<uint64_t>(cols) && t->ne[1] == static_cast<uint64_t>(rows) &&
-                  t->ne[2] == 1 && t->ne[3] == 1 && (t->n_dims == 2 || (t->n_dims == 1 && rows == 1));
+  if (!t)
+    fail("%s: missing tensor '%s' (expected shape [%lld, %lld])", f_.name().c_str(), name.c_str(),
+         static_cast<long long>(cols), static_cast<long long>(rows));
+  const bool ok = t->ne[0] == static_cast<uint64_t>(cols) && t->ne[1] == static_cast<uint64_t>(rows) && t->ne[2] == 1 &&
+                  t->ne[3] == 1 && (t->n_dims == 2 || (t->n_dims == 1 && rows == 1));
   if (!ok)
     fail("%s: tensor '%s' has shape %s, expected [%lld, %lld]", f_.name().c_str(), name.c_str(),
          t->shape_string().c_str(), static_cast<long long>(cols), static_cast<long long>(rows));

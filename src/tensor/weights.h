@@ -19,8 +19,8 @@ struct Mat {
   std::string name;
   DType type = DType::F32;
   const uint8_t* data = nullptr;
-  int64_t cols = 0;        // ne[0], the reduction dimension
-  int64_t rows = 0;        // ne[1]
+  int64_t cols = 0;  // ne[0], the reduction dimension
+  int64_t rows = 0;  // ne[1]
   uint64_t row_bytes = 0;
 
   bool empty() const { return data == nullptr; }

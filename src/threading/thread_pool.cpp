@@ -15,13 +15,13 @@ namespace sluice {
 // on purpose: hot_ (only a spin policy) and the sleepers_ decrement; the sleepers_ handshake
 // itself is sequentially consistent (run_job).
 namespace {
-constexpr int kSpinIterations = 1 << 14;   // pause loops before an idle worker sleeps
+constexpr int kSpinIterations = 1 << 14;  // pause loops before an idle worker sleeps
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
-  __asm__ __volatile__("yield");   // the spin-wait hint (a no-op on cores without SMT)
+  __asm__ __volatile__("yield");  // the spin-wait hint (a no-op on cores without SMT)
 #endif
 }
 

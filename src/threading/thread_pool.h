@@ -20,7 +20,7 @@ namespace sluice {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);   // n_threads >= 1; 1 means "run inline"
+  explicit ThreadPool(int n_threads);  // n_threads >= 1; 1 means "run inline"
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -69,7 +69,7 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> hot_{0};
-  std::atomic<int> sleepers_{0};   // workers waiting on cv_ (or about to)
+  std::atomic<int> sleepers_{0};  // workers waiting on cv_ (or about to)
   std::atomic<bool> stop_{false};
   std::atomic<int> barrier_count_{0};
   std::atomic<uint32_t> barrier_gen_{0};

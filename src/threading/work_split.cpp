@@ -29,7 +29,8 @@ void WorkSplit::reset(const int64_t* bounds, int nth) {
   nth_ = nth;
   for (int i = 0; i < nth; ++i) {
     if (bounds[i + 1] < bounds[i]) fail("WorkSplit: range bounds must not decrease");
-    ranges_[i].v.store(pack(static_cast<uint32_t>(bounds[i]), static_cast<uint32_t>(bounds[i + 1])), std::memory_order_relaxed);
+    ranges_[i].v.store(pack(static_cast<uint32_t>(bounds[i]), static_cast<uint32_t>(bounds[i + 1])),
+                       std::memory_order_relaxed);
   }
 }
 

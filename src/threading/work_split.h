@@ -40,10 +40,10 @@ class WorkSplit {
 
  private:
   struct alignas(64) Range {
-    std::atomic<uint64_t> v{0};   // lo | hi << 32: units [lo, hi) not yet taken
+    std::atomic<uint64_t> v{0};  // lo | hi << 32: units [lo, hi) not yet taken
   };
   static uint64_t pack(uint32_t lo, uint32_t hi) { return lo | static_cast<uint64_t>(hi) << 32; }
-  bool take(int ith, int64_t max_run, int64_t* begin, int64_t* end);   // max_run 0: no limit
+  bool take(int ith, int64_t max_run, int64_t* begin, int64_t* end);  // max_run 0: no limit
   // One compare-and-swap loop: a run from the front (own range) or the back (stealing) of r.
   bool take_run(int r, bool front, int64_t max_run, int64_t* begin, int64_t* end);
 

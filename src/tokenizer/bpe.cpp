@@ -31,7 +31,7 @@ void load_merges(Vocab& v, const gguf::GgufFile& f) {
     MergeKey key{};
     if (const size_t p = m.find(' ', 1); p != std::string_view::npos) key = {m.substr(0, p), m.substr(p + 1)};
     if (i > static_cast<uint64_t>(INT32_MAX)) fail("%s: too many merges", v.name.c_str());
-    v.merge_rank.emplace(key, static_cast<int32_t>(i));   // a repeated pair keeps the lower rank
+    v.merge_rank.emplace(key, static_cast<int32_t>(i));  // a repeated pair keeps the lower rank
   }
 }
 
@@ -39,7 +39,7 @@ namespace {
 
 struct Symbol {
   int32_t prev, next;
-  uint32_t start, len;   // byte range in the word's text
+  uint32_t start, len;  // byte range in the word's text
 };
 
 struct Candidate {
@@ -74,8 +74,7 @@ struct Session {
 
   void push(std::string_view w, int32_t l, int32_t r) {
     if (l < 0 || r < 0) return;
-    const int32_t rank =
-        v.find_merge(w.substr(sym[l].start, sym[l].len), w.substr(sym[r].start, sym[r].len));
+    const int32_t rank = v.find_merge(w.substr(sym[l].start, sym[l].len), w.substr(sym[r].start, sym[r].len));
     if (rank < 0) return;
     heap.push_back({rank, l, r, sym[l].len + sym[r].len});
     std::push_heap(heap.begin(), heap.end(), CandidateLess{});

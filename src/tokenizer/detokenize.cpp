@@ -35,7 +35,7 @@ std::string make_piece(const Vocab& v, int32_t id) {
     const std::string hex(t.substr(std::min<size_t>(3, t.size()), 2));
     return std::string(1, static_cast<char>(std::strtol(hex.c_str(), nullptr, 16)));
   }
-  return {};   // UNUSED, UNDEFINED
+  return {};  // UNUSED, UNDEFINED
 }
 
 // llama.cpp's clean_up_tokenization_spaces, in place and with its exact quirks: each pass

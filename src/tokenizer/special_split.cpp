@@ -59,7 +59,7 @@ void build_special_index(Vocab& v) {
       }
       node = next;
     }
-    b[node].terms.push_back(k);   // k ascending: terms are in matching order
+    b[node].terms.push_back(k);  // k ascending: terms are in matching order
   }
 
   SpecialTrie& trie = v.trie;
@@ -88,11 +88,11 @@ namespace {
 struct Occurrences {
   struct Run {
     uint32_t start, count;
-    int32_t next;   // the next run of the same token, -1 at the end
+    int32_t next;  // the next run of the same token, -1 at the end
   };
   std::vector<Run> runs;
-  std::vector<int32_t> head, tail;   // per k: its first and last run (allocated at the first occurrence)
-  std::vector<uint32_t> ks;          // the k that occur
+  std::vector<int32_t> head, tail;  // per k: its first and last run (allocated at the first occurrence)
+  std::vector<uint32_t> ks;         // the k that occur
 
   void record(size_t n_special, uint32_t k, uint32_t p, uint32_t count) {
     if (head.empty()) {
@@ -119,7 +119,7 @@ Occurrences find_occurrences(const Vocab& v, std::string_view text, uint32_t ski
   const SpecialTrie& trie = v.trie;
   const auto n = static_cast<uint32_t>(text.size());
   Occurrences occ;
-  auto first_allowed = [&](const SpecialTrie::Node& nd) -> int64_t {   // its k, or -1
+  auto first_allowed = [&](const SpecialTrie::Node& nd) -> int64_t {  // its k, or -1
     for (uint32_t t = 0; t < nd.term_count; ++t) {
       const uint32_t k = trie.terms[nd.term_begin + t];
       if (!(v.attrs[v.special[k]] & skip)) return k;
@@ -136,7 +136,7 @@ Occurrences find_occurrences(const Vocab& v, std::string_view text, uint32_t ski
     }
     return static_cast<uint32_t>(chain[c]);
   };
-  uint32_t run_end = 0;   // end of the run of equal bytes that holds p
+  uint32_t run_end = 0;  // end of the run of equal bytes that holds p
   for (uint32_t p = 0; p < n;) {
     const auto c = static_cast<uint8_t>(text[p]);
     if (p >= run_end)
@@ -175,12 +175,12 @@ std::vector<std::pair<uint32_t, int32_t>> replay(const Vocab& v, Occurrences& oc
     }
     return i;
   };
-  std::vector<std::pair<uint32_t, int32_t>> taken;   // (start, id)
+  std::vector<std::pair<uint32_t, int32_t>> taken;  // (start, id)
   for (const uint32_t k : occ.ks) {
     const int32_t id = v.special[k];
     const auto len = static_cast<uint32_t>(v.text(id).size());
     for (int32_t ri = occ.head[k]; ri >= 0; ri = occ.runs[ri].next) {
-      const uint32_t end = occ.runs[ri].start + occ.runs[ri].count;   // candidates start before this
+      const uint32_t end = occ.runs[ri].start + occ.runs[ri].count;  // candidates start before this
       for (uint32_t q = first_free(occ.runs[ri].start); q < end; q = first_free(q)) {
         uint32_t u = q;
         while (u < q + len && free_from[u] == u) ++u, ++w.checks;
@@ -202,7 +202,7 @@ std::vector<std::pair<uint32_t, int32_t>> replay(const Vocab& v, Occurrences& oc
 void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out,
                    SplitWork* work) {
   out.clear();
-  if (text.empty()) return;   // llama.cpp: empty text -> no fragments at all
+  if (text.empty()) return;  // llama.cpp: empty text -> no fragments at all
   const auto n = static_cast<uint32_t>(text.size());
   SplitWork w;
   Occurrences occ = find_occurrences(v, text, parse_special ? 0u : (kAttrControl | kAttrUnknown), w);

@@ -21,7 +21,7 @@ namespace {
 
 struct Symbol {
   int32_t prev, next;
-  uint32_t start, len;   // byte range in the fragment
+  uint32_t start, len;  // byte range in the fragment
 };
 
 struct Candidate {
@@ -74,7 +74,7 @@ void spm_tokenize(const Vocab& v, std::string_view text, std::vector<int32_t>& o
     if (id == kNoToken) return;
     queue.push({v.scores[id], l, r, size});
   };
-  auto joinable = [&](int32_t i) {   // can any merge ever join symbols i - 1 and i?
+  auto joinable = [&](int32_t i) {  // can any merge ever join symbols i - 1 and i?
     return v.pair_in_vocab(static_cast<uint8_t>(text[sym[i].start - 1]), static_cast<uint8_t>(text[sym[i].start]));
   };
   const auto n_sym = static_cast<int32_t>(sym.size());
@@ -86,7 +86,7 @@ void spm_tokenize(const Vocab& v, std::string_view text, std::vector<int32_t>& o
       queue.pop();
       Symbol& l = sym[c.left];
       Symbol& r = sym[c.right];
-      if (l.len == 0 || r.len == 0 || l.len + r.len != c.size) continue;   // stale
+      if (l.len == 0 || r.len == 0 || l.len + r.len != c.size) continue;  // stale
       l.len += r.len;
       r.len = 0;
       l.next = r.next;
@@ -111,8 +111,8 @@ void spm_tokenize(const Vocab& v, std::string_view text, std::vector<int32_t>& o
       if (bid == kNoToken) bid = v.byte_raw_id[b];
       // llama.cpp throws here (a failed map lookup); Gemma has all 256 byte tokens.
       if (bid == kNoToken)
-        fail("%s: cannot tokenize byte 0x%02X: the vocabulary has neither <0x%02X> nor the raw byte",
-             v.name.c_str(), b, b);
+        fail("%s: cannot tokenize byte 0x%02X: the vocabulary has neither <0x%02X> nor the raw byte", v.name.c_str(), b,
+             b);
       out.push_back(bid);
     }
   }

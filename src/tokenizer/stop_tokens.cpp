@@ -17,36 +17,79 @@ using Names = std::span<const std::string_view>;
 
 // Text lists from llama.cpp src/llama-vocab.cpp (the "auto-detect special tokens by text"
 // block). They name tokens of many model families; only a few exist in Gemma vocabularies.
-constexpr std::string_view kEotNames[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-                             "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
-                             "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
-                             "<end_of_utterance>"};
+constexpr std::string_view kEotNames[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "<|end_of_text|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "<\xEF\xBD\x9C"
+                                          "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                                          "<end_of_utterance>"};
 constexpr std::string_view kEomNames[] = {"<|eom_id|>"};
-constexpr std::string_view kFimPreNames[] = {"<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>",
-                                "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "begin\xEF\xBD\x9C>", "<PRE>",
-                                "\xE2\x96\x81<PRE>", "<|code_prefix|>", "<|prefix|>"};
-constexpr std::string_view kFimSufNames[] = {"<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>",
-                                "<\xEF\xBD\x9C" "fim\xE2\x96\x81hole\xEF\xBD\x9C>", "<SUF>",
-                                "\xE2\x96\x81<SUF>", "<|code_suffix|>", "<|suffix|>"};
-constexpr std::string_view kFimMidNames[] = {"<|fim_middle|>", "<fim-middle>", "<fim_middle>",
-                                "<\xEF\xBD\x9C" "fim\xE2\x96\x81" "end\xEF\xBD\x9C>", "<MID>",
-                                "\xE2\x96\x81<MID>", "<|code_middle|>", "<|middle|>"};
+constexpr std::string_view kFimPreNames[] = {"<|fim_prefix|>",
+                                             "<fim-prefix>",
+                                             "<fim_prefix>",
+                                             "<\xEF\xBD\x9C"
+                                             "fim\xE2\x96\x81"
+                                             "begin\xEF\xBD\x9C>",
+                                             "<PRE>",
+                                             "\xE2\x96\x81<PRE>",
+                                             "<|code_prefix|>",
+                                             "<|prefix|>"};
+constexpr std::string_view kFimSufNames[] = {"<|fim_suffix|>",
+                                             "<fim-suffix>",
+                                             "<fim_suffix>",
+                                             "<\xEF\xBD\x9C"
+                                             "fim\xE2\x96\x81hole\xEF\xBD\x9C>",
+                                             "<SUF>",
+                                             "\xE2\x96\x81<SUF>",
+                                             "<|code_suffix|>",
+                                             "<|suffix|>"};
+constexpr std::string_view kFimMidNames[] = {"<|fim_middle|>",
+                                             "<fim-middle>",
+                                             "<fim_middle>",
+                                             "<\xEF\xBD\x9C"
+                                             "fim\xE2\x96\x81"
+                                             "end\xEF\xBD\x9C>",
+                                             "<MID>",
+                                             "\xE2\x96\x81<MID>",
+                                             "<|code_middle|>",
+                                             "<|middle|>"};
 constexpr std::string_view kFimPadNames[] = {"<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]"};
 constexpr std::string_view kFimRepNames[] = {"<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>"};
 constexpr std::string_view kFimSepNames[] = {"<|file_sep|>"};
 // Spec §11: every token with one of these texts stops generation (and becomes CONTROL).
-constexpr std::string_view kEogNames[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>",
-                             "<|flush|>", "<|calls|>", "<end_of_turn>", "<|endoftext|>", "</s>",
-                             "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]", "<|end_of_text|>",
-                             "<end_of_utterance>", "<eos>", "<turn|>", "<|tool_response>",
-                             "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
-                             "[e~["};
+constexpr std::string_view kEogNames[] = {"<|eot_id|>",
+                                          "<|im_end|>",
+                                          "<|end|>",
+                                          "<|return|>",
+                                          "<|call|>",
+                                          "<|flush|>",
+                                          "<|calls|>",
+                                          "<end_of_turn>",
+                                          "<|endoftext|>",
+                                          "</s>",
+                                          "<|eom_id|>",
+                                          "<EOT>",
+                                          "_<EOT>",
+                                          "[EOT]",
+                                          "[EOS]",
+                                          "<|end_of_text|>",
+                                          "<end_of_utterance>",
+                                          "<eos>",
+                                          "<turn|>",
+                                          "<|tool_response>",
+                                          "<\xEF\xBD\x9C"
+                                          "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+                                          "[e~["};
 // gpt-oss channel markers that llama.cpp always renders (set to USER_DEFINED).
 constexpr std::string_view kAlwaysRenderNames[] = {"<|channel|>", "<|message|>", "<|start|>", "<|constrain|>"};
 
-bool in(Names names, std::string_view s) {
-  return std::find(names.begin(), names.end(), s) != names.end();
-}
+bool in(Names names, std::string_view s) { return std::find(names.begin(), names.end(), s) != names.end(); }
 
 }  // namespace
 
@@ -61,9 +104,8 @@ void derive_special_tokens(Vocab& v) {
     Names names;
     int32_t* id;
   };
-  const Detect detects[] = {{kEotNames, &v.eot},         {kEomNames, &v.eom},
-                            {kFimPreNames, &v.fim_pre}, {kFimSufNames, &v.fim_suf},
-                            {kFimMidNames, &v.fim_mid}, {kFimPadNames, &v.fim_pad},
+  const Detect detects[] = {{kEotNames, &v.eot},        {kEomNames, &v.eom},        {kFimPreNames, &v.fim_pre},
+                            {kFimSufNames, &v.fim_suf}, {kFimMidNames, &v.fim_mid}, {kFimPadNames, &v.fim_pad},
                             {kFimRepNames, &v.fim_rep}, {kFimSepNames, &v.fim_sep}};
   for (int32_t id = 0; id < v.n_vocab; ++id) {
     if (!unique(id)) continue;
@@ -72,7 +114,7 @@ void derive_special_tokens(Vocab& v) {
       // An id from the file (e.g. tokenizer.ggml.eot_token_id) is never replaced.
       if (*detects[k].id == kNoToken && in(detects[k].names, t)) {
         *detects[k].id = id;
-        force_control(id);   // "control-looking token ... was not control-type"
+        force_control(id);  // "control-looking token ... was not control-type"
       }
     }
   }

@@ -25,7 +25,7 @@ std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special, 
 
   if (add_special && v.add_bos) out.push_back(v.bos);
   std::string buf;
-  bool prev_special = true;   // SPM dummy prefix: before the first fragment and after tokens
+  bool prev_special = true;  // SPM dummy prefix: before the first fragment and after tokens
   for (const tok::Fragment& f : frags) {
     if (f.token != kNoToken) {
       out.push_back(f.token);

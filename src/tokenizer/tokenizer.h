@@ -27,8 +27,8 @@ struct Vocab;
 }
 
 enum class TokenizerModel : uint8_t {
-  kSpm,          // tokenizer.ggml.model "llama" (Gemma 3): score-ordered merges, spec §6
-  kGemma4Bpe,    // tokenizer.ggml.model "gemma4": rank-ordered merges, spec §7
+  kSpm,        // tokenizer.ggml.model "llama" (Gemma 3): score-ordered merges, spec §6
+  kGemma4Bpe,  // tokenizer.ggml.model "gemma4": rank-ordered merges, spec §7
 };
 
 // llama.cpp's per-token attribute bits (spec §2.1). A token can carry several: e.g. Gemma's
@@ -71,29 +71,28 @@ class Tokenizer {
   std::string decode(std::span<const int32_t> ids, bool remove_special, bool unparse_special) const;
   // Same, with the clean-up passes forced on or off (spec §9.2 recommends off for Gemma 4
   // unless byte parity with llama_detokenize is wanted).
-  std::string decode(std::span<const int32_t> ids, bool remove_special, bool unparse_special,
-                     bool clean_spaces) const;
+  std::string decode(std::span<const int32_t> ids, bool remove_special, bool unparse_special, bool clean_spaces) const;
 
   TokenizerModel model() const;
   int32_t n_vocab() const;
   // Special ids; kNoToken where the vocab has none.
   int32_t bos() const;
   int32_t eos() const;
-  int32_t eot() const;   // end of turn: key tokenizer.ggml.eot_token_id, else found by text
+  int32_t eot() const;  // end of turn: key tokenizer.ggml.eot_token_id, else found by text
   int32_t eom() const;
   int32_t unk() const;
   int32_t pad() const;
   int32_t sep() const;
   int32_t mask() const;
-  int32_t linefeed() const;   // llama.cpp's "newline token"
+  int32_t linefeed() const;  // llama.cpp's "newline token"
   bool add_bos() const;
   bool add_eos() const;
   bool add_space_prefix() const;
-  bool clean_spaces() const;   // llama.cpp's default for decode(): true for BPE (Gemma 4)
+  bool clean_spaces() const;  // llama.cpp's default for decode(): true for BPE (Gemma 4)
 
   // End-of-generation set built by llama.cpp's rules (spec §11): stop when sampled.
   bool is_eog(int32_t id) const;
-  const std::vector<int32_t>& eog_ids() const;   // ascending
+  const std::vector<int32_t>& eog_ids() const;  // ascending
 
   uint32_t token_attr(int32_t id) const;          // TokenAttr bits; throws on a bad id
   std::string_view token_text(int32_t id) const;  // raw text as stored; throws on a bad id
@@ -101,8 +100,7 @@ class Tokenizer {
   int32_t token_id(std::string_view text) const;  // first id with this text, or kNoToken
   // Special-token matching order (CONTROL|USER_DEFINED|UNKNOWN, longest text first).
   const std::vector<int32_t>& special_tokens() const;
-  size_t n_duplicate_texts() const;                // token strings seen more than once
-
+  size_t n_duplicate_texts() const;  // token strings seen more than once
 
  private:
   explicit Tokenizer(std::unique_ptr<tok::Vocab> v);

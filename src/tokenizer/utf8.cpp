@@ -14,7 +14,7 @@ int strict_step(std::string_view s, size_t i) {
   const auto b0 = static_cast<uint8_t>(s[i]);
   if (b0 < 0x80) return 1;
   int need;
-  uint8_t lo = 0x80, hi = 0xBF;   // allowed range of the second byte (Unicode Table 3-7)
+  uint8_t lo = 0x80, hi = 0xBF;  // allowed range of the second byte (Unicode Table 3-7)
   if (b0 >= 0xC2 && b0 <= 0xDF) {
     need = 2;
   } else if (b0 >= 0xE0 && b0 <= 0xEF) {
@@ -26,10 +26,10 @@ int strict_step(std::string_view s, size_t i) {
     if (b0 == 0xF0) lo = 0x90;
     if (b0 == 0xF4) hi = 0x8F;
   } else {
-    return -1;   // continuation byte, C0/C1, F5..FF: never valid
+    return -1;  // continuation byte, C0/C1, F5..FF: never valid
   }
   for (int k = 1; k < need; ++k) {
-    if (i + k >= s.size()) return 0;   // valid so far, more bytes may come
+    if (i + k >= s.size()) return 0;  // valid so far, more bytes may come
     const auto b = static_cast<uint8_t>(s[i + k]);
     const bool ok = (k == 1) ? (b >= lo && b <= hi) : is_cont(b);
     if (!ok) return -k;
@@ -42,7 +42,7 @@ int strict_step(std::string_view s, size_t i) {
 bool utf8_is_valid(std::string_view s) {
   size_t i = 0;
   while (i < s.size()) {
-    if (static_cast<uint8_t>(s[i]) < 0x80) {   // ASCII fast path
+    if (static_cast<uint8_t>(s[i]) < 0x80) {  // ASCII fast path
       ++i;
       continue;
     }
@@ -99,8 +99,8 @@ std::string utf8_rebuild_lenient(std::string_view s) {
       }
     } else if (!(b0 & 0x08)) {
       if (i + 3 < n && is_cont(b(i + 1)) && is_cont(b(i + 2)) && is_cont(b(i + 3))) {
-        cpt = (uint32_t(b0 & 0x07) << 18) | (uint32_t(b(i + 1) & 0x3F) << 12) |
-              (uint32_t(b(i + 2) & 0x3F) << 6) | (b(i + 3) & 0x3F);
+        cpt = (uint32_t(b0 & 0x07) << 18) | (uint32_t(b(i + 1) & 0x3F) << 12) | (uint32_t(b(i + 2) & 0x3F) << 6) |
+              (b(i + 3) & 0x3F);
         len = 4;
         if (cpt > 0x10FFFF) cpt = 0xFFFD;
       }
@@ -121,7 +121,7 @@ size_t utf8_sanitize_prefix(std::string_view s, std::string& out, bool final) {
     } else if (n < 0) {
       out.append("\xEF\xBF\xBD");
       i += static_cast<size_t>(-n);
-    } else {   // incomplete tail
+    } else {  // incomplete tail
       if (!final) return i;
       out.append("\xEF\xBF\xBD");
       return s.size();

@@ -24,7 +24,7 @@ uint32_t attr_from_type(int64_t type) {
     case 4: return kAttrUserDefined;
     case 5: return kAttrUnused;
     case 6: return kAttrByte;
-    default: return kAttrUndefined;   // 0 and anything else
+    default: return kAttrUndefined;  // 0 and anything else
   }
 }
 
@@ -44,8 +44,8 @@ void read_texts(Vocab& v, const KeyValue& kv) {
   uint64_t total = 0;
   for (uint64_t i = 0; i < n; ++i) total += kv.str_lens[i] ? kv.str_lens[i] : 24;
   if (total > std::numeric_limits<uint32_t>::max())
-    fail("%s: tokenizer.ggml.tokens holds %llu bytes of text, more than sluice supports (4 GiB)",
-         v.name.c_str(), static_cast<unsigned long long>(total));
+    fail("%s: tokenizer.ggml.tokens holds %llu bytes of text, more than sluice supports (4 GiB)", v.name.c_str(),
+         static_cast<unsigned long long>(total));
   v.arena.reserve(total);
   v.text_off.resize(n + 1);
   for (uint64_t i = 0; i < n; ++i) {
@@ -53,8 +53,8 @@ void read_texts(Vocab& v, const KeyValue& kv) {
     std::string_view s = kv.string_at(i);
     if (s.empty()) {
       // llama.cpp renames empty tokens so that they stay addressable by text.
-      std::fprintf(stderr, "warning: %s: empty token at index %llu, renamed [EMPTY_%llu]\n",
-                   v.name.c_str(), static_cast<unsigned long long>(i), static_cast<unsigned long long>(i));
+      std::fprintf(stderr, "warning: %s: empty token at index %llu, renamed [EMPTY_%llu]\n", v.name.c_str(),
+                   static_cast<unsigned long long>(i), static_cast<unsigned long long>(i));
       v.arena += strfmt("[EMPTY_%llu]", static_cast<unsigned long long>(i));
     } else {
       v.arena.append(s);
@@ -97,7 +97,7 @@ void read_scores(Vocab& v, const gguf::GgufFile& f) {
 }
 
 void read_types(Vocab& v, const gguf::GgufFile& f) {
-  v.attrs.assign(static_cast<size_t>(v.n_vocab), kAttrNormal);   // missing key: all NORMAL
+  v.attrs.assign(static_cast<size_t>(v.n_vocab), kAttrNormal);  // missing key: all NORMAL
   const KeyValue* kv = f.find("tokenizer.ggml.token_type");
   if (!kv) return;
   if (kv->type != ValueType::ARRAY || !gguf::is_integer(kv->elem_type))
@@ -110,7 +110,8 @@ void read_types(Vocab& v, const gguf::GgufFile& f) {
   // UNDEFINED. A u64 is clamped so that it cannot wrap into a valid type.
   const bool is_u64 = kv->elem_type == ValueType::U64;
   for (int32_t i = 0; i < v.n_vocab; ++i) {
-    const int64_t t = is_u64 ? static_cast<int64_t>(std::min<uint64_t>(gguf::load_uint(kv->elem_type, kv->elem_ptr(i)), 1000))
+    const int64_t t = is_u64 ? static_cast<int64_t>(
+                                   std::min<uint64_t>(gguf::load_uint(kv->elem_type, kv->elem_ptr(i)), 1000))
                              : gguf::load_int(kv->elem_type, kv->elem_ptr(i));
     v.attrs[i] = attr_from_type(t);
   }
@@ -124,15 +125,23 @@ void read_special_ids(Vocab& v, const gguf::GgufFile& f) {
     int32_t* id;
   };
   const Key keys[] = {
-      {"tokenizer.ggml.bos_token_id", &v.bos},       {"tokenizer.ggml.eos_token_id", &v.eos},
-      {"tokenizer.ggml.eot_token_id", &v.eot},       {"tokenizer.ggml.eom_token_id", &v.eom},
-      {"tokenizer.ggml.unknown_token_id", &v.unk},   {"tokenizer.ggml.seperator_token_id", &v.sep},
-      {"tokenizer.ggml.padding_token_id", &v.pad},   {"tokenizer.ggml.mask_token_id", &v.mask},
-      {"tokenizer.ggml.fim_pre_token_id", &v.fim_pre}, {"tokenizer.ggml.fim_suf_token_id", &v.fim_suf},
-      {"tokenizer.ggml.fim_mid_token_id", &v.fim_mid}, {"tokenizer.ggml.fim_pad_token_id", &v.fim_pad},
-      {"tokenizer.ggml.fim_rep_token_id", &v.fim_rep}, {"tokenizer.ggml.fim_sep_token_id", &v.fim_sep},
+      {"tokenizer.ggml.bos_token_id", &v.bos},
+      {"tokenizer.ggml.eos_token_id", &v.eos},
+      {"tokenizer.ggml.eot_token_id", &v.eot},
+      {"tokenizer.ggml.eom_token_id", &v.eom},
+      {"tokenizer.ggml.unknown_token_id", &v.unk},
+      {"tokenizer.ggml.seperator_token_id", &v.sep},
+      {"tokenizer.ggml.padding_token_id", &v.pad},
+      {"tokenizer.ggml.mask_token_id", &v.mask},
+      {"tokenizer.ggml.fim_pre_token_id", &v.fim_pre},
+      {"tokenizer.ggml.fim_suf_token_id", &v.fim_suf},
+      {"tokenizer.ggml.fim_mid_token_id", &v.fim_mid},
+      {"tokenizer.ggml.fim_pad_token_id", &v.fim_pad},
+      {"tokenizer.ggml.fim_rep_token_id", &v.fim_rep},
+      {"tokenizer.ggml.fim_sep_token_id", &v.fim_sep},
       // deprecated spellings of the FIM keys, read after the new ones like llama.cpp does
-      {"tokenizer.ggml.prefix_token_id", &v.fim_pre}, {"tokenizer.ggml.suffix_token_id", &v.fim_suf},
+      {"tokenizer.ggml.prefix_token_id", &v.fim_pre},
+      {"tokenizer.ggml.suffix_token_id", &v.fim_suf},
       {"tokenizer.ggml.middle_token_id", &v.fim_mid},
   };
   for (const Key& k : keys) {
@@ -154,9 +163,10 @@ TokenizerModel read_model(const Vocab& v, const gguf::GgufFile& f) {
   const std::string_view model = f.get_string("tokenizer.ggml.model");
   if (model == "gemma4") return TokenizerModel::kGemma4Bpe;
   if (model != "llama")
-    fail("%s: tokenizer.ggml.model = \"%.*s\" is not supported (sluice knows \"llama\" for Gemma 3 "
-         "and \"gemma4\" for Gemma 4)",
-         v.name.c_str(), int(model.size()), model.data());
+    fail(
+        "%s: tokenizer.ggml.model = \"%.*s\" is not supported (sluice knows \"llama\" for Gemma 3 "
+        "and \"gemma4\" for Gemma 4)",
+        v.name.c_str(), int(model.size()), model.data());
   // Spec §12.7: Ollama-made Gemma 4 files are said to declare "llama"; their scores are
   // placeholders, so only the merges give a usable tokenizer.
   if (f.get_string_or("general.architecture", "") == "gemma4" && f.has("tokenizer.ggml.merges")) {
@@ -172,7 +182,7 @@ TokenizerModel read_model(const Vocab& v, const gguf::GgufFile& f) {
 // Defaults by vocab type (llama.cpp llama_vocab::impl::load), before the file's keys.
 void set_model_defaults(Vocab& v) {
   if (v.model == TokenizerModel::kSpm) {
-    v.bos = 1;   // LLaMA's values; every Gemma 3 file overrides them
+    v.bos = 1;  // LLaMA's values; every Gemma 3 file overrides them
     v.eos = 2;
     v.unk = 0;
     v.add_space_prefix = true;
@@ -181,7 +191,7 @@ void set_model_defaults(Vocab& v) {
     v.add_eos = false;
   } else {
     v.add_space_prefix = false;
-    v.clean_spaces = true;   // llama.cpp's BPE default; the gemma4 pre-type keeps it
+    v.clean_spaces = true;  // llama.cpp's BPE default; the gemma4 pre-type keeps it
     v.add_bos = false;
     v.add_eos = false;
   }
@@ -220,11 +230,15 @@ void read_add_flags(Vocab& v, const gguf::GgufFile& f) {
     v.add_bos = true;
   }
   if (v.add_bos && v.bos == kNoToken)
-    fail("%s: tokenizer.ggml.add_bos_token is true but the vocabulary has no BOS token "
-         "(tokenizer.ggml.bos_token_id)", v.name.c_str());
+    fail(
+        "%s: tokenizer.ggml.add_bos_token is true but the vocabulary has no BOS token "
+        "(tokenizer.ggml.bos_token_id)",
+        v.name.c_str());
   if (v.add_eos && v.eos == kNoToken)
-    fail("%s: tokenizer.ggml.add_eos_token is true but the vocabulary has no EOS token "
-         "(tokenizer.ggml.eos_token_id)", v.name.c_str());
+    fail(
+        "%s: tokenizer.ggml.add_eos_token is true but the vocabulary has no EOS token "
+        "(tokenizer.ggml.eos_token_id)",
+        v.name.c_str());
 }
 
 // llama.cpp's "newline token": SPM takes the byte token for '\n', BPE tokenizes "\n"

@@ -18,7 +18,7 @@ class GgufFile;
 
 namespace sluice::tok {
 
-inline constexpr std::string_view kSpaceEscape = "\xE2\x96\x81";   // U+2581 '▁'
+inline constexpr std::string_view kSpaceEscape = "\xE2\x96\x81";  // U+2581 '▁'
 
 // A merge pair "A B" -> rank (spec §7.1); the views point into Vocab::merge_arena.
 struct MergeKey {
@@ -38,17 +38,17 @@ struct MergeKeyHash {
 // order, the special tokens whose text ends there (several when texts are duplicated).
 struct SpecialTrie {
   struct Node {
-    uint32_t edge_begin = 0, edge_count = 0;   // into edges, sorted by byte
-    uint32_t term_begin = 0, term_count = 0;   // into terms
+    uint32_t edge_begin = 0, edge_count = 0;  // into edges, sorted by byte
+    uint32_t term_begin = 0, term_count = 0;  // into terms
   };
   struct Edge {
     uint8_t byte;
     uint32_t child;
   };
-  std::vector<Node> nodes;        // nodes[0] is the root
+  std::vector<Node> nodes;  // nodes[0] is the root
   std::vector<Edge> edges;
-  std::vector<uint32_t> terms;    // indices into Vocab::special (matching order)
-  std::array<uint32_t, 256> root_child{};   // child(0, byte), as a table
+  std::vector<uint32_t> terms;             // indices into Vocab::special (matching order)
+  std::array<uint32_t, 256> root_child{};  // child(0, byte), as a table
   size_t max_depth = 0;
 
   // Child of `node` for `byte`, or 0 (the root is never a child).
@@ -56,7 +56,7 @@ struct SpecialTrie {
 };
 
 struct Vocab {
-  std::string name;                       // file name, for messages
+  std::string name;  // file name, for messages
   TokenizerModel model = TokenizerModel::kSpm;
   int32_t n_vocab = 0;
 
@@ -64,32 +64,32 @@ struct Vocab {
   std::string arena;
   std::vector<uint32_t> text_off;
   std::vector<float> scores;
-  std::vector<uint32_t> attrs;            // TokenAttr bits
-  std::unordered_map<std::string_view, int32_t> text_to_id;   // first id wins
+  std::vector<uint32_t> attrs;                               // TokenAttr bits
+  std::unordered_map<std::string_view, int32_t> text_to_id;  // first id wins
   size_t n_duplicates = 0;
 
   // Pieces for token_to_piece(id, special = true), built after attributes are final.
   std::string piece_arena;
   std::vector<uint32_t> piece_off;
 
-  std::array<int32_t, 256> byte_hex_id{};   // "<0xXX>" token per byte, kNoToken if absent
-  std::array<int32_t, 256> byte_raw_id{};   // token whose text is the single raw byte
+  std::array<int32_t, 256> byte_hex_id{};  // "<0xXX>" token per byte, kNoToken if absent
+  std::array<int32_t, 256> byte_raw_id{};  // token whose text is the single raw byte
 
   // Gemma 4 merges.
   std::string merge_arena;
   std::unordered_map<MergeKey, int32_t, MergeKeyHash> merge_rank;
 
-  int32_t bos = kNoToken, eos = kNoToken, eot = kNoToken, eom = kNoToken, unk = kNoToken,
-          pad = kNoToken, sep = kNoToken, mask = kNoToken, linefeed = kNoToken;
-  int32_t fim_pre = kNoToken, fim_suf = kNoToken, fim_mid = kNoToken, fim_pad = kNoToken,
-          fim_rep = kNoToken, fim_sep = kNoToken;
+  int32_t bos = kNoToken, eos = kNoToken, eot = kNoToken, eom = kNoToken, unk = kNoToken, pad = kNoToken,
+          sep = kNoToken, mask = kNoToken, linefeed = kNoToken;
+  int32_t fim_pre = kNoToken, fim_suf = kNoToken, fim_mid = kNoToken, fim_pad = kNoToken, fim_rep = kNoToken,
+          fim_sep = kNoToken;
   bool add_bos = false, add_eos = false, add_sep = false;
   bool add_space_prefix = false;
   bool clean_spaces = false;
 
-  std::vector<int32_t> eog;               // ascending
-  std::vector<uint8_t> eog_flag;          // per id
-  std::vector<int32_t> special;           // CONTROL|USER_DEFINED|UNKNOWN, longest first
+  std::vector<int32_t> eog;       // ascending
+  std::vector<uint8_t> eog_flag;  // per id
+  std::vector<int32_t> special;   // CONTROL|USER_DEFINED|UNKNOWN, longest first
   SpecialTrie trie;
 
   // Bit a * 256 + b: some token's text holds byte a followed by byte b. SPM merges never
@@ -133,15 +133,15 @@ void build_pieces(Vocab& v);
 
 // One piece of the input after special-token splitting (spec §5).
 struct Fragment {
-  int32_t token;          // kNoToken for raw text
+  int32_t token;  // kNoToken for raw text
   uint32_t offset, length;
 };
 // What one split cost, in steps that each take constant time (tests check it grows
 // linearly with the text, whatever the text).
 struct SplitWork {
-  uint64_t trie_steps = 0;   // trie nodes visited while finding occurrences
-  uint64_t runs = 0;         // runs of consecutive occurrences recorded
-  uint64_t checks = 0;       // bytes and jumps looked at while replaying
+  uint64_t trie_steps = 0;  // trie nodes visited while finding occurrences
+  uint64_t runs = 0;        // runs of consecutive occurrences recorded
+  uint64_t checks = 0;      // bytes and jumps looked at while replaying
 };
 void split_special(const Vocab& v, std::string_view text, bool parse_special, std::vector<Fragment>& out,
                    SplitWork* work = nullptr);

@@ -48,7 +48,7 @@ static void check(std::span<const uint8_t> bytes, sluice::gguf::ReadOptions opt)
   try {
     f = GgufFile::parse(bytes, "fuzz", opt);
   } catch (const sluice::Error&) {
-    return;   // rejected: fine
+    return;  // rejected: fine
   }
   volatile uint64_t sink = touch_everything(*f);
   (void)sink;

@@ -37,7 +37,7 @@ Loaded load() {
   std::ifstream in(std::string(SLUICE_SOURCE_DIR) + "/tests/data/llamacpp/gemma3-270m.json");
   if (!in) throw std::runtime_error("missing tests/data/llamacpp/gemma3-270m.json (make golden)");
   l.gold = nlohmann::json::parse(in);
-  l.file = gguf::GgufFile::open(model_path());   // throws with a clear message if absent
+  l.file = gguf::GgufFile::open(model_path());  // throws with a clear message if absent
   l.pool = std::make_unique<ThreadPool>(ThreadPool::default_threads());
   models::LoadOptions lo;
   lo.pool = l.pool.get();
@@ -49,7 +49,8 @@ Loaded load() {
 // Runs the 10 sequences as ONE batch, step by step: step 0 prefills every prompt, each
 // later step decodes one token per sequence. `next(i, step, argmax)` returns the token to
 // feed sequence i (or -1 to drop it). Returns per (sequence, step) our argmax.
-std::vector<std::vector<int32_t>> batched_greedy(Loaded& l, const std::function<int32_t(size_t, size_t, int32_t)>& next) {
+std::vector<std::vector<int32_t>> batched_greedy(Loaded& l,
+                                                 const std::function<int32_t(size_t, size_t, int32_t)>& next) {
   const auto& cases = l.gold["greedy"];
   const size_t n = cases.size();
   const int64_t V = l.model->spec().n_vocab;
@@ -111,9 +112,10 @@ TEST(RealGemma3, NextTokenChoicesMatchLlamaCppTeacherForced) {
   Loaded l = load();
   const auto& cases = l.gold["greedy"];
   ASSERT_GE(cases.size(), 10u);
-  for (size_t i = 0; i < cases.size(); ++i)   // our tokenizer gives llama.cpp's prompt ids
+  for (size_t i = 0; i < cases.size(); ++i)  // our tokenizer gives llama.cpp's prompt ids
     EXPECT_EQ(l.tok->encode(cases[i]["prompt"].get<std::string>(), true, true),
-              cases[i]["prompt_ids"].get<std::vector<int32_t>>()) << "prompt " << i;
+              cases[i]["prompt_ids"].get<std::vector<int32_t>>())
+        << "prompt " << i;
   const auto ours = batched_greedy(l, [&](size_t i, size_t step, int32_t) {
     const auto& ref = cases[i]["tokens"];
     return step + 1 < ref.size() ? ref[step].get<int32_t>() : -1;
@@ -125,16 +127,22 @@ TEST(RealGemma3, NextTokenChoicesMatchLlamaCppTeacherForced) {
     const auto gaps = cases[i]["top2_gap"].get<std::vector<double>>();
     for (size_t s = 0; s < ours[i].size() && s < ref.size(); ++s) {
       ++total;
-      if (ours[i][s] == ref[s]) { ++agree; continue; }
+      if (ours[i][s] == ref[s]) {
+        ++agree;
+        continue;
+      }
       ++flips;
       if (gaps[s] < 0.05) ++below_005;
       worst_gap = std::max(worst_gap, gaps[s]);
-      std::printf("prompt %zu step %zu: sluice %d, llama.cpp %d (llama.cpp top-2 gap %.3f)\n", i, s, ours[i][s], ref[s], gaps[s]);
+      std::printf("prompt %zu step %zu: sluice %d, llama.cpp %d (llama.cpp top-2 gap %.3f)\n", i, s, ours[i][s], ref[s],
+                  gaps[s]);
       EXPECT_LT(gaps[s], 0.9) << "prompt " << i << " step " << s << ": llama.cpp chose by a clear margin";
     }
   }
-  std::printf("teacher-forced: %zu/%zu next-token choices agree (%.1f%%); %zu differ, %zu of them at a llama.cpp gap < 0.05, "
-              "largest gap at a difference %.3f\n", agree, total, 100.0 * agree / total, flips, below_005, worst_gap);
+  std::printf(
+      "teacher-forced: %zu/%zu next-token choices agree (%.1f%%); %zu differ, %zu of them at a llama.cpp gap < 0.05, "
+      "largest gap at a difference %.3f\n",
+      agree, total, 100.0 * agree / total, flips, below_005, worst_gap);
   EXPECT_EQ(total, cases.size() * 64);
   EXPECT_GE(static_cast<double>(agree) / total, 0.95);
 }
@@ -156,10 +164,14 @@ TEST(RealGemma3, FreeRunningGreedyLeavesOnlyAtNearTies) {
   });
   size_t clear = 0;
   for (size_t i = 0; i < cases.size(); ++i) {
-    if (left[i] < 0) { std::printf("prompt %zu: all 64 tokens identical to llama.cpp\n", i); continue; }
+    if (left[i] < 0) {
+      std::printf("prompt %zu: all 64 tokens identical to llama.cpp\n", i);
+      continue;
+    }
     const double gap = cases[i]["top2_gap"][left[i]].get<double>();
     clear += gap >= 0.05;
-    std::printf("prompt %zu: identical for %d tokens, then differs where llama.cpp's top-2 gap is %.3f\n", i, left[i], gap);
+    std::printf("prompt %zu: identical for %d tokens, then differs where llama.cpp's top-2 gap is %.3f\n", i, left[i],
+                gap);
     // The bound llama.cpp itself needs against its own other configurations (see the
     // teacher-forced test); the 0.05 is reported below, not asserted.
     EXPECT_LT(gap, 0.9) << "prompt " << i << " leaves llama.cpp's path where it chose by a clear margin";

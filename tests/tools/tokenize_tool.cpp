@@ -82,7 +82,8 @@ std::vector<std::string> read_corpus(const char* path) {
     if (j.contains("hex")) {
       const std::string h = j.at("hex").get<std::string>();
       std::string bytes;
-      for (size_t i = 0; i + 1 < h.size(); i += 2) bytes.push_back(static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16)));
+      for (size_t i = 0; i + 1 < h.size(); i += 2)
+        bytes.push_back(static_cast<char>(std::stoi(h.substr(i, 2), nullptr, 16)));
       texts.push_back(bytes);
     } else {
       texts.push_back(j.at("text").get<std::string>());
@@ -122,7 +123,10 @@ int cmd_encode(const Tokenizer& t, const char* corpus, const char* out_path) {
     const std::string tail = sd.flush();
     utf8 = utf8 && valid_utf8(tail);
     stream += tail;
-    out << json{{"ids", ids}, {"dec", dec}, {"stream", hex(stream)}, {"stream_max_hold", max_hold},
+    out << json{{"ids", ids},
+                {"dec", dec},
+                {"stream", hex(stream)},
+                {"stream_max_hold", max_hold},
                 {"stream_utf8", utf8}}
                .dump()
         << "\n";
@@ -139,12 +143,25 @@ int cmd_info(const Tokenizer& t, double load_ms) {
   std::snprintf(h0, sizeof h0, "%016llx", static_cast<unsigned long long>(fnv_pieces(t, false)));
   json j{{"n_vocab", t.n_vocab()},
          {"model", t.model() == sluice::TokenizerModel::kSpm ? "llama" : "gemma4"},
-         {"bos", t.bos()}, {"eos", t.eos()}, {"eot", t.eot()}, {"eom", t.eom()}, {"unk", t.unk()},
-         {"pad", t.pad()}, {"sep", t.sep()}, {"mask", t.mask()}, {"nl", t.linefeed()},
-         {"add_bos", t.add_bos()}, {"add_eos", t.add_eos()}, {"add_space_prefix", t.add_space_prefix()},
-         {"clean_spaces", t.clean_spaces()}, {"eog", t.eog_ids()}, {"attrs", attrs},
-         {"pieces_fnv_special", h1}, {"pieces_fnv_plain", h0},
-         {"n_special", t.special_tokens().size()}, {"n_duplicates", t.n_duplicate_texts()},
+         {"bos", t.bos()},
+         {"eos", t.eos()},
+         {"eot", t.eot()},
+         {"eom", t.eom()},
+         {"unk", t.unk()},
+         {"pad", t.pad()},
+         {"sep", t.sep()},
+         {"mask", t.mask()},
+         {"nl", t.linefeed()},
+         {"add_bos", t.add_bos()},
+         {"add_eos", t.add_eos()},
+         {"add_space_prefix", t.add_space_prefix()},
+         {"clean_spaces", t.clean_spaces()},
+         {"eog", t.eog_ids()},
+         {"attrs", attrs},
+         {"pieces_fnv_special", h1},
+         {"pieces_fnv_plain", h0},
+         {"n_special", t.special_tokens().size()},
+         {"n_duplicates", t.n_duplicate_texts()},
          {"load_ms", load_ms}};
   std::cout << j.dump() << "\n";
   return 0;
@@ -169,13 +186,12 @@ int cmd_bench(const Tokenizer& t, const char* corpus, double load_ms) {
     const size_t n = t.encode(big, true, true).size();
     const double ms = ms_since(t0);
     t0 = std::chrono::steady_clock::now();
-    const std::string one_line(big.size(), 'a');   // one long word: the merge loop alone
+    const std::string one_line(big.size(), 'a');  // one long word: the merge loop alone
     const size_t n1 = t.encode(one_line, false, false).size();
-    scaling.push_back({{"bytes", big.size()}, {"ids", n}, {"ms", ms}, {"run_a_ms", ms_since(t0)},
-                       {"run_a_ids", n1}});
+    scaling.push_back({{"bytes", big.size()}, {"ids", n}, {"ms", ms}, {"run_a_ms", ms_since(t0)}, {"run_a_ids", n1}});
   }
-  std::cout << json{{"load_ms", load_ms}, {"corpus_entries", texts.size()}, {"corpus_bytes", bytes},
-                    {"corpus_ids", n_ids}, {"corpus_ms", corpus_ms}, {"scaling", scaling}}
+  std::cout << json{{"load_ms", load_ms},  {"corpus_entries", texts.size()}, {"corpus_bytes", bytes},
+                    {"corpus_ids", n_ids}, {"corpus_ms", corpus_ms},         {"scaling", scaling}}
                    .dump()
             << "\n";
   return 0;

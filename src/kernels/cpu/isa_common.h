@@ -11,8 +11,12 @@ namespace sluice::kernels {
 namespace {
 
 // ActRows accessors (act.h), written out here: ISA translation units call no shared inline code.
-inline const int8_t* a_qs(const ActRows& a, int64_t m) { return reinterpret_cast<const int8_t*>(a.base + m * a.stride); }
-inline const float* a_d(const ActRows& a, int64_t m) { return reinterpret_cast<const float*>(a.base + m * a.stride + a.k); }
+inline const int8_t* a_qs(const ActRows& a, int64_t m) {
+  return reinterpret_cast<const int8_t*>(a.base + m * a.stride);
+}
+inline const float* a_d(const ActRows& a, int64_t m) {
+  return reinterpret_cast<const float*>(a.base + m * a.stride + a.k);
+}
 // Block sums (block 32) or per-16 sums (block 256) of row m.
 inline const int32_t* a_sums(const ActRows& a, int64_t m, int64_t block) {
   return reinterpret_cast<const int32_t*>(a.base + m * a.stride + a.k + 4 * (a.k / block));

@@ -82,8 +82,10 @@ inline float dot_q4_k_256(const void* wv, const void* av, int64_t n) {
       const __m256i raw = ld256(qs + 32 * c);
       const __m256i lo = _mm256_and_si256(raw, m4);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
-      const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(aq + 64 * c)), _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c])));
-      const __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(aq + 64 * c + 32)), _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c + 1])));
+      const __m256i plo = _mm256_madd_epi16(_mm256_maddubs_epi16(lo, ld256(aq + 64 * c)),
+                                            _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c])));
+      const __m256i phi = _mm256_madd_epi16(_mm256_maddubs_epi16(hi, ld256(aq + 64 * c + 32)),
+                                            _mm256_set1_epi16(static_cast<int16_t>(sc[2 * c + 1])));
       sumv = _mm256_add_epi32(sumv, _mm256_add_epi32(plo, phi));
     }
     const int32_t sumi = hsum_epi32(sumv);

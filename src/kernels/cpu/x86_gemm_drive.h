@@ -23,7 +23,8 @@ using TileFn = void (*)(const GemmArgs&, int64_t gi, int64_t m0);
 // always_inline: GCC 12 treats a function of nothing but prefetches as free of side effects;
 // when the branch kept it from being inlined early, the call was deleted outright.
 constexpr int64_t kActAhead = 4;
-__attribute__((always_inline)) inline void prefetch_act_ahead(const int8_t* qs, const float* da, const int32_t* sums, int64_t b) {
+__attribute__((always_inline)) inline void prefetch_act_ahead(const int8_t* qs, const float* da, const int32_t* sums,
+                                                              int64_t b) {
   _mm_prefetch(reinterpret_cast<const char*>(qs + 32 * (b + kActAhead)), _MM_HINT_T0);
   if ((b & 15) == 0) {
     _mm_prefetch(reinterpret_cast<const char*>(da + b + 16), _MM_HINT_T0);

@@ -24,7 +24,7 @@ ModelSpec read_gemma_common(const gguf::GgufFile& f, const std::string& arch, in
 
 void assign_kv_groups(ModelSpec& spec) {
   spec.kv_groups.clear();
-  std::vector<std::tuple<int32_t, int32_t, int32_t>> keys;   // (window, kv heads, head dim)
+  std::vector<std::tuple<int32_t, int32_t, int32_t>> keys;  // (window, kv heads, head dim)
   for (LayerSpec& ls : spec.layers) {
     if (!ls.has_kv) continue;
     const auto key = std::make_tuple(ls.window, ls.n_head_kv, ls.head_dim);

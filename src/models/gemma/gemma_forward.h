@@ -24,7 +24,7 @@ using kernels::Linear;
 
 // The fused matmuls of one layer.
 struct LayerOps {
-  Linear qkv;       // [q | k | v] (KV-owning layers) or q alone
+  Linear qkv;  // [q | k | v] (KV-owning layers) or q alone
   Linear o, gate_up, down, inp_gate, proj;
 };
 
@@ -34,7 +34,7 @@ struct RopeConfig {
   int32_t n_rot = 0;
   bool factors = false;
   std::vector<double> inv;
-  int64_t offset = 0;   // floats before this config's table in a token's row of rope_cs_
+  int64_t offset = 0;  // floats before this config's table in a token's row of rope_cs_
 };
 
 template <class T>
@@ -44,9 +44,9 @@ void grow(std::vector<T>& v, size_t n) {
 
 // Work of the per-row ops, per element of a row, in units of one streaming vector op (a scale,
 // an RMSNorm): relative weights that only decide whether a row op is worth a pool job.
-inline constexpr int64_t kCostCopy = 1;             // RMSNorm, scale, an embedding row
-inline constexpr int64_t kCostNormRope = 4;         // per-head RMSNorm then RoPE, in place
-inline constexpr int64_t kCostTranscendental = 8;   // an exp/tanh or a cos/sin per element
+inline constexpr int64_t kCostCopy = 1;            // RMSNorm, scale, an embedding row
+inline constexpr int64_t kCostNormRope = 4;        // per-head RMSNorm then RoPE, in place
+inline constexpr int64_t kCostTranscendental = 8;  // an exp/tanh or a cos/sin per element
 // Below this much work (T · width · cost) a row op runs inline on the calling thread: waking
 // the workers and meeting at the job's end costs about as much as this many units on one core.
 inline constexpr int64_t kInlineRowWork = 8192;
@@ -111,7 +111,10 @@ class GemmaModel final : public Model {
   std::vector<std::string> describe_weights() const override;
 
  private:
-  struct TokenRef { int32_t seq; int32_t pos; };
+  struct TokenRef {
+    int32_t seq;
+    int32_t pos;
+  };
 
   // Load (gemma_model.cpp).
   void build_layer_ops();
@@ -158,9 +161,9 @@ class GemmaModel final : public Model {
   std::vector<LayerOps> layer_ops_;
   Linear lm_head_, ple_model_proj_;
   std::vector<RopeConfig> ropes_;
-  std::vector<int> layer_rope_;     // config index per layer
-  int64_t rope_row_ = 0;            // floats of all configs' tables for one token
-  int tail_start_ = 0;              // first layer of the trailing run of layers that own no K/V
+  std::vector<int> layer_rope_;  // config index per layer
+  int64_t rope_row_ = 0;         // floats of all configs' tables for one token
+  int tail_start_ = 0;           // first layer of the trailing run of layers that own no K/V
 
   ProfileMarks prof_;
   Tap tap_;
@@ -169,10 +172,10 @@ class GemmaModel final : public Model {
   int64_t T_ = 0;
   std::vector<int32_t> tok_;
   std::vector<TokenRef> ref_;
-  std::vector<int64_t> out_rows_;   // tokens whose logits the batch wants, in slice order
+  std::vector<int64_t> out_rows_;  // tokens whose logits the batch wants, in slice order
   std::vector<float> x_, xn_, qkv_, v_, o_, att_, act_, ple_, pg_, rope_cs_, ple_row_;
-  std::vector<uint8_t> act_q_;      // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
-  std::vector<kernels::PagedToken> attn_tok_;   // the step's tokens for the paged attention
+  std::vector<uint8_t> act_q_;                 // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
+  std::vector<kernels::PagedToken> attn_tok_;  // the step's tokens for the paged attention
   kernels::PagedAttention attn_;
   kernels::ActScratch scratch_;
 };

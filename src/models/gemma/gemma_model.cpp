@@ -80,7 +80,8 @@ void GemmaModel::build_rope_configs() {
       rc.factors = ls.rope_freq_factors;
       rc.offset = rope_row_;
       for (int64_t i = 0; i < ls.n_rot / 2; ++i) {
-        double v = static_cast<double>(ls.rope_scale) * std::pow(static_cast<double>(ls.rope_base), -2.0 * i / ls.n_rot);
+        double v = static_cast<double>(ls.rope_scale) *
+                   std::pow(static_cast<double>(ls.rope_base), -2.0 * i / ls.n_rot);
         if (ls.rope_freq_factors) v /= w_.rope_freqs[i];
         rc.inv.push_back(v);
       }
@@ -97,7 +98,8 @@ Linear GemmaModel::build_lm_head(LmHeadFormat f) {
     return Linear::build({&m, 1}, pool_, "lm_head", false, &arena_);
   if (f == LmHeadFormat::kInt8) return Linear::build({&m, 1}, pool_, "lm_head", /*wide_q6_k=*/true, &arena_);
   // Q4_0: every row decoded and requantized (ggml's reference quantizer), then packed.
-  if (m.cols % 32 != 0) fail("--lm-head q4_0: rows of %lld columns are not a multiple of 32", static_cast<long long>(m.cols));
+  if (m.cols % 32 != 0)
+    fail("--lm-head q4_0: rows of %lld columns are not a multiple of 32", static_cast<long long>(m.cols));
   const uint64_t rb = dtype_row_bytes(DType::Q4_0, static_cast<uint64_t>(m.cols));
   std::vector<uint8_t> q(rb * static_cast<uint64_t>(m.rows));
   const auto to_f32 = quant::traits(m.type)->to_f32_ref;
@@ -136,8 +138,8 @@ void GemmaModel::check_batch(const ForwardBatch& b, const KvCache& kv) const {
     if (s.pos0 < 0) fail("negative position %d", s.pos0);
     for (int32_t g = 0; g < kv.n_groups(); ++g) {
       if (static_cast<int64_t>(s.block_tables[g].size()) * bt < end)
-        fail("block table of KV group %d covers %zu positions, the step needs %lld", g,
-             s.block_tables[g].size() * bt, static_cast<long long>(end));
+        fail("block table of KV group %d covers %zu positions, the step needs %lld", g, s.block_tables[g].size() * bt,
+             static_cast<long long>(end));
       // Every position a query of this step can see must be backed by a block.
       const int32_t w = kv.group(g).window;
       const int64_t lo = w > 0 ? std::max<int64_t>(0, s.pos0 - w + 1) : 0;
@@ -271,7 +273,8 @@ void GemmaModel::output(float* logits) {
   const int64_t R = static_cast<int64_t>(out_rows_.size());
   if (R == 0) return;
   grow(xn_, static_cast<size_t>(R * d));
-  for (int64_t r = 0; r < R; ++r) ops_.rms_norm(&x_[out_rows_[r] * d], w_.output_norm.data(), &xn_[r * d], d, spec_.eps);
+  for (int64_t r = 0; r < R; ++r)
+    ops_.rms_norm(&x_[out_rows_[r] * d], w_.output_norm.data(), &xn_[r * d], d, spec_.eps);
   tap("result_norm", -1, xn_.data(), R, d);
   prof_.mark(OpClass::kOther);
   // The softcap rides in the lm_head call (linear.h Epilogue): no second pass over R·V logits.
@@ -279,9 +282,8 @@ void GemmaModel::output(float* logits) {
   matmul(lm_head_, xn_.data(), R, logits, OpClass::kLmHead, spec_.final_softcap > 0 ? &cap : nullptr);
 }
 
-
 const char* op_class_name(OpClass c) {
-  static const char* const kNames[kOpClassCount] = {"ffn_gate_up", "ffn_down", "attn_qkv", "attn_output",
+  static const char* const kNames[kOpClassCount] = {"ffn_gate_up", "ffn_down",  "attn_qkv", "attn_output",
                                                     "lm_head",     "attention", "other"};
   return kNames[static_cast<int>(c)];
 }
@@ -295,8 +297,9 @@ int64_t ForwardBatch::n_tokens() const {
 int64_t ForwardBatch::n_logit_rows() const {
   int64_t n = 0;
   for (const SeqSlice& s : seqs)
-    n += s.logits == LogitsWanted::kAll ? static_cast<int64_t>(s.tokens.size())
-         : s.logits == LogitsWanted::kLast ? (s.tokens.empty() ? 0 : 1) : 0;
+    n += s.logits == LogitsWanted::kAll    ? static_cast<int64_t>(s.tokens.size())
+         : s.logits == LogitsWanted::kLast ? (s.tokens.empty() ? 0 : 1)
+                                           : 0;
   return n;
 }
 

@@ -14,21 +14,21 @@ namespace sluice::models {
 
 struct GemmaLayerWeights {
   std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffw_norm;
-  Mat wq, wk, wv, wo;                       // wk/wv empty when the layer reads shared K/V; wv when k_eq_v
+  Mat wq, wk, wv, wo;  // wk/wv empty when the layer reads shared K/V; wv when k_eq_v
   Mat gate, up, down;
-  Mat inp_gate, proj;                       // PLE (Gemma 4)
-  std::vector<float> post_norm;             // PLE post-norm
-  float out_scale = 1.0f;                   // Gemma 4 layer scalar (1 when absent)
+  Mat inp_gate, proj;            // PLE (Gemma 4)
+  std::vector<float> post_norm;  // PLE post-norm
+  float out_scale = 1.0f;        // Gemma 4 layer scalar (1 when absent)
 };
 
 struct GemmaWeights {
-  Mat tok_embd;                             // [n_embd, n_vocab]
-  Mat lm_head;                              // output.weight, or tok_embd when tied
+  Mat tok_embd;  // [n_embd, n_vocab]
+  Mat lm_head;   // output.weight, or tok_embd when tied
   std::vector<float> output_norm;
-  std::vector<float> rope_freqs;            // Gemma 4 proportional RoPE divisors (may be empty)
-  Mat ple_tok;                              // [n_layer·ple, n_vocab]
-  Mat ple_model_proj;                       // [n_embd, n_layer·ple]
-  std::vector<float> ple_proj_norm;         // [ple]
+  std::vector<float> rope_freqs;     // Gemma 4 proportional RoPE divisors (may be empty)
+  Mat ple_tok;                       // [n_layer·ple, n_vocab]
+  Mat ple_model_proj;                // [n_embd, n_layer·ple]
+  std::vector<float> ple_proj_norm;  // [ple]
   std::vector<GemmaLayerWeights> layers;
 };
 

@@ -29,8 +29,9 @@ std::unique_ptr<Model> load_gemma3(const gguf::GgufFile& f, const LoadOptions& o
     const gguf::KeyValue* pat = f.find(a + "attention.sliding_window_pattern");
     if (pat && pat->type == gguf::ValueType::ARRAY) {
       const auto& arr = f.get_array(a + "attention.sliding_window_pattern", gguf::ValueType::BOOL);
-      if (arr.count != static_cast<uint64_t>(s.n_layer)) fail("%s: sliding_window_pattern has %llu entries for %d layers",
-                                                             f.name().c_str(), static_cast<unsigned long long>(arr.count), s.n_layer);
+      if (arr.count != static_cast<uint64_t>(s.n_layer))
+        fail("%s: sliding_window_pattern has %llu entries for %d layers", f.name().c_str(),
+             static_cast<unsigned long long>(arr.count), s.n_layer);
       for (int l = 0; l < s.n_layer; ++l) sliding[l] = arr.data[l] != 0;
     } else {
       const uint64_t period = pat ? f.get_uint(a + "attention.sliding_window_pattern", 4096) : 6;

@@ -1,6 +1,7 @@
 // Gemma 4 from GGUF (gemma4.md §3): sliding/global layers with their own head dims and RoPE,
 // KV-shared layers, global layers whose V is their K projection (no attn_v), per-layer
-// embeddings, V-norm, layer scalar, proportional RoPE through rope_freqs, final softcap. Norm weights are used as stored (no +1, unlike Gemma 3).
+// embeddings, V-norm, layer scalar, proportional RoPE through rope_freqs, final softcap. Norm weights are used as
+// stored (no +1, unlike Gemma 3).
 #include <cmath>
 
 #include "base/error.h"
@@ -52,7 +53,7 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
     ls.rope_base = swa ? base_swa : base;
     ls.n_rot = swa ? rot_swa : rot_full;
     ls.rope_freq_factors = !swa && has_rope_freqs;
-    ls.attn_scale = 1.0f;   // QK-norm replaces 1/sqrt(d)
+    ls.attn_scale = 1.0f;  // QK-norm replaces 1/sqrt(d)
     ls.v_norm = true;
     ls.has_kv = l < first_shared;
     // 31B/26B: global layers have no V projection, V is their raw K projection (gemma4.md §1.3).
@@ -62,8 +63,12 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
       // The last non-shared layer of the same type (gemma4.md §1.2).
       ls.kv_source = -1;
       for (int src = first_shared - 1; src >= 0; --src)
-        if ((pattern.data[src] != 0) == swa) { ls.kv_source = src; break; }
-      if (ls.kv_source < 0) fail("%s: KV-shared layer %d has no earlier %s layer to read from", fn, l, swa ? "sliding" : "global");
+        if ((pattern.data[src] != 0) == swa) {
+          ls.kv_source = src;
+          break;
+        }
+      if (ls.kv_source < 0)
+        fail("%s: KV-shared layer %d has no earlier %s layer to read from", fn, l, swa ? "sliding" : "global");
     }
     s.layers.push_back(ls);
   }

@@ -21,11 +21,14 @@ namespace {
 
 TEST(DType, TableMatchesTheSpecForEverySupportedType) {
   // gguf.md §8: (id, name, block elements, block bytes) for the types sluice decodes.
-  struct Row { uint32_t id; const char* name; uint32_t be, bb; };
-  const Row rows[] = {{0, "f32", 1, 4},       {1, "f16", 1, 2},      {2, "q4_0", 32, 18},
-                      {3, "q4_1", 32, 20},    {6, "q5_0", 32, 22},   {7, "q5_1", 32, 24},
-                      {8, "q8_0", 32, 34},    {10, "q2_K", 256, 84}, {11, "q3_K", 256, 110},
-                      {12, "q4_K", 256, 144}, {13, "q5_K", 256, 176}, {14, "q6_K", 256, 210},
+  struct Row {
+    uint32_t id;
+    const char* name;
+    uint32_t be, bb;
+  };
+  const Row rows[] = {{0, "f32", 1, 4},       {1, "f16", 1, 2},         {2, "q4_0", 32, 18},    {3, "q4_1", 32, 20},
+                      {6, "q5_0", 32, 22},    {7, "q5_1", 32, 24},      {8, "q8_0", 32, 34},    {10, "q2_K", 256, 84},
+                      {11, "q3_K", 256, 110}, {12, "q4_K", 256, 144},   {13, "q5_K", 256, 176}, {14, "q6_K", 256, 210},
                       {20, "iq4_nl", 32, 18}, {23, "iq4_xs", 256, 136}, {30, "bf16", 1, 2}};
   int supported = 0;
   for (uint32_t id = 0; id < 64; ++id)
@@ -140,12 +143,12 @@ TEST(AlignedBytes, ZeroedAlignedAndHugePageSized) {
       EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % (uint64_t{2} << 20), 0u);
     }
     for (uint64_t i = 0; i < n; i += 4093) EXPECT_EQ(a.data()[i], 0);
-    a.data()[n - 1] = 7;   // writable to the end
+    a.data()[n - 1] = 7;  // writable to the end
   }
 }
 
 TEST(ByteArena, CarvesAlignedDisjointZeroedBuffersAcrossChunks) {
-  ByteArena arena(uint64_t{1} << 20);   // small chunks: force several
+  ByteArena arena(uint64_t{1} << 20);  // small chunks: force several
   std::vector<std::pair<uint8_t*, uint64_t>> got;
   for (uint64_t n : {uint64_t{10}, uint64_t{64}, uint64_t{700000}, uint64_t{500000}, uint64_t{3} << 20, uint64_t{65}}) {
     uint8_t* p = arena.take(n);

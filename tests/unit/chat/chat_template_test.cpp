@@ -36,10 +36,10 @@ TEST(Gemma3Template, SpecExample) {
 
 TEST(Gemma3Template, ContentRules) {
   // The system text is not trimmed, turn contents are; list content: images and trimmed text.
-  json m = json::array({{{"role", "system"}, {"content", json::array({{{"type", "text"}, {"text", " sys "}}})}},
-                        {{"role", "user"}, {"content", json::array({{{"type", "image"}},
-                                                                     {{"type", "text"}, {"text", "  look \n"}}})}},
-                        {{"role", "assistant"}, {"content", "  ok  "}}});
+  json m = json::array(
+      {{{"role", "system"}, {"content", json::array({{{"type", "text"}, {"text", " sys "}}})}},
+       {{"role", "user"}, {"content", json::array({{{"type", "image"}}, {{"type", "text"}, {"text", "  look \n"}}})}},
+       {{"role", "assistant"}, {"content", "  ok  "}}});
   EXPECT_EQ(gemma(ChatArch::Gemma3, m, false),
             "<bos><start_of_turn>user\n sys \n\n<start_of_image>look<end_of_turn>\n"
             "<start_of_turn>model\nok<end_of_turn>\n");
@@ -65,8 +65,9 @@ TEST(Gemma4Template, SpecExamples) {
   EXPECT_EQ(gemma(ChatArch::Gemma4, hi, true, json::object(), BuiltinOptions{.gemma4_empty_thought_block = false}),
             "<bos><|turn>user\nHi!<turn|>\n<|turn>model\n");
   // System "Be brief.", thinking on.
-  EXPECT_EQ(gemma(ChatArch::Gemma4, msgs({{"system", "Be brief."}, {"user", "Hi!"}}), true, {{"enable_thinking", true}}),
-            "<bos><|turn>system\n<|think|>Be brief.<turn|>\n<|turn>user\nHi!<turn|>\n<|turn>model\n");
+  EXPECT_EQ(
+      gemma(ChatArch::Gemma4, msgs({{"system", "Be brief."}, {"user", "Hi!"}}), true, {{"enable_thinking", true}}),
+      "<bos><|turn>system\n<|think|>Be brief.<turn|>\n<|turn>user\nHi!<turn|>\n<|turn>model\n");
 }
 
 TEST(Gemma4Template, SystemTurnOnlyWhenNeeded) {
@@ -86,16 +87,17 @@ TEST(Gemma4Template, ToolsCallsAndResponses) {
       {"role": "assistant", "content": null, "tool_calls": [{"type": "function",
           "function": {"name": "get_weather", "arguments": {"unit": "c", "city": "Paris", "days": 2}}}]},
       {"role": "tool", "tool_responses": [{"name": "get_weather", "response": {"temp": 21, "sky": "clear"}}]}])");
-  EXPECT_EQ(gemma(ChatArch::Gemma4, m, true, {{"tools", tools}}),
-            "<bos><|turn>system\n"
-            "<|tool>declaration:get_weather{description:<|\"|>Weather now<|\"|>,parameters:{properties:{"
-            "city:{description:<|\"|>City<|\"|>,type:<|\"|>STRING<|\"|>},"
-            "unit:{enum:[<|\"|>c<|\"|>,<|\"|>f<|\"|>],type:<|\"|>STRING<|\"|>}},"
-            "required:[<|\"|>city<|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|><turn|>\n"
-            "<|turn>user\nWeather in Paris?<turn|>\n"
-            "<|turn>model\n<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:2,unit:<|\"|>c<|\"|>}<tool_call|><turn|>\n"
-            "<|turn>tool\n<|tool_response>response:get_weather{sky:<|\"|>clear<|\"|>,temp:21}<tool_response|>"
-            "<|channel>thought\n<channel|>");
+  EXPECT_EQ(
+      gemma(ChatArch::Gemma4, m, true, {{"tools", tools}}),
+      "<bos><|turn>system\n"
+      "<|tool>declaration:get_weather{description:<|\"|>Weather now<|\"|>,parameters:{properties:{"
+      "city:{description:<|\"|>City<|\"|>,type:<|\"|>STRING<|\"|>},"
+      "unit:{enum:[<|\"|>c<|\"|>,<|\"|>f<|\"|>],type:<|\"|>STRING<|\"|>}},"
+      "required:[<|\"|>city<|\"|>],type:<|\"|>OBJECT<|\"|>}}<tool|><turn|>\n"
+      "<|turn>user\nWeather in Paris?<turn|>\n"
+      "<|turn>model\n<|tool_call>call:get_weather{city:<|\"|>Paris<|\"|>,days:2,unit:<|\"|>c<|\"|>}<tool_call|><turn|>\n"
+      "<|turn>tool\n<|tool_response>response:get_weather{sky:<|\"|>clear<|\"|>,temp:21}<tool_response|>"
+      "<|channel>thought\n<channel|>");
 }
 
 TEST(Gemma4Template, ModelHistoryLosesThinkingAndMediaBecomesMarkers) {

@@ -52,10 +52,48 @@ std::vector<std::string> corpus() {
 }
 
 TEST(Robustness, MutatedTemplatesOnlyThrowSluiceErrors) {
-  static const char* const kInserts[] = {"{{", "}}", "{%", "%}", "{#", "#}", "-", "+", "'", "\"", "(", ")",
-                                         "[", "]", "{", "}", "|", ".", ",", "=", "\\", "\n", " ", "endif",
-                                         "for", "in", "if", "not", "is", "~", "*", "**", "//", ":", "0", "é",
-                                         "{% endfor %}", "{% if x %}", "{{ x.", "loop.", "%s", "\xF0\x9F\x98"};
+  static const char* const kInserts[] = {"{{",
+                                         "}}",
+                                         "{%",
+                                         "%}",
+                                         "{#",
+                                         "#}",
+                                         "-",
+                                         "+",
+                                         "'",
+                                         "\"",
+                                         "(",
+                                         ")",
+                                         "[",
+                                         "]",
+                                         "{",
+                                         "}",
+                                         "|",
+                                         ".",
+                                         ",",
+                                         "=",
+                                         "\\",
+                                         "\n",
+                                         " ",
+                                         "endif",
+                                         "for",
+                                         "in",
+                                         "if",
+                                         "not",
+                                         "is",
+                                         "~",
+                                         "*",
+                                         "**",
+                                         "//",
+                                         ":",
+                                         "0",
+                                         "é",
+                                         "{% endfor %}",
+                                         "{% if x %}",
+                                         "{{ x.",
+                                         "loop.",
+                                         "%s",
+                                         "\xF0\x9F\x98"};
   std::mt19937 rng(1234);
   const auto base = corpus();
   int cases = 0;
@@ -65,11 +103,13 @@ TEST(Robustness, MutatedTemplatesOnlyThrowSluiceErrors) {
     for (int k = 0; k < edits && !s.empty(); ++k) {
       const size_t at = rng() % (s.size() + 1);
       switch (rng() % 5) {
-        case 0: s.resize(at); break;                                                    // truncate
-        case 1: s.erase(at, rng() % 40); break;                                         // delete
-        case 2: s.insert(at, kInserts[rng() % std::size(kInserts)]); break;             // insert
-        case 3: if (at < s.size()) s[at] = static_cast<char>(rng() % 128); break;       // replace
-        default: s.insert(at, s.substr(rng() % s.size(), rng() % 30)); break;           // duplicate
+        case 0: s.resize(at); break;                                         // truncate
+        case 1: s.erase(at, rng() % 40); break;                              // delete
+        case 2: s.insert(at, kInserts[rng() % std::size(kInserts)]); break;  // insert
+        case 3:
+          if (at < s.size()) s[at] = static_cast<char>(rng() % 128);
+          break;                                                               // replace
+        default: s.insert(at, s.substr(rng() % s.size(), rng() % 30)); break;  // duplicate
       }
     }
     ASSERT_TRUE(survives(s)) << "round " << round << ":\n" << s;
@@ -79,11 +119,45 @@ TEST(Robustness, MutatedTemplatesOnlyThrowSluiceErrors) {
 }
 
 TEST(Robustness, RandomTokenSoupOnlyThrowsSluiceErrors) {
-  static const char* const kTokens[] = {"{{ ", " }}", "{% ", " %}", "{%- ", " -%}", "if ", "for ", "x ", "in ",
-                                        "l ", "endif", "endfor", "else", "set ", "= ", "macro ", "m(", ")",
-                                        "[", "]", "|trim", "|join(',')", "|map('upper')", " is defined",
-                                        "loop.index", " ~ ", " + ", "'s'", "1", "none", ".a", "['b']", ",",
-                                        "namespace(", "ns.x", "raise_exception('r')", "\n", "text "};
+  static const char* const kTokens[] = {"{{ ",
+                                        " }}",
+                                        "{% ",
+                                        " %}",
+                                        "{%- ",
+                                        " -%}",
+                                        "if ",
+                                        "for ",
+                                        "x ",
+                                        "in ",
+                                        "l ",
+                                        "endif",
+                                        "endfor",
+                                        "else",
+                                        "set ",
+                                        "= ",
+                                        "macro ",
+                                        "m(",
+                                        ")",
+                                        "[",
+                                        "]",
+                                        "|trim",
+                                        "|join(',')",
+                                        "|map('upper')",
+                                        " is defined",
+                                        "loop.index",
+                                        " ~ ",
+                                        " + ",
+                                        "'s'",
+                                        "1",
+                                        "none",
+                                        ".a",
+                                        "['b']",
+                                        ",",
+                                        "namespace(",
+                                        "ns.x",
+                                        "raise_exception('r')",
+                                        "\n",
+                                        "text "};
   std::mt19937 rng(99);
   for (int round = 0; round < 3000; ++round) {
     std::string s;
@@ -96,7 +170,8 @@ TEST(Robustness, RandomTokenSoupOnlyThrowsSluiceErrors) {
 TEST(Robustness, DeepNestingIsRejectedNotRecursedInto) {
   EXPECT_THAT(render_error("{{ " + std::string(100000, '(') + "1" + std::string(100000, ')') + " }}"),
               ::testing::HasSubstr("nested too deeply"));
-  EXPECT_THAT(render_error("{{ " + std::string(50000, '[') + std::string(50000, ']') + " }}"), ::testing::HasSubstr("nested too deeply"));
+  EXPECT_THAT(render_error("{{ " + std::string(50000, '[') + std::string(50000, ']') + " }}"),
+              ::testing::HasSubstr("nested too deeply"));
   std::string ifs;
   for (int k = 0; k < 20000; ++k) ifs += "{% if true %}";
   EXPECT_THAT(render_error(ifs), ::testing::HasSubstr("nested too deeply"));
@@ -124,12 +199,15 @@ TEST(Robustness, RunawayRenderingIsBounded) {
               ::testing::HasSubstr("exceeds"));
   EXPECT_THAT(render_error("{{ 'x' * 1000000000000 }}", lim), ::testing::HasSubstr("too large"));
   EXPECT_THAT(render_error("{{ [1] * 1000000000000 }}", lim), ::testing::HasSubstr("too large"));
-  EXPECT_THAT(render_error("{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}", lim),
-              ::testing::HasSubstr("too large"));
+  EXPECT_THAT(
+      render_error("{% set ns = namespace(s='x') %}{% for i in range(100) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}",
+                   lim),
+      ::testing::HasSubstr("too large"));
   EXPECT_THAT(render_error("{{ 'x'.center(1000000000000) }}", lim), ::testing::HasSubstr("too large"));
   EXPECT_THAT(render_error("{{ ('ab' * 1000) | replace('a', 'x' * 2000) }}", lim), ::testing::HasSubstr("too large"));
-  EXPECT_THAT(render_error("{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}{% endfor %}", lim),
-              ::testing::HasSubstr("nested deeper"));
+  EXPECT_THAT(
+      render_error("{% set ns = namespace(x=[]) %}{% for i in range(1000) %}{% set ns.x = [ns.x] %}{% endfor %}", lim),
+      ::testing::HasSubstr("nested deeper"));
 }
 
 TEST(Robustness, LongNamespaceChainsAndCyclesAreFreedSafely) {
@@ -138,7 +216,8 @@ TEST(Robustness, LongNamespaceChainsAndCyclesAreFreedSafely) {
   EXPECT_EQ(testing::render("{% set h = namespace(cur=none) %}{% for i in range(50000) %}"
                             "{% set h.cur = namespace(p=h.cur) %}{% endfor %}done"),
             "done");
-  EXPECT_EQ(testing::render("{% set ns = namespace() %}{% set ns.me = ns %}{% macro m() %}{{ m }}{% endmacro %}ok"), "ok");
+  EXPECT_EQ(testing::render("{% set ns = namespace() %}{% set ns.me = ns %}{% macro m() %}{{ m }}{% endmacro %}ok"),
+            "ok");
   EXPECT_THAT(render_error("{% set h = namespace(cur=none) %}{% for i in range(5000) %}"
                            "{% set h.cur = namespace(p=h.cur) %}{% endfor %}{{ h }}"),
               ::testing::HasSubstr("nested deeper"));

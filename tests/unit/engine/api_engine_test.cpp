@@ -84,9 +84,9 @@ TEST(ApiEngine, DroppingAHandleCancelsItsRequest) {
   {
     auto r = s.engine->submit(s.req(make_prompt(5, kVocab, 3), 2000));
     ASSERT_EQ(r.status, SubmitStatus::kOk);
-    r.handle->wait(2s);   // it runs (2000 steps would take 2 s)
+    r.handle->wait(2s);  // it runs (2000 steps would take 2 s)
     EXPECT_FALSE(r.handle->finished());
-  }                        // handle gone: aborted
+  }  // handle gone: aborted
   // The next request runs to completion (the slot was freed).
   auto r2 = s.engine->submit(s.req(make_prompt(5, kVocab, 4), 3));
   auto [toks, last] = Service::drain(*r2.handle);

@@ -41,7 +41,8 @@ int32_t FakeModel::reference_next(const std::vector<int32_t>& tokens) const {
   uint64_t h = 1;
   for (size_t g = 0; g < spec_.kv_groups.size(); ++g) {
     const int32_t w = spec_.kv_groups[g].window;
-    for (int32_t j = w > 0 ? std::max(0, q - w + 1) : 0; j <= q; ++j) h = mix(h, (g << 40) ^ (uint64_t(j) << 20) ^ uint64_t(tokens[j]));
+    for (int32_t j = w > 0 ? std::max(0, q - w + 1) : 0; j <= q; ++j)
+      h = mix(h, (g << 40) ^ (uint64_t(j) << 20) ^ uint64_t(tokens[j]));
   }
   return static_cast<int32_t>(h % static_cast<uint64_t>(spec_.n_vocab));
 }
@@ -72,7 +73,10 @@ void FakeModel::forward(const models::ForwardBatch& batch, KvCache& kv, float* l
       const int32_t p = s.pos0 + static_cast<int32_t>(i);
       for (int32_t g = 0; g < kv.n_groups(); ++g) {
         const auto& t = s.block_tables[g];
-        if (static_cast<size_t>(p / bt) >= t.size() || t[p / bt] == kNoBlock) { ++errors; continue; }
+        if (static_cast<size_t>(p / bt) >= t.size() || t[p / bt] == kNoBlock) {
+          ++errors;
+          continue;
+        }
         std::vector<float> k(kv.group(g).row_elems(), 0.0f), v(kv.group(g).row_elems(), 0.0f);
         k[0] = static_cast<float>(s.tokens[i]);
         k[1] = static_cast<float>(p);
@@ -94,7 +98,10 @@ void FakeModel::forward(const models::ForwardBatch& batch, KvCache& kv, float* l
         std::vector<float> k(kv.group(g).row_elems());
         for (int32_t j = w > 0 ? std::max(0, q - w + 1) : 0; j <= q; ++j) {
           const auto& t = s.block_tables[g];
-          if (static_cast<size_t>(j / bt) >= t.size() || t[j / bt] == kNoBlock) { ++errors; continue; }
+          if (static_cast<size_t>(j / bt) >= t.size() || t[j / bt] == kNoBlock) {
+            ++errors;
+            continue;
+          }
           kv.load_k(g, 0, t[j / bt], j % bt, k.data());
           if (static_cast<int32_t>(k[1]) != j) ++errors;
           h = mix(h, (uint64_t(g) << 40) ^ (uint64_t(j) << 20) ^ uint64_t(static_cast<int32_t>(k[0])));

@@ -7,7 +7,7 @@ namespace sluice::engine {
 namespace {
 
 TEST(KvBudget, CtxTimesParallelGivesGlobalGroupsEveryPosition) {
-  const std::vector<KvGroupSpec> groups = {{4, 1, 64, 512}, {1, 1, 128, 0}};   // sliding, global
+  const std::vector<KvGroupSpec> groups = {{4, 1, 64, 512}, {1, 1, 128, 0}};  // sliding, global
   KvBudget b;
   b.ctx_size = 4096;
   b.parallel = 4;

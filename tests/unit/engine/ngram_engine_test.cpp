@@ -50,7 +50,7 @@ std::vector<EngineRequest> mixed_requests() {
   for (int i = 0; i < 8; ++i) {
     EngineRequest r;
     r.id = static_cast<RequestId>(i + 1);
-    r.prompt = make_prompt(3 + 7 * i, kVocab, 100 + static_cast<uint64_t>(i));   // up to 52 > window 8
+    r.prompt = make_prompt(3 + 7 * i, kVocab, 100 + static_cast<uint64_t>(i));  // up to 52 > window 8
     r.max_tokens = 40 + 3 * i;
     if (i % 2 == 0) {
       r.sampling.temperature = 0;

@@ -55,7 +55,7 @@ const TokenOutput& last_of(const std::vector<TokenOutput>& outs, RequestId id) {
 TEST(ScoringMode, EveryPositionsLogitsComeOnceInOrderAcrossChunks) {
   Rig r(/*budget=*/4);
   const auto prompt = make_prompt(11, kVocab, 5);
-  for (RequestId id : {1, 2}) {   // the second run finds the first's blocks cached, and must not use them
+  for (RequestId id : {1, 2}) {  // the second run finds the first's blocks cached, and must not use them
     EngineRequest q = r.req(id, prompt, 1);
     q.all_logits = true;
     r.core.add(std::move(q));
@@ -87,7 +87,7 @@ TEST(ParkedKv, ANextTurnResumesAtTheLongestCommonPrefixToTheToken) {
   r.core.add(std::move(a));
   const auto gen = tokens_of(r.run_all(), 1);
   ASSERT_EQ(gen.size(), 5u);
-  EXPECT_GT(r.core.blocks().n_used_all(), 0);   // parked, not freed
+  EXPECT_GT(r.core.blocks().n_used_all(), 0);  // parked, not freed
   // Turn 2: the first turn's prompt, 4 of its tokens (the 5th never had K/V), then new ones.
   std::vector<int32_t> p2 = p1;
   p2.insert(p2.end(), gen.begin(), gen.begin() + 4);
@@ -97,19 +97,19 @@ TEST(ParkedKv, ANextTurnResumesAtTheLongestCommonPrefixToTheToken) {
   const int64_t before = r.model.tokens_computed();
   r.core.add(std::move(b));
   const auto outs = r.run_all();
-  EXPECT_EQ(last_of(outs, 2).n_cached, 14);   // 10 + 4, not rounded down to whole blocks
-  EXPECT_EQ(r.model.tokens_computed() - before, 5 + 5);   // the new prompt tokens, then 5 decodes
+  EXPECT_EQ(last_of(outs, 2).n_cached, 14);              // 10 + 4, not rounded down to whole blocks
+  EXPECT_EQ(r.model.tokens_computed() - before, 5 + 5);  // the new prompt tokens, then 5 decodes
   EXPECT_EQ(tokens_of(outs, 2), r.model.reference_greedy(p2, 6));
 }
 
 TEST(ParkedKv, ADivergentOrReleasedTurnStartsOverAndLeaksNothing) {
   Rig r(/*budget=*/64);
-  const auto p1 = make_prompt(30, kVocab, 9);   // longer than the sliding window
+  const auto p1 = make_prompt(30, kVocab, 9);  // longer than the sliding window
   EngineRequest a = r.req(1, p1, 3);
   a.keep_kv = true;
   r.core.add(std::move(a));
   r.run_all();
-  auto p2 = make_prompt(12, kVocab, 10);   // shares nothing with p1
+  auto p2 = make_prompt(12, kVocab, 10);  // shares nothing with p1
   EngineRequest b = r.req(2, p2, 3);
   b.resume_from = 1;
   b.keep_kv = true;
@@ -118,7 +118,7 @@ TEST(ParkedKv, ADivergentOrReleasedTurnStartsOverAndLeaksNothing) {
   EXPECT_EQ(last_of(outs, 2).n_cached, 0);
   EXPECT_EQ(tokens_of(outs, 2), r.model.reference_greedy(p2, 3));
   r.core.release_kv(2);
-  r.core.release_kv(2);   // twice, and unknown ids: no effect
+  r.core.release_kv(2);  // twice, and unknown ids: no effect
   r.core.release_kv(99);
 }
 
@@ -132,11 +132,11 @@ TEST(BlockManagerTruncate, TheBlockCutIntoLeavesThePrefixCacheUnlessShared) {
   ASSERT_TRUE(bm.reserve(a, 0, 12));
   bm.publish_full_blocks(a, t, 12);
   ASSERT_EQ(bm.n_cached(0), 3);
-  EXPECT_EQ(bm.truncate(a, 6), 6);   // block 1 keeps 2 positions and will be rewritten
+  EXPECT_EQ(bm.truncate(a, 6), 6);  // block 1 keeps 2 positions and will be rewritten
   EXPECT_EQ(a.tables[0].size(), 2u);
-  EXPECT_EQ(bm.n_cached(0), 2);      // block 1 unpublished; block 2 released (still cached)
+  EXPECT_EQ(bm.n_cached(0), 2);  // block 1 unpublished; block 2 released (still cached)
   SeqBlocks b;
-  EXPECT_EQ(bm.match_prefix(b, t), 4);   // only block 0 is still that prefix
+  EXPECT_EQ(bm.match_prefix(b, t), 4);  // only block 0 is still that prefix
   // b shares block 0: cutting a inside it must fall back to the block boundary.
   EXPECT_EQ(bm.truncate(a, 3), 0);
   EXPECT_TRUE(a.empty());

@@ -63,12 +63,12 @@ TEST(Scheduler, NewRequestsJoinTheRunningBatchInOneForward) {
   Rig r(64, cfg(4, 16));
   const auto pa = make_prompt(6, kVocab, 2), pb = make_prompt(30, kVocab, 3);
   r.core.add(r.req(1, pa, 10));
-  r.collect(r.core.step());   // a's prefill
-  r.collect(r.core.step());   // a decodes
+  r.collect(r.core.step());  // a's prefill
+  r.collect(r.core.step());  // a decodes
   r.core.add(r.req(2, pb, 4));
-  r.collect(r.core.step());   // a's decode and b's first chunk, together
+  r.collect(r.core.step());  // a's decode and b's first chunk, together
   EXPECT_EQ(r.model.seqs_per_call.back(), 2);
-  EXPECT_EQ(r.model.tokens_per_call.back(), 16);   // 1 decode + 15 of b's prompt
+  EXPECT_EQ(r.model.tokens_per_call.back(), 16);  // 1 decode + 15 of b's prompt
   r.run_all();
   EXPECT_EQ(r.tokens[1], r.model.reference_greedy(pa, 10));
   EXPECT_EQ(r.tokens[2], r.model.reference_greedy(pb, 4));
@@ -128,7 +128,7 @@ TEST(Scheduler, SampledSequencesSurvivePreemptionUnchanged) {
     q.sampling.temperature = 1.0f;
     q.sampling.seed = 1234;
     if (crowd) {
-      r.core.add(r.req(2, make_prompt(8, kVocab, 7), 24));   // older: q is the newest
+      r.core.add(r.req(2, make_prompt(8, kVocab, 7), 24));  // older: q is the newest
       r.core.add(r.req(3, make_prompt(8, kVocab, 8), 24));
     }
     r.core.add(std::move(q));
@@ -143,11 +143,11 @@ TEST(Scheduler, SampledSequencesSurvivePreemptionUnchanged) {
 }
 
 TEST(Scheduler, ASequenceThatOutgrowsThePoolAloneEndsWithLength) {
-  Rig r(5, cfg(2, 32));   // 20 positions
+  Rig r(5, cfg(2, 32));  // 20 positions
   r.core.add(r.req(1, make_prompt(6, kVocab, 9), 100));
   r.run_all();
   EXPECT_EQ(r.last[1].finish, FinishReason::kLength);
-  EXPECT_EQ(r.last[1].n_generated, 20 - 6 + 1);   // positions 0..19 computed, plus one sampled last
+  EXPECT_EQ(r.last[1].n_generated, 20 - 6 + 1);  // positions 0..19 computed, plus one sampled last
 }
 
 TEST(Scheduler, StopsAtTheEndOfTheContext) {
@@ -155,14 +155,14 @@ TEST(Scheduler, StopsAtTheEndOfTheContext) {
   r.core.add(r.req(1, make_prompt(10, kVocab, 11), 100));
   r.run_all();
   EXPECT_EQ(r.last[1].finish, FinishReason::kLength);
-  EXPECT_EQ(r.last[1].n_generated, 6);   // 10 + 6 = 16 tokens fill the context
+  EXPECT_EQ(r.last[1].n_generated, 6);  // 10 + 6 = 16 tokens fill the context
 }
 
 TEST(Scheduler, RejectsPromptsThatCanNeverRun) {
   Rig r(4, cfg(2, 8, /*ctx=*/64));
   EXPECT_TRUE(r.core.check_admissible(0).has_value());
-  EXPECT_TRUE(r.core.check_admissible(64).has_value());   // context: no room to generate
-  EXPECT_TRUE(r.core.check_admissible(16).has_value());   // pool: 17 positions > 16
+  EXPECT_TRUE(r.core.check_admissible(64).has_value());  // context: no room to generate
+  EXPECT_TRUE(r.core.check_admissible(16).has_value());  // pool: 17 positions > 16
   EXPECT_FALSE(r.core.check_admissible(15).has_value());
   EXPECT_THROW(r.core.add(r.req(1, make_prompt(20, kVocab, 1), 1)), Error);
 }
@@ -179,7 +179,7 @@ TEST(Scheduler, PrefixCacheHitSkipsComputeAndKeepsOutputs) {
   r.core.add(r.req(2, p2, 4));
   r.run_all();
   EXPECT_EQ(r.last[1].n_cached, 0);
-  EXPECT_EQ(r.last[2].n_cached, 24);   // the 6 full blocks of the shared prefix
+  EXPECT_EQ(r.last[2].n_cached, 24);  // the 6 full blocks of the shared prefix
   EXPECT_EQ(r.model.tokens_computed() - before, 31 - 24 + 3);
   EXPECT_EQ(r.tokens[2], r.model.reference_greedy(p2, 4));
   EXPECT_EQ(r.model.errors, 0);
@@ -201,7 +201,7 @@ TEST(Scheduler, EvictedPrefixesAreRecomputed) {
   const auto p = make_prompt(20, kVocab, 16);
   r.core.add(r.req(1, p, 2));
   r.run_all();
-  r.core.add(r.req(2, make_prompt(45, kVocab, 17), 2));   // needs all 12 blocks: evicts
+  r.core.add(r.req(2, make_prompt(45, kVocab, 17), 2));  // needs all 12 blocks: evicts
   r.run_all();
   r.core.add(r.req(3, p, 2));
   r.run_all();
@@ -235,7 +235,7 @@ TEST(Scheduler, StopIdsEndGenerationAndMinTokensBansThem) {
   r.run_all();
   EXPECT_EQ(r.last[1].finish, FinishReason::kStop);
   EXPECT_TRUE(r.last[1].is_stop_token);
-  EXPECT_EQ(r.tokens[1], std::vector<int32_t>(ref.begin(), ref.begin() + 2));   // stop token not emitted as text
+  EXPECT_EQ(r.tokens[1], std::vector<int32_t>(ref.begin(), ref.begin() + 2));  // stop token not emitted as text
   EngineRequest b = r.req(2, p, 6);
   b.stop_ids = {ref[0], ref[1], ref[2]};
   b.min_tokens = 4;
@@ -250,11 +250,11 @@ TEST(Scheduler, AbortFreesBlocksMidPrefillAndWhileWaiting) {
   Rig r(64, cfg(1, 8));
   r.core.add(r.req(1, make_prompt(40, kVocab, 21), 5));
   r.core.add(r.req(2, make_prompt(10, kVocab, 22), 5));
-  r.collect(r.core.step());   // request 1: first chunk of 8; request 2 waits
+  r.collect(r.core.step());  // request 1: first chunk of 8; request 2 waits
   EXPECT_GT(r.core.blocks().n_used_all(), 0);
   r.core.abort(1);
   r.core.abort(2);
-  r.core.abort(99);   // unknown: ignored
+  r.core.abort(99);  // unknown: ignored
   r.collect(r.core.take_outputs());
   EXPECT_EQ(r.core.blocks().n_used_all(), 0);
   EXPECT_EQ(r.last[1].finish, FinishReason::kAbort);
@@ -279,7 +279,7 @@ TEST(Scheduler, LogprobsAreTheRawLogSoftmax) {
   ASSERT_TRUE(outs[0].logprob.has_value());
   EXPECT_NEAR(outs[0].logprob->logprob, row[tok] - std::log(z), 1e-5);
   ASSERT_EQ(outs[0].top.size(), 3u);
-  EXPECT_EQ(outs[0].top[0].token, tok);   // greedy: the best is the chosen one
+  EXPECT_EQ(outs[0].top[0].token, tok);  // greedy: the best is the chosen one
   EXPECT_GE(outs[0].top[0].logprob, outs[0].top[1].logprob);
   EXPECT_GE(outs[0].top[1].logprob, outs[0].top[2].logprob);
 }

@@ -59,10 +59,10 @@ constexpr auto req = &greedy_request;
 
 TEST(SpecStep, GreedyOutputIsBitwiseTheSameWithDraftsAmongEightSequences) {
   std::vector<EngineRequest> reqs;
-  const auto shared = make_prompt(12, kVocab, 40);   // a common prefix: prefix-cache hits
+  const auto shared = make_prompt(12, kVocab, 40);  // a common prefix: prefix-cache hits
   for (int i = 0; i < 8; ++i) {
     std::vector<int32_t> p = i % 2 ? shared : std::vector<int32_t>{};
-    for (int32_t t : make_prompt(5 + 6 * i, kVocab, 50 + i)) p.push_back(t);   // up to 59 > window 8
+    for (int32_t t : make_prompt(5 + 6 * i, kVocab, 50 + i)) p.push_back(t);  // up to 59 > window 8
     reqs.push_back(req(i + 1, p, 20 + i));
   }
   const Outcome plain = run_engine(reqs, 0, false);
@@ -74,7 +74,7 @@ TEST(SpecStep, GreedyOutputIsBitwiseTheSameWithDraftsAmongEightSequences) {
       EXPECT_GT(spec.stats.accepted_tokens, 0);
       if (bad) EXPECT_LT(spec.stats.accepted_tokens, spec.stats.drafted_tokens);
       else EXPECT_EQ(spec.stats.accepted_tokens, spec.stats.drafted_tokens);
-      if (k > 1 && !bad) EXPECT_LT(spec.stats.steps, plain.stats.steps * 2 / 3);   // several tokens per step
+      if (k > 1 && !bad) EXPECT_LT(spec.stats.steps, plain.stats.steps * 2 / 3);  // several tokens per step
     }
 }
 
@@ -83,8 +83,8 @@ TEST(SpecStep, AStopInsideAnAcceptedRunEndsTheOutputThere) {
   const auto p = make_prompt(9, kVocab, 3);
   const auto want = oracle.reference_greedy(p, 12);
   EngineRequest q = req(1, p, 12);
-  q.stop_ids = {want[5]};   // the 6th token (if it appears earlier, that one)
-  EngineRequest q2 = req(2, p, 4);   // max_tokens inside a run
+  q.stop_ids = {want[5]};           // the 6th token (if it appears earlier, that one)
+  EngineRequest q2 = req(2, p, 4);  // max_tokens inside a run
   for (int32_t k : {0, 8}) {
     const Outcome r = run_engine({q, q2}, k, false);
     const size_t n_stop = static_cast<size_t>(std::find(want.begin(), want.end(), want[5]) - want.begin());
@@ -104,11 +104,11 @@ TEST(SpecStep, RejectedDraftsNeverReachThePrefixCache) {
   std::vector<int32_t> first_drafts;
   sc.drafter = [&](RequestId, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts) {
     drafts = model.reference_greedy(std::vector<int32_t>(tokens.begin(), tokens.end()), k_max);
-    for (int32_t& d : drafts) d = (d + 1) % kVocab;   // always wrong
+    for (int32_t& d : drafts) d = (d + 1) % kVocab;  // always wrong
     if (first_drafts.empty()) first_drafts = drafts;
   };
   EngineCore core(model, kv, EngineConfig{sc, true});
-  const auto p = make_prompt(8, kVocab, 11);   // two full blocks
+  const auto p = make_prompt(8, kVocab, 11);  // two full blocks
   core.add(req(1, p, 20));
   while (core.has_work()) core.step();
   // A prompt that equals what the rejected drafts wrote after p: only p's blocks may be hits.

@@ -76,7 +76,7 @@ Bytes RawFile::bytes() const {
 RawKv& RawFile::kv(std::string_view key) {
   for (RawKv& kv : kvs)
     if (kv.key == key) return kv;
-  std::abort();   // a bug in a test case, not in the reader
+  std::abort();  // a bug in a test case, not in the reader
 }
 
 RawTensor& RawFile::tensor(std::string_view name) {
@@ -88,21 +88,20 @@ RawTensor& RawFile::tensor(std::string_view name) {
 // ---------------------------------------------------------------------------------------
 // gguf.md §11
 
-Bytes q4_0_example_block() {   // quants.md §3.5 step 4
-  return {0xC0, 0xB8, 0x6D, 0x6D, 0x5C, 0x5C, 0x5B, 0x4B, 0x4B,
-          0x3A, 0x3A, 0x39, 0x29, 0x28, 0x18, 0x18, 0x07, 0x07};
+Bytes q4_0_example_block() {  // quants.md §3.5 step 4
+  return {0xC0, 0xB8, 0x6D, 0x6D, 0x5C, 0x5C, 0x5B, 0x4B, 0x4B, 0x3A, 0x3A, 0x39, 0x29, 0x28, 0x18, 0x18, 0x07, 0x07};
 }
 
-Bytes q6_k_example_block() {   // quants.md §8.6: ql[0], ql[32], qh[0], scales 0/2/4/6, d = 0.5
+Bytes q6_k_example_block() {  // quants.md §8.6: ql[0], ql[32], qh[0], scales 0/2/4/6, d = 0.5
   Bytes b(210, 0);
   b[0] = 0xF5;
   b[32] = 0x09;
   b[128] = 0x36;
   b[192 + 0] = 2;
-  b[192 + 2] = 0xFD;   // -3
+  b[192 + 2] = 0xFD;  // -3
   b[192 + 4] = 1;
   b[192 + 6] = 4;
-  b[208] = 0x00;       // f16 0x3800 = 0.5
+  b[208] = 0x00;  // f16 0x3800 = 0.5
   b[209] = 0x38;
   return b;
 }
@@ -191,39 +190,51 @@ std::vector<MalformedCase> build_cases() {
   };
 
   // ---- header (§3, §10 #1-#4)
-  add("empty_file", [] { return Bytes{}; }, "file is 0 bytes, too small for a GGUF header", "§10 #1");
+  add(
+      "empty_file", [] { return Bytes{}; }, "file is 0 bytes, too small for a GGUF header", "§10 #1");
   add("header_23_bytes", ex_prefix(23), "file is 23 bytes, too small", "§10 #1");
   add("magic_ggml", ex_patch(0, {'G', 'G', 'M', 'L'}), "not a GGUF file: magic is 'GGML'", "§10 #2");
-  add("magic_binary", ex_patch(0, {0x00, 0xFF, 0x7F, 0x0A}), "not a GGUF file: magic is '\\x00\\xff\\x7f\\x0a'", "§10 #2");
+  add("magic_binary", ex_patch(0, {0x00, 0xFF, 0x7F, 0x0A}), "not a GGUF file: magic is '\\x00\\xff\\x7f\\x0a'",
+      "§10 #2");
   add("magic_fugg", ex_patch(0, {'F', 'U', 'G', 'G'}), "big-endian GGUF files are not supported", "§3.2");
   add("version_0", ex([](RawFile& f) { f.version = 0; }), "unsupported GGUF version 0", "§3.1, §10 #3");
   add("version_1", ex([](RawFile& f) { f.version = 1; }), "GGUF version 1 is no longer supported", "§3.1, §10 #3");
   add("version_4", ex([](RawFile& f) { f.version = 4; }), "unsupported GGUF version 4", "§3.1, §10 #3");
   add("version_byteswapped", ex([](RawFile& f) { f.version = 0x03000000; }),
       "version field is 50331648: a big-endian GGUF file (byte-order mismatch)", "§3.1, §10 #3");
-  add("version_ffffffff", ex([](RawFile& f) { f.version = 0xFFFFFFFF; }), "unsupported GGUF version 4294967295", "§10 #3");
+  add("version_ffffffff", ex([](RawFile& f) { f.version = 0xFFFFFFFF; }), "unsupported GGUF version 4294967295",
+      "§10 #3");
   add("tensor_count_i64max", ex([](RawFile& f) { f.tensor_count = kI64Max; }),
       "tensor count 9223372036854775807 cannot fit in a file of 608 bytes", "§9.3, §10 #4");
   add("tensor_count_2p63", ex([](RawFile& f) { f.tensor_count = k2p63; }),
       "tensor count 9223372036854775808 cannot fit", "§10 #4 (negative as i64)");
   add("kv_count_2p40", ex([](RawFile& f) { f.kv_count = 1ull << 40; }),
       "metadata count 1099511627776 cannot fit in a file of 608 bytes", "§9.3, §10 #4");
-  add("kv_count_i64max", ex([](RawFile& f) { f.kv_count = kI64Max; }), "metadata count 9223372036854775807 cannot fit", "§10 #4");
-  add("kv_count_u64max", ex([](RawFile& f) { f.kv_count = UINT64_MAX; }), "metadata count 18446744073709551615 cannot fit", "§10 #4");
+  add("kv_count_i64max", ex([](RawFile& f) { f.kv_count = kI64Max; }), "metadata count 9223372036854775807 cannot fit",
+      "§10 #4");
+  add("kv_count_u64max", ex([](RawFile& f) { f.kv_count = UINT64_MAX; }),
+      "metadata count 18446744073709551615 cannot fit", "§10 #4");
   // Each count alone fits (30*14 <= 584, 10*33 <= 584) but both together do not.
-  add("counts_cannot_fit_together", ex([](RawFile& f) { f.kv_count = 30; f.tensor_count = 10; }),
+  add("counts_cannot_fit_together", ex([](RawFile& f) {
+        f.kv_count = 30;
+        f.tensor_count = 10;
+      }),
       "metadata count 30 and tensor count 10 cannot fit", "§9.3");
   // One KV too many: the 4th "KV" is read from t.f32's info record (key "t.f32", type 2 = u16
   // taken from n_dims); the first tensor record then starts mid-dimension with a huge name length.
-  add("kv_count_one_too_many", ex([](RawFile& f) { f.kv_count = 4; }), "tensor name at offset 188 has length", "§10 #5");
+  add("kv_count_one_too_many", ex([](RawFile& f) { f.kv_count = 4; }), "tensor name at offset 188 has length",
+      "§10 #5");
   // One tensor too many: the 4th record is read from the zero padding at E: an empty name.
   add("tensor_count_one_too_many", ex([](RawFile& f) { f.tensor_count = 4; }),
       "tensor 3 at offset 298 has an empty name", "§10 #12");
 
   // ---- truncation (§10 #1; the full sweep is a separate test)
-  add("truncated_in_tensor_name", ex_prefix(170), "unexpected end of file while reading tensor name at offset 169", "§10 #1");
-  add("truncated_in_tensor_dims", ex_prefix(200), "unexpected end of file while reading tensor dimension at offset 194", "§10 #1");
-  add("truncated_in_tensor_offset", ex_prefix(296), "unexpected end of file while reading tensor data offset at offset 290", "§10 #1");
+  add("truncated_in_tensor_name", ex_prefix(170), "unexpected end of file while reading tensor name at offset 169",
+      "§10 #1");
+  add("truncated_in_tensor_dims", ex_prefix(200), "unexpected end of file while reading tensor dimension at offset 194",
+      "§10 #1");
+  add("truncated_in_tensor_offset", ex_prefix(296),
+      "unexpected end of file while reading tensor data offset at offset 290", "§10 #1");
 
   // ---- strings (§1, §10 #5)
   add("key_len_u64max", ex([](RawFile& f) { f.kvs[0].key_len = UINT64_MAX; }),
@@ -259,12 +270,13 @@ std::vector<MalformedCase> build_cases() {
       "has 18446744073709551615 elements, above the limit", "§10 #9");
   add("array_u32_exceeds_file", add_kv({"x.arr", kArray, enc_arr(kU32, 1000, enc<uint32_t>(1))}),
       "key 'x.arr' array of 1000 u32 elements at offset 190 exceeds the file", "§9.4, §10 #9");
-  add("array_f64_exceeds_file", add_kv({"x.arr", kArray, enc_arr(kF64, 100)}),
-      "key 'x.arr' array of 100 f64 elements", "§9.4, §10 #9");
+  add("array_f64_exceeds_file", add_kv({"x.arr", kArray, enc_arr(kF64, 100)}), "key 'x.arr' array of 100 f64 elements",
+      "§9.4, §10 #9");
   // 100 strings need >= 800 bytes; 462 are left after the count.
   add("string_array_count_exceeds_file", set_kv("tokenizer.ggml.tokens", kArray, enc_arr(kString, 100, enc_str("a"))),
       "key 'tokenizer.ggml.tokens' string array of 100 elements at offset 138 exceeds the file", "§9.4, §10 #9");
-  add("bool_byte_2", add_kv({"x.flag", kBool, {2}}), "key 'x.flag' has bool byte 2 at offset 187 (must be 0 or 1)", "§10 #10");
+  add("bool_byte_2", add_kv({"x.flag", kBool, {2}}), "key 'x.flag' has bool byte 2 at offset 187 (must be 0 or 1)",
+      "§10 #10");
   add("bool_byte_ff", add_kv({"x.flag", kBool, {0xFF}}), "key 'x.flag' has bool byte 255", "§10 #10");
   add("bool_array_byte_2", add_kv({"x.flags", kArray, enc_arr(kBool, 3, {0, 1, 2})}),
       "key 'x.flags' has bool byte 2 at offset 202", "§10 #10");
@@ -290,7 +302,8 @@ std::vector<MalformedCase> build_cases() {
       "tensor 't.q4_0' has data offset 32, expected 64", "§6.3, §10 #21");
   add("architecture_u32", set_kv("general.architecture", kU32, enc<uint32_t>(3)),
       "key 'general.architecture' must be string but is u32", "§4.4, §10 #25");
-  add("tokens_array_u32", set_kv("tokenizer.ggml.tokens", kArray, enc_arr(kU32, 2, concat({enc<uint32_t>(1), enc<uint32_t>(2)}))),
+  add("tokens_array_u32",
+      set_kv("tokenizer.ggml.tokens", kArray, enc_arr(kU32, 2, concat({enc<uint32_t>(1), enc<uint32_t>(2)}))),
       "key 'tokenizer.ggml.tokens' must be array[string] but is array[u32,2]", "§10 #25, #27");
   add("scores_array_string", add_kv({"tokenizer.ggml.scores", kArray, enc_str_arr({"0"})}),
       "key 'tokenizer.ggml.scores' must be array[f32] but is array[string,1]", "§10 #27");
@@ -303,8 +316,8 @@ std::vector<MalformedCase> build_cases() {
       "this is one shard of a split GGUF (split.count = 9223372036854775808)", "§4.4");
 
   // ---- tensor info records (§5, §10 #12-#20)
-  add("tensor_name_empty", ex([](RawFile& f) { f.tensors[1].name = ""; }),
-      "tensor 1 at offset 214 has an empty name", "§10 #12");
+  add("tensor_name_empty", ex([](RawFile& f) { f.tensors[1].name = ""; }), "tensor 1 at offset 214 has an empty name",
+      "§10 #12");
   add("tensor_name_64_bytes", ex([](RawFile& f) { f.tensors[0].name = std::string(64, 'n'); }),
       "tensor 0 at offset 169: name is 64 bytes long, the limit is 63", "§5, §10 #12");
   add("tensor_name_len_over_1gib", ex([](RawFile& f) { f.tensors[0].name_len = 1ull << 40; }),
@@ -317,7 +330,8 @@ std::vector<MalformedCase> build_cases() {
   add("n_dims_5", set_q6k(5, {256, 1, 1, 1, 1}), "tensor 't.q6_k' has 5 dimensions (must be 1 to 4)", "§10 #13");
   add("n_dims_u32max", set_q6k(0xFFFFFFFF, {256}), "has 4294967295 dimensions", "§10 #13");
   add("dim_zero", set_q6k(2, {256, 0}), "tensor 't.q6_k' has a zero-sized dimension 1", "§10 #15");
-  add("dim_2p63", set_q6k(2, {256, k2p63}), "tensor 't.q6_k' dimension 1 has invalid size 9223372036854775808 (>= 2^63)", "§10 #14");
+  add("dim_2p63", set_q6k(2, {256, k2p63}),
+      "tensor 't.q6_k' dimension 1 has invalid size 9223372036854775808 (>= 2^63)", "§10 #14");
   add("dim_u64max", set_q6k(1, {UINT64_MAX}), "dimension 0 has invalid size 18446744073709551615", "§10 #14");
   // 2^32 * 2^32 wraps to 0 in 64 bits; 2^31 * 2^32 = 2^63 does not wrap but is >= INT64_MAX.
   add("elements_wrap_u64", set_q6k(2, {1ull << 32, 1ull << 32}, 0),
@@ -332,7 +346,8 @@ std::vector<MalformedCase> build_cases() {
   // F32 [2^40, 2^22]: a 2^42-byte row times 2^22 rows = 2^64.
   add("bytes_overflow_rows", set_q6k(2, {1ull << 40, 1ull << 22}, 0),
       "tensor 't.q6_k' with shape [1099511627776, 4194304] has a byte size that overflows", "§10 #20");
-  add("type_4_removed", set_q6k(1, {256}, 4), "tensor 't.q6_k' has invalid ggml type 4 at offset 286", "§8, §10 #17, §11");
+  add("type_4_removed", set_q6k(1, {256}, 4), "tensor 't.q6_k' has invalid ggml type 4 at offset 286",
+      "§8, §10 #17, §11");
   add("type_31_removed", set_q6k(1, {256}, 31), "has invalid ggml type 31", "§8, §10 #17");
   add("type_43", set_q6k(1, {256}, 43), "has invalid ggml type 43", "§10 #17");
   add("type_99", set_q6k(1, {256}, 99), "tensor 't.q6_k' has invalid ggml type 99", "§10 #17");
@@ -340,7 +355,9 @@ std::vector<MalformedCase> build_cases() {
   add("type_iq2_xxs_unsupported", set_q6k(1, {256}, 16),
       "tensor 't.q6_k' uses type 16 (iq2_xxs), which sluice does not support", "§8, §10 #18");
   add("type_q8_k_unsupported", set_q6k(1, {256}, 15), "uses type 15 (q8_K)", "§8, §10 #18");
-  add("q4_0_row_33", ex([](RawFile& f) { f.tensors[1].ne = {33, 1}; }),
+  add("q4_0_row_33", ex([](RawFile& f) {
+        f.tensors[1].ne = {33, 1};
+      }),
       "tensor 't.q4_0' of type q4_0 has 33 elements per row, not a multiple of the block size 32", "§6.2, §10 #19");
   add("q6_k_row_128", set_q6k(1, {128}), "has 128 elements per row, not a multiple of the block size 256", "§10 #19");
   // The block-size check also applies to accepted unsupported types.
@@ -366,11 +383,14 @@ std::vector<MalformedCase> build_cases() {
       "tensor 't.q6_k' has data offset 18446744073709551584, expected 64", "§10 #21, #22");
   add("data_truncated", ex_prefix(500),
       "tensor 't.q6_k' data [64, +210) is not within the file (500 bytes): corrupted or truncated", "§6.3, §10 #24");
-  add("data_truncated_one_byte", ex_prefix(593), "tensor 't.q6_k' data [64, +210) is not within the file (593 bytes)", "§10 #24");
+  add("data_truncated_one_byte", ex_prefix(593), "tensor 't.q6_k' data [64, +210) is not within the file (593 bytes)",
+      "§10 #24");
   add("data_section_missing", ex_prefix(298),
       "data section would start at offset 320, past the end of the 298-byte file", "§6.1, §10 #23");
-  add("data_section_in_padding", ex_prefix(319), "data section would start at offset 320, past the end of the 319-byte file", "§10 #23");
-  add("data_section_empty", ex_prefix(320), "tensor 't.f32' data [0, +32) is not within the file (320 bytes)", "§10 #24");
+  add("data_section_in_padding", ex_prefix(319),
+      "data section would start at offset 320, past the end of the 319-byte file", "§10 #23");
+  add("data_section_empty", ex_prefix(320), "tensor 't.f32' data [0, +32) is not within the file (320 bytes)",
+      "§10 #24");
   // F32 [2^40]: no overflow anywhere, just 4 TiB of data in a 608-byte file.
   add("tensor_bytes_exceed_file", set_q6k(1, {1ull << 40}, 0),
       "tensor 't.q6_k' data [64, +4398046511104) is not within the file", "§10 #24");
@@ -510,11 +530,11 @@ uint64_t touch_everything(const GgufFile& f) {
             mix(std::bit_cast<uint64_t>(f.array_float(a, i)));
           }
         }
-        guarded([&] { mix(f.array_uint(a, a.count)); });   // one past the end: an error
+        guarded([&] { mix(f.array_uint(a, a.count)); });  // one past the end: an error
         guarded([&] { mix(f.get_uint_per_layer(key, a.count).size()); });
         break;
       }
-      default:   // integers
+      default:  // integers
         guarded([&] { mix(f.get_uint(key)); });
         guarded([&] { mix(f.get_uint(key, 1000)); });
         guarded([&] { mix(static_cast<uint64_t>(f.get_int(key))); });

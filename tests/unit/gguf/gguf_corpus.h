@@ -39,7 +39,7 @@ inline void append(Bytes& b, const void* p, size_t n) {
 }
 template <class T>
 void put_le(Bytes& b, T v) {
-  append(b, &v, sizeof(T));   // hosts are little-endian (gguf.md §1)
+  append(b, &v, sizeof(T));  // hosts are little-endian (gguf.md §1)
 }
 // A gguf_string; `len` overrides the written length (the text bytes are written as given).
 void put_str(Bytes& b, std::string_view s, std::optional<uint64_t> len = {});
@@ -57,16 +57,16 @@ Bytes enc_str_arr(const std::vector<std::string>& v);
 Bytes concat(std::initializer_list<Bytes> parts);
 
 // Value type ids as raw numbers (so tests can also write invalid ones).
-inline constexpr uint32_t kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6,
-                          kBool = 7, kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12;
+inline constexpr uint32_t kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7, kString = 8,
+                          kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12;
 
 struct RawKv {
   RawKv(std::string k, uint32_t t, Bytes v, std::optional<uint64_t> klen = {})
       : key(std::move(k)), type(t), value(std::move(v)), key_len(klen) {}
   std::string key;
   uint32_t type;
-  Bytes value;                        // encoded value bytes after the type id
-  std::optional<uint64_t> key_len;    // written instead of key.size()
+  Bytes value;                      // encoded value bytes after the type id
+  std::optional<uint64_t> key_len;  // written instead of key.size()
 };
 
 struct RawTensor {
@@ -74,10 +74,10 @@ struct RawTensor {
       : name(std::move(n)), n_dims(nd), ne(std::move(dims)), type(t), offset(off) {}
   std::string name;
   uint32_t n_dims;
-  std::vector<uint64_t> ne;           // all written, whatever n_dims says
-  uint32_t type;                      // ggml type id
+  std::vector<uint64_t> ne;  // all written, whatever n_dims says
+  uint32_t type;             // ggml type id
   uint64_t offset;
-  std::optional<uint64_t> name_len;   // written instead of name.size()
+  std::optional<uint64_t> name_len;  // written instead of name.size()
 };
 
 struct RawFile {
@@ -87,27 +87,27 @@ struct RawFile {
   std::optional<uint64_t> kv_count;      // default: kvs.size()
   std::vector<RawKv> kvs;
   std::vector<RawTensor> tensors;
-  uint64_t pad_to = 32;                  // padding between the infos and the data (if tensors)
-  Bytes data;                            // the data section, verbatim
+  uint64_t pad_to = 32;  // padding between the infos and the data (if tensors)
+  Bytes data;            // the data section, verbatim
 
-  Bytes header_and_infos() const;        // everything up to E (end of tensor infos)
-  Bytes bytes() const;                   // the whole file
-  RawKv& kv(std::string_view key);       // aborts if absent (test bug)
+  Bytes header_and_infos() const;   // everything up to E (end of tensor infos)
+  Bytes bytes() const;              // the whole file
+  RawKv& kv(std::string_view key);  // aborts if absent (test bug)
   RawTensor& tensor(std::string_view name);
 };
 
 // gguf.md §11: 3 KVs (architecture "test", alignment 32, tokens ["a", "<0x0A>"]) and
 // tensors t.f32 (F32 [4,2] = 0..3.5), t.q4_0 (quants.md §3.5 block), t.q6_k (quants.md §8.6).
-Bytes q4_0_example_block();   // 18 bytes
-Bytes q6_k_example_block();   // 210 bytes
-Bytes f32_example_data();     // 32 bytes: 0, 0.5, ..., 3.5
-RawFile example_raw();        // serializes to the 608-byte file
+Bytes q4_0_example_block();  // 18 bytes
+Bytes q6_k_example_block();  // 210 bytes
+Bytes f32_example_data();    // 32 bytes: 0, 0.5, ..., 3.5
+RawFile example_raw();       // serializes to the 608-byte file
 
 struct MalformedCase {
-  std::string name;                 // also the corpus file name: <name>.gguf
+  std::string name;  // also the corpus file name: <name>.gguf
   std::function<Bytes()> make;
-  std::string expect;               // substring the error message must contain
-  std::string spec;                 // spec rows exercised, e.g. "§10 #5"
+  std::string expect;  // substring the error message must contain
+  std::string spec;    // spec rows exercised, e.g. "§10 #5"
   ReadOptions opt = {};
 };
 const std::vector<MalformedCase>& malformed_cases();

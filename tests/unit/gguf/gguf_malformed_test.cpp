@@ -89,7 +89,7 @@ TEST(GgufCorpus, WrittenFilesFailTheSameWayThroughOpen) {
     const std::string path = (dir / ("valid_" + name + ".gguf")).string();
     auto f = GgufFile::open(path);
     EXPECT_EQ(f->file_size(), bytes.size());
-    for (const TensorInfo& t : f->tensors())   // tensor views point into the map
+    for (const TensorInfo& t : f->tensors())  // tensor views point into the map
       EXPECT_EQ(std::memcmp(t.data, bytes.data() + f->data_offset() + t.offset, t.nbytes), 0) << path << " " << t.name;
   }
   std::filesystem::remove_all(dir);
@@ -107,9 +107,10 @@ TEST(GgufCorpus, ValidSeedsParseAndAreConsistent) {
 // Types that are valid ggml types but that sluice cannot decode load only on request.
 TEST(GgufCorpus, UnsupportedTypeAcceptedOnlyWithOption) {
   RawFile r = example_raw();
-  r.tensor("t.q6_k").type = 16;   // iq2_xxs: 256 elements in 66 bytes (fits the 210 present)
+  r.tensor("t.q6_k").type = 16;  // iq2_xxs: 256 elements in 66 bytes (fits the 210 present)
   const Bytes b = r.bytes();
-  EXPECT_NE(parse_error(b, "iq2.gguf").find("uses type 16 (iq2_xxs), which sluice does not support"), std::string::npos);
+  EXPECT_NE(parse_error(b, "iq2.gguf").find("uses type 16 (iq2_xxs), which sluice does not support"),
+            std::string::npos);
   auto f = GgufFile::parse(b, "iq2.gguf", ReadOptions{.allow_unsupported_types = true});
   const TensorInfo& t = f->tensor("t.q6_k");
   EXPECT_EQ(t.type, DType::IQ2_XXS);
@@ -128,7 +129,7 @@ TEST(GgufTruncation, EveryPrefixOfTheExample) {
   auto f = GgufFile::parse(full, "full.gguf");
   const TensorInfo& last = f->tensors().back();
   const uint64_t data_end = f->data_offset() + last.offset + last.nbytes;
-  ASSERT_EQ(data_end, 594u);   // 320 + 64 + 210
+  ASSERT_EQ(data_end, 594u);  // 320 + 64 + 210
   for (size_t n = 0; n < full.size(); ++n) {
     const Bytes prefix(full.begin(), full.begin() + static_cast<long>(n));
     const std::string name = "prefix_" + std::to_string(n) + ".gguf";
@@ -140,10 +141,10 @@ TEST(GgufTruncation, EveryPrefixOfTheExample) {
     ASSERT_NE(msg, "") << "prefix of " << n << " bytes was accepted";
     EXPECT_EQ(msg.rfind(name + ": ", 0), 0u) << msg;
     // Each region fails for its own reason.
-    const char* want = n < 24 ? "too small for a GGUF header"
-                       : n >= 320 ? "is not within the file"
-                       : n >= 298 ? "data section would start at offset 320"
-                       : msg.find("cannot fit") != std::string::npos ? "cannot fit"   // header counts vs size
+    const char* want = n < 24                                        ? "too small for a GGUF header"
+                       : n >= 320                                    ? "is not within the file"
+                       : n >= 298                                    ? "data section would start at offset 320"
+                       : msg.find("cannot fit") != std::string::npos ? "cannot fit"  // header counts vs size
                                                                      : "unexpected end of file";
     EXPECT_NE(msg.find(want), std::string::npos) << msg;
   }
@@ -223,8 +224,8 @@ TEST(GgufMutation, EverySingleBitFlipOfTheExample) {
 TEST(GgufMutation, SeededRandomMutations) {
   std::mt19937_64 rng(0x5EED5EEDu);
   const auto seeds = valid_seed_files();
-  static const uint8_t kInteresting[] = {0x00, 0x01, 0x02, 0x07, 0x08, 0x09, 0x0C, 0x0D, 0x10, 0x1F,
-                                         0x20, 0x3F, 0x40, 0x7F, 0x80, 0xFE, 0xFF};
+  static const uint8_t kInteresting[] = {0x00, 0x01, 0x02, 0x07, 0x08, 0x09, 0x0C, 0x0D, 0x10,
+                                         0x1F, 0x20, 0x3F, 0x40, 0x7F, 0x80, 0xFE, 0xFF};
   SweepStats st;
   for (int iter = 0; iter < 4000; ++iter) {
     const Bytes& base = seeds[static_cast<size_t>(iter) % seeds.size()].second;
@@ -235,9 +236,21 @@ TEST(GgufMutation, SeededRandomMutations) {
       switch (rng() % 5) {
         case 0: b[pos] = static_cast<uint8_t>(rng()); break;
         case 1: b[pos] = kInteresting[rng() % sizeof kInteresting]; break;
-        case 2: {   // an 8-byte little-endian field set to a boundary value
-          static const uint64_t kWide[] = {0, 1, 31, 32, 33, 63, 64, 1ull << 30, (1ull << 30) + 1,
-                                           1ull << 32, 1ull << 62, 1ull << 63, UINT64_MAX, UINT64_MAX - 31};
+        case 2: {  // an 8-byte little-endian field set to a boundary value
+          static const uint64_t kWide[] = {0,
+                                           1,
+                                           31,
+                                           32,
+                                           33,
+                                           63,
+                                           64,
+                                           1ull << 30,
+                                           (1ull << 30) + 1,
+                                           1ull << 32,
+                                           1ull << 62,
+                                           1ull << 63,
+                                           UINT64_MAX,
+                                           UINT64_MAX - 31};
           const uint64_t v = kWide[rng() % (sizeof kWide / sizeof kWide[0])];
           for (size_t k = 0; k < 8 && pos + k < b.size(); ++k) b[pos + k] = static_cast<uint8_t>(v >> (8 * k));
           break;

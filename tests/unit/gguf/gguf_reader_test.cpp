@@ -29,7 +29,8 @@ void expect_error(Fn&& fn, std::initializer_list<std::string_view> parts) {
     ADD_FAILURE() << "no error thrown; expected one containing '" << *parts.begin() << "'";
   } catch (const Error& e) {
     const std::string msg = e.what();
-    for (std::string_view p : parts) EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
+    for (std::string_view p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << "message: " << msg << "\nmissing: " << p;
   }
 }
 
@@ -49,30 +50,30 @@ Bytes hex(std::initializer_list<const char*> rows) {
 
 Bytes example_from_hex_dump() {
   Bytes b = hex({
-      "47 47 55 46 03 00 00 00 03 00 00 00 00 00 00 00",   // 0000
-      "03 00 00 00 00 00 00 00 14 00 00 00 00 00 00 00",   // 0010
-      "67 65 6e 65 72 61 6c 2e 61 72 63 68 69 74 65 63",   // 0020
-      "74 75 72 65 08 00 00 00 04 00 00 00 00 00 00 00",   // 0030
-      "74 65 73 74 11 00 00 00 00 00 00 00 67 65 6e 65",   // 0040
-      "72 61 6c 2e 61 6c 69 67 6e 6d 65 6e 74 04 00 00",   // 0050
-      "00 20 00 00 00 15 00 00 00 00 00 00 00 74 6f 6b",   // 0060
-      "65 6e 69 7a 65 72 2e 67 67 6d 6c 2e 74 6f 6b 65",   // 0070
-      "6e 73 09 00 00 00 08 00 00 00 02 00 00 00 00 00",   // 0080
-      "00 00 01 00 00 00 00 00 00 00 61 06 00 00 00 00",   // 0090
-      "00 00 00 3c 30 78 30 41 3e 05 00 00 00 00 00 00",   // 00a0
-      "00 74 2e 66 33 32 02 00 00 00 04 00 00 00 00 00",   // 00b0
-      "00 00 02 00 00 00 00 00 00 00 00 00 00 00 00 00",   // 00c0
-      "00 00 00 00 00 00 06 00 00 00 00 00 00 00 74 2e",   // 00d0
-      "71 34 5f 30 02 00 00 00 20 00 00 00 00 00 00 00",   // 00e0
-      "01 00 00 00 00 00 00 00 02 00 00 00 20 00 00 00",   // 00f0
-      "00 00 00 00 06 00 00 00 00 00 00 00 74 2e 71 36",   // 0100
-      "5f 6b 01 00 00 00 00 01 00 00 00 00 00 00 0e 00",   // 0110
-      "00 00 40 00 00 00 00 00 00 00 00 00 00 00 00 00",   // 0120
-      "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00",   // 0130
-      "00 00 00 00 00 00 00 3f 00 00 80 3f 00 00 c0 3f",   // 0140
-      "00 00 00 40 00 00 20 40 00 00 40 40 00 00 60 40",   // 0150
-      "c0 b8 6d 6d 5c 5c 5b 4b 4b 3a 3a 39 29 28 18 18",   // 0160
-      "07 07 00 00 00 00 00 00 00 00 00 00 00 00 00 00",   // 0170
+      "47 47 55 46 03 00 00 00 03 00 00 00 00 00 00 00",  // 0000
+      "03 00 00 00 00 00 00 00 14 00 00 00 00 00 00 00",  // 0010
+      "67 65 6e 65 72 61 6c 2e 61 72 63 68 69 74 65 63",  // 0020
+      "74 75 72 65 08 00 00 00 04 00 00 00 00 00 00 00",  // 0030
+      "74 65 73 74 11 00 00 00 00 00 00 00 67 65 6e 65",  // 0040
+      "72 61 6c 2e 61 6c 69 67 6e 6d 65 6e 74 04 00 00",  // 0050
+      "00 20 00 00 00 15 00 00 00 00 00 00 00 74 6f 6b",  // 0060
+      "65 6e 69 7a 65 72 2e 67 67 6d 6c 2e 74 6f 6b 65",  // 0070
+      "6e 73 09 00 00 00 08 00 00 00 02 00 00 00 00 00",  // 0080
+      "00 00 01 00 00 00 00 00 00 00 61 06 00 00 00 00",  // 0090
+      "00 00 00 3c 30 78 30 41 3e 05 00 00 00 00 00 00",  // 00a0
+      "00 74 2e 66 33 32 02 00 00 00 04 00 00 00 00 00",  // 00b0
+      "00 00 02 00 00 00 00 00 00 00 00 00 00 00 00 00",  // 00c0
+      "00 00 00 00 00 00 06 00 00 00 00 00 00 00 74 2e",  // 00d0
+      "71 34 5f 30 02 00 00 00 20 00 00 00 00 00 00 00",  // 00e0
+      "01 00 00 00 00 00 00 00 02 00 00 00 20 00 00 00",  // 00f0
+      "00 00 00 00 06 00 00 00 00 00 00 00 74 2e 71 36",  // 0100
+      "5f 6b 01 00 00 00 00 01 00 00 00 00 00 00 0e 00",  // 0110
+      "00 00 40 00 00 00 00 00 00 00 00 00 00 00 00 00",  // 0120
+      "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00",  // 0130
+      "00 00 00 00 00 00 00 3f 00 00 80 3f 00 00 c0 3f",  // 0140
+      "00 00 00 40 00 00 20 40 00 00 40 40 00 00 60 40",  // 0150
+      "c0 b8 6d 6d 5c 5c 5b 4b 4b 3a 3a 39 29 28 18 18",  // 0160
+      "07 07 00 00 00 00 00 00 00 00 00 00 00 00 00 00",  // 0170
   });
   EXPECT_EQ(b.size(), 0x180u);
   const Bytes q6k = q6_k_example_block();
@@ -122,19 +123,19 @@ TEST(GgufExample, HexDumpParses) {
   EXPECT_EQ(tf.nbytes, 32u);
   EXPECT_EQ(tq4.nbytes, 18u);
   EXPECT_EQ(tq6.nbytes, 210u);
-  EXPECT_EQ(tf.row_bytes(), 16u);   // nb[1] = 16 (§7)
+  EXPECT_EQ(tf.row_bytes(), 16u);  // nb[1] = 16 (§7)
   EXPECT_EQ(tf.rows(), 2u);
   EXPECT_EQ(tf.n_elements(), 8u);
   EXPECT_EQ(tf.data, b.data() + 320);
   EXPECT_EQ(tq4.data, b.data() + 352);
   EXPECT_EQ(tq6.data, b.data() + 384);
-  EXPECT_EQ(f->data_offset() + 288, f->file_size());   // every tensor padded, incl. the last
+  EXPECT_EQ(f->data_offset() + 288, f->file_size());  // every tensor padded, incl. the last
   for (int i = 0; i < 8; ++i) {
     float v;
     std::memcpy(&v, tf.data + 4 * i, 4);
     EXPECT_EQ(v, 0.5f * static_cast<float>(i)) << i;
   }
-  float e01;   // element (i0 = 0, i1 = 1) is the 5th float (§7)
+  float e01;  // element (i0 = 0, i1 = 1) is the 5th float (§7)
   std::memcpy(&e01, tf.data + 1 * tf.row_bytes(), 4);
   EXPECT_EQ(e01, 2.0f);
   EXPECT_EQ(Bytes(tq4.data, tq4.data + 18), q4_0_example_block());
@@ -144,11 +145,11 @@ TEST(GgufExample, HexDumpParses) {
 
 TEST(GgufExample, RawBuilderReproducesTheHexDump) {
   EXPECT_EQ(example_raw().bytes(), example_from_hex_dump());
-  EXPECT_EQ(example_raw().header_and_infos().size(), 298u);   // E = 0x12a
+  EXPECT_EQ(example_raw().header_and_infos().size(), 298u);  // E = 0x12a
 }
 
 TEST(GgufExample, WriterProducesTheSame608Bytes) {
-  GgufWriter w;   // alignment 32: the writer adds no key, so add it where §11 has it
+  GgufWriter w;  // alignment 32: the writer adds no key, so add it where §11 has it
   w.add_string("general.architecture", "test");
   w.add_u32("general.alignment", 32);
   w.add_string_array("tokenizer.ggml.tokens", {"a", "<0x0A>"});
@@ -225,12 +226,12 @@ TEST_F(GgufValues, FileShape) {
   const GgufFile& f = *f_;
   EXPECT_EQ(f.version(), 3u);
   EXPECT_EQ(f.alignment(), 32u);
-  EXPECT_FALSE(f.has("general.alignment"));   // the default is not written
+  EXPECT_FALSE(f.has("general.alignment"));  // the default is not written
   EXPECT_TRUE(f.tensors().empty());
   // No tensors: no padding, the data section starts (and the file ends) after the KVs.
   EXPECT_EQ(f.data_offset(), f.file_size());
   EXPECT_EQ(f.kvs().size(), 39u);
-  EXPECT_EQ(f.kvs().front().key, "v.u8");   // file order kept
+  EXPECT_EQ(f.kvs().front().key, "v.u8");  // file order kept
   EXPECT_EQ(f.kvs().back().key, "layers.str");
   EXPECT_EQ(f.kvs()[0].file_offset, 24u);
   EXPECT_EQ(check_invariants(f, bytes_), "");
@@ -252,7 +253,7 @@ TEST_F(GgufValues, ScalarsRoundTrip) {
   EXPECT_EQ(f.get_int("v.i64_max"), INT64_MAX);
   EXPECT_EQ(f.get_uint("v.i64_max"), uint64_t(INT64_MAX));
   EXPECT_EQ(f.get_int("v.u64_small"), 12);
-  EXPECT_EQ(f.get_uint("v.i32_pos", 7), 7u);   // max is inclusive
+  EXPECT_EQ(f.get_uint("v.i32_pos", 7), 7u);  // max is inclusive
   EXPECT_EQ(f.get_float("v.f32"), 3.25);
   EXPECT_EQ(f.get_float("v.f64"), -1e300);
   EXPECT_TRUE(f.get_bool("v.true"));
@@ -264,7 +265,7 @@ TEST_F(GgufValues, ScalarsRoundTrip) {
   EXPECT_EQ(f.find("v.str")->type_string(), "string");
   EXPECT_EQ(f.find("v.i16")->type_string(), "i16");
   EXPECT_EQ(f.find("nope"), nullptr);
-  EXPECT_FALSE(f.has("v.st"));   // exact, byte-wise lookup (§4.3)
+  EXPECT_FALSE(f.has("v.st"));  // exact, byte-wise lookup (§4.3)
   // *_or: default when absent, the value when present.
   EXPECT_EQ(f.get_string_or("nope", "dflt"), "dflt");
   EXPECT_EQ(f.get_string_or("v.str", "dflt"), "hello");
@@ -284,10 +285,14 @@ TEST_F(GgufValues, ArraysRoundTrip) {
     std::vector<double> values;
   };
   const Want wants[] = {
-      {"a.u8", ValueType::U8, {0, 7, 255}},          {"a.i8", ValueType::I8, {1, -1, 127}},
-      {"a.u16", ValueType::U16, {1, 2, 65535}},      {"a.i16", ValueType::I16, {-32768, 0, 32767}},
-      {"a.u32", ValueType::U32, {10, 20, 30}},       {"a.i32", ValueType::I32, {4, -5, 6}},
-      {"a.f32", ValueType::F32, {0.5, -2.0, double(1e30f)}}, {"a.f64", ValueType::F64, {1e-300, 0.0, -3.5}},
+      {"a.u8", ValueType::U8, {0, 7, 255}},
+      {"a.i8", ValueType::I8, {1, -1, 127}},
+      {"a.u16", ValueType::U16, {1, 2, 65535}},
+      {"a.i16", ValueType::I16, {-32768, 0, 32767}},
+      {"a.u32", ValueType::U32, {10, 20, 30}},
+      {"a.i32", ValueType::I32, {4, -5, 6}},
+      {"a.f32", ValueType::F32, {0.5, -2.0, double(1e30f)}},
+      {"a.f64", ValueType::F64, {1e-300, 0.0, -3.5}},
   };
   for (const Want& w : wants) {
     SCOPED_TRACE(w.key);
@@ -340,15 +345,20 @@ TEST_F(GgufValues, AccessorErrorsNameFileAndKey) {
   expect_error([&] { f.get_uint_per_layer("no.such", 4); }, {"values.gguf: ", "missing required key 'no.such'"});
   expect_error([&] { f.tensor("no.tensor"); }, {"values.gguf: ", "missing tensor 'no.tensor'"});
   // wrong type
-  expect_error([&] { f.get_string("v.u32"); }, {"values.gguf: ", "key 'v.u32' (u32) has the wrong type, expected string"});
-  expect_error([&] { f.get_uint("v.str"); }, {"values.gguf: ", "key 'v.str' (string) has the wrong type, expected an integer"});
+  expect_error([&] { f.get_string("v.u32"); },
+               {"values.gguf: ", "key 'v.u32' (u32) has the wrong type, expected string"});
+  expect_error([&] { f.get_uint("v.str"); },
+               {"values.gguf: ", "key 'v.str' (string) has the wrong type, expected an integer"});
   expect_error([&] { f.get_uint("v.f32"); }, {"values.gguf: ", "key 'v.f32' (f32)", "expected an integer"});
   expect_error([&] { f.get_uint("v.true"); }, {"key 'v.true' (bool)", "expected an integer"});
   expect_error([&] { f.get_uint("a.u32"); }, {"key 'a.u32' (array[u32,3])", "expected an integer"});
-  expect_error([&] { f.get_int("v.f64"); }, {"values.gguf: ", "key 'v.f64' (f64) has the wrong type, expected an integer"});
-  expect_error([&] { f.get_float("v.u32"); }, {"values.gguf: ", "key 'v.u32' (u32) has the wrong type, expected f32 or f64"});
+  expect_error([&] { f.get_int("v.f64"); },
+               {"values.gguf: ", "key 'v.f64' (f64) has the wrong type, expected an integer"});
+  expect_error([&] { f.get_float("v.u32"); },
+               {"values.gguf: ", "key 'v.u32' (u32) has the wrong type, expected f32 or f64"});
   expect_error([&] { f.get_bool("v.u8"); }, {"values.gguf: ", "key 'v.u8' (u8) has the wrong type, expected bool"});
-  expect_error([&] { f.get_array("v.str"); }, {"values.gguf: ", "key 'v.str' (string) has the wrong type, expected an array"});
+  expect_error([&] { f.get_array("v.str"); },
+               {"values.gguf: ", "key 'v.str' (string) has the wrong type, expected an array"});
   expect_error([&] { f.get_array("a.u32", ValueType::I32); },
                {"values.gguf: ", "key 'a.u32' (array[u32,3]) has the wrong element type, expected i32"});
   expect_error([&] { f.get_array("a.str", ValueType::U8); }, {"key 'a.str'", "expected u8"});
@@ -394,9 +404,12 @@ TEST_F(GgufValues, UintPerLayer) {
   // errors
   expect_error([&] { f.get_uint_per_layer("layers.u32", 3); },
                {"values.gguf: ", "key 'layers.u32' (array[u32,4]) has 4 elements, expected one per layer (3)"});
-  expect_error([&] { f.get_uint_per_layer("layers.u32", 5); }, {"key 'layers.u32'", "has 4 elements, expected one per layer (5)"});
-  expect_error([&] { f.get_uint_per_layer("layers.i16", 4); }, {"values.gguf: ", "key 'layers.i16'", "element 2 is not an integer"});
-  expect_error([&] { f.get_uint_per_layer("layers.big", 4, 1000); }, {"key 'layers.big'", "element 3 is not an integer in [0, 1000]"});
+  expect_error([&] { f.get_uint_per_layer("layers.u32", 5); },
+               {"key 'layers.u32'", "has 4 elements, expected one per layer (5)"});
+  expect_error([&] { f.get_uint_per_layer("layers.i16", 4); },
+               {"values.gguf: ", "key 'layers.i16'", "element 2 is not an integer"});
+  expect_error([&] { f.get_uint_per_layer("layers.big", 4, 1000); },
+               {"key 'layers.big'", "element 3 is not an integer in [0, 1000]"});
   expect_error([&] { f.get_uint_per_layer("layers.f32", 4); }, {"key 'layers.f32'", "element 0 is not an integer"});
   expect_error([&] { f.get_uint_per_layer("layers.str", 4); }, {"key 'layers.str'", "element 0 is not an integer"});
   expect_error([&] { f.get_uint_per_layer("v.u32", 4, 10); }, {"values.gguf: ", "key 'v.u32'", "out of range [0, 10]"});
@@ -456,8 +469,8 @@ const std::vector<TensorSpec>& tensor_specs() {
       {"q6_k", DType::Q6_K, {256, 3}},
       {"iq4_nl", DType::IQ4_NL, {32, 3}},
       {"iq4_xs", DType::IQ4_XS, {256}},
-      {"x", DType::F16, {1}},   // a 2-byte tensor: padding longer than the data
-          {std::string(63, 'n'), DType::F32, {1}},   // a 63-byte name: the longest allowed (§5)
+      {"x", DType::F16, {1}},                   // a 2-byte tensor: padding longer than the data
+      {std::string(63, 'n'), DType::F32, {1}},  // a 63-byte name: the longest allowed (§5)
   };
   return specs;
 }
@@ -568,7 +581,7 @@ TEST(GgufTensors, Alignment1PacksTensorsBackToBack) {
 // tensor vector growing, and duplicates are still found after the growth.
 TEST(GgufTensors, ManyTensorsIndexSurvivesGrowth) {
   constexpr int kN = 5000;
-  auto tname = [](int i) {   // (not "t" + to_string: GCC 12 -Wrestrict false positive)
+  auto tname = [](int i) {  // (not "t" + to_string: GCC 12 -Wrestrict false positive)
     std::string n = "t";
     n += std::to_string(i);
     return n;
@@ -592,7 +605,8 @@ TEST(GgufTensors, ManyTensorsIndexSurvivesGrowth) {
   for (int i = 0; i < kN; ++i) r.tensors.push_back({tname(i), 1, {8}, 0, uint64_t(32) * i});
   r.tensors.push_back({"t4321", 1, {8}, 0, uint64_t(32) * kN});
   r.data.resize(32 * (kN + 1));
-  expect_error([&] { GgufFile::parse(r.bytes(), "dup.gguf"); }, {"dup.gguf: ", "duplicate tensor name 't4321' (tensor 5000)"});
+  expect_error([&] { GgufFile::parse(r.bytes(), "dup.gguf"); },
+               {"dup.gguf: ", "duplicate tensor name 't4321' (tensor 5000)"});
   r.tensors.pop_back();
   r.data.resize(32 * kN);
   EXPECT_EQ(GgufFile::parse(r.bytes(), "ok.gguf")->tensors().size(), size_t(kN));

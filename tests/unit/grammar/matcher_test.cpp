@@ -14,9 +14,7 @@
 namespace sluice::grammar {
 namespace {
 
-bool bit(const std::vector<uint64_t>& m, int32_t id) {
-  return (m[id >> 6] >> (id & 63)) & 1;
-}
+bool bit(const std::vector<uint64_t>& m, int32_t id) { return (m[id >> 6] >> (id & 63)) & 1; }
 
 // Walks random allowed tokens; at each step compares the mask with accepts() per token.
 void check_mask_walks(const std::shared_ptr<const CompiledGrammar>& g, int walks, int steps, uint32_t seed) {

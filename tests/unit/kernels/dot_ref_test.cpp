@@ -29,11 +29,11 @@ int64_t be(DType t) { return dtype_info(t).block_elems; }
 
 TEST(VecDotType, TableMatchesLlamaCpp) {
   const std::pair<DType, DType> want[] = {
-      {DType::F32, DType::F32},     {DType::F16, DType::F16},     {DType::BF16, DType::BF16},
-      {DType::Q4_0, DType::Q8_0},   {DType::Q4_1, DType::Q8_1},   {DType::Q5_0, DType::Q8_0},
-      {DType::Q5_1, DType::Q8_1},   {DType::Q8_0, DType::Q8_0},   {DType::Q2_K, DType::Q8_K},
-      {DType::Q3_K, DType::Q8_K},   {DType::Q4_K, DType::Q8_K},   {DType::Q5_K, DType::Q8_K},
-      {DType::Q6_K, DType::Q8_K},   {DType::IQ4_NL, DType::Q8_0}, {DType::IQ4_XS, DType::Q8_K},
+      {DType::F32, DType::F32},   {DType::F16, DType::F16},     {DType::BF16, DType::BF16},
+      {DType::Q4_0, DType::Q8_0}, {DType::Q4_1, DType::Q8_1},   {DType::Q5_0, DType::Q8_0},
+      {DType::Q5_1, DType::Q8_1}, {DType::Q8_0, DType::Q8_0},   {DType::Q2_K, DType::Q8_K},
+      {DType::Q3_K, DType::Q8_K}, {DType::Q4_K, DType::Q8_K},   {DType::Q5_K, DType::Q8_K},
+      {DType::Q6_K, DType::Q8_K}, {DType::IQ4_NL, DType::Q8_0}, {DType::IQ4_XS, DType::Q8_K},
   };
   EXPECT_EQ(std::size(want), supported_types().size());
   for (auto [w, a] : want) {
@@ -202,8 +202,8 @@ TEST_P(DotRef, EqualsDoubleDotOfDecodedRows) {
       const Exact e = exact_dot(w, wrow, arow, n);
       ASSERT_TRUE(std::isfinite(got)) << "n " << n << " seed " << seed;
       const double err = std::fabs(got - e.dot);
-      ASSERT_LE(err, 1e-5 * e.abs + 1e-30) << dtype_name(w) << " n " << n << " seed " << seed << ": got "
-                                            << got << " want " << e.dot << " Σ|w·a| " << e.abs;
+      ASSERT_LE(err, 1e-5 * e.abs + 1e-30) << dtype_name(w) << " n " << n << " seed " << seed << ": got " << got
+                                           << " want " << e.dot << " Σ|w·a| " << e.abs;
       if (e.abs > 0) worst = std::max(worst, err / e.abs);
     }
   }

@@ -42,7 +42,11 @@ inline std::vector<uint8_t> weight_row(DType t, int64_t n, uint64_t seed, bool s
   for (int64_t b = 0; b < blocks; ++b) {
     uint8_t* blk = w.data() + b * info.block_bytes;
     switch (t) {
-      case DType::F32: { const float v = normal(rng); std::memcpy(blk, &v, 4); break; }
+      case DType::F32: {
+        const float v = normal(rng);
+        std::memcpy(blk, &v, 4);
+        break;
+      }
       case DType::F16: quant::store_u16(blk, f32_to_f16(normal(rng))); break;
       case DType::BF16: quant::store_u16(blk, f32_to_bf16(normal(rng))); break;
       default:
@@ -98,11 +102,14 @@ inline std::vector<double> act_error_bound(DType act, const float* x, int64_t n)
     switch (act) {
       case DType::F16: b[i] = ax * std::ldexp(1.0, -11) + std::ldexp(1.0, -25); break;
       case DType::BF16: b[i] = ax * std::ldexp(1.0, -8) + 1e-38; break;
-      case DType::Q8_0: case DType::Q8_1: case DType::Q8_K: {
+      case DType::Q8_0:
+      case DType::Q8_1:
+      case DType::Q8_K: {
         const int64_t b0 = i / blk * blk;
         double amax = 0;
         for (int64_t j = b0; j < b0 + blk; ++j) amax = std::max(amax, std::fabs(static_cast<double>(x[j])));
-        const double d_err = act == DType::Q8_K ? amax * std::ldexp(1.0, -23) : amax * std::ldexp(1.0, -11) + 127 * std::ldexp(1.0, -25);
+        const double d_err = act == DType::Q8_K ? amax * std::ldexp(1.0, -23)
+                                                : amax * std::ldexp(1.0, -11) + 127 * std::ldexp(1.0, -25);
         b[i] = amax / 254 * 1.001 + d_err;
         break;
       }

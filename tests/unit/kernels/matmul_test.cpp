@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "base/error.h"
 #include "kernels/cpu_kernels.h"
 #include "kernels/dot_ref.h"
-#include "base/error.h"
 #include "kernels/linear.h"
 #include "kernels/ops.h"
 #include "quant/quant.h"
@@ -70,7 +70,7 @@ class LinearTypes : public ::testing::TestWithParam<DType> {};
 
 TEST_P(LinearTypes, EqualToDotRefForAnyBatchAndThreadCount) {
   const DType t = GetParam();
-  const int64_t rows = 37;   // not a multiple of 16 nor of the thread count
+  const int64_t rows = 37;  // not a multiple of 16 nor of the thread count
   const Weights w = make_weights(t, rows, 1000 + static_cast<uint64_t>(t));
   ThreadPool one(1), two(2);
   const Linear lin = Linear::build({&w.mat, 1}, two, "w");
@@ -83,7 +83,8 @@ TEST_P(LinearTypes, EqualToDotRefForAnyBatchAndThreadCount) {
       lin.run(*pool, x.data(), m, y.data(), scratch);
       for (int64_t i = 0; i < m; ++i)
         for (int64_t r = 0; r < rows; ++r)
-          ASSERT_EQ(quant::testing::bits(y[i * rows + r]), quant::testing::bits(expected(w.mat, r, x.data() + i * kCols)))
+          ASSERT_EQ(quant::testing::bits(y[i * rows + r]),
+                    quant::testing::bits(expected(w.mat, r, x.data() + i * kCols)))
               << dtype_name(t) << " M " << m << " threads " << pool->size() << " row " << r << " act " << i;
     }
   }
@@ -105,7 +106,8 @@ TEST(LinearWideRows, OddBlockCountsEqualTheDefinition) {
         lin.run(*pool, x.data(), m, y.data(), scratch);
         for (int64_t i = 0; i < m; ++i)
           for (int64_t r = 0; r < rows; ++r)
-            ASSERT_EQ(quant::testing::bits(y[i * rows + r]), quant::testing::bits(expected(w.mat, r, x.data() + i * cols)))
+            ASSERT_EQ(quant::testing::bits(y[i * rows + r]),
+                      quant::testing::bits(expected(w.mat, r, x.data() + i * cols)))
                 << dtype_name(t) << " threads " << pool->size() << " M " << m << " row " << r << " act " << i;
       }
   }
@@ -134,7 +136,8 @@ TEST(LinearFusion, MixedPartsLandAtTheirRowOffsets) {
     int64_t row0 = 0;
     for (const Mat& p : parts) {
       for (int64_t r = 0; r < p.rows; ++r)
-        ASSERT_EQ(quant::testing::bits(y[i * lin.rows() + row0 + r]), quant::testing::bits(expected(p, r, x.data() + i * kCols)))
+        ASSERT_EQ(quant::testing::bits(y[i * lin.rows() + row0 + r]),
+                  quant::testing::bits(expected(p, r, x.data() + i * kCols)))
             << p.name << " row " << r << " act " << i;
       row0 += p.rows;
     }
@@ -204,7 +207,7 @@ TEST(LinearScratch, ReuseAcrossCallsAndTypes) {
 // gate|up (units in pairs, odd pair counts per thread) and the generic one (Q4_1), any thread
 // count and batch size.
 TEST(LinearGlu, QuantizedOutputFeedsTheDownMatrixAsRunWould) {
-  const int64_t ff = 1312;   // 82 units of 16 rows, 41 blocks of 32: runs of several blocks per thread
+  const int64_t ff = 1312;  // 82 units of 16 rows, 41 blocks of 32: runs of several blocks per thread
   const Weights down_w = make_weights(DType::Q4_0, 37, 500, ff);
   ThreadPool one(1), two(2), three(3);
   const Linear down = Linear::build({&down_w.mat, 1}, two, "down");

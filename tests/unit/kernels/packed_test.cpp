@@ -24,9 +24,9 @@ namespace {
 struct Problem {
   DType type;
   int64_t rows, k, m;
-  std::vector<uint8_t> w;      // rows × row_bytes, file layout
+  std::vector<uint8_t> w;  // rows × row_bytes, file layout
   uint64_t row_bytes;
-  std::vector<float> x;        // m × k
+  std::vector<float> x;  // m × k
 };
 
 Problem make_problem(DType t, int64_t rows, int64_t k, int64_t m, uint64_t seed) {
@@ -73,7 +73,7 @@ std::vector<float> reference(const Problem& p) {
 
 struct Packed {
   PackedMatrix w;
-  std::vector<uint8_t> act;   // m rows of act_row_stride bytes (64-aligned stride; vector data is 16-aligned, enough)
+  std::vector<uint8_t> act;  // m rows of act_row_stride bytes (64-aligned stride; vector data is 16-aligned, enough)
   ActRows rows;
 };
 
@@ -114,13 +114,13 @@ int64_t count_mismatch(const std::vector<float>& a, const std::vector<float>& b)
 }
 
 TEST(PackedGemm, BitIdenticalToDotRefOnEveryIsa) {
-  const DType types[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K,
-                         DType::F32, DType::F16, DType::BF16};
+  const DType types[] = {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K,
+                         DType::Q6_K, DType::F32,  DType::F16,  DType::BF16};
   int cases = 0;
   for (const CpuKernels* k : runnable_cpu_kernels()) {
     for (DType t : types) {
       const bool kq = t == DType::Q4_K || t == DType::Q6_K;
-      const bool fl = packed_act_format(packed_format(t)) == ActFormat::kF32;   // as reference()
+      const bool fl = packed_act_format(packed_format(t)) == ActFormat::kF32;  // as reference()
       // Float rows may have any length: an odd one ends on the even chain alone.
       const std::vector<int64_t> ks = kq   ? std::vector<int64_t>{256, 768, 1536}
                                       : fl ? std::vector<int64_t>{32, 37, 96, 640, 1536}
@@ -176,18 +176,21 @@ std::vector<float> tricky_row(int64_t n, uint64_t seed, int kind) {
   std::vector<float> x = testing::act_row(n, seed, kind == 1);
   std::mt19937_64 rng(seed);
   switch (kind) {
-    case 2: std::fill(x.begin(), x.begin() + n / 2, 0.0f); break;                 // zero blocks
-    case 3:                                                                         // ±max ties, negative first
-      for (int64_t b = 0; b < n; b += 32) { x[b] = -3.0f; x[b + 5] = 3.0f; }
+    case 2: std::fill(x.begin(), x.begin() + n / 2, 0.0f); break;  // zero blocks
+    case 3:                                                        // ±max ties, negative first
+      for (int64_t b = 0; b < n; b += 32) {
+        x[b] = -3.0f;
+        x[b + 5] = 3.0f;
+      }
       break;
-    case 4:                                                                         // exact half steps
+    case 4:  // exact half steps
       for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(static_cast<int>(rng() % 255) - 127) * 0.5f;
       break;
-    case 5:                                                                         // tiny (subnormal f16 d)
+    case 5:  // tiny (subnormal f16 d)
       for (auto& v : x) v *= 1e-7f;
       break;
-    case 6:   // scale exactly 1 (amax 127): codes are roundf of the inputs themselves, at the
-              // values where a cheap rounding rule goes wrong (0.49999997 + 0.5 rounds to 1)
+    case 6:  // scale exactly 1 (amax 127): codes are roundf of the inputs themselves, at the
+             // values where a cheap rounding rule goes wrong (0.49999997 + 0.5 rounds to 1)
       for (int64_t b = 0; b + 32 <= n; b += 32) {
         const float below_half = std::nextafter(0.5f, 0.0f);
         const float v[8] = {127.0f, below_half, -below_half, 0.5f, -2.5f, 126.5f, std::nextafter(1.5f, 0.0f), -0.0f};
@@ -234,10 +237,10 @@ TEST(ActQuantize, NanAndInfBytesMatchReferenceOnEveryIsa) {
         for (uint64_t seed = 0; seed < 6; ++seed) {
           std::vector<float> x = testing::act_row(n, 77 + seed);
           std::mt19937_64 rng(seed);
-          const int rate = seed < 3 ? 8 : 64;   // dense, then sparse (most blocks keep a finite maximum)
+          const int rate = seed < 3 ? 8 : 64;  // dense, then sparse (most blocks keep a finite maximum)
           for (auto& v : x)
-            if (rng() % rate == 0) v = specials[rng() % (seed % 2 ? 5 : 3)];   // odd seeds add ±Inf
-          std::fill(x.begin(), x.begin() + act_block_elems(f), std::nanf(""));   // an all-NaN block
+            if (rng() % rate == 0) v = specials[rng() % (seed % 2 ? 5 : 3)];    // odd seeds add ±Inf
+          std::fill(x.begin(), x.begin() + act_block_elems(f), std::nanf(""));  // an all-NaN block
           const uint64_t stride = act_row_stride(f, n);
           std::vector<uint8_t> ref(stride, 0), got(stride, 0);
           quantize_act_ref(f, x.data(), n, ref.data());
@@ -277,7 +280,7 @@ TEST(ActQuantize, CodesRoundHalfAwayFromZeroAtEveryBoundary) {
     const auto* codes = reinterpret_cast<const int8_t*>(got.data());
     int wrong = 0;
     for (int64_t i = 0; i < n; ++i) {
-      const float want = std::round(x[i]);   // scale 1: the code is the value rounded
+      const float want = std::round(x[i]);  // scale 1: the code is the value rounded
       if (static_cast<float>(codes[i]) != want && ++wrong <= 5)
         ADD_FAILURE() << k->isa << ": " << x[i] << " -> " << int{codes[i]} << ", roundf gives " << want;
     }

@@ -3,10 +3,10 @@
 // to the references, on lengths with and without tails.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -111,7 +111,7 @@ TEST(RowOps, EveryIsaBitIdenticalToReference) {
       EXPECT_EQ(ref.argmax(x.data(), n), o.argmax(x.data(), n)) << k->isa << " argmax " << n;
       std::vector<uint16_t> h1(n), h2(n);
       std::vector<float> wide = x;
-      for (int64_t i = 0; i < n; i += 7) wide[i] *= (i % 3 == 0) ? 1e-6f : 3e4f;   // subnormal and large halves
+      for (int64_t i = 0; i < n; i += 7) wide[i] *= (i % 3 == 0) ? 1e-6f : 3e4f;  // subnormal and large halves
       ref.to_f16(wide.data(), h1.data(), n);
       o.to_f16(wide.data(), h2.data(), n);
       EXPECT_EQ(h1, h2) << k->isa << " to_f16 " << n;
@@ -142,19 +142,20 @@ TEST(RowOps, NanAndInfTreatedAsReferenceOnEveryIsa) {
       std::vector<float> y = randn(n, 60 + n);
       y[n / 2] = 1e9f;
       std::vector<std::vector<float>> rows;
-      for (int64_t at : {int64_t{0}, n / 3, n - 1}) {   // one NaN before, after and at the tail of the maximum
+      for (int64_t at : {int64_t{0}, n / 3, n - 1}) {  // one NaN before, after and at the tail of the maximum
         rows.push_back(y);
         rows.back()[at] = (at % 2) ? -nan : nan;
       }
       rows.push_back(y);
-      for (int64_t i = 0; i < n; i += 3) rows.back()[i] = nan;   // NaN in every lane position, x[0] included
+      for (int64_t i = 0; i < n; i += 3) rows.back()[i] = nan;  // NaN in every lane position, x[0] included
       rows.push_back(y);
-      for (int64_t i = 1; i < n; i += 2) rows.back()[i] = nan;   // NaN next to the maximum's lane, x[0] finite
+      for (int64_t i = 1; i < n; i += 2) rows.back()[i] = nan;  // NaN next to the maximum's lane, x[0] finite
       rows.emplace_back(static_cast<size_t>(n), nan);           // all NaN
       rows.emplace_back(static_cast<size_t>(n), -INFINITY);     // no finite value
       rows.back()[n - 1] = nan;
       for (size_t r = 0; r < rows.size(); ++r)
-        EXPECT_EQ(ref.argmax(rows[r].data(), n), o.argmax(rows[r].data(), n)) << k->isa << " argmax " << n << " row " << r;
+        EXPECT_EQ(ref.argmax(rows[r].data(), n), o.argmax(rows[r].data(), n))
+            << k->isa << " argmax " << n << " row " << r;
     }
   }
 }
@@ -166,22 +167,23 @@ struct PagedKv {
   uint64_t es, slot_stride, block_stride, k_off, v_off;
   std::vector<uint8_t> mem;
   std::vector<int32_t> table;
-  std::vector<float> k, v;   // [pos × hd] the exact values stored (after rounding)
+  std::vector<float> k, v;  // [pos × hd] the exact values stored (after rounding)
 
   PagedKv(KvElem e, int hd_, int bt_, int64_t n_pos, uint64_t seed) : elem(e), hd(hd_), bt(bt_) {
     es = e == KvElem::kF32 ? 4 : 2;
-    slot_stride = es * static_cast<uint64_t>(hd) + 8;   // rows need not be packed
+    slot_stride = es * static_cast<uint64_t>(hd) + 8;  // rows need not be packed
     k_off = 24;
     v_off = k_off + slot_stride * static_cast<uint64_t>(bt);
     block_stride = v_off + slot_stride * static_cast<uint64_t>(bt) + 40;
     const int64_t nb = (n_pos + bt - 1) / bt;
     mem.assign(block_stride * static_cast<uint64_t>(nb + 3), 0);
-    for (int64_t b = 0; b < nb; ++b) table.push_back(static_cast<int32_t>((b * 5 + 2) % (nb + 3)));   // scattered
+    for (int64_t b = 0; b < nb; ++b) table.push_back(static_cast<int32_t>((b * 5 + 2) % (nb + 3)));  // scattered
     // The permutation above must stay injective for nb + 3 slots; 5 is coprime with most sizes.
     std::vector<int32_t> sorted = table;
     std::sort(sorted.begin(), sorted.end());
     for (size_t i = 1; i < sorted.size(); ++i)
-      if (sorted[i] == sorted[i - 1]) for (int64_t b = 0; b < nb; ++b) table[b] = static_cast<int32_t>(b);
+      if (sorted[i] == sorted[i - 1])
+        for (int64_t b = 0; b < nb; ++b) table[b] = static_cast<int32_t>(b);
     const auto kr = randn(n_pos * hd, seed), vr = randn(n_pos * hd, seed + 1);
     k.resize(kr.size());
     v.resize(vr.size());
@@ -192,17 +194,34 @@ struct PagedKv {
       }
   }
   float put(int64_t pos, uint64_t off, int i, float x) {
-    uint8_t* row = mem.data() + static_cast<uint64_t>(table[pos / bt]) * block_stride + off + static_cast<uint64_t>(pos % bt) * slot_stride;
-    if (elem == KvElem::kF32) { std::memcpy(row + 4 * i, &x, 4); return x; }
+    uint8_t* row = mem.data() + static_cast<uint64_t>(table[pos / bt]) * block_stride + off +
+                   static_cast<uint64_t>(pos % bt) * slot_stride;
+    if (elem == KvElem::kF32) {
+      std::memcpy(row + 4 * i, &x, 4);
+      return x;
+    }
     const uint16_t h = elem == KvElem::kF16 ? f32_to_f16(x) : f32_to_bf16(x);
     std::memcpy(row + 2 * i, &h, 2);
     return elem == KvElem::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
   }
   AttnArgs args(const float* q, float* out, int gs, int64_t lo, int64_t hi, float* scratch) const {
     AttnArgs a;
-    a.q = q; a.out = out; a.gs = gs; a.hd = hd; a.scale = 0.7f;
-    a.base = mem.data(); a.block_stride = block_stride; a.k_off = k_off; a.v_off = v_off; a.slot_stride = slot_stride;
-    a.table = table.data(); a.block_tokens = bt; a.elem = elem; a.lo = lo; a.hi = hi; a.scratch = scratch;
+    a.q = q;
+    a.out = out;
+    a.gs = gs;
+    a.hd = hd;
+    a.scale = 0.7f;
+    a.base = mem.data();
+    a.block_stride = block_stride;
+    a.k_off = k_off;
+    a.v_off = v_off;
+    a.slot_stride = slot_stride;
+    a.table = table.data();
+    a.block_tokens = bt;
+    a.elem = elem;
+    a.lo = lo;
+    a.hi = hi;
+    a.scratch = scratch;
     return a;
   }
 };
@@ -230,7 +249,8 @@ TEST(Attention, ReferenceMatchesExactSoftmax) {
         for (int i = 0; i < hd; ++i) {
           double o = 0;
           for (int64_t j = lo; j <= hi; ++j) o += s[j - lo] * kv.v[j * hd + i];
-          ASSERT_NEAR(out[g * hd + i], o / l, 2e-5) << "hd " << hd << " [" << lo << ", " << hi << "] head " << g << " i " << i;
+          ASSERT_NEAR(out[g * hd + i], o / l, 2e-5)
+              << "hd " << hd << " [" << lo << ", " << hi << "] head " << g << " i " << i;
         }
       }
     }
@@ -250,7 +270,8 @@ TEST(Attention, EveryIsaBitIdenticalToReference) {
             std::vector<float> a(gs * hd), b(gs * hd, 1.0f);
             attention_ref(kv.args(q.data(), a.data(), gs, lo, hi, s1.data()));
             f(kv.args(q.data(), b.data(), gs, lo, hi, s2.data()));
-            ASSERT_TRUE(same_bits(a, b)) << k->isa << " elem " << int(e) << " hd " << hd << " gs " << gs << " [" << lo << "," << hi << "]";
+            ASSERT_TRUE(same_bits(a, b)) << k->isa << " elem " << int(e) << " hd " << hd << " gs " << gs << " [" << lo
+                                         << "," << hi << "]";
           }
         }
       }
@@ -286,7 +307,8 @@ TEST(Attention, SplitChunksThenMergeBitIdenticalToOneCall) {
             // Heads merged in two pieces.
             merge(states.data(), nc, gs, hd, 0, gs / 2, b.data());
             merge(states.data(), nc, gs, hd, gs / 2, gs, b.data());
-            ASSERT_TRUE(same_bits(a, b)) << k->isa << " elem " << int(e) << " hd " << hd << " gs " << gs << " [" << lo << "," << hi << "]";
+            ASSERT_TRUE(same_bits(a, b)) << k->isa << " elem " << int(e) << " hd " << hd << " gs " << gs << " [" << lo
+                                         << "," << hi << "]";
             ++cases;
           }
         }

@@ -109,8 +109,8 @@ TEST(CpuKernels, EveryKernelMatchesDotRef) {
           const double scale = abs_dot(t, w.data(), act.data(), n);
           ASSERT_TRUE(std::isfinite(got)) << k->isa << " " << dtype_name(t) << " n " << n;
           ASSERT_LE(std::fabs(static_cast<double>(got) - want), 1e-5 * scale + 1e-30)
-              << k->isa << " " << dtype_name(t) << " n " << n << " variant " << variant << " got " << got
-              << " want " << want << " Σ|w·a| " << scale;
+              << k->isa << " " << dtype_name(t) << " n " << n << " variant " << variant << " got " << got << " want "
+              << want << " Σ|w·a| " << scale;
           // Pure function of the rows: same bits again, from other addresses.
           const float again = f(w.data(), act.data(), n);
           ASSERT_EQ(std::memcmp(&got, &again, sizeof got), 0) << k->isa << " " << dtype_name(t) << " n " << n;
@@ -162,7 +162,7 @@ TEST(CpuKernels, ExtremeCodes) {
 // wrapping modulo 2^64 as plain unsigned adds do. Words near 2^63 make every partial sum
 // overflow, which a signed reduction would turn into undefined behaviour (UBSan: make test-asan).
 TEST(CpuKernels, StreamSumWrapsLikeUnsignedAdds) {
-  constexpr size_t kWords = 4096;   // 32 KiB: a multiple of every set's 256-byte step
+  constexpr size_t kWords = 4096;  // 32 KiB: a multiple of every set's 256-byte step
   struct Free {
     void operator()(uint64_t* p) const { std::free(p); }
   };

@@ -39,21 +39,19 @@ TEST(BlockPool, ReleasedBlocksAreReusedLastAndCanBeTakenBack) {
   p.release(a);
   p.release(d);
   EXPECT_EQ(p.n_free(), 3);
-  EXPECT_EQ(p.next_free(), c);   // least recently released first
-  p.reuse(a);                    // out of the middle of the free list
+  EXPECT_EQ(p.next_free(), c);  // least recently released first
+  p.reuse(a);                   // out of the middle of the free list
   EXPECT_EQ(p.ref_count(a), 1);
   EXPECT_EQ(p.allocate(), c);
   EXPECT_EQ(p.allocate(), d);
   EXPECT_EQ(p.allocate(), kNoBlock);
-  EXPECT_THROW(p.reuse(b), Error);   // in use
+  EXPECT_THROW(p.reuse(b), Error);  // in use
   for (BlockId x : {a, b, c, d}) p.release(x);
   EXPECT_EQ(p.n_used(), 0);
 }
 
 // Group 0: global; group 1: sliding window 8. Blocks of 4 positions.
-KvCache make_cache(int32_t blocks) {
-  return KvCache({{1, 1, 2, 0}, {1, 1, 2, 8}}, 4, {blocks, blocks}, KvType::F32);
-}
+KvCache make_cache(int32_t blocks) { return KvCache({{1, 1, 2, 0}, {1, 1, 2, 8}}, 4, {blocks, blocks}, KvType::F32); }
 
 TEST(BlockManager, ReusesTheLongestCachedPrefixOfWholeBlocks) {
   KvCache kv = make_cache(16);
@@ -62,7 +60,7 @@ TEST(BlockManager, ReusesTheLongestCachedPrefixOfWholeBlocks) {
   SeqBlocks a;
   EXPECT_EQ(bm.match_prefix(a, prompt), 0);
   ASSERT_TRUE(bm.reserve(a, 0, 14));
-  bm.publish_full_blocks(a, prompt, 14);   // blocks 0..2 are full, block 3 is not
+  bm.publish_full_blocks(a, prompt, 14);  // blocks 0..2 are full, block 3 is not
   EXPECT_EQ(bm.n_cached(0), 3);
   // Same 12-token prefix, different tail: 3 blocks reused, shared with a (count 2).
   auto other = iota_tokens(20);
@@ -84,7 +82,7 @@ TEST(BlockManager, ReusesTheLongestCachedPrefixOfWholeBlocks) {
   EXPECT_EQ(bm.match_prefix(d, shifted), 0);
   for (SeqBlocks* s : {&a, &b, &c, &d}) bm.free(*s);
   EXPECT_EQ(bm.n_used_all(), 0);
-  EXPECT_EQ(bm.n_cached(0), 3);   // still findable while free
+  EXPECT_EQ(bm.n_cached(0), 3);  // still findable while free
   EXPECT_EQ(bm.prefix_stats().hit_tokens, 20);
 }
 
@@ -94,7 +92,7 @@ TEST(BlockManager, EvictedBlocksAreForgotten) {
   const auto prompt = iota_tokens(9);
   SeqBlocks a;
   bm.match_prefix(a, prompt);
-  ASSERT_TRUE(bm.reserve(a, 0, 9));   // 3 blocks in each group
+  ASSERT_TRUE(bm.reserve(a, 0, 9));  // 3 blocks in each group
   bm.publish_full_blocks(a, prompt, 9);
   bm.free(a);
   // Another sequence takes the whole pool: the cached blocks are evicted (LRU order).
@@ -116,7 +114,7 @@ TEST(BlockManager, SlidingBlocksOutsideTheWindowReturnAndAHitNeedsOnlyTheWindow)
   ASSERT_NO_FATAL_FAILURE(
       prefill_in_chunks(bm, a, prompt, 8, [&] { EXPECT_LE(kv.pool(1).n_used(), bm.peak_blocks(1, 40, 8)); }));
   EXPECT_EQ(kv.pool(0).n_used(), 10);
-  EXPECT_LE(kv.pool(1).n_used(), 5);   // keys 25..39 of the last chunk's queries: blocks 6..9 (+1)
+  EXPECT_LE(kv.pool(1).n_used(), 5);  // keys 25..39 of the last chunk's queries: blocks 6..9 (+1)
   // The released sliding blocks (0..5) are free but cached, so a repeat of the prompt hits:
   // a query at 36 needs window blocks 7, 8 — still held by a.
   SeqBlocks b;
@@ -127,7 +125,7 @@ TEST(BlockManager, SlidingBlocksOutsideTheWindowReturnAndAHitNeedsOnlyTheWindow)
 }
 
 TEST(BlockManager, NoHitWhenTheWindowBlocksAreGone) {
-  KvCache kv({{1, 1, 2, 0}, {1, 1, 2, 8}}, 4, {16, 4}, KvType::F32);   // few sliding blocks
+  KvCache kv({{1, 1, 2, 0}, {1, 1, 2, 8}}, 4, {16, 4}, KvType::F32);  // few sliding blocks
   BlockManager bm(kv);
   const auto prompt = iota_tokens(17);
   SeqBlocks a;
@@ -144,7 +142,7 @@ TEST(BlockManager, NoHitWhenTheWindowBlocksAreGone) {
   // the longest prefix whose window survives is shorter (or none).
   SeqBlocks b;
   const int32_t hit = bm.match_prefix(b, prompt);
-  EXPECT_EQ(hit, 0);   // every window block of every candidate prefix was evicted
+  EXPECT_EQ(hit, 0);  // every window block of every candidate prefix was evicted
   bm.free(b);
   EXPECT_EQ(bm.n_used_all(), 0);
 }
@@ -153,7 +151,7 @@ TEST(BlockManager, ReserveIsAllOrNothing) {
   KvCache kv = make_cache(3);
   BlockManager bm(kv);
   SeqBlocks a;
-  EXPECT_FALSE(bm.reserve(a, 0, 16));   // 4 global blocks > 3
+  EXPECT_FALSE(bm.reserve(a, 0, 16));  // 4 global blocks > 3
   EXPECT_EQ(bm.n_used_all(), 0);
   EXPECT_TRUE(bm.reserve(a, 0, 12));
   EXPECT_FALSE(bm.fits_alone(13, 4));

@@ -26,21 +26,21 @@ TEST(BlockPool, AllocatesCountsAndRecycles) {
   p.release(c);
   EXPECT_EQ(p.n_used(), 0);
   EXPECT_THROW(p.release(a), Error);
-  for (int i = 0; i < 1000; ++i) p.release(p.allocate());   // the FIFO compacts
+  for (int i = 0; i < 1000; ++i) p.release(p.allocate());  // the FIFO compacts
   EXPECT_EQ(p.n_free(), 3);
 }
 
 TEST(SequenceKv, ReleasesSlidingBlocksOnlyOutsideTheWindow) {
-  KvCache kv({{1, 1, 4, 8}, {1, 1, 4, 0}}, 4, {10, 10}, KvType::F32);   // sliding (window 8), global
+  KvCache kv({{1, 1, 4, 8}, {1, 1, 4, 0}}, 4, {10, 10}, KvType::F32);  // sliding (window 8), global
   SequenceKv s(kv);
-  ASSERT_TRUE(s.reserve(20));   // 5 blocks in each group
+  ASSERT_TRUE(s.reserve(20));  // 5 blocks in each group
   EXPECT_EQ(kv.pool(0).n_used(), 5);
-  s.release_outside_window(15);   // visible keys: 8..15 -> blocks 0 and 1 go
+  s.release_outside_window(15);  // visible keys: 8..15 -> blocks 0 and 1 go
   EXPECT_EQ(kv.pool(0).n_used(), 3);
   EXPECT_EQ(s.table(0)[1], kNoBlock);
   EXPECT_NE(s.table(0)[2], kNoBlock);
-  EXPECT_EQ(kv.pool(1).n_used(), 5);   // global keeps everything
-  EXPECT_FALSE(s.reserve(60));          // 15 blocks > 10: refused, nothing allocated
+  EXPECT_EQ(kv.pool(1).n_used(), 5);  // global keeps everything
+  EXPECT_FALSE(s.reserve(60));        // 15 blocks > 10: refused, nothing allocated
   EXPECT_EQ(kv.pool(1).n_used(), 5);
   s.clear();
   EXPECT_EQ(kv.pool(0).n_used() + kv.pool(1).n_used(), 0);
@@ -58,7 +58,7 @@ TEST(KvCache, StoresAndLoadsInEachPrecision) {
       EXPECT_NEAR(ko[i], k[i], std::fabs(k[i]) * 1e-2) << kv_type_name(t);
       EXPECT_NEAR(vo[i], v[i], std::fabs(v[i]) * 1e-2) << kv_type_name(t);
     }
-    kv.load_k(0, 0, 2, 3, ko);   // another layer's slot is untouched
+    kv.load_k(0, 0, 2, 3, ko);  // another layer's slot is untouched
     EXPECT_EQ(ko[0], 0.0f);
   }
   EXPECT_THROW(parse_kv_type("q8"), Error);

@@ -87,9 +87,9 @@ long decode_allocations(const Case& cs) {
     const int32_t next = sampler.sample(logits.data(), history);
     history.push_back(next);
   };
-  step(history, 0);                                   // prefill
+  step(history, 0);  // prefill
   int32_t pos = static_cast<int32_t>(history.size()) - 1;
-  for (int i = 0; i < 8; ++i, ++pos) step({&history[pos], 1}, pos);   // warm-up decodes
+  for (int i = 0; i < 8; ++i, ++pos) step({&history[pos], 1}, pos);  // warm-up decodes
   g_allocs = 0;
   g_counting = true;
   for (int i = 0; i < 60; ++i, ++pos) step({&history[pos], 1}, pos);

@@ -9,8 +9,8 @@
 #include <random>
 
 #include "base/error.h"
-#include "kernels/cpu_kernels.h"
 #include "gguf/reader.h"
+#include "kernels/cpu_kernels.h"
 #include "kv/sequence_kv.h"
 #include "models/model.h"
 #include "threading/thread_pool.h"
@@ -84,7 +84,7 @@ std::vector<float> run_chunked(models::Model& m, KvCache& kv, const std::vector<
 struct Variant {
   std::string arch;
   DType type;
-  bool k_eq_v = false;   // Gemma 4 31B-style global layers (V from the K projection)
+  bool k_eq_v = false;  // Gemma 4 31B-style global layers (V from the K projection)
 };
 
 class Forward : public ::testing::TestWithParam<Variant> {
@@ -102,7 +102,7 @@ TEST_P(Forward, WholeChunkedAndTokenByTokenAgreeBitwise) {
   test::TinyConfig c = config();
   Loaded l = load(c);
   auto kv = make_cache(*l.model, 64);
-  const auto toks = random_tokens(3 * c.window + 5, c.n_vocab, 7);   // crosses the window 3×
+  const auto toks = random_tokens(3 * c.window + 5, c.n_vocab, 7);  // crosses the window 3×
   const auto whole = run_chunked(*l.model, *kv, toks, {1000});
   const auto chunks = run_chunked(*l.model, *kv, toks, {5, 3, 7});
   const auto single = run_chunked(*l.model, *kv, toks, {1});
@@ -112,7 +112,7 @@ TEST_P(Forward, WholeChunkedAndTokenByTokenAgreeBitwise) {
   for (int g = 0; g < kv->n_groups(); ++g) EXPECT_EQ(kv->pool(g).n_used(), 0) << "blocks leaked";
   float mx = 0;
   for (float v : whole) mx = std::max(mx, std::fabs(v));
-  EXPECT_GT(mx, 0.1f);                              // not all zeros
+  EXPECT_GT(mx, 0.1f);  // not all zeros
   if (c.arch == "gemma4") {
     EXPECT_LE(mx, c.softcap);  // softcapped
   }
@@ -184,7 +184,7 @@ TEST_P(Forward, ThreadCountDoesNotChangeDeepDecodes) {
   const auto toks = random_tokens(300, c.n_vocab, 10);
   Loaded one = load(c, 1), two = load(c, 2);
   auto kv1 = make_cache(*one.model, 320), kv2 = make_cache(*two.model, 320);
-  std::vector<int> steps(21, 1);   // a prefill of 280, then 20 decodes
+  std::vector<int> steps(21, 1);  // a prefill of 280, then 20 decodes
   steps[0] = 280;
   EXPECT_EQ(run_chunked(*one.model, *kv1, toks, steps), run_chunked(*two.model, *kv2, toks, steps));
 }
@@ -232,8 +232,9 @@ TEST(ForwardIsa, EveryIsaSetGivesTheScalarReferenceLogits) {
     DType type;
     int n_embd, n_ff;
   };
-  const Case cases[] = {{"gemma4", DType::F32, 64, 128},  {"gemma4", DType::Q4_0, 64, 128}, {"gemma4", DType::Q8_0, 64, 128},
-                        {"gemma4", DType::BF16, 64, 128}, {"gemma3", DType::Q5_0, 64, 128}, {"gemma3", DType::F16, 64, 128},
+  const Case cases[] = {{"gemma4", DType::F32, 64, 128},  {"gemma4", DType::Q4_0, 64, 128},
+                        {"gemma4", DType::Q8_0, 64, 128}, {"gemma4", DType::BF16, 64, 128},
+                        {"gemma3", DType::Q5_0, 64, 128}, {"gemma3", DType::F16, 64, 128},
                         {"gemma4", DType::Q6_K, 256, 256}};
   const auto sets = kernels::runnable_cpu_kernels();
   for (const Case& cs : cases) {
@@ -258,7 +259,8 @@ TEST(ForwardIsa, EveryIsaSetGivesTheScalarReferenceLogits) {
         ref = got;
         continue;
       }
-      EXPECT_EQ(got, ref) << cs.arch << " " << dtype_name(cs.type) << ": " << k->isa << " differs from " << sets[0]->isa;
+      EXPECT_EQ(got, ref) << cs.arch << " " << dtype_name(cs.type) << ": " << k->isa << " differs from "
+                          << sets[0]->isa;
     }
   }
   EXPECT_GE(sets.size(), 1u);
@@ -267,7 +269,7 @@ TEST(ForwardIsa, EveryIsaSetGivesTheScalarReferenceLogits) {
 // Layers after the last KV-owning one (Gemma 4's KV-shared layers) write no cache, so a
 // prefill runs them only for the tokens whose logits are wanted — with the same result.
 TEST(Forward, KvSharedLayersRunOnlyForTokensWithLogits) {
-  test::TinyConfig c;   // 10 layers, the last 4 share K/V
+  test::TinyConfig c;  // 10 layers, the last 4 share K/V
   Loaded l = load(c);
   const auto toks = random_tokens(20, c.n_vocab, 5);
   const int64_t V = c.n_vocab;
@@ -305,12 +307,12 @@ TEST(Forward, RejectsBadBatches) {
   std::vector<int32_t> toks = {1, 2, 3, 4, 5, 6};
   ForwardBatch b;
   SeqSlice sl;
-  sl.tokens = toks;   // 6 tokens, only 4 positions backed
+  sl.tokens = toks;  // 6 tokens, only 4 positions backed
   for (int g = 0; g < kv->n_groups(); ++g) sl.block_tables[g] = seq.table(g);
   b.seqs.push_back(sl);
   std::vector<float> out(c.n_vocab);
   EXPECT_THROW(l.model->forward(b, *kv, out.data()), Error);
-  toks = {1, 2, c.n_vocab};   // id outside the vocabulary
+  toks = {1, 2, c.n_vocab};  // id outside the vocabulary
   b.seqs[0].tokens = toks;
   EXPECT_THROW(l.model->forward(b, *kv, out.data()), Error);
 }

@@ -19,16 +19,16 @@
 namespace sluice {
 namespace {
 
-using nlohmann::json;
 using golden::kDir;
 using golden::manifest;
 using golden::open_fixture;
 using golden::read_f32;
 using golden::run;
+using nlohmann::json;
 
 struct Compare {
-  double rel_max = 0;   // max|Δ| / max|ref|
-  double nmse = 0;      // Σ Δ² / Σ ref²
+  double rel_max = 0;  // max|Δ| / max|ref|
+  double nmse = 0;     // Σ Δ² / Σ ref²
   double argmax_agree = 0;
 };
 
@@ -73,8 +73,8 @@ TEST_P(Golden, MatchesTransformersWholeChunkedAndTokenByToken) {
   ASSERT_EQ(ref.size(), ids.size() * V);
   for (size_t chunk : {ids.size(), size_t(5), size_t(1)}) {
     const Compare c = compare(run(*f, ids, chunk), ref, V);
-    std::printf("%s.%s chunk %zu: max|Δ|/max|ref| %.3g  nmse %.3g  argmax agreement %.3f\n",
-                GetParam().model.c_str(), GetParam().variant.c_str(), chunk, c.rel_max, c.nmse, c.argmax_agree);
+    std::printf("%s.%s chunk %zu: max|Δ|/max|ref| %.3g  nmse %.3g  argmax agreement %.3f\n", GetParam().model.c_str(),
+                GetParam().variant.c_str(), chunk, c.rel_max, c.nmse, c.argmax_agree);
     // f32 weights run in f32 (activations unrounded): 1e-4 of the largest logit. Quantized
     // weights run llama.cpp's scheme (activations rounded to Q8_0 / Q8_K once per matmul,
     // integer block sums), which the reference (transformers on the GGUF's dequantized
@@ -125,20 +125,39 @@ TEST(GoldenSensitivity, BreakingEachGemma4FeatureMovesLogitsFarBeyondTolerance) 
     std::function<void(models::ModelSpec&)> adjust;
   };
   const std::vector<Break> breaks = {
-      {"window off by one", [](models::ModelSpec& s) { for (auto& l : s.layers) if (l.window) l.window += 1; }},
-      {"no sliding window", [](models::ModelSpec& s) { for (auto& l : s.layers) l.window = 0; }},
+      {"window off by one",
+       [](models::ModelSpec& s) {
+         for (auto& l : s.layers)
+           if (l.window) l.window += 1;
+       }},
+      {"no sliding window",
+       [](models::ModelSpec& s) {
+         for (auto& l : s.layers) l.window = 0;
+       }},
       {"KV source: the first layer of the type, not the last",
-       [](models::ModelSpec& s) { for (auto& l : s.layers) if (!l.has_kv) l.kv_source = l.window ? 0 : l.kv_source; }},
-      {"no V-norm", [](models::ModelSpec& s) { for (auto& l : s.layers) l.v_norm = false; }},
+       [](models::ModelSpec& s) {
+         for (auto& l : s.layers)
+           if (!l.has_kv) l.kv_source = l.window ? 0 : l.kv_source;
+       }},
+      {"no V-norm",
+       [](models::ModelSpec& s) {
+         for (auto& l : s.layers) l.v_norm = false;
+       }},
       {"no PLE", [](models::ModelSpec& s) { s.ple_dim = 0; }},
       {"no softcap", [](models::ModelSpec& s) { s.final_softcap = 0; }},
-      {"full instead of proportional RoPE", [](models::ModelSpec& s) { for (auto& l : s.layers) l.rope_freq_factors = false; }},
-      {"attention scale 1/sqrt(d)", [](models::ModelSpec& s) { for (auto& l : s.layers) l.attn_scale = 1.0f / std::sqrt(float(l.head_dim)); }},
+      {"full instead of proportional RoPE",
+       [](models::ModelSpec& s) {
+         for (auto& l : s.layers) l.rope_freq_factors = false;
+       }},
+      {"attention scale 1/sqrt(d)",
+       [](models::ModelSpec& s) {
+         for (auto& l : s.layers) l.attn_scale = 1.0f / std::sqrt(float(l.head_dim));
+       }},
   };
   for (const Break& b : breaks) {
     const Compare c = compare(run(*f, ids, ids.size(), b.adjust), ref, V);
     std::printf("broken: %-45s max|Δ|/max|ref| %.3g\n", b.what, c.rel_max);
-    EXPECT_GT(c.rel_max, 1e-2) << b.what;   // 100× the tolerance
+    EXPECT_GT(c.rel_max, 1e-2) << b.what;  // 100× the tolerance
   }
   // The layer scalar lives in the weights: drop its tensors (missing means 1.0).
   const auto bytes = rewrite_without(*f, "layer_output_scale");

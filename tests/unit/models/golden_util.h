@@ -16,7 +16,7 @@
 
 namespace sluice::golden {
 
-extern const std::string kDir;   // tests/data/golden/
+extern const std::string kDir;  // tests/data/golden/
 
 // The GGUFs are not committed: `make fixtures` rebuilds them from the manifest's seeds and
 // checks their sha256 (python/make_fixtures.py).

@@ -23,9 +23,9 @@ using nlohmann::json;
 constexpr double kTapRelTol = 2e-5;
 
 struct TapDiff {
-  std::string name;   // "attn_out.3", ...
+  std::string name;  // "attn_out.3", ...
   int layer = -1;
-  double rel = 0;     // max|Δ| / max|ref|
+  double rel = 0;  // max|Δ| / max|ref|
 };
 
 // The taps of a whole-sequence run of `f`, in forward order, each compared with `ref`.

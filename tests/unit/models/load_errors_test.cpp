@@ -26,9 +26,9 @@ std::string load_error(const test::TinyConfig& c) {
 }
 
 TEST(LoadErrors, MissingTensorsAreNamed) {
-  for (const char* name : {"blk.3.attn_q.weight", "blk.0.attn_k.weight", "output_norm.weight",
-                           "per_layer_model_proj.weight", "blk.9.inp_gate.weight", "blk.2.ffn_down.weight",
-                           "blk.4.attn_k_norm.weight", "token_embd.weight"}) {
+  for (const char* name :
+       {"blk.3.attn_q.weight", "blk.0.attn_k.weight", "output_norm.weight", "per_layer_model_proj.weight",
+        "blk.9.inp_gate.weight", "blk.2.ffn_down.weight", "blk.4.attn_k_norm.weight", "token_embd.weight"}) {
     test::TinyConfig c;
     c.omit = {name};
     const std::string err = load_error(c);
@@ -48,7 +48,7 @@ TEST(LoadErrors, WrongShapesAreNamed) {
 }
 
 TEST(LoadErrors, SharedLayersMayOmitOrKeepKv) {
-  test::TinyConfig c;   // our converter omits K/V of shared layers: loads
+  test::TinyConfig c;  // our converter omits K/V of shared layers: loads
   EXPECT_EQ(load_error(c), "");
   test::TinyConfig g3;  // Gemma 3 has no shared layers: every layer needs K/V
   g3.arch = "gemma3";
@@ -66,10 +66,10 @@ TEST(LoadErrors, MixtureOfExpertsIsRefusedNamingTheKey) {
 }
 
 TEST(LoadErrors, OnlyGlobalLayersMayLackAV) {
-  test::TinyConfig c;   // 31B-style: global layers take V from their K projection
+  test::TinyConfig c;  // 31B-style: global layers take V from their K projection
   c.k_eq_v = true;
   EXPECT_EQ(load_error(c), "");
-  test::TinyConfig s;   // a sliding layer without attn_v is a broken file
+  test::TinyConfig s;  // a sliding layer without attn_v is a broken file
   s.omit = {"blk.1.attn_v.weight"};
   EXPECT_NE(load_error(s).find("'blk.1.attn_v.weight'"), std::string::npos);
 }

@@ -74,7 +74,8 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
     const uint32_t be = dtype_info(c.matrix_type).block_elems;
     if (c.matrix_type != DType::F32 && ne.size() == 2 && ne[0] % be == 0) {
       std::vector<uint8_t> q(dtype_row_bytes(c.matrix_type, ne[0]) * ne[1]);
-      quant::quantize_ref(c.matrix_type, reinterpret_cast<const float*>(data.data()), q.data(), static_cast<int64_t>(n));
+      quant::quantize_ref(c.matrix_type, reinterpret_cast<const float*>(data.data()), q.data(),
+                          static_cast<int64_t>(n));
       w.add_tensor(name, c.matrix_type, ne, std::move(q));
       return;
     }
@@ -93,7 +94,8 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
     for (int i = 0; i < c.hd_full / 8; ++i) rf[i] = 1.0f;
     if (!c.omit.count("rope_freqs.weight"))
       w.add_tensor("rope_freqs.weight", DType::F32, {uint64_t(c.hd_full / 2)},
-                   std::vector<uint8_t>(reinterpret_cast<uint8_t*>(rf.data()), reinterpret_cast<uint8_t*>(rf.data()) + rf.size() * 4));
+                   std::vector<uint8_t>(reinterpret_cast<uint8_t*>(rf.data()),
+                                        reinterpret_cast<uint8_t*>(rf.data()) + rf.size() * 4));
   }
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";

@@ -17,11 +17,11 @@ struct TinyConfig {
   int n_layer = 10, n_embd = 64, n_head = 4, n_head_kv = 1, hd_swa = 32, hd_full = 64;
   int n_ff = 128, n_vocab = 96, window = 8, n_shared = 4, ple = 16;
   bool double_wide = true;
-  bool k_eq_v = false;                        // Gemma 4: global layers without attn_v (31B)
-  int n_expert = 0;                           // Gemma 4: writes expert_count when > 0 (MoE files)
+  bool k_eq_v = false;  // Gemma 4: global layers without attn_v (31B)
+  int n_expert = 0;     // Gemma 4: writes expert_count when > 0 (MoE files)
   float softcap = 30.0f;
-  std::set<std::string> omit;                 // tensor names to leave out
-  std::string wrong_shape;                    // tensor name to write with a wrong shape
+  std::set<std::string> omit;  // tensor names to leave out
+  std::string wrong_shape;     // tensor name to write with a wrong shape
   uint64_t seed = 1;
   // Type of the 2-D weight matrices (quantized from the random f32 values); matrices whose
   // rows are not a multiple of the type's block stay F32.

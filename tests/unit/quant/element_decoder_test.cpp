@@ -34,21 +34,15 @@ void unpack_k4(const uint8_t* b, int s, int* sc, int* m) {
 constexpr int kNL[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
 float elem_q4_0(const uint8_t* b, int e) { return static_cast<float>(nib(b + 2, e) - 8) * f16_at(b); }
-float elem_q4_1(const uint8_t* b, int e) {
-  return static_cast<float>(nib(b + 4, e)) * f16_at(b) + f16_at(b + 2);
-}
+float elem_q4_1(const uint8_t* b, int e) { return static_cast<float>(nib(b + 4, e)) * f16_at(b) + f16_at(b + 2); }
 
 int q5(const uint8_t* qh, const uint8_t* qs, int e) {
   const uint32_t h = qh[0] | qh[1] << 8 | qh[2] << 16 | static_cast<uint32_t>(qh[3]) << 24;
   return nib(qs, e) | static_cast<int>(((h >> e) & 1) << 4);
 }
 float elem_q5_0(const uint8_t* b, int e) { return static_cast<float>(q5(b + 2, b + 6, e) - 16) * f16_at(b); }
-float elem_q5_1(const uint8_t* b, int e) {
-  return static_cast<float>(q5(b + 4, b + 8, e)) * f16_at(b) + f16_at(b + 2);
-}
-float elem_q8_0(const uint8_t* b, int e) {
-  return static_cast<float>(static_cast<int8_t>(b[2 + e])) * f16_at(b);
-}
+float elem_q5_1(const uint8_t* b, int e) { return static_cast<float>(q5(b + 4, b + 8, e)) * f16_at(b) + f16_at(b + 2); }
+float elem_q8_0(const uint8_t* b, int e) { return static_cast<float>(static_cast<int8_t>(b[2 + e])) * f16_at(b); }
 float elem_iq4_nl(const uint8_t* b, int e) { return f16_at(b) * static_cast<float>(kNL[nib(b + 2, e)]); }
 
 float elem_q4_k(const uint8_t* b, int e) {
@@ -57,8 +51,7 @@ float elem_q4_k(const uint8_t* b, int e) {
   const int q = r < 32 ? byte & 15 : byte >> 4;
   int sc, m;
   unpack_k4(b + 4, s, &sc, &m);
-  return (f16_at(b) * static_cast<float>(sc)) * static_cast<float>(q) -
-         (f16_at(b + 2) * static_cast<float>(m));
+  return (f16_at(b) * static_cast<float>(sc)) * static_cast<float>(q) - (f16_at(b + 2) * static_cast<float>(m));
 }
 
 float elem_q5_k(const uint8_t* b, int e) {
@@ -67,8 +60,7 @@ float elem_q5_k(const uint8_t* b, int e) {
   const int q = (r < 32 ? byte & 15 : byte >> 4) + 16 * ((b[16 + r % 32] >> s) & 1);
   int sc, m;
   unpack_k4(b + 4, s, &sc, &m);
-  return (f16_at(b) * static_cast<float>(sc)) * static_cast<float>(q) -
-         (f16_at(b + 2) * static_cast<float>(m));
+  return (f16_at(b) * static_cast<float>(sc)) * static_cast<float>(q) - (f16_at(b + 2) * static_cast<float>(m));
 }
 
 float elem_q6_k(const uint8_t* b, int e) {
@@ -120,7 +112,11 @@ float elem_q8_k(const uint8_t* b, int e) {
   return d * static_cast<float>(static_cast<int8_t>(b[4 + e]));
 }
 
-float elem_f32(const uint8_t* b, int) { float f; std::memcpy(&f, b, 4); return f; }
+float elem_f32(const uint8_t* b, int) {
+  float f;
+  std::memcpy(&f, b, 4);
+  return f;
+}
 float elem_f16(const uint8_t* b, int) { return f16_at(b); }
 float elem_bf16(const uint8_t* b, int) { return bf16_to_f32(static_cast<uint16_t>(b[0] | b[1] << 8)); }
 
@@ -167,8 +163,8 @@ int64_t compare_decoders(DType t, int64_t blocks, uint64_t seed) {
     const int e = static_cast<int>(i % info.block_elems);
     const float want = fn(data.data() + blk * info.block_bytes, e);
     if (bits(want) != bits(y[i]) && ++bad <= 5) {
-      ADD_FAILURE() << dtype_name(t) << " block " << blk << " element " << e << ": loop " << y[i]
-                    << " element-form " << want;
+      ADD_FAILURE() << dtype_name(t) << " block " << blk << " element " << e << ": loop " << y[i] << " element-form "
+                    << want;
     }
   }
   return bad;
@@ -190,9 +186,7 @@ std::vector<DType> decoder_types() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, ElementDecoder, ::testing::ValuesIn(decoder_types()),
-                         [](const ::testing::TestParamInfo<DType>& p) {
-                           return std::string(dtype_name(p.param));
-                         });
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 }  // namespace
 }  // namespace sluice::quant

@@ -52,7 +52,7 @@ TEST(Examples, Q8_0Section6_2) {
   EXPECT_EQ(blk[0], 0xCA);
   EXPECT_EQ(blk[1], 0x28);
   EXPECT_EQ(f16_to_f32(load_u16(blk)), 0.0374145508f);
-  const int qs[32] = {-80, -74, -67, -60, -53, -47, -40, -33, -27, -20, -13, -7, 0,  7,   13,  20,
+  const int qs[32] = {-80, -74, -67, -60, -53, -47, -40, -33, -27, -20, -13, -7,  0,   7,   13,  20,
                       27,  33,  40,  47,  53,  60,  67,  74,  80,  87,  94,  100, 107, 114, 120, 127};
   for (int j = 0; j < 32; ++j) EXPECT_EQ(static_cast<int8_t>(blk[2 + j]), qs[j]) << j;
   float y[32];
@@ -155,9 +155,9 @@ TEST(Examples, Q6_KSection8_6) {
   EXPECT_EQ(y[32], 10.5f);
   EXPECT_EQ(y[64], 15.5f);
   EXPECT_EQ(y[96], -64.0f);
-  EXPECT_EQ(y[1], -32.0f);   // all-zero code is -32: 0.5 * 2 * -32
-  EXPECT_EQ(y[33], 48.0f);   // group 2: 0.5 * -3 * -32
-  EXPECT_EQ(y[16], 0.0f);    // group 1 has scale 0
+  EXPECT_EQ(y[1], -32.0f);  // all-zero code is -32: 0.5 * 2 * -32
+  EXPECT_EQ(y[33], 48.0f);  // group 2: 0.5 * -3 * -32
+  EXPECT_EQ(y[16], 0.0f);   // group 1 has scale 0
   EXPECT_EQ(y[200], 3.0f);
   EXPECT_EQ(y[201], 16.0f);  // group 12, code -32: 0.5 * -1 * -32
 }

@@ -58,7 +58,8 @@ uint16_t f16_nearest(float f) {
   uint32_t lo = 0, hi = 0x7BFF;  // invariant: value(lo) <= a; find the last pattern <= a
   while (lo < hi) {
     const uint32_t mid = (lo + hi + 1) / 2;
-    if (f16_to_f32(static_cast<uint16_t>(mid)) <= a) lo = mid; else hi = mid - 1;
+    if (f16_to_f32(static_cast<uint16_t>(mid)) <= a) lo = mid;
+    else hi = mid - 1;
   }
   if (lo == 0x7BFF) return sign | 0x7BFF;  // a in [65504, 65520)
   const double below = f16_to_f32(static_cast<uint16_t>(lo));
@@ -80,21 +81,24 @@ TEST(F16, EncodeRandomMatchesNearestSearch) {
 }
 
 TEST(F16, EncodeTiesRoundToEven) {
-  const struct { float in; uint16_t out; } cases[] = {
-      {1.0f + 0x1p-11f, 0x3C00},              // halfway 1 .. 1+2^-10: even is 1
-      {1.0f + 3 * 0x1p-11f, 0x3C02},          // halfway 1+2^-10 .. 1+2^-9: even is ...02
+  const struct {
+    float in;
+    uint16_t out;
+  } cases[] = {
+      {1.0f + 0x1p-11f, 0x3C00},      // halfway 1 .. 1+2^-10: even is 1
+      {1.0f + 3 * 0x1p-11f, 0x3C02},  // halfway 1+2^-10 .. 1+2^-9: even is ...02
       {-(1.0f + 3 * 0x1p-11f), 0xBC02},
-      {2048.0f + 1.0f, 0x6800},               // ulp 2 at 2048: 2049 -> 2048
-      {2048.0f + 3.0f, 0x6802},               // 2051 -> 2052
-      {0x1p-25f, 0x0000},                     // halfway 0 .. smallest subnormal: to 0
+      {2048.0f + 1.0f, 0x6800},  // ulp 2 at 2048: 2049 -> 2048
+      {2048.0f + 3.0f, 0x6802},  // 2051 -> 2052
+      {0x1p-25f, 0x0000},        // halfway 0 .. smallest subnormal: to 0
       {-0x1p-25f, 0x8000},
-      {3 * 0x1p-25f, 0x0002},                 // halfway 2^-24 .. 2^-23: even (2 * 2^-24)
-      {5 * 0x1p-25f, 0x0002},                 // halfway 2*2^-24 .. 3*2^-24: even
-      {0x1p-14f - 0x1p-25f, 0x0400},          // halfway largest subnormal .. smallest normal
-      {65504.0f + 16.0f, 0x7C00},             // halfway 65504 .. 65536: overflows to Inf
+      {3 * 0x1p-25f, 0x0002},         // halfway 2^-24 .. 2^-23: even (2 * 2^-24)
+      {5 * 0x1p-25f, 0x0002},         // halfway 2*2^-24 .. 3*2^-24: even
+      {0x1p-14f - 0x1p-25f, 0x0400},  // halfway largest subnormal .. smallest normal
+      {65504.0f + 16.0f, 0x7C00},     // halfway 65504 .. 65536: overflows to Inf
       {65504.0f + 15.99f, 0x7BFF},
       {-65520.0f, 0xFC00},
-      {0x1p-25f * 1.0000001f, 0x0001},        // just above the 0 tie
+      {0x1p-25f * 1.0000001f, 0x0001},  // just above the 0 tie
   };
   for (const auto& c : cases) EXPECT_EQ(f32_to_f16(c.in), c.out) << c.in;
   EXPECT_EQ(f32_to_f16(INFINITY), 0x7C00);
@@ -117,20 +121,20 @@ TEST(BF16, RoundTripAllPatterns) {
 }
 
 TEST(BF16, EncodeRoundsToNearestEven) {
-  const struct { uint32_t in; uint16_t out; } cases[] = {
-      {0x3F808000u, 0x3F80},  // tie, even stays
-      {0x3F818000u, 0x3F82},  // tie, odd rounds up
-      {0x3F808001u, 0x3F81},  // above the tie
-      {0x3F807FFFu, 0x3F80},  // below the tie
-      {0xBF818000u, 0xBF82},  // sign independent
-      {0x7F7F8000u, 0x7F80},  // tie at the top of the range: odd -> Inf
-      {0x7F7F7FFFu, 0x7F7F},
-      {0x00008000u, 0x0000},  // subnormal tie, even
-      {0x00018000u, 0x0002},
-      {0x7F800000u, 0x7F80},  // Inf
-      {0x7F800001u, 0x7FC0},  // signalling NaN with only low payload bits -> quiet, not Inf
-      {0xFF810000u, 0xFFC1},
-      {0x7FC00000u, 0x7FC0},
+  const struct {
+    uint32_t in;
+    uint16_t out;
+  } cases[] = {
+      {0x3F808000u, 0x3F80},                         // tie, even stays
+      {0x3F818000u, 0x3F82},                         // tie, odd rounds up
+      {0x3F808001u, 0x3F81},                         // above the tie
+      {0x3F807FFFu, 0x3F80},                         // below the tie
+      {0xBF818000u, 0xBF82},                         // sign independent
+      {0x7F7F8000u, 0x7F80},                         // tie at the top of the range: odd -> Inf
+      {0x7F7F7FFFu, 0x7F7F}, {0x00008000u, 0x0000},  // subnormal tie, even
+      {0x00018000u, 0x0002}, {0x7F800000u, 0x7F80},  // Inf
+      {0x7F800001u, 0x7FC0},                         // signalling NaN with only low payload bits -> quiet, not Inf
+      {0xFF810000u, 0xFFC1}, {0x7FC00000u, 0x7FC0},
   };
   for (const auto& c : cases) EXPECT_EQ(f32_to_bf16(bits_f32(c.in)), c.out) << std::hex << c.in;
 }

@@ -63,8 +63,7 @@ void set_q6_code(BlockQ6_K* b, int e, int q) {
   const int h = e / 128, r = e % 128, k = r / 32, l = r % 32;
   const int L = q + 32;
   uint8_t& byte = b->ql[64 * h + 32 * (k & 1) + l];
-  byte = k < 2 ? static_cast<uint8_t>((byte & 0xF0) | (L & 15))
-               : static_cast<uint8_t>((byte & 0x0F) | (L & 15) << 4);
+  byte = k < 2 ? static_cast<uint8_t>((byte & 0xF0) | (L & 15)) : static_cast<uint8_t>((byte & 0x0F) | (L & 15) << 4);
   uint8_t& hb = b->qh[32 * h + l];
   hb = static_cast<uint8_t>((hb & ~(3 << (2 * k))) | (L >> 4) << (2 * k));
 }
@@ -94,7 +93,8 @@ BlockQ6_K requantize(const BlockQ6_K& q) {
 BlockQ6_K random_canonical_block(std::mt19937_64& rng) {
   BlockQ6_K b{};
   uint16_t d;
-  do d = static_cast<uint16_t>(rng()); while ((d & 0x7C00) == 0x7C00 || (d & 0x7FFF) == 0);
+  do d = static_cast<uint16_t>(rng());
+  while ((d & 0x7C00) == 0x7C00 || (d & 0x7FFF) == 0);
   b.d = d;
   for (int g = 0; g < 16; ++g) {
     const int r = static_cast<int>(rng() % 16);

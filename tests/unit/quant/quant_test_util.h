@@ -2,8 +2,8 @@
 // bit-level float comparison.
 #pragma once
 
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -12,16 +12,25 @@
 
 namespace sluice::quant::testing {
 
-inline uint32_t bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+inline uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
 
 // Byte offsets of the f16 scale fields inside one block (quants.md layouts). F16/BF16 are
 // handled per element by make_random_blocks.
 inline std::vector<int> f16_scale_offsets(DType t) {
   switch (t) {
-    case DType::Q4_0: case DType::Q5_0: case DType::Q8_0: case DType::IQ4_NL: case DType::IQ4_XS:
-      return {0};
-    case DType::Q4_1: case DType::Q5_1: case DType::Q4_K: case DType::Q5_K:
-      return {0, 2};
+    case DType::Q4_0:
+    case DType::Q5_0:
+    case DType::Q8_0:
+    case DType::IQ4_NL:
+    case DType::IQ4_XS: return {0};
+    case DType::Q4_1:
+    case DType::Q5_1:
+    case DType::Q4_K:
+    case DType::Q5_K: return {0, 2};
     case DType::Q2_K: return {80, 82};
     case DType::Q3_K: return {108};
     case DType::Q6_K: return {208};
@@ -87,8 +96,8 @@ inline std::vector<float> random_input(int64_t blocks, int be, uint64_t seed) {
 
 // The 15 weight types sluice decodes.
 inline const std::vector<DType>& supported_types() {
-  static const std::vector<DType> v = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0, DType::Q4_1,
-                                       DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K, DType::Q3_K,
+  static const std::vector<DType> v = {DType::F32,  DType::F16,  DType::BF16, DType::Q4_0,   DType::Q4_1,
+                                       DType::Q5_0, DType::Q5_1, DType::Q8_0, DType::Q2_K,   DType::Q3_K,
                                        DType::Q4_K, DType::Q5_K, DType::Q6_K, DType::IQ4_NL, DType::IQ4_XS};
   return v;
 }

@@ -46,11 +46,9 @@ TEST_P(FixedPoint, QuantizeOfDequantizeIsIdentity) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Quantizers, FixedPoint,
-                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1,
-                                           DType::Q5_0, DType::Q5_1, DType::Q8_0),
-                         [](const ::testing::TestParamInfo<DType>& p) {
-                           return std::string(dtype_name(p.param));
-                         });
+                         ::testing::Values(DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
+                                           DType::Q5_1, DType::Q8_0),
+                         [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 
 // 32 values: v at index 0 (sets the block scale), then the listed values, then zeros.
 std::vector<float> block_with(float v0, std::initializer_list<float> rest) {
@@ -115,8 +113,11 @@ TEST(LegacyQuantize, AllZeroBlocks) {
   const std::vector<float> x(32, 0.0f);
   uint8_t blk[34];
   // Q4_0/Q5_0: d = max / -8 = 0 / -8 = -0.0 (f16 0x8000), as in ggml and gguf-py.
-  const struct { DType t; uint16_t d; int code; } cases[] = {
-      {DType::Q4_0, 0x8000, 8}, {DType::Q4_1, 0, 0}, {DType::Q5_0, 0x8000, 16}, {DType::Q5_1, 0, 0}};
+  const struct {
+    DType t;
+    uint16_t d;
+    int code;
+  } cases[] = {{DType::Q4_0, 0x8000, 8}, {DType::Q4_1, 0, 0}, {DType::Q5_0, 0x8000, 16}, {DType::Q5_1, 0, 0}};
   for (const auto& c : cases) {
     quantize_ref(c.t, x.data(), blk, 32);
     EXPECT_EQ(load_u16(blk), c.d) << dtype_name(c.t);
@@ -152,7 +153,8 @@ TEST(Q8_KQuantize, Invariants) {
   for (int64_t b = 0; b < blocks; ++b) {
     const float* xb = x.data() + b * kQK_K;
     float mx = 0.0f;
-    for (int e = 0; e < kQK_K; ++e) if (std::fabs(xb[e]) > std::fabs(mx)) mx = xb[e];
+    for (int e = 0; e < kQK_K; ++e)
+      if (std::fabs(xb[e]) > std::fabs(mx)) mx = xb[e];
     EXPECT_EQ(q[b].d, mx == 0.0f ? 0.0f : 1 / (-127.0f / mx));
     for (int g = 0; g < 16; ++g) {
       int sum = 0;

@@ -24,17 +24,17 @@ TEST(Traits, TableMatchesDTypeSupport) {
   }
   EXPECT_EQ(testing::supported_types().size(), 15u);
   for (DType t : testing::supported_types()) EXPECT_NE(traits(t), nullptr) << dtype_name(t);
-  EXPECT_EQ(traits(static_cast<DType>(4)), nullptr);    // removed Q4_2
+  EXPECT_EQ(traits(static_cast<DType>(4)), nullptr);     // removed Q4_2
   EXPECT_EQ(traits(static_cast<DType>(1000)), nullptr);  // beyond the table
 }
 
 TEST(Traits, QuantizersPresent) {
-  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0,
-                  DType::Q5_1, DType::Q8_0, DType::Q6_K}) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16, DType::Q4_0, DType::Q4_1, DType::Q5_0, DType::Q5_1, DType::Q8_0,
+                  DType::Q6_K}) {
     EXPECT_TRUE(can_quantize(t)) << dtype_name(t);
   }
-  for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::IQ4_NL, DType::IQ4_XS,
-                  DType::Q8_K, DType::Q8_1, DType::IQ2_XXS}) {
+  for (DType t : {DType::Q2_K, DType::Q3_K, DType::Q4_K, DType::Q5_K, DType::IQ4_NL, DType::IQ4_XS, DType::Q8_K,
+                  DType::Q8_1, DType::IQ2_XXS}) {
     EXPECT_FALSE(can_quantize(t)) << dtype_name(t);
   }
 }

@@ -82,7 +82,7 @@ TEST(SamplerDistribution, SmallestSampledTemperatureWithHugeLogitsIsFinite) {
   auto l = row;
   auto d = s.distribution(l.data(), {}, ws);
   expect_proper(d, 5);
-  ASSERT_EQ(d.size(), 2u);   // the two maxima share the mass, the rest underflow away
+  ASSERT_EQ(d.size(), 2u);  // the two maxima share the mass, the rest underflow away
   EXPECT_FLOAT_EQ(prob_of(d, 1), 0.5f);
   EXPECT_FLOAT_EQ(prob_of(d, 4), 0.5f);
   for (int32_t tok : draws(s, row, 200)) EXPECT_TRUE(tok == 1 || tok == 4) << tok;
@@ -146,7 +146,7 @@ TEST(SamplerDistribution, InfiniteLogitsShareTheMass) {
 
 TEST(SamplerDistribution, PenaltiesThatOverflowStayFinite) {
   SamplingParams p;
-  p.repeat_penalty = 1e-38f;        // a positive logit / 1e-38 overflows to +inf
+  p.repeat_penalty = 1e-38f;  // a positive logit / 1e-38 overflows to +inf
   Sampler s(p, 4);
   SamplerWorkspace ws;
   std::vector<float> l = {100.0f, 2.0f, 3.0f, -1.0f};
@@ -156,7 +156,7 @@ TEST(SamplerDistribution, PenaltiesThatOverflowStayFinite) {
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].token, 0);
   SamplingParams f;
-  f.frequency_penalty = 3e38f;      // presence + frequency × 2 overflows to +inf
+  f.frequency_penalty = 3e38f;  // presence + frequency × 2 overflows to +inf
   Sampler s2(f, 4);
   l = {100.0f, 2.0f, 3.0f, -1.0f};
   d = s2.distribution(l.data(), std::vector<int32_t>{0, 0, 2}, ws);
@@ -170,7 +170,8 @@ TEST(SamplerDistribution, PenaltiesThatOverflowStayFinite) {
 std::vector<std::pair<int32_t, double>> reference(const std::vector<float>& row, const SamplingParams& p) {
   std::vector<int32_t> ids(row.size());
   for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
-  std::sort(ids.begin(), ids.end(), [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
+  std::sort(ids.begin(), ids.end(),
+            [&](int32_t a, int32_t b) { return row[a] > row[b] || (row[a] == row[b] && a < b); });
   if (p.top_k > 0 && static_cast<size_t>(p.top_k) < ids.size()) ids.resize(static_cast<size_t>(p.top_k));
   std::vector<double> w;
   double total = 0;
@@ -203,9 +204,15 @@ TEST(SamplerDistribution, EqualsTheChainsDefinition) {
   for (auto& v : row) v = nd(rng);
   // Flat rows put thousands of tokens in the nucleus: the sort that grows in steps must still
   // cut where a full sort would.
-  const SamplingParams cases[] = {
-      {1.0f}, {0.8f, 40}, {1.0f, 0, 0.9f}, {2.5f, 0, 0.95f}, {1.0f, 0, 0.5f, 0.01f}, {0.6f, 0, 1.0f, 0.2f},
-      {1.2f, 300, 0.8f, 0.05f}, {1.0f, 1}, {5.0f, 0, 0.999f}};
+  const SamplingParams cases[] = {{1.0f},
+                                  {0.8f, 40},
+                                  {1.0f, 0, 0.9f},
+                                  {2.5f, 0, 0.95f},
+                                  {1.0f, 0, 0.5f, 0.01f},
+                                  {0.6f, 0, 1.0f, 0.2f},
+                                  {1.2f, 300, 0.8f, 0.05f},
+                                  {1.0f, 1},
+                                  {5.0f, 0, 0.999f}};
   SamplerWorkspace ws;
   for (const SamplingParams& p : cases) {
     Sampler s(p, n);
@@ -262,7 +269,7 @@ TEST(SamplerDistribution, WorkspaceIsBoundedAndReusedAcrossRequests) {
     if (req == 0) after_first = ws.bytes_reserved();
     EXPECT_EQ(ws.bytes_reserved(), after_first) << req;
   }
-  EXPECT_LE(after_first, static_cast<size_t>(n) * 12 + 4096);   // 8 bytes a candidate + 4 a count
+  EXPECT_LE(after_first, static_cast<size_t>(n) * 12 + 4096);  // 8 bytes a candidate + 4 a count
 }
 
 }  // namespace

@@ -59,12 +59,12 @@ TEST(Sampler, GreedyArgmaxOfLongRowsIsTheFirstMaximum) {
       std::vector<float> x(static_cast<size_t>(n));
       for (auto& v : x) v = nd(rng);
       const int32_t a = static_cast<int32_t>(rng() % n), b = static_cast<int32_t>(rng() % n);
-      if (trial % 4 == 1) x[a] = x[b] = 100.0f;                       // a tie: the lower id wins
-      if (trial % 4 == 2) x[n - 1] = 100.0f;                          // the maximum in the tail
-      if (trial % 4 == 3) std::fill(x.begin(), x.end(), -inf);        // every logit masked
-      if (trial % 3 == 1) x[(a + 1) % n] = nan;                       // a NaN somewhere
-      if (trial == 10) x[1] = nan, x[n / 2 + 1 - (n / 2) % 4] = 200.0f; // a NaN in the lane of the maximum
-      if (trial == 11) x[0] = nan;                                    // a NaN first
+      if (trial % 4 == 1) x[a] = x[b] = 100.0f;                          // a tie: the lower id wins
+      if (trial % 4 == 2) x[n - 1] = 100.0f;                             // the maximum in the tail
+      if (trial % 4 == 3) std::fill(x.begin(), x.end(), -inf);           // every logit masked
+      if (trial % 3 == 1) x[(a + 1) % n] = nan;                          // a NaN somewhere
+      if (trial == 10) x[1] = nan, x[n / 2 + 1 - (n / 2) % 4] = 200.0f;  // a NaN in the lane of the maximum
+      if (trial == 11) x[0] = nan;                                       // a NaN first
       SamplingParams p;
       p.temperature = 0;
       Sampler s(p, n);
@@ -91,12 +91,12 @@ TEST(Sampler, TopKTopPMinPCut) {
   auto h = histogram(k, l, 2000);
   EXPECT_EQ(h.count(0) + h.count(1), 0u);
   SamplingParams tp;
-  tp.top_p = 0.75f;   // 0.5 + 0.3 reaches 0.75
+  tp.top_p = 0.75f;  // 0.5 + 0.3 reaches 0.75
   h = histogram(tp, l, 2000);
   EXPECT_EQ(h.count(0) + h.count(1), 0u);
   EXPECT_GT(h[2], 0);
   SamplingParams mp;
-  mp.min_p = 0.5f;    // keep p >= 0.25
+  mp.min_p = 0.5f;  // keep p >= 0.25
   h = histogram(mp, l, 2000);
   EXPECT_EQ(h.count(0) + h.count(1), 0u);
 }
@@ -116,7 +116,7 @@ TEST(Sampler, SameSeedSameTokens) {
     ++seen[ha.back()];
   }
   EXPECT_EQ(ha, hb);
-  EXPECT_EQ(seen.size(), 4u);   // and the positions really draw different numbers
+  EXPECT_EQ(seen.size(), 4u);  // and the positions really draw different numbers
   p.seed = 43;
   Sampler c(p, 4);
   std::vector<int32_t> hc;
@@ -140,7 +140,7 @@ TEST(Sampler, KeyedStreamDoesNotDependOnEarlierDraws) {
   std::vector<int32_t> history(40);
   for (auto& t : history) t = static_cast<int32_t>(rng() % 50);
   Sampler fresh(p, 50), used(p, 50);
-  for (int i = 0; i < 17; ++i) {   // unrelated draws on `used`
+  for (int i = 0; i < 17; ++i) {  // unrelated draws on `used`
     auto l = row;
     used.sample(l.data(), std::span<const int32_t>(history.data(), static_cast<size_t>(i)));
   }

@@ -36,7 +36,7 @@ TEST(StopStrings, StopSpanningPiecesIsCutAndNeverEmitted) {
   EXPECT_EQ(feed(m, {"hello E", "N", "D and more"}, &hit), "hello ");
   EXPECT_TRUE(hit);
   StopStringMatcher m2({"END"});
-  EXPECT_EQ(feed(m2, {"hello E", "N", "d"}, &hit), "hello ENd");   // a near miss is released
+  EXPECT_EQ(feed(m2, {"hello E", "N", "d"}, &hit), "hello ENd");  // a near miss is released
   EXPECT_FALSE(hit);
 }
 
@@ -90,7 +90,7 @@ TEST_F(RequestParsing, ValidRequestsParse) {
   ChatRequest r = parse_chat_request(std::move(j), *ctx_);
   EXPECT_EQ(r.messages[0]["role"], "system");
   EXPECT_EQ(r.messages[0]["content"], "a");
-  EXPECT_EQ(*r.gen.max_tokens, 5);   // max_completion_tokens wins
+  EXPECT_EQ(*r.gen.max_tokens, 5);  // max_completion_tokens wins
   EXPECT_EQ(r.gen.stop, std::vector<std::string>{"x"});
   EXPECT_EQ(r.gen.sampling.seed, 3u);
   EXPECT_EQ(r.gen.n, 2);
@@ -100,7 +100,7 @@ TEST_F(RequestParsing, ValidRequestsParse) {
   EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
   auto c = parse_completion_request(parse_body(R"({"model":"tiny-gemma3","prompt":[5,6,7]})", *ctx_, true), *ctx_);
   EXPECT_EQ(c.prompt, (std::vector<int32_t>{5, 6, 7}));
-  EXPECT_FLOAT_EQ(c.gen.sampling.temperature, 1.0f);   // OpenAI's default (the file has none)
+  EXPECT_FLOAT_EQ(c.gen.sampling.temperature, 1.0f);  // OpenAI's default (the file has none)
 }
 
 TEST_F(RequestParsing, BadRequestsGetTheirStatus) {
@@ -112,10 +112,10 @@ TEST_F(RequestParsing, BadRequestsGetTheirStatus) {
   EXPECT_EQ(status_of("{" + m + R"(,"top_p":1.5})", true), 400);
   EXPECT_EQ(status_of("{" + m + R"(,"stop":[1]})", true), 400);
   EXPECT_EQ(status_of("{" + m + R"(,"tools":[]})", true), 400);
-  EXPECT_EQ(status_of("{" + m + R"(,"top_logprobs":2})", true), 400);   // needs logprobs
-  EXPECT_EQ(status_of("{" + m + R"(,"stream_options":{"include_usage":true}})", true), 400);   // needs stream
+  EXPECT_EQ(status_of("{" + m + R"(,"top_logprobs":2})", true), 400);                         // needs logprobs
+  EXPECT_EQ(status_of("{" + m + R"(,"stream_options":{"include_usage":true}})", true), 400);  // needs stream
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":["a","b"]})", false), 400);
-  EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":""})", false), 200);   // BOS alone
+  EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":""})", false), 200);  // BOS alone
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":[]})", false), 400);
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":"x","echo":true})", false), 400);
 }
@@ -139,10 +139,10 @@ std::string nested(int depth, const std::string& inner = "1") {
 TEST_F(RequestParsing, NestingIsLimitedWhileParsing) {
   const std::string head = R"({"model":"tiny-gemma3",)";
   // 150,000 levels crashed the server (a recursive copy): refused before any value is built.
-  for (const std::string& body : {head + R"("prompt":)" + nested(150000) + "}",
-                                  head + R"("messages":[{"role":"user","content":)" + nested(150000) + "}]}",
-                                  head + R"("messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" +
-                                      nested(150000) + "}}"}) {
+  for (const std::string& body :
+       {head + R"("prompt":)" + nested(150000) + "}",
+        head + R"("messages":[{"role":"user","content":)" + nested(150000) + "}]}",
+        head + R"("messages":[{"role":"user","content":"x"}],"chat_template_kwargs":{"a":)" + nested(150000) + "}}"}) {
     const ApiError e = error_of(body, *ctx_, body.find("messages") != std::string::npos);
     EXPECT_EQ(e.status(), 400);
     EXPECT_NE(e.message().find("deeper than 128 levels"), std::string::npos) << e.message();
@@ -158,7 +158,8 @@ TEST_F(RequestParsing, NestingIsLimitedWhileParsing) {
 
 TEST_F(RequestParsing, TemplateKwargsAreMovedOutOfTheBody) {
   auto j = parse_body(R"({"model":"tiny-gemma3","messages":[{"role":"user","content":"x"}],
-    "chat_template_kwargs":{"k":[1,[2,{"z":3}]]}})", *ctx_, true);
+    "chat_template_kwargs":{"k":[1,[2,{"z":3}]]}})",
+                      *ctx_, true);
   ChatRequest r = parse_chat_request(std::move(j), *ctx_);
   EXPECT_EQ(r.template_kwargs["k"][1][1]["z"], 3);
   EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
@@ -178,7 +179,8 @@ TEST_F(RequestParsing, MessagesNameTheRealFault) {
   EXPECT_EQ(hot.status(), 400);
   EXPECT_EQ(hot.to_json()["error"]["param"], "temperature");
   EXPECT_NE(hot.message().find("out of range"), std::string::npos) << hot.message();
-  EXPECT_EQ(error_of("{" + m + R"(,"presence_penalty":-1e39})", *ctx_, true).to_json()["error"]["param"], "presence_penalty");
+  EXPECT_EQ(error_of("{" + m + R"(,"presence_penalty":-1e39})", *ctx_, true).to_json()["error"]["param"],
+            "presence_penalty");
   // 2^64 - 1 is a huge limit, not -1: clamped like any other large max_tokens.
   auto big = parse_chat_request(parse_body("{" + m + R"(,"max_tokens":18446744073709551615})", *ctx_, true), *ctx_);
   EXPECT_EQ(*big.gen.max_tokens, 1 << 30);
@@ -189,7 +191,8 @@ TEST_F(RequestParsing, MessagesNameTheRealFault) {
   // Float token ids are bad token ids, not "several prompts".
   const ApiError ids = error_of(R"({"model":"tiny-gemma3","prompt":[1.0,2.5]})", *ctx_, false);
   EXPECT_NE(ids.message().find("token ids must be integers"), std::string::npos) << ids.message();
-  EXPECT_NE(error_of(R"({"model":"tiny-gemma3","prompt":[1.5]})", *ctx_, false).message().find("token ids"), std::string::npos);
+  EXPECT_NE(error_of(R"({"model":"tiny-gemma3","prompt":[1.5]})", *ctx_, false).message().find("token ids"),
+            std::string::npos);
   EXPECT_NE(error_of(R"({"model":"tiny-gemma3","prompt":["a","b"]})", *ctx_, false).message().find("several prompts"),
             std::string::npos);
 }

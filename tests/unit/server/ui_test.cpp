@@ -73,18 +73,18 @@ TEST(UiAssets, PagePathsArePublic) {
 }
 
 TEST(OriginGuard, SameOriginUnderAnAllowedNamePasses) {
-  EXPECT_EQ(origin_refusal("", "anything:1", "127.0.0.1"), "");   // no Origin: not a browser request
+  EXPECT_EQ(origin_refusal("", "anything:1", "127.0.0.1"), "");  // no Origin: not a browser request
   EXPECT_EQ(origin_refusal("http://127.0.0.1:8080", "127.0.0.1:8080", "127.0.0.1"), "");
   EXPECT_EQ(origin_refusal("http://localhost:8080", "localhost:8080", "127.0.0.1"), "");
   EXPECT_EQ(origin_refusal("http://[::1]:8080", "[::1]:8080", "::1"), "");
   EXPECT_EQ(origin_refusal("http://192.168.1.5:8080", "192.168.1.5:8080", "0.0.0.0"), "");
-  EXPECT_EQ(origin_refusal("http://MyBox:8080", "mybox:8080", "mybox"), "");   // --host NAME
+  EXPECT_EQ(origin_refusal("http://MyBox:8080", "mybox:8080", "mybox"), "");  // --host NAME
 }
 
 TEST(OriginGuard, CrossSiteAndRebindingAreRefused) {
   EXPECT_NE(origin_refusal("http://evil.example", "127.0.0.1:8080", "127.0.0.1"), "");
-  EXPECT_NE(origin_refusal("http://127.0.0.1:9999", "127.0.0.1:8080", "127.0.0.1"), "");   // another port
-  EXPECT_NE(origin_refusal("http://evil.example:8080", "evil.example:8080", "127.0.0.1"), "");   // rebinding
+  EXPECT_NE(origin_refusal("http://127.0.0.1:9999", "127.0.0.1:8080", "127.0.0.1"), "");        // another port
+  EXPECT_NE(origin_refusal("http://evil.example:8080", "evil.example:8080", "127.0.0.1"), "");  // rebinding
   EXPECT_NE(origin_refusal("null", "127.0.0.1:8080", "127.0.0.1"), "");
   EXPECT_NE(origin_refusal("http://127.0.0.1.evil.example:8080", "127.0.0.1.evil.example:8080", "127.0.0.1"), "");
 }

@@ -40,7 +40,7 @@ TEST(NgramDrafter, ProposesWhatFollowedTheLatestEarlierOccurrence) {
   Draft out;
   d.propose(4, out);
   EXPECT_EQ(std::vector<int32_t>(out.tokens().begin(), out.tokens().end()), (std::vector<int32_t>{7, 8, 6, 1}));
-  EXPECT_EQ(out.source, 10);   // the 7
+  EXPECT_EQ(out.source, 10);  // the 7
   EXPECT_EQ(d.last_match_n(), 3);
   EXPECT_FALSE(out.has_q());
   EXPECT_EQ(propose(d, 2), (std::vector<int32_t>{7, 8}));
@@ -62,7 +62,7 @@ TEST(NgramDrafter, NeverMatchesItsOwnSuffixAndRespectsMinN) {
   NgramDrafter d({2, 4});
   d.observe(std::vector<int32_t>{1, 2, 3});
   EXPECT_TRUE(propose(d, 4).empty());
-  d.observe(std::vector<int32_t>{9, 3});   // "3" repeats, but only a 1-gram matches
+  d.observe(std::vector<int32_t>{9, 3});  // "3" repeats, but only a 1-gram matches
   EXPECT_TRUE(propose(d, 4).empty());
   NgramDrafter d1({1, 4});
   d1.observe(std::vector<int32_t>{1, 2, 3, 9, 3});
@@ -109,14 +109,14 @@ TEST(NgramDrafter, IncrementalIndexEqualsTheScanningDefinition) {
 TEST(NgramDrafter, RollbackRestoresTheEarlierOccurrence) {
   NgramDrafter d({2, 3});
   d.observe(std::vector<int32_t>{1, 2, 3, 9, 5, 1, 2, 3, 8, 6});
-  d.truncate(8);   // [1 2 3 9 5 1 2 3]: "1 2 3" was followed by 8 only in the part dropped
+  d.truncate(8);  // [1 2 3 9 5 1 2 3]: "1 2 3" was followed by 8 only in the part dropped
   Draft out;
   d.propose(4, out);
   EXPECT_EQ(std::vector<int32_t>(out.tokens().begin(), out.tokens().end()), (std::vector<int32_t>{9, 5, 1, 2}));
   EXPECT_EQ(out.source, 3);
   d.observe(std::vector<int32_t>{4});
   d.truncate(8);
-  d.truncate(5);   // [1 2 3 9 5]: no 2-gram repeats
+  d.truncate(5);  // [1 2 3 9 5]: no 2-gram repeats
   EXPECT_TRUE(propose(d, 4).empty());
 }
 

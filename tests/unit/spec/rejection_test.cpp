@@ -17,7 +17,7 @@ namespace sluice::spec {
 namespace {
 
 constexpr int32_t kVocab = 24;
-constexpr int kDepth = 3;   // the test looks at the first 3 generated tokens
+constexpr int kDepth = 3;  // the test looks at the first 3 generated tokens
 
 // Regularized upper incomplete gamma Q(a, x): the series for x < a + 1, else the continued
 // fraction (modified Lentz), both in double.
@@ -70,7 +70,7 @@ Setup make_setup() {
   Setup s;
   s.target.temperature = 1.0f;
   s.target.top_k = 8;
-  s.draft.temperature = 1.4f;   // flatter, on different logits: supports overlap only in part
+  s.draft.temperature = 1.4f;  // flatter, on different logits: supports overlap only in part
   s.draft.top_k = 8;
   return s;
 }
@@ -97,7 +97,7 @@ void enumerate(const Sampler& s, std::vector<int32_t>& seq, double prob, int dep
   }
 }
 
-int64_t g_accepted = 0, g_drafted = 0;   // acceptance of the correct rule's runs
+int64_t g_accepted = 0, g_drafted = 0;  // acceptance of the correct rule's runs
 
 // An acceptance rule: the right one, or one that accepts a draft too often.
 using AcceptRule = bool (*)(float p_x, float q_x, double u);
@@ -116,7 +116,7 @@ std::vector<int32_t> run_once(const Setup& st, uint64_t seed, int32_t k, AcceptR
   while (seq.size() < st.prompt.size() + kDepth) {
     const size_t base = seq.size();
     d.clear();
-    for (int32_t i = 0; i < k; ++i) {   // the draft model samples with its own stream
+    for (int32_t i = 0; i < k; ++i) {  // the draft model samples with its own stream
       test::synthetic_logits(seq, kVocab, 1, row.data());
       const auto q = drafter.distribution(row.data(), seq, ws);
       const int32_t x = Sampler::draw(q, drafter.uniform(static_cast<int64_t>(seq.size()), RandomStream::kDraft));
@@ -124,18 +124,21 @@ std::vector<int32_t> run_once(const Setup& st, uint64_t seed, int32_t k, AcceptR
       seq.push_back(x);
     }
     p_rows.clear();
-    for (int32_t i = 0; i <= k; ++i) p_rows.push_back(target_dist(target, std::span<const int32_t>(seq).first(base + i), ws));
+    for (int32_t i = 0; i <= k; ++i)
+      p_rows.push_back(target_dist(target, std::span<const int32_t>(seq).first(base + i), ws));
     seq.resize(base);
     auto p_of = [&](int32_t i) { return std::span<const TokenProb>(p_rows[i]); };
     if (rule == nullptr) {
       g_accepted += verify_rejection(target, d, static_cast<int64_t>(base), p_of, scratch, out);
       g_drafted += k;
-    } else {   // the same loop with another acceptance test
+    } else {  // the same loop with another acceptance test
       out.clear();
       int32_t i = 0;
       for (; i < k; ++i) {
         const int32_t x = d.tokens()[i];
-        if (!rule(prob_of(p_rows[i], x), prob_of(d.q(i), x), target.uniform(static_cast<int64_t>(base) + i, RandomStream::kAccept))) break;
+        if (!rule(prob_of(p_rows[i], x), prob_of(d.q(i), x),
+                  target.uniform(static_cast<int64_t>(base) + i, RandomStream::kAccept)))
+          break;
         out.push_back(x);
       }
       if (i < k) {
@@ -161,7 +164,7 @@ struct Chi2 {
 // every pooled cell expects at least 5.
 Chi2 chi_square(const std::map<std::vector<int32_t>, double>& exact, const std::map<std::vector<int32_t>, int>& seen,
                 int n) {
-  std::vector<std::pair<double, int>> cells;   // (expected, observed)
+  std::vector<std::pair<double, int>> cells;  // (expected, observed)
   for (const auto& [key, prob] : exact) {
     const auto it = seen.find(key);
     cells.push_back({prob * n, it == seen.end() ? 0 : it->second});

@@ -16,16 +16,19 @@ constexpr int32_t kVocab = 40;
 TEST(Verify, AcceptMatchingTakesTheLongestAgreeingPrefixThenTheTargetsToken) {
   const std::vector<int32_t> target = {5, 6, 7, 8};
   int asked = 0;
-  auto t = [&](int32_t i) { ++asked; return target[i]; };
+  auto t = [&](int32_t i) {
+    ++asked;
+    return target[i];
+  };
   std::vector<int32_t> out;
   EXPECT_EQ(accept_matching(std::vector<int32_t>{5, 6, 9}, t, out), 2);
   EXPECT_EQ(out, (std::vector<int32_t>{5, 6, 7}));
   EXPECT_EQ(asked, 3);
   asked = 0;
-  EXPECT_EQ(accept_matching(std::vector<int32_t>{1, 6, 7}, t, out), 0);   // rows after a mismatch are not asked
+  EXPECT_EQ(accept_matching(std::vector<int32_t>{1, 6, 7}, t, out), 0);  // rows after a mismatch are not asked
   EXPECT_EQ(out, std::vector<int32_t>{5});
   EXPECT_EQ(asked, 1);
-  EXPECT_EQ(accept_matching(std::vector<int32_t>{5, 6, 7}, t, out), 3);   // all accepted: the bonus token
+  EXPECT_EQ(accept_matching(std::vector<int32_t>{5, 6, 7}, t, out), 3);  // all accepted: the bonus token
   EXPECT_EQ(out, (std::vector<int32_t>{5, 6, 7, 8}));
   EXPECT_EQ(accept_matching(std::vector<int32_t>{}, t, out), 0);
   EXPECT_EQ(out, std::vector<int32_t>{5});
@@ -39,7 +42,7 @@ TEST(Verify, GreedyAcceptsDraftsEqualToTheArgmax) {
   // Rows for [last, d1, d2]: argmax 2, 3, 1.
   std::vector<float> rows = {0, 1, 5, 2, 0, 1, 2, 9, 0, 7, 3, 1};
   std::vector<int32_t> out;
-  std::vector<int32_t> seq = {0, 0, 2, 3};   // history, then drafts 2, 3
+  std::vector<int32_t> seq = {0, 0, 2, 3};  // history, then drafts 2, 3
   auto r = rows;
   EXPECT_EQ(verify_sampled(s, seq, 2, r.data(), 4, ws, out), 2);
   EXPECT_EQ(out, (std::vector<int32_t>{2, 3, 1}));
@@ -73,7 +76,7 @@ Decoded plain(const Sampler& s, const std::vector<int32_t>& prompt, int n) {
 }
 
 Decoded speculative(const Sampler& s, const std::vector<int32_t>& prompt, int n, int32_t k, Kind kind,
-                const std::vector<int32_t>& oracle, std::mt19937& rng) {
+                    const std::vector<int32_t>& oracle, std::mt19937& rng) {
   SamplerWorkspace ws;
   NgramDrafter ngram({1, 3});
   ngram.observe(prompt);
@@ -90,7 +93,7 @@ Decoded speculative(const Sampler& s, const std::vector<int32_t>& prompt, int n,
       const bool right = kind == Kind::kOracle && at < oracle.size() && rng() % 10 < 6;
       d.push(right ? oracle[at] : static_cast<int32_t>(rng() % kVocab));
     }
-    seq.insert(seq.end(), d.tokens().begin(), d.tokens().end());   // the (K+1)-token step
+    seq.insert(seq.end(), d.tokens().begin(), d.tokens().end());  // the (K+1)-token step
     rows.assign(static_cast<size_t>(d.size() + 1) * kVocab, 0.0f);
     for (int32_t i = 0; i <= d.size(); ++i)
       test::synthetic_logits(std::span<const int32_t>(seq).first(base + i), kVocab, 0, rows.data() + i * kVocab);
@@ -147,28 +150,28 @@ TEST(Verify, ResidualIsThePositivePartOfPMinusQ) {
   EXPECT_FLOAT_EQ(r[1].prob, 0.2f);
   residual(q, q, r);
   EXPECT_TRUE(r.empty());
-  EXPECT_TRUE(accept_draft(0.5f, 0.25f, 0.99));   // p >= q: always
-  EXPECT_TRUE(accept_draft(0.1f, 0.4f, 0.24));    // p/q = 0.25
+  EXPECT_TRUE(accept_draft(0.5f, 0.25f, 0.99));  // p >= q: always
+  EXPECT_TRUE(accept_draft(0.1f, 0.4f, 0.24));   // p/q = 0.25
   EXPECT_FALSE(accept_draft(0.1f, 0.4f, 0.25));
-  EXPECT_FALSE(accept_draft(0.1f, 0.0f, 0.0));    // not in q's support: never drafted, never accepted
+  EXPECT_FALSE(accept_draft(0.1f, 0.0f, 0.0));  // not in q's support: never drafted, never accepted
 }
 
 TEST(Verify, KeepUntilStopTrimsExactly) {
   const std::vector<int32_t> stops = {1, 99};
   const std::vector<int32_t> run = {5, 6, 99, 7, 8};
   KeptRun k = keep_until_stop(run, stops, 10, 100, 30, 1000);
-  EXPECT_EQ(k.n_keep, 3);   // the stop token is kept, what follows is not
+  EXPECT_EQ(k.n_keep, 3);  // the stop token is kept, what follows is not
   EXPECT_EQ(k.end, RunEnd::kStopToken);
-  k = keep_until_stop(run, stops, 10, 12, 30, 1000);   // 11th, 12th generated: max_tokens
+  k = keep_until_stop(run, stops, 10, 12, 30, 1000);  // 11th, 12th generated: max_tokens
   EXPECT_EQ(k.n_keep, 2);
   EXPECT_EQ(k.end, RunEnd::kLength);
-  k = keep_until_stop(run, stops, 10, 100, 30, 31);    // the 31st sequence token fills the context
+  k = keep_until_stop(run, stops, 10, 100, 30, 31);  // the 31st sequence token fills the context
   EXPECT_EQ(k.n_keep, 1);
   EXPECT_EQ(k.end, RunEnd::kLength);
   k = keep_until_stop(std::vector<int32_t>{5, 6}, stops, 0, 100, 30, 1000);
   EXPECT_EQ(k.n_keep, 2);
   EXPECT_EQ(k.end, RunEnd::kNone);
-  k = keep_until_stop(std::vector<int32_t>{1, 6}, stops, 9, 10, 0, 1000);   // a stop id at max_tokens is a stop
+  k = keep_until_stop(std::vector<int32_t>{1, 6}, stops, 9, 10, 0, 1000);  // a stop id at max_tokens is a stop
   EXPECT_EQ(k.n_keep, 1);
   EXPECT_EQ(k.end, RunEnd::kStopToken);
 }

@@ -22,7 +22,7 @@ TEST(ThreadPool, RunsEveryWorkerOnceAndBarrierOrders) {
       ++hits[ith];
       before.fetch_add(1);
       pool.barrier();
-      if (before.load() != nth) ordered = false;   // every worker passed the first phase
+      if (before.load() != nth) ordered = false;  // every worker passed the first phase
     });
     for (int h : hits) EXPECT_EQ(h, 1);
     EXPECT_TRUE(ordered) << nth;
@@ -35,7 +35,7 @@ TEST(ThreadPool, WakesSleepingWorkers) {
   ThreadPool pool(3);
   std::atomic<int> calls{0};
   for (int i = 0; i < 30; ++i) {
-    if (i % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));   // long enough to sleep
+    if (i % 3 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));  // long enough to sleep
     pool.run([&](int, int) { calls.fetch_add(1); });
   }
   EXPECT_EQ(calls.load(), 90);

@@ -7,7 +7,7 @@
 namespace sluice::test {
 namespace {
 
-const std::string kSp = "\xE2\x96\x81";   // U+2581
+const std::string kSp = "\xE2\x96\x81";  // U+2581
 const std::string kFffd = "\xEF\xBF\xBD";
 
 TEST(Pieces, EachTokenTypeRendersAsSpecified) {
@@ -23,7 +23,7 @@ TEST(Pieces, EachTokenTypeRendersAsSpecified) {
   EXPECT_EQ(t->token_to_piece(normal, false), " hi ");
   EXPECT_EQ(t->token_to_piece(ctl, false), "");
   EXPECT_EQ(t->token_to_piece(ctl, true), "<ctl>");
-  EXPECT_EQ(t->token_to_piece(3, false), "");        // <unk>
+  EXPECT_EQ(t->token_to_piece(3, false), "");  // <unk>
   EXPECT_EQ(t->token_to_piece(3, true), "<unk>");
   EXPECT_EQ(t->token_to_piece(ud, false), "<ud> x");  // verbatim, always
   EXPECT_EQ(t->token_to_piece(unused, true), "");
@@ -41,7 +41,7 @@ TEST(Pieces, EachTokenTypeRendersAsSpecified) {
 TEST(Decode, RemoveAndUnparseSpecial) {
   auto t = spm_toy().build();
   std::vector<int32_t> ids = t->encode("hello world", true, false);
-  ids.push_back(1);   // <eos>
+  ids.push_back(1);  // <eos>
   EXPECT_EQ(t->decode(ids, false, false), "hello world");
   EXPECT_EQ(t->decode(ids, false, true), "<bos>hello world<eos>");
   // add_eos is false, so remove_special keeps the trailing EOS.
@@ -66,8 +66,8 @@ TEST(Decode, CleanSpacesIsOnForGemma4AndKeepsLlamaCppQuirks) {
   EXPECT_EQ(t->decode(punct, false, false), "a?a!a.a,");
   EXPECT_EQ(t->decode(punct, false, false, false), "a ?a !a .a ,");
   EXPECT_EQ(t->decode(ids_of({"a", " ", "'", " ", "a"}), false, false), "a'a");
-  EXPECT_EQ(t->decode(ids_of({"I", " ", "'", "s", " ", "'", "m", " ", "'", "re", " ", "'", "ve", " ", "'",
-                              "t", " ", "'", "ll"}),
+  EXPECT_EQ(t->decode(ids_of({"I", " ", "'", "s", " ", "'", "m", " ", "'", "re", " ", "'", "ve", " ", "'", "t", " ",
+                              "'", "ll"}),
                       false, false),
             "I's'm're've 't 'll");
   // Pass 2 overwrites the space it skips with NUL, so the second " ' " is not seen.
@@ -79,14 +79,14 @@ TEST(Decode, CleanSpacesIsOnForGemma4AndKeepsLlamaCppQuirks) {
 
 std::vector<int32_t> byte_ids(const std::string& s) {
   std::vector<int32_t> ids;
-  for (unsigned char c : s) ids.push_back(4 + c);   // <0xXX> is id 4 + XX in the toys
+  for (unsigned char c : s) ids.push_back(4 + c);  // <0xXX> is id 4 + XX in the toys
   return ids;
 }
 
 TEST(Stream, EmojiByteTokensArrivingOneByOne) {
   auto t = spm_toy().build();
   StreamDecoder sd(*t);
-  const std::string emoji = "\xF0\x9F\x98\x80";   // U+1F600
+  const std::string emoji = "\xF0\x9F\x98\x80";  // U+1F600
   const auto ids = byte_ids(emoji);
   EXPECT_EQ(sd.push(ids[0]), "");
   EXPECT_EQ(sd.push(ids[1]), "");
@@ -120,21 +120,21 @@ TEST(Stream, InvalidBytesBecomeReplacementCharacters) {
   auto t = spm_toy().build();
   {
     StreamDecoder sd(*t);
-    EXPECT_EQ(sd.push(4 + 0x80), kFffd);   // a lone continuation byte is never valid
+    EXPECT_EQ(sd.push(4 + 0x80), kFffd);  // a lone continuation byte is never valid
     EXPECT_EQ(sd.push(4 + 0xF0), "");
-    EXPECT_EQ(sd.push(t->token_id("h")), kFffd + "h");   // F0 cut short by 'h'
+    EXPECT_EQ(sd.push(t->token_id("h")), kFffd + "h");  // F0 cut short by 'h'
   }
   {
     StreamDecoder sd(*t);
     EXPECT_EQ(sd.push(4 + 0xF0), "");
     EXPECT_EQ(sd.push(4 + 0x9F), "");
-    EXPECT_EQ(sd.flush(), kFffd);   // unfinished at the end: one U+FFFD
+    EXPECT_EQ(sd.flush(), kFffd);  // unfinished at the end: one U+FFFD
     EXPECT_EQ(sd.n_pending(), 0u);
   }
   {
     StreamDecoder sd(*t);
     EXPECT_EQ(sd.push(4 + 0xED), "");
-    EXPECT_EQ(sd.push(4 + 0xA0), kFffd + kFffd);   // ED A0 would be a surrogate
+    EXPECT_EQ(sd.push(4 + 0xA0), kFffd + kFffd);  // ED A0 would be a surrogate
   }
 }
 
@@ -179,7 +179,7 @@ TEST(StopTokens, Gemma4Style) {
   const int32_t turn_close = v.add("<turn|>", -1000, kControl);
   const int32_t tool_resp = v.add("<|tool_response>", -1000, kUserDefined);
   const int32_t s_end = v.add("</s>", -1000, kNormal);
-  v.ids["eos"] = static_cast<uint32_t>(turn_close);   // some converters write 106 (spec §12.6)
+  v.ids["eos"] = static_cast<uint32_t>(turn_close);  // some converters write 106 (spec §12.6)
   auto t = v.build();
   EXPECT_EQ(t->eog_ids(), (std::vector<int32_t>{1, turn_close, tool_resp}));
   EXPECT_FALSE(t->is_eog(turn_open));

@@ -15,7 +15,7 @@ namespace sluice::test {
 namespace {
 
 using Strings = std::vector<std::string>;
-const std::string kSp = "\xE2\x96\x81";   // U+2581
+const std::string kSp = "\xE2\x96\x81";  // U+2581
 
 TEST(Spm, ToyExampleFromSpec) {
   auto t = spm_toy().build();
@@ -61,8 +61,7 @@ TEST(Spm, AddSpacePrefixAppliesToFirstFragmentAndAfterSpecialTokens) {
   v.flags["add_space_prefix"] = true;
   auto t = v.build();
   EXPECT_EQ(texts(*t, t->encode("hello", false, false)), (Strings{kSp + "hello"}));
-  EXPECT_EQ(texts(*t, t->encode("hello<bos>hello", false, true)),
-            (Strings{kSp + "hello", "<bos>", kSp + "hello"}));
+  EXPECT_EQ(texts(*t, t->encode("hello<bos>hello", false, true)), (Strings{kSp + "hello", "<bos>", kSp + "hello"}));
   // Detokenize strips one leading space from the first piece (spec §9.2).
   EXPECT_EQ(t->decode(t->encode("hello", false, false), false, false), "hello");
 }
@@ -118,7 +117,7 @@ TEST(Bpe, MergesAreByRankNotScore) {
   v.add("a", 5);
   v.add("b", 5);
   v.add("c", 5);
-  v.add("ab", -100);   // scores are placeholders for Gemma 4 and must be ignored
+  v.add("ab", -100);  // scores are placeholders for Gemma 4 and must be ignored
   v.add("bc", 100);
   v.merges = {"a b", "b c"};
   auto t = v.build();
@@ -134,7 +133,7 @@ TEST(Bpe, NewlineRunsAreSeparateWords) {
   v.model = "gemma4";
   v.add_gemma_prefix();
   for (const char* s : {"a", "\n", "\n\n\n", "a\n", "\r"}) v.add(s);
-  v.merges = {"a \n"};   // would join across the newline split if there were no split
+  v.merges = {"a \n"};  // would join across the newline split if there were no split
   auto t = v.build();
   // "\n\n\n" is a token: the shortcut emits it whole even without merges.
   EXPECT_EQ(texts(*t, t->encode("a\n\n\na", false, false)), (Strings{"a", "\n\n\n", "a"}));
@@ -151,11 +150,14 @@ TEST(Bpe, BytesWithoutAByteTokenAreDropped) {
   v.add("<eos>", 0, kControl);
   v.add("<bos>", 0, kControl);
   v.add("a");
-  v.add("<0xC3>", 0, kByte);   // but no <0xA9>
+  v.add("<0xC3>", 0, kByte);  // but no <0xA9>
   v.merges = {"a a"};
   v.ids["bos"] = 2;
   auto t = v.build();
-  EXPECT_EQ(texts(*t, t->encode("a\xC3\xA9" "a", false, false)), (Strings{"a", "<0xC3>", "a"}));
+  EXPECT_EQ(texts(*t, t->encode("a\xC3\xA9"
+                                "a",
+                                false, false)),
+            (Strings{"a", "<0xC3>", "a"}));
 }
 
 TEST(Bpe, InvalidUtf8BecomesReplacementCharacter) {
@@ -210,7 +212,7 @@ ToyVocab special_toy() {
   v.add("<start_of_turn>", -1000, kControl);
   v.add("<end_of_turn>", -1000, kControl);
   v.add("<tag>", -1000, kUserDefined);
-  v.add("  ", -1000, kUserDefined);   // Gemma 3 stores user-defined spaces as real spaces
+  v.add("  ", -1000, kUserDefined);  // Gemma 3 stores user-defined spaces as real spaces
   return v;
 }
 
@@ -220,7 +222,7 @@ TEST(SpecialSplit, ControlTokensMatchOnlyWithParseSpecial) {
   const auto plain = texts(*t, t->encode("x<start_of_turn>y", false, false));
   EXPECT_EQ(plain.front(), "x");
   EXPECT_EQ(std::count(plain.begin(), plain.end(), "<start_of_turn>"), 0);
-  EXPECT_EQ(plain.size(), 1 + 15 + 1u);   // no merges for those letters: bytes and chars
+  EXPECT_EQ(plain.size(), 1 + 15 + 1u);  // no merges for those letters: bytes and chars
 }
 
 TEST(SpecialSplit, UserDefinedTokensAlwaysMatch) {
@@ -238,7 +240,7 @@ TEST(SpecialSplit, LongerTokenWinsOverlaps) {
   v.add("<");
   v.add(">");
   v.add("<a>", -1000, kControl);
-  v.add("a><b", -1000, kControl);   // longer, overlaps both ends of "<a><b>"
+  v.add("a><b", -1000, kControl);  // longer, overlaps both ends of "<a><b>"
   v.add("<b>", -1000, kControl);
   auto t = v.build();
   EXPECT_EQ(texts(*t, t->encode("<a><b>", false, true)), (Strings{"<", "a><b", ">"}));
@@ -249,7 +251,7 @@ TEST(SpecialSplit, LongerTokenWinsOverlaps) {
 // cutting every left-to-right occurrence out of every raw fragment.
 std::vector<std::pair<int32_t, std::string>> naive_split(const Tokenizer& t, const std::string& text,
                                                          bool parse_special) {
-  std::vector<std::pair<int32_t, std::string>> frags;   // (id or -1, raw text)
+  std::vector<std::pair<int32_t, std::string>> frags;  // (id or -1, raw text)
   if (!text.empty()) frags.push_back({-1, text});
   for (int32_t id : t.special_tokens()) {
     if (!parse_special && (t.token_attr(id) & (kAttrControl | kAttrUnknown))) continue;
@@ -281,11 +283,11 @@ TEST(SpecialSplit, MatchesLiteralLlamaCppProcedureOnRandomText) {
   v.merges = {"q q"};
   v.add_gemma_prefix();
   for (const char* c : {"a", "b", "c"}) v.add(c);
-  const std::pair<const char*, int32_t> specials[] = {
-      {"ab", kControl}, {"bc", kUserDefined}, {"abc", kControl}, {"ca", kUserDefined},
-      {"cab", kUnknown}, {"bca", kControl}, {"aa", kUserDefined}, {"b", kControl}};
+  const std::pair<const char*, int32_t> specials[] = {{"ab", kControl},     {"bc", kUserDefined}, {"abc", kControl},
+                                                      {"ca", kUserDefined}, {"cab", kUnknown},    {"bca", kControl},
+                                                      {"aa", kUserDefined}, {"b", kControl}};
   for (const auto& [s, ty] : specials) v.add(s, -1000, ty);
-  v.add("ab", -1000, kUserDefined);   // duplicate text with another type
+  v.add("ab", -1000, kUserDefined);  // duplicate text with another type
   auto t = v.build();
   std::mt19937 rng(7);
   for (int iter = 0; iter < 3000; ++iter) {
@@ -339,7 +341,7 @@ TEST(SpecialSplit, RunsMatchLiteralLlamaCppProcedure) {
       for (const auto& [id, s] : naive_split(*t, text, parse)) {
         if (id != -1) want.push_back(id);
         else
-          for (int32_t x : t->encode(s, false, false)) want.push_back(x);   // no specials left in s
+          for (int32_t x : t->encode(s, false, false)) want.push_back(x);  // no specials left in s
       }
       ASSERT_EQ(t->encode(text, false, parse), want) << "iteration " << iter << " parse " << parse;
     }
@@ -384,7 +386,8 @@ std::vector<int32_t> reference_spm(const Tokenizer& t, const std::string& text) 
     float best_score = 0;
     for (size_t i = 0; i + 1 < sym.size(); ++i) {
       const int32_t id = t.token_id(sym[i] + sym[i + 1]);
-      if (id >= 0 && (best < 0 || t.token_score(id) > best_score)) best = static_cast<int>(i), best_score = t.token_score(id);
+      if (id >= 0 && (best < 0 || t.token_score(id) > best_score))
+        best = static_cast<int>(i), best_score = t.token_score(id);
     }
     if (best < 0) break;
     sym[best] += sym[best + 1];
@@ -408,9 +411,20 @@ std::vector<int32_t> reference_spm(const Tokenizer& t, const std::string& text) 
 TEST(Spm, CuttingAtPairsNoTokenHoldsKeepsTheResult) {
   // Pairs like "ca", "a▁" are in no token: the fragment is merged in stretches between them.
   ToyVocab v = spm_toy();
-  const std::pair<const char*, float> more[] = {{"a", -2}, {"b", -3}, {"c", -4}, {"ab", -5}, {"bc", -3},
-                                               {"abc", -9}, {"\xE2\x96\x81" "a", -4}, {"b\xE2\x96\x81", -6},
-                                               {"aab", -1}, {"bb", -7}, {"cc", -2}, {"\xC3\xA9", -5}};
+  const std::pair<const char*, float> more[] = {{"a", -2},
+                                                {"b", -3},
+                                                {"c", -4},
+                                                {"ab", -5},
+                                                {"bc", -3},
+                                                {"abc", -9},
+                                                {"\xE2\x96\x81"
+                                                 "a",
+                                                 -4},
+                                                {"b\xE2\x96\x81", -6},
+                                                {"aab", -1},
+                                                {"bb", -7},
+                                                {"cc", -2},
+                                                {"\xC3\xA9", -5}};
   for (const auto& [s, score] : more) v.add(s, score);
   auto t = v.build();
   std::mt19937 rng(5);
@@ -432,7 +446,7 @@ TEST(Encode, LongInputsAreNotQuadratic) {
   EXPECT_GT(bpe->encode(big, true, true).size(), 100000u);
   EXPECT_GT(bpe->encode(std::string(1 << 20, 'l'), false, false).size(), 1000u);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  EXPECT_LT(s, 20.0);   // ~0.5 s in Release; quadratic behaviour would take minutes
+  EXPECT_LT(s, 20.0);  // ~0.5 s in Release; quadratic behaviour would take minutes
 }
 
 TEST(Encode, RandomBytesAreHandledAndDecodeBack) {
@@ -465,8 +479,7 @@ TEST(Encode, ConcurrentCallsAgree) {
   // encode() is const and keeps no shared state: several threads give the same ids.
   auto t = special_toy().build();
   std::vector<std::string> texts;
-  for (int i = 0; i < 64; ++i)
-    texts.push_back("x<start_of_turn>hello world " + std::to_string(i) + "  \xC3\xA9<tag>");
+  for (int i = 0; i < 64; ++i) texts.push_back("x<start_of_turn>hello world " + std::to_string(i) + "  \xC3\xA9<tag>");
   std::vector<std::vector<int32_t>> want;
   for (const auto& s : texts) want.push_back(t->encode(s, true, true));
   std::vector<std::thread> threads;

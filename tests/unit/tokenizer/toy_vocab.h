@@ -19,15 +19,15 @@ inline constexpr int32_t kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined =
 
 struct ToyVocab {
   std::string model = "llama";
-  std::string arch;                      // general.architecture, if set
+  std::string arch;  // general.architecture, if set
   std::vector<std::string> tokens;
   std::vector<float> scores;
   std::vector<int32_t> types;
   std::vector<std::string> merges;
-  std::map<std::string, uint32_t> ids;   // "bos" -> tokenizer.ggml.bos_token_id, ...
-  std::map<std::string, bool> flags;     // "add_bos_token" -> tokenizer.ggml.add_bos_token
+  std::map<std::string, uint32_t> ids;  // "bos" -> tokenizer.ggml.bos_token_id, ...
+  std::map<std::string, bool> flags;    // "add_bos_token" -> tokenizer.ggml.add_bos_token
   bool write_scores = true, write_types = true, write_merges = true;
-  int32_t n_scores_drop = 0, n_types_drop = 0;   // write shorter arrays (error tests)
+  int32_t n_scores_drop = 0, n_types_drop = 0;  // write shorter arrays (error tests)
 
   int32_t add(const std::string& text, float score = 0.0f, int32_t type = kNormal) {
     tokens.push_back(text);
@@ -75,7 +75,7 @@ struct ToyVocab {
   std::unique_ptr<Tokenizer> build() const {
     const std::vector<uint8_t> b = bytes();
     auto f = gguf::GgufFile::parse(b, "toy.gguf");
-    return Tokenizer::from_gguf(*f);   // copies everything it needs
+    return Tokenizer::from_gguf(*f);  // copies everything it needs
   }
 };
 
@@ -90,12 +90,24 @@ inline std::vector<std::string> texts(const Tokenizer& t, const std::vector<int3
 inline ToyVocab spm_toy() {
   ToyVocab v;
   v.add_gemma_prefix();
-  const std::pair<const char*, float> pieces[] = {
-      {"\xE2\x96\x81", -1}, {"h", -2},      {"e", -3},       {"l", -4},       {"o", -5},
-      {"w", -6},           {"r", -7},      {"d", -8},       {"he", -20},     {"ll", -12},
-      {"llo", -30},        {"hello", -40}, {"\xE2\x96\x81w", -25}, {"or", -15},
-      {"\xE2\x96\x81wor", -35}, {"\xE2\x96\x81world", -45}, {"ld", -14},
-      {"\xE2\x96\x81hello", -60}};
+  const std::pair<const char*, float> pieces[] = {{"\xE2\x96\x81", -1},
+                                                  {"h", -2},
+                                                  {"e", -3},
+                                                  {"l", -4},
+                                                  {"o", -5},
+                                                  {"w", -6},
+                                                  {"r", -7},
+                                                  {"d", -8},
+                                                  {"he", -20},
+                                                  {"ll", -12},
+                                                  {"llo", -30},
+                                                  {"hello", -40},
+                                                  {"\xE2\x96\x81w", -25},
+                                                  {"or", -15},
+                                                  {"\xE2\x96\x81wor", -35},
+                                                  {"\xE2\x96\x81world", -45},
+                                                  {"ld", -14},
+                                                  {"\xE2\x96\x81hello", -60}};
   for (const auto& [t, s] : pieces) v.add(t, s);
   return v;
 }
@@ -105,12 +117,37 @@ inline ToyVocab bpe_toy() {
   ToyVocab v;
   v.model = "gemma4";
   v.add_gemma_prefix();
-  for (const char* t : {"\xE2\x96\x81", "h", "e", "l", "o", "w", "r", "d", "he", "ll", "hell", "hello",
-                        "\xE2\x96\x81w", "or", "\xE2\x96\x81wor", "ld", "\xE2\x96\x81world", "\n", "\n\n",
+  for (const char* t : {"\xE2\x96\x81",
+                        "h",
+                        "e",
+                        "l",
+                        "o",
+                        "w",
+                        "r",
+                        "d",
+                        "he",
+                        "ll",
+                        "hell",
+                        "hello",
+                        "\xE2\x96\x81w",
+                        "or",
+                        "\xE2\x96\x81wor",
+                        "ld",
+                        "\xE2\x96\x81world",
+                        "\n",
+                        "\n\n",
                         "\xE2\x96\x81hello"})
     v.add(t, -1000);
-  v.merges = {"l l", "h e", "o r", "he ll", "\xE2\x96\x81 w", "hell o", "\xE2\x96\x81w or", "l d",
-              "\xE2\x96\x81wor ld", "\xE2\x96\x81 hello"};
+  v.merges = {"l l",
+              "h e",
+              "o r",
+              "he ll",
+              "\xE2\x96\x81 w",
+              "hell o",
+              "\xE2\x96\x81w or",
+              "l d",
+              "\xE2\x96\x81wor ld",
+              "\xE2\x96\x81 hello"};
   return v;
 }
 

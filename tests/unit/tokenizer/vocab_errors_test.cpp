@@ -102,7 +102,7 @@ TEST(Vocab, DuplicateTokenStringsKeepTheFirstId) {
   EXPECT_EQ(t->n_duplicate_texts(), 2u);
   EXPECT_EQ(t->token_id("dup"), first);
   EXPECT_EQ(t->encode("dup", false, false), (std::vector<int32_t>{first}));
-  EXPECT_EQ(t->token_to_piece(second, false), "dup");   // every id still decodes
+  EXPECT_EQ(t->token_to_piece(second, false), "dup");  // every id still decodes
   EXPECT_EQ(t->token_to_piece(third, false), "dup");
   // One warning line, naming the first pair.
   EXPECT_NE(err.find("2 duplicate token string(s)"), std::string::npos) << err;
@@ -121,11 +121,11 @@ TEST(Vocab, EmptyTokenStringIsRenamed) {
 
 TEST(Vocab, OptionalArrays) {
   ToyVocab v = spm_toy();
-  v.write_types = false;   // all NORMAL, except what the stop-token rules force
+  v.write_types = false;  // all NORMAL, except what the stop-token rules force
   auto t = v.build();
-  EXPECT_EQ(t->special_tokens(), (std::vector<int32_t>{1}));   // "<eos>" became CONTROL
+  EXPECT_EQ(t->special_tokens(), (std::vector<int32_t>{1}));  // "<eos>" became CONTROL
   EXPECT_EQ(t->token_attr(2), uint32_t(kAttrNormal));
-  EXPECT_EQ(t->token_to_piece(4, false), "<0x00>");   // not a BYTE token without types
+  EXPECT_EQ(t->token_to_piece(4, false), "<0x00>");  // not a BYTE token without types
 
   gguf::GgufWriter w;
   w.add_string("tokenizer.ggml.model", "llama");
@@ -133,7 +133,7 @@ TEST(Vocab, OptionalArrays) {
   w.add_bool("tokenizer.ggml.add_space_prefix", false);
   const auto bytes = w.to_bytes();
   auto t2 = Tokenizer::from_gguf(*gguf::GgufFile::parse(bytes, "x.gguf"));
-  EXPECT_EQ(t2->token_score(5), 0.0f);   // no scores: all 0, merges still happen
+  EXPECT_EQ(t2->token_score(5), 0.0f);  // no scores: all 0, merges still happen
   // LLaMA defaults when the keys are absent: BOS 1, EOS 2, UNK 0.
   EXPECT_EQ(t2->bos(), 1);
   EXPECT_EQ(t2->eos(), 2);
@@ -154,7 +154,7 @@ TEST(Vocab, SpecialIdsAndFlagsFromFile) {
   EXPECT_TRUE(t->add_bos());
   EXPECT_FALSE(t->add_eos());
   EXPECT_FALSE(t->add_space_prefix());
-  EXPECT_EQ(t->linefeed(), 4 + 0x0A);   // SPM: the <0x0A> byte token
+  EXPECT_EQ(t->linefeed(), 4 + 0x0A);  // SPM: the <0x0A> byte token
   auto b = bpe_toy().build();
   EXPECT_EQ(b->linefeed(), b->token_id("\n"));
 }

@@ -65,7 +65,6 @@ inline __m256i bcast_pair(int32_t lo, int32_t hi) {
 }
 inline __m256i ones16() { return _mm256_set1_epi16(1); }
 
-
 // The activation rows of a tile, with their per-row pointers computed once.
 template <int MT>
 struct ActTile {
@@ -132,12 +131,11 @@ SLUICE_INLINE void dot_block(Code code, const int8_t* const (&a)[MT], const __m2
       }
     }
     SLUICE_UNROLL
-    for (int h = 0; h < H; ++h)
-      SLUICE_UNROLL
-      for (int mi = 0; mi < MT; ++mi) {
-        s[h][mi] = _mm256_add_epi32(s[h][mi], _mm256_madd_epi16(s16[h][mi], w16[h]));
-        SLUICE_CHAIN(s[h][mi]);
-      }
+    for (int h = 0; h < H; ++h) SLUICE_UNROLL
+    for (int mi = 0; mi < MT; ++mi) {
+      s[h][mi] = _mm256_add_epi32(s[h][mi], _mm256_madd_epi16(s16[h][mi], w16[h]));
+      SLUICE_CHAIN(s[h][mi]);
+    }
   }
 }
 
@@ -182,7 +180,7 @@ struct Q5_0 {
 };
 struct Q8_0 {
   static constexpr int64_t kBytes = 544;
-  static constexpr int32_t kOff = 0;   // the codes are made signed
+  static constexpr int32_t kOff = 0;  // the codes are made signed
   static constexpr int kRun = 1;
   static constexpr bool kSigned = true;
   // Chunk j holds elements 4j+t; q = code − 128 = code ^ 0x80 (a = −128 never occurs: see the top).
@@ -208,7 +206,8 @@ void legacy_row(const GemmArgs& p, int64_t gi, int64_t) {
     const int8_t* const a[1] = {qs + 32 * b};
     const __m256i init = _mm256_set1_epi32(-F::kOff * sums[b]);
     __m256i s[2][1] = {{init}, {init}};
-    dot_block<8, F::kRun, 2, 1, F::kSigned>([&](int h, int j) SLUICE_INLINE_LAMBDA { return F::code(blk, h, j); }, a, ones, s);
+    dot_block<8, F::kRun, 2, 1, F::kSigned>([&](int h, int j) SLUICE_INLINE_LAMBDA { return F::code(blk, h, j); }, a,
+                                            ones, s);
     const __m256 d = _mm256_set1_ps(da[b]);
     SLUICE_UNROLL
     for (int h = 0; h < 2; ++h) acc[h] = block_acc(acc[h], ld_f16x8(blk + 16 * h), d, s[h][0]);
@@ -238,7 +237,8 @@ void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
         a[mi] = at.qs[mi] + 32 * b;
         s[0][mi] = _mm256_set1_epi32(-F::kOff * at.sums[mi][b]);
       }
-      dot_block<8, F::kRun, 1, MT, F::kSigned>([&](int, int j) SLUICE_INLINE_LAMBDA { return F::code(blk, h, j); }, a, ones, s);
+      dot_block<8, F::kRun, 1, MT, F::kSigned>([&](int, int j) SLUICE_INLINE_LAMBDA { return F::code(blk, h, j); }, a,
+                                               ones, s);
       const __m256 dw = ld_f16x8(blk + 16 * h);
       SLUICE_UNROLL
       for (int mi = 0; mi < MT; ++mi) acc[mi] = block_acc(acc[mi], dw, _mm256_set1_ps(at.d[mi][b]), s[0][mi]);
@@ -280,7 +280,8 @@ SLUICE_INLINE __m256i q4_k_mins(const uint8_t* blk, int h, const int32_t* bs) {
   SLUICE_UNROLL
   for (int s = 0; s < 8; s += 2) {
     const __m256i mn = row_pairs<false>(blk + 192 + 16 * s + 8 * h, blk + 192 + 16 * (s + 1) + 8 * h);
-    summ = _mm256_add_epi32(summ, _mm256_madd_epi16(mn, bcast_pair(bs[2 * s] + bs[2 * s + 1], bs[2 * s + 2] + bs[2 * s + 3])));
+    summ = _mm256_add_epi32(
+        summ, _mm256_madd_epi16(mn, bcast_pair(bs[2 * s] + bs[2 * s + 1], bs[2 * s + 2] + bs[2 * s + 3])));
     SLUICE_CHAIN(summ);
   }
   return summ;
@@ -363,10 +364,10 @@ SLUICE_INLINE __m256i q6_code(const uint8_t* p, int j) {
     const __m256i l = ld256(p + 64 * (j & 1)), hb = ld256(p + 128);
     const __m256i lo = _mm256_and_si256(j < 2 ? l : _mm256_srli_epi16(l, 4), m4);
     // hi(e) sits at bits 2(e/4): move bits 2j..2j+1 to 4..5.
-    const __m256i hi = j == 0 ? _mm256_slli_epi16(hb, 4)
-                     : j == 1 ? _mm256_slli_epi16(hb, 2)
-                     : j == 2 ? hb
-                              : _mm256_srli_epi16(hb, 2);
+    const __m256i hi = j == 0   ? _mm256_slli_epi16(hb, 4)
+                       : j == 1 ? _mm256_slli_epi16(hb, 2)
+                       : j == 2 ? hb
+                                : _mm256_srli_epi16(hb, 2);
     return _mm256_or_si256(lo, _mm256_and_si256(hi, m30));
   }
 }
@@ -381,7 +382,8 @@ SLUICE_INLINE void q6_sub(const uint8_t* blk, int g, int h0, const int8_t* const
     sc[h] = row_pairs<true>(scb, scb);
   }
   const uint8_t* codes = blk + 288 + kQ6Sub<Wide> * g + 32 * h0;
-  dot_block<4, 2, H, MT>([&](int h, int j) SLUICE_INLINE_LAMBDA { return q6_code<Wide>(codes + 32 * h, j); }, a, sc, sumi);
+  dot_block<4, 2, H, MT>([&](int h, int j) SLUICE_INLINE_LAMBDA { return q6_code<Wide>(codes + 32 * h, j); }, a, sc,
+                         sumi);
 }
 
 // The scales of sub-blocks g and g+1 times −32 as per-row int16 pairs (|32·sc| <= 4096): the
@@ -476,7 +478,9 @@ struct F16 {
 };
 struct BF16 {
   static constexpr int64_t kBytes = 32;
-  static __m256 load(const uint8_t* p) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16)); }
+  static __m256 load(const uint8_t* p) {
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(ld128(p)), 16));
+  }
 };
 
 // A group with MT activation rows, each output reduced in two chains of fused multiply-adds,
@@ -487,9 +491,9 @@ template <class F, int MT>
 void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   const uint8_t* w = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
   const ActTile<MT> at(p.a, m0, 1);
-  constexpr int kHalves = MT <= 2 ? 2 : 1;   // halves done together
+  constexpr int kHalves = MT <= 2 ? 2 : 1;  // halves done together
   for (int h0 = 0; h0 < 2; h0 += kHalves) {
-    __m256 acc[2][kHalves][MT];   // [chain][half][row]
+    __m256 acc[2][kHalves][MT];  // [chain][half][row]
     SLUICE_UNROLL
     for (int mi = 0; mi < MT; ++mi)
       for (int h = 0; h < kHalves; ++h) acc[0][h][mi] = acc[1][h][mi] = _mm256_setzero_ps();
@@ -629,7 +633,8 @@ void quantize_a8_256_impl(const float* x, int64_t k, uint8_t* out) {
     // The signed value of the FIRST element with the largest magnitude (as the reference).
     float max = 0.0f;
     for (int j = 0; j < 32 && amax != 0.0f; ++j) {
-      const int hit = _mm256_movemask_ps(_mm256_cmp_ps(abs_ps(_mm256_loadu_ps(xb + 8 * j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
+      const int hit = _mm256_movemask_ps(
+          _mm256_cmp_ps(abs_ps(_mm256_loadu_ps(xb + 8 * j)), _mm256_set1_ps(amax), _CMP_EQ_OQ));
       if (hit) {
         max = xb[8 * j + __builtin_ctz(static_cast<unsigned>(hit))];
         break;
@@ -647,7 +652,8 @@ void quantize_a8_256_impl(const float* x, int64_t k, uint8_t* out) {
       __m256i q[4];
       SLUICE_UNROLL
       for (int t = 0; t < 4; ++t)
-        q[t] = _mm256_min_epi32(nearest_int(_mm256_mul_ps(vs, _mm256_loadu_ps(xb + 32 * j + 8 * t))), _mm256_set1_epi32(127));
+        q[t] = _mm256_min_epi32(nearest_int(_mm256_mul_ps(vs, _mm256_loadu_ps(xb + 32 * j + 8 * t))),
+                                _mm256_set1_epi32(127));
       const __m256i codes = low_bytes(q);
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + 256 * b + 32 * j), codes);
       const __m256i s = sum16_i8(codes);

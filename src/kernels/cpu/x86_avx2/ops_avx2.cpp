@@ -19,7 +19,8 @@ namespace {
 
 // The first r lanes (r <= 0: none, r >= 8: all), for VMASKMOVPS.
 inline __m256i lanes(int64_t r) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(r < 8 ? r : 8)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(r < 8 ? r : 8)),
+                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 // 8 floats at p of which r remain; lanes past them read as zero (and are not touched).
 inline __m256 ld(const float* p, int64_t r) { return r >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, lanes(r)); }
@@ -72,13 +73,14 @@ inline __m256 tanh8(__m256 x) {
   const __m256 sign = _mm256_set1_ps(-0.0f);
   const __m256 a = _mm256_andnot_ps(sign, x);
   const __m256 e = exp8(_mm256_add_ps(a, a));
-  const __m256 t =
-      _mm256_sub_ps(_mm256_set1_ps(1.0f), _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
+  const __m256 t = _mm256_sub_ps(_mm256_set1_ps(1.0f),
+                                 _mm256_div_ps(_mm256_set1_ps(2.0f), _mm256_add_ps(e, _mm256_set1_ps(1.0f))));
   return _mm256_or_ps(_mm256_andnot_ps(sign, t), _mm256_and_ps(x, sign));
 }
 
 inline float norm_scale(float ss, int64_t n, float eps) {
-  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(ss) / static_cast<double>(n) + static_cast<double>(eps)));
+  return static_cast<float>(1.0 /
+                            std::sqrt(static_cast<double>(ss) / static_cast<double>(n) + static_cast<double>(eps)));
 }
 
 void rms_norm_impl(const float* x, const float* w, float* y, int64_t n, float eps) {
@@ -136,7 +138,7 @@ int64_t argmax_impl(const float* x, int64_t n) {
   if (x[0] != x[0]) return 0;
   __m256 mx = _mm256_set1_ps(-INFINITY);
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(_mm256_loadu_ps(x + i), mx);   // NaN lanes keep mx
+  for (; i + 8 <= n; i += 8) mx = _mm256_max_ps(_mm256_loadu_ps(x + i), mx);  // NaN lanes keep mx
   __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(mx), _mm256_extractf128_ps(mx, 1));
   m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
   float best = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
@@ -147,7 +149,7 @@ int64_t argmax_impl(const float* x, int64_t n) {
   }
   for (int64_t j = n / 8 * 8; j < n; ++j)
     if (x[j] == best) return j;
-  return 0;   // not reached: x[0] is not NaN, so best is one of the elements
+  return 0;  // not reached: x[0] is not NaN, so best is one of the elements
 }
 
 // F16C rounds to nearest even, subnormals included, and quiets NaN keeping its top mantissa
@@ -155,7 +157,8 @@ int64_t argmax_impl(const float* x, int64_t n) {
 void to_f16_impl(const float* x, uint16_t* out, int64_t n) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   if (i < n) {
     uint16_t t[8];
     _mm_storeu_si128(reinterpret_cast<__m128i*>(t), _mm256_cvtps_ph(ld(x + i, n - i), _MM_FROUND_TO_NEAREST_INT));
@@ -168,7 +171,8 @@ inline __m128i bf16x8(__m256 v) {
   const __m256i u = _mm256_castps_si256(v);
   const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
   const __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
-  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+  const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)),
+                                         _mm256_set1_epi32(0x7F800000));
   const __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
   const __m256i b = _mm256_blendv_epi8(r, q, nan);
   // Dwords 0..65535 narrow exactly; the pack interleaves 128-bit lanes, qwords 0 and 2 hold the result.
@@ -214,7 +218,7 @@ void load_row(KvElem e, const uint8_t* p, float* row, int64_t hd) {
 float softmax_row(float* sg, int n, float* lc) {
   float m = sg[0];
   for (int j = 1; j < n; ++j)
-    if (m < sg[j]) m = sg[j];   // the first largest, as std::max_element
+    if (m < sg[j]) m = sg[j];  // the first largest, as std::max_element
   const __m256 vm = _mm256_set1_ps(m);
   __m256 lo = _mm256_setzero_ps(), hi = _mm256_setzero_ps();
   for (int j = 0; j < n; j += 16) {
@@ -234,8 +238,8 @@ float softmax_row(float* sg, int n, float* lc) {
 void chunk_state(const AttnArgs& a, int64_t c, float* mc, float* lc, float* oc) {
   const int gs = a.gs;
   const int64_t hd = a.hd;
-  float* s = a.scratch;                          // [gs × kAttnChunk]
-  float* row = s + kAttnMaxGroup * kAttnChunk;   // [hd] one K or V row
+  float* s = a.scratch;                         // [gs × kAttnChunk]
+  float* row = s + kAttnMaxGroup * kAttnChunk;  // [hd] one K or V row
   const int64_t c0 = (a.lo / kAttnChunk + c) * kAttnChunk;
   const int64_t j0 = c0 > a.lo ? c0 : a.lo;
   const int64_t j1 = c0 + kAttnChunk - 1 < a.hi ? c0 + kAttnChunk - 1 : a.hi;
@@ -323,7 +327,9 @@ uint64_t stream_sum_impl(const uint8_t* p, uint64_t bytes) {
 
 // The entry points the set's table (dot_avx2.cpp) points at.
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) { rms_norm_impl(x, w, y, n, eps); }
-void add_rms_norm(float* x, const float* a, const float* w, int64_t n, float eps) { add_rms_norm_impl(x, a, w, n, eps); }
+void add_rms_norm(float* x, const float* a, const float* w, int64_t n, float eps) {
+  add_rms_norm_impl(x, a, w, n, eps);
+}
 void gelu_mul(const float* g, const float* u, float* out, int64_t n) { gelu_mul_impl(g, u, out, n); }
 void softcap(float* x, int64_t n, float cap) { softcap_impl(x, n, cap); }
 void scale(float* x, int64_t n, float s) { scale_impl(x, n, s); }

@@ -15,7 +15,7 @@ void gemm_q5_0(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_q8_0(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_q4_k(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_q6_k(const GemmArgs& p, int64_t g0, int64_t g1);
-void gemm_q6_k_gfni(const GemmArgs& p, int64_t g0, int64_t g1);   // needs GFNI too
+void gemm_q6_k_gfni(const GemmArgs& p, int64_t g0, int64_t g1);  // needs GFNI too
 void gemm_q6_k8(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_f32(const GemmArgs& p, int64_t g0, int64_t g1);
 void gemm_f16(const GemmArgs& p, int64_t g0, int64_t g1);

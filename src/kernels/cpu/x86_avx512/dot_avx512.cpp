@@ -62,7 +62,9 @@ struct Q5_0 {
 
 struct Q8_0 {
   static constexpr int kBytes = kQ8_0Bytes, kOff = 128;
-  static __m256i one(const uint8_t* b) { return _mm256_xor_si256(ld256(b + 2), _mm256_set1_epi8(static_cast<char>(0x80))); }
+  static __m256i one(const uint8_t* b) {
+    return _mm256_xor_si256(ld256(b + 2), _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
   static __m512i two(const uint8_t* b0, const uint8_t* b1) {
     return _mm512_xor_si512(join(ld256(b0 + 2), ld256(b1 + 2)), _mm512_set1_epi8(static_cast<char>(0x80)));
   }
@@ -94,7 +96,8 @@ float dot_legacy(const void* wv, const void* av, int64_t n) {
     const __m256 s = _mm256_cvtepi32_ps(dot_off_256(T::one(w0), ld256(a0 + 2), _mm512_castsi512_si256(off)));
     acc1 = _mm256_mul_ps(_mm256_set1_ps(ld_f16(w0) * ld_f16(a0)), s);
   }
-  const __m256 r = _mm256_add_ps(_mm512_castps512_ps256(acc), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
+  const __m256 r = _mm256_add_ps(_mm512_castps512_ps256(acc),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(acc), 1)));
   return hsum_ps(_mm256_add_ps(r, acc1));
 }
 

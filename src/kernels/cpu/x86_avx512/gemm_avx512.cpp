@@ -49,7 +49,9 @@ inline uint64_t ld_u64(const void* p) {
 }
 inline __m512i ld512(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
-inline __m512 ld_f16x16(const uint8_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 ld_f16x16(const uint8_t* p) {
+  return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
 
 // Prefetches the bytes a tile will read kPrefetch bytes later (the groups a thread takes are
 // consecutive, so past the end of this group is the next one). For the compute-bound tiles of
@@ -171,7 +173,6 @@ struct ActTile {
   }
 };
 
-
 // One legacy block of one group for MT activation rows: acc[mi] += (d_w·d_a)·sumi.
 template <class F, int MT>
 SLUICE_INLINE void legacy_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT]) {
@@ -222,7 +223,7 @@ void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   __m512 acc[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) acc[mi] = _mm512_setzero_ps();
-  const bool pf = m0 == 0;   // later row chunks of the same group find it in cache
+  const bool pf = m0 == 0;  // later row chunks of the same group find it in cache
   for (int64_t b = 0; b < nb; ++b) {
     if (pf) prefetch_stream(w, b * F::kBytes, F::kBytes);
     legacy_block<F, MT>(w + b * F::kBytes, b, at, acc);
@@ -235,8 +236,8 @@ void legacy_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
 
 // One Q4_K super-block of one group for MT rows: per row acc += (d·da)·sumi − (dmin·da)·summ.
 template <int MT>
-SLUICE_INLINE void q4_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT],
-                              bool pf, const uint8_t* gbase, int64_t off) {
+SLUICE_INLINE void q4_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT], bool pf,
+                              const uint8_t* gbase, int64_t off) {
   __m512i sumi[MT], summ[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) sumi[mi] = summ[mi] = _mm512_setzero_si512();
@@ -293,10 +294,10 @@ SLUICE_INLINE __m512i gf2p8affine(__m512i x, __m512i m) {
   return r;
 }
 // Bit matrices: byte 7 − t of the qword holds the input bits of output bit t.
-constexpr int64_t kHiNibbleToLow = 0x1020408000000000;   // bits 4-7 → 0-3
-constexpr int64_t kPair0To45 = 0x0000000001020000;       // bits 0-1 → 4-5
-constexpr int64_t kPair1To45 = 0x0000000004080000;       // bits 2-3 → 4-5
-constexpr int64_t kPair3To45 = 0x0000000040800000;       // bits 6-7 → 4-5
+constexpr int64_t kHiNibbleToLow = 0x1020408000000000;  // bits 4-7 → 0-3
+constexpr int64_t kPair0To45 = 0x0000000001020000;      // bits 0-1 → 4-5
+constexpr int64_t kPair1To45 = 0x0000000004080000;      // bits 2-3 → 4-5
+constexpr int64_t kPair3To45 = 0x0000000040800000;      // bits 6-7 → 4-5
 // VPTERNLOGD truth tables (A = 0xF0, B = 0xCC, C = 0xAA): A | (B & C), and C ? A : B.
 constexpr int kOrAnd = 0xF8, kSelect = 0xE4;
 
@@ -328,12 +329,14 @@ SLUICE_INLINE void q6_codes(const uint8_t* blk, int g, __m512i c[4]) {
     c[0] = _mm512_or_si512(_mm512_and_si512(l0, m4), _mm512_and_si512(_mm512_slli_epi16(h, 4), m30));
     c[1] = _mm512_or_si512(_mm512_and_si512(l1, m4), _mm512_and_si512(_mm512_slli_epi16(h, 2), m30));
     c[2] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l0, 4), m4), _mm512_and_si512(h, m30));
-    c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4), _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
+    c[3] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(l1, 4), m4),
+                           _mm512_and_si512(_mm512_srli_epi16(h, 2), m30));
   }
 }
 
 template <int MT, bool Wide>
-SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT], const uint8_t* pf) {
+SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& at, __m512 (&acc)[MT],
+                              const uint8_t* pf) {
   __m512i sumi[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) sumi[mi] = _mm512_setzero_si512();
@@ -341,7 +344,8 @@ SLUICE_INLINE void q6_k_block(const uint8_t* blk, int64_t b, const ActTile<MT>& 
     if (pf) {
       // The lines of 1/16 of a super-block, kPrefetchQ6 bytes ahead, spread over its sub-blocks.
       constexpr int64_t kB = Wide ? 4384 : 3360;
-      for (int64_t l = g * kB / 16; l < (g + 1) * kB / 16; l += 64) _mm_prefetch(reinterpret_cast<const char*>(pf + l), _MM_HINT_T0);
+      for (int64_t l = g * kB / 16; l < (g + 1) * kB / 16; l += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(pf + l), _MM_HINT_T0);
     }
     __m512i c[4];
     q6_codes<Wide, false>(blk, g, c);
@@ -409,7 +413,7 @@ void q6_k_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   __m512 acc[MT];
   SLUICE_UNROLL
   for (int mi = 0; mi < MT; ++mi) acc[mi] = _mm512_setzero_ps();
-  const bool pf = m0 == 0;   // later row chunks of the same group find it in cache
+  const bool pf = m0 == 0;  // later row chunks of the same group find it in cache
   for (int64_t b = 0; b < nb; ++b)
     q6_k_block<MT, Wide>(w + b * kBytes, b, at, acc, pf ? w + b * kBytes + kPrefetchQ6 : nullptr);
   SLUICE_UNROLL
@@ -464,10 +468,9 @@ void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
 
 template <class F>
 void gemm_legacy(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][8] = {
-      {legacy_tile<F, 1>, legacy_tile<F, 2>, legacy_tile<F, 3>, legacy_tile<F, 4>, legacy_tile<F, 5>,
-       legacy_tile<F, 6>, legacy_tile<F, 7>, legacy_tile<F, 8>},
-      {legacy_row<F>}};
+  static constexpr TileFn kTiles[2][8] = {{legacy_tile<F, 1>, legacy_tile<F, 2>, legacy_tile<F, 3>, legacy_tile<F, 4>,
+                                           legacy_tile<F, 5>, legacy_tile<F, 6>, legacy_tile<F, 7>, legacy_tile<F, 8>},
+                                          {legacy_row<F>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
@@ -479,8 +482,8 @@ void gemm_q4_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
 // Q6_K8 (codes already bytes) has no unpack, so no GFNI variant.
 void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
-      {q6_k_tile<1, true>, q6_k_tile<2, true>, q6_k_tile<3, true>, q6_k_tile<4, true>,
-       q6_k_tile<5, true>, q6_k_tile<6, true>, q6_k_tile<7, true>, q6_k_tile<8, true>},
+      {q6_k_tile<1, true>, q6_k_tile<2, true>, q6_k_tile<3, true>, q6_k_tile<4, true>, q6_k_tile<5, true>,
+       q6_k_tile<6, true>, q6_k_tile<7, true>, q6_k_tile<8, true>},
       {q6_k_row<true, false>}};
   drive<8>(p, g0, g1, kTiles);
 }
@@ -491,18 +494,17 @@ void gemm_q6_k8_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
 template <bool Gfni>
 void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {
-      {q6_k_tile<1, false>, q6_k_tile<2, false>, q6_k_tile<3, false>, q6_k_tile<4, false>,
-       q6_k_tile<5, false>, q6_k_tile<6, false>, q6_k_tile<7, false>, q6_k_tile<8, false>},
+      {q6_k_tile<1, false>, q6_k_tile<2, false>, q6_k_tile<3, false>, q6_k_tile<4, false>, q6_k_tile<5, false>,
+       q6_k_tile<6, false>, q6_k_tile<7, false>, q6_k_tile<8, false>},
       {q6_k_row<false, Gfni>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
 template <class F>
 void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
-  static constexpr TileFn kTiles[2][8] = {
-      {float_tile<F, 1>, float_tile<F, 2>, float_tile<F, 3>, float_tile<F, 4>, float_tile<F, 5>,
-       float_tile<F, 6>, float_tile<F, 7>, float_tile<F, 8>},
-      {float_tile<F, 1>}};
+  static constexpr TileFn kTiles[2][8] = {{float_tile<F, 1>, float_tile<F, 2>, float_tile<F, 3>, float_tile<F, 4>,
+                                           float_tile<F, 5>, float_tile<F, 6>, float_tile<F, 7>, float_tile<F, 8>},
+                                          {float_tile<F, 1>}};
   drive<8>(p, g0, g1, kTiles);
 }
 
@@ -559,9 +561,11 @@ SLUICE_INLINE V reduce_transposed(V (&v)[16], Op op) {
     const __m512i lo = _mm512_loadu_si512(kTIdx<S>.lo), hi = _mm512_loadu_si512(kTIdx<S>.hi);
     for (int i = 0; i < n; ++i) {
       if constexpr (std::is_same_v<V, __m512>)
-        v[i] = op(_mm512_permutex2var_ps(v[2 * i], lo, v[2 * i + 1]), _mm512_permutex2var_ps(v[2 * i], hi, v[2 * i + 1]));
+        v[i] = op(_mm512_permutex2var_ps(v[2 * i], lo, v[2 * i + 1]),
+                  _mm512_permutex2var_ps(v[2 * i], hi, v[2 * i + 1]));
       else
-        v[i] = op(_mm512_permutex2var_epi32(v[2 * i], lo, v[2 * i + 1]), _mm512_permutex2var_epi32(v[2 * i], hi, v[2 * i + 1]));
+        v[i] = op(_mm512_permutex2var_epi32(v[2 * i], lo, v[2 * i + 1]),
+                  _mm512_permutex2var_epi32(v[2 * i], hi, v[2 * i + 1]));
     }
   };
   level(std::integral_constant<int, 16>{}, 8);
@@ -588,7 +592,8 @@ void quantize_a8_32_impl(const float* x, int64_t k, uint8_t* out) {
     for (int j = 0; j < 16; ++j)
       m[j] = absmax_ps(_mm512_loadu_ps(xb + 32 * j), absmax_ps(_mm512_loadu_ps(xb + 32 * j + 16), _mm512_setzero_ps()));
     const __m512 db = _mm512_div_ps(reduce_transposed(m, fmax), _mm512_set1_ps(127.0f));
-    const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(db, _mm512_setzero_ps(), _CMP_NEQ_UQ), _mm512_set1_ps(1.0f), db);
+    const __m512 id = _mm512_maskz_div_ps(_mm512_cmp_ps_mask(db, _mm512_setzero_ps(), _CMP_NEQ_UQ),
+                                          _mm512_set1_ps(1.0f), db);
     _mm512_storeu_ps(d + b, _mm512_cvtph_ps(_mm512_cvtps_ph(db, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
     alignas(64) float ids[16];
     _mm512_store_ps(ids, id);
@@ -632,7 +637,8 @@ void quantize_a8_256_impl(const float* x, int64_t k, uint8_t* out) {
     // The signed value of the FIRST element with the largest magnitude (as the reference).
     float max = 0.0f;
     for (int j = 0; j < 16 && amax != 0.0f; ++j) {
-      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)), _mm512_set1_ps(amax), _CMP_EQ_OQ);
+      const __mmask16 hit = _mm512_cmp_ps_mask(_mm512_abs_ps(_mm512_loadu_ps(xb + 16 * j)), _mm512_set1_ps(amax),
+                                               _CMP_EQ_OQ);
       if (hit) {
         max = xb[16 * j + __builtin_ctz(hit)];
         break;

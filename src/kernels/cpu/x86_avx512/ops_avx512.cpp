@@ -23,7 +23,9 @@ namespace {
 
 inline __mmask16 tail_mask(int64_t r) { return static_cast<__mmask16>((1u << r) - 1); }
 inline __mmask16 tail_mask16(int64_t r) { return r >= 16 ? static_cast<__mmask16>(0xFFFF) : tail_mask(r); }
-inline __m512 ld(const float* p, int64_t n) { return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(n), p); }
+inline __m512 ld(const float* p, int64_t n) {
+  return n >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(tail_mask(n), p);
+}
 inline void st(float* p, __m512 v, int64_t n) {
   if (n >= 16) _mm512_storeu_ps(p, v);
   else _mm512_mask_storeu_ps(p, tail_mask(n), v);
@@ -31,7 +33,8 @@ inline void st(float* p, __m512 v, int64_t n) {
 
 // The fixed tree (l, l+8) → (l, l+4) → (l, l+2) → (l, l+1).
 inline float tree16(__m512 v) {
-  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
   const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
   const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
   return _mm_cvtss_f32(_mm_add_ss(c, _mm_shuffle_ps(c, c, 1)));
@@ -68,12 +71,15 @@ inline __m512 tanh16(__m512 x) {
   const __m512i xi = _mm512_castps_si512(x);
   const __m512 a = _mm512_castsi512_ps(_mm512_andnot_si512(sign_mask, xi));
   const __m512 e = exp16(_mm512_add_ps(a, a));
-  const __m512 t = _mm512_sub_ps(_mm512_set1_ps(1.0f), _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
-  return _mm512_castsi512_ps(_mm512_or_si512(_mm512_andnot_si512(sign_mask, _mm512_castps_si512(t)), _mm512_and_si512(xi, sign_mask)));
+  const __m512 t = _mm512_sub_ps(_mm512_set1_ps(1.0f),
+                                 _mm512_div_ps(_mm512_set1_ps(2.0f), _mm512_add_ps(e, _mm512_set1_ps(1.0f))));
+  return _mm512_castsi512_ps(
+      _mm512_or_si512(_mm512_andnot_si512(sign_mask, _mm512_castps_si512(t)), _mm512_and_si512(xi, sign_mask)));
 }
 
 inline float norm_scale(float ss, int64_t n, float eps) {
-  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(ss) / static_cast<double>(n) + static_cast<double>(eps)));
+  return static_cast<float>(1.0 /
+                            std::sqrt(static_cast<double>(ss) / static_cast<double>(n) + static_cast<double>(eps)));
 }
 
 void rms_norm_impl(const float* x, const float* w, float* y, int64_t n, float eps) {
@@ -131,7 +137,7 @@ int64_t argmax_impl(const float* x, int64_t n) {
   if (x[0] != x[0]) return 0;
   __m512 mx = _mm512_set1_ps(-INFINITY);
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(_mm512_loadu_ps(x + i), mx);   // NaN lanes keep mx
+  for (; i + 16 <= n; i += 16) mx = _mm512_max_ps(_mm512_loadu_ps(x + i), mx);  // NaN lanes keep mx
   float best = _mm512_reduce_max_ps(mx);
   for (; i < n; ++i) best = x[i] > best ? x[i] : best;
   for (int64_t j = 0; j + 16 <= n; j += 16) {
@@ -140,7 +146,7 @@ int64_t argmax_impl(const float* x, int64_t n) {
   }
   for (int64_t j = n / 16 * 16; j < n; ++j)
     if (x[j] == best) return j;
-  return 0;   // not reached: x[0] is not NaN, so best is one of the elements
+  return 0;  // not reached: x[0] is not NaN, so best is one of the elements
 }
 
 // F16C rounds to nearest even, subnormals included: the reference's f32_to_f16 for every
@@ -148,7 +154,8 @@ int64_t argmax_impl(const float* x, int64_t n) {
 void to_f16_impl(const float* x, uint16_t* out, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16)
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
   if (i < n) {
     const __mmask16 m = tail_mask(n - i);
     _mm256_mask_storeu_epi16(out + i, m, _mm512_cvtps_ph(_mm512_maskz_loadu_ps(m, x + i), _MM_FROUND_TO_NEAREST_INT));
@@ -185,7 +192,8 @@ inline __m512 kv16(KvElem e, const uint8_t* row, int64_t i, int64_t n) {
     case KvElem::kF32: return _mm512_maskz_loadu_ps(m, row + 4 * i);
     case KvElem::kF16: return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, row + 2 * i));
     case KvElem::kBF16:
-      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i)), 16));
+      return _mm512_castsi512_ps(
+          _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, row + 2 * i)), 16));
   }
   return _mm512_setzero_ps();
 }
@@ -202,7 +210,7 @@ inline __m512 kv16m(const uint8_t* row, int64_t i, __mmask16 m) {
 // into the compute loops: this CPU drops prefetches issued faster than its miss buffers
 // drain (measured: a burst of a chunk's 1024 prefetches brought nothing in).
 struct Prefetcher {
-  const uint8_t* const* rows = nullptr;   // the next chunk's rows
+  const uint8_t* const* rows = nullptr;  // the next chunk's rows
   int n = 0, j = 0;
   uint64_t k_off = 0, v_off = 0, bytes = 0, o = 0;
   bool v = false;
@@ -248,7 +256,8 @@ void score_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, fl
 // o_c of NG heads: Σ_j p[g][j]·v_j in key order (attention.h), 16·W output elements at a
 // time (NG·W accumulators), so each V load feeds NG fused multiply-adds.
 template <int NG, KvElem E>
-void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, const float* s, float* oc, Prefetcher* pf) {
+void value_tile(const AttnArgs& a, const uint8_t* const* rows, int n, int g0, const float* s, float* oc,
+                Prefetcher* pf) {
   constexpr int W = NG <= 2 ? 8 : NG <= 4 ? 4 : 2;
   const int64_t hd = a.hd;
   for (int64_t i = 0; i < hd; i += 16 * W) {
@@ -304,21 +313,42 @@ void score_tile_4x4(const AttnArgs& a, const uint8_t* const* rows, int j0, int g
   // hd is a multiple of 16 here (the caller's condition).
   for (int64_t i = 0; i < hd; i += 16) {
     pf->step();
-    const __m512 x0 = kv16m<E>(k0, i, all), x1 = kv16m<E>(k1, i, all), x2 = kv16m<E>(k2, i, all), x3 = kv16m<E>(k3, i, all);
+    const __m512 x0 = kv16m<E>(k0, i, all), x1 = kv16m<E>(k1, i, all), x2 = kv16m<E>(k2, i, all),
+                 x3 = kv16m<E>(k3, i, all);
     __m512 qv = _mm512_loadu_ps(q0 + i);
-    c00 = _mm512_fmadd_ps(qv, x0, c00); c10 = _mm512_fmadd_ps(qv, x1, c10); c20 = _mm512_fmadd_ps(qv, x2, c20); c30 = _mm512_fmadd_ps(qv, x3, c30);
+    c00 = _mm512_fmadd_ps(qv, x0, c00);
+    c10 = _mm512_fmadd_ps(qv, x1, c10);
+    c20 = _mm512_fmadd_ps(qv, x2, c20);
+    c30 = _mm512_fmadd_ps(qv, x3, c30);
     qv = _mm512_loadu_ps(q1 + i);
-    c01 = _mm512_fmadd_ps(qv, x0, c01); c11 = _mm512_fmadd_ps(qv, x1, c11); c21 = _mm512_fmadd_ps(qv, x2, c21); c31 = _mm512_fmadd_ps(qv, x3, c31);
+    c01 = _mm512_fmadd_ps(qv, x0, c01);
+    c11 = _mm512_fmadd_ps(qv, x1, c11);
+    c21 = _mm512_fmadd_ps(qv, x2, c21);
+    c31 = _mm512_fmadd_ps(qv, x3, c31);
     qv = _mm512_loadu_ps(q2 + i);
-    c02 = _mm512_fmadd_ps(qv, x0, c02); c12 = _mm512_fmadd_ps(qv, x1, c12); c22 = _mm512_fmadd_ps(qv, x2, c22); c32 = _mm512_fmadd_ps(qv, x3, c32);
+    c02 = _mm512_fmadd_ps(qv, x0, c02);
+    c12 = _mm512_fmadd_ps(qv, x1, c12);
+    c22 = _mm512_fmadd_ps(qv, x2, c22);
+    c32 = _mm512_fmadd_ps(qv, x3, c32);
     qv = _mm512_loadu_ps(q3 + i);
-    c03 = _mm512_fmadd_ps(qv, x0, c03); c13 = _mm512_fmadd_ps(qv, x1, c13); c23 = _mm512_fmadd_ps(qv, x2, c23); c33 = _mm512_fmadd_ps(qv, x3, c33);
+    c03 = _mm512_fmadd_ps(qv, x0, c03);
+    c13 = _mm512_fmadd_ps(qv, x1, c13);
+    c23 = _mm512_fmadd_ps(qv, x2, c23);
+    c33 = _mm512_fmadd_ps(qv, x3, c33);
   }
   // tree16 of all 16 at once, v[4·kk + g] = c<kk><g> (see tree16x16).
-  auto l1 = [](__m512 x, __m512 y) { return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xEE)); };
-  auto l2 = [](__m512 x, __m512 y) { return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xDD)); };
-  auto l3 = [](__m512 x, __m512 y) { return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x44), _mm512_shuffle_ps(x, y, 0xEE)); };
-  auto l4 = [](__m512 x, __m512 y) { return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD)); };
+  auto l1 = [](__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x44), _mm512_shuffle_f32x4(x, y, 0xEE));
+  };
+  auto l2 = [](__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_f32x4(x, y, 0x88), _mm512_shuffle_f32x4(x, y, 0xDD));
+  };
+  auto l3 = [](__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x44), _mm512_shuffle_ps(x, y, 0xEE));
+  };
+  auto l4 = [](__m512 x, __m512 y) {
+    return _mm512_add_ps(_mm512_shuffle_ps(x, y, 0x88), _mm512_shuffle_ps(x, y, 0xDD));
+  };
   const __m512 w0 = l1(c00, c01), w1 = l1(c02, c03), w2 = l1(c10, c11), w3 = l1(c12, c13);
   const __m512 w4 = l1(c20, c21), w5 = l1(c22, c23), w6 = l1(c30, c31), w7 = l1(c32, c33);
   const __m512 z0 = l2(w0, w1), z1 = l2(w2, w3), z2 = l2(w4, w5), z3 = l2(w6, w7);
@@ -345,14 +375,20 @@ struct Tiles {
                                          value_tile<5, E>, value_tile<6, E>, value_tile<7, E>, value_tile<8, E>};
 };
 inline const ScoreTile* score_tiles(KvElem e) {
-  return e == KvElem::kF32 ? Tiles<KvElem::kF32>::score : e == KvElem::kF16 ? Tiles<KvElem::kF16>::score : Tiles<KvElem::kBF16>::score;
+  return e == KvElem::kF32   ? Tiles<KvElem::kF32>::score
+         : e == KvElem::kF16 ? Tiles<KvElem::kF16>::score
+                             : Tiles<KvElem::kBF16>::score;
 }
 using Scores4x4 = void (*)(const AttnArgs&, const uint8_t* const*, int, int, float*, Prefetcher*);
 inline Scores4x4 scores_4x4_for(KvElem e) {
-  return e == KvElem::kF32 ? scores_4x4<KvElem::kF32> : e == KvElem::kF16 ? scores_4x4<KvElem::kF16> : scores_4x4<KvElem::kBF16>;
+  return e == KvElem::kF32   ? scores_4x4<KvElem::kF32>
+         : e == KvElem::kF16 ? scores_4x4<KvElem::kF16>
+                             : scores_4x4<KvElem::kBF16>;
 }
 inline const ValueTile* value_tiles(KvElem e) {
-  return e == KvElem::kF32 ? Tiles<KvElem::kF32>::value : e == KvElem::kF16 ? Tiles<KvElem::kF16>::value : Tiles<KvElem::kBF16>::value;
+  return e == KvElem::kF32   ? Tiles<KvElem::kF32>::value
+         : e == KvElem::kF16 ? Tiles<KvElem::kF16>::value
+                             : Tiles<KvElem::kBF16>::value;
 }
 
 // Chunk c's state (attention.h): probabilities in s, (mc, lc) per head, oc = Σ p·v. A decode
@@ -468,7 +504,9 @@ void attention_merge_impl(const float* states, int64_t n, int gs, int hd, int g0
 }  // namespace
 
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps) { rms_norm_impl(x, w, y, n, eps); }
-void add_rms_norm(float* x, const float* a, const float* w, int64_t n, float eps) { add_rms_norm_impl(x, a, w, n, eps); }
+void add_rms_norm(float* x, const float* a, const float* w, int64_t n, float eps) {
+  add_rms_norm_impl(x, a, w, n, eps);
+}
 void gelu_mul(const float* g, const float* u, float* out, int64_t n) { gelu_mul_impl(g, u, out, n); }
 void softcap(float* x, int64_t n, float cap) { softcap_impl(x, n, cap); }
 void scale(float* x, int64_t n, float s) { scale_impl(x, n, s); }
