@@ -96,15 +96,13 @@ void tune_malloc_for_server(char** argv) {
 #endif
 }
 
-CommandFn add_serve_command(CLI::App& app) {
-  auto a = std::make_shared<ServeArgs>();
-  CLI::App* cmd = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API");
+namespace {
+
+// The engine's flags: the model session, speculation, batching, KV and admission.
+void add_engine_flags(CLI::App* cmd, ServeArgs& args) {
+  ServeArgs* a = &args;
   add_session_options(cmd, a->session);
   add_spec_options(cmd, a->session);
-  cmd->add_option("--host", a->http.host, "address to listen on")->capture_default_str();
-  cmd->add_option("--port", a->http.port, "port (0: any free port, printed at start)")->capture_default_str();
-  cmd->add_option("--api-key", a->http.api_key,
-                  "require 'Authorization: Bearer KEY' (not for /health, /metrics, the chat page)");
   cmd->add_option("--alias", a->alias, "model name clients use (default: general.name)");
   cmd->add_option("-P,--parallel", a->parallel, "sequences decoded together")->capture_default_str();
   cmd->add_option("--max-queue", a->max_queue, "requests waiting beyond --parallel; more get 429")
@@ -115,6 +113,14 @@ CommandFn add_serve_command(CLI::App& app) {
   cmd->add_option("--max-tokens", a->max_tokens, "cap on generated tokens per request (0: up to the context end)")
       ->capture_default_str();
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "recompute every prompt in full");
+}
+
+// The HTTP layer's flags: address, key, the page, deadlines, connection limits and shutdown.
+void add_http_flags(CLI::App* cmd, const std::shared_ptr<ServeArgs>& a) {
+  cmd->add_option("--host", a->http.host, "address to listen on")->capture_default_str();
+  cmd->add_option("--port", a->http.port, "port (0: any free port, printed at start)")->capture_default_str();
+  cmd->add_option("--api-key", a->http.api_key,
+                  "require 'Authorization: Bearer KEY' (not for /health, /metrics, the chat page)");
   cmd->add_flag(
       "--no-ui", [a](int64_t) { a->http.ui = false; }, "do not serve the chat page at /");
   cmd->add_option("--timeout", a->http.request_timeout_s,
@@ -135,6 +141,15 @@ CommandFn add_serve_command(CLI::App& app) {
   cmd->add_option("--http-threads", a->http.io_threads, "threads serving connections (I/O)")
       ->capture_default_str()
       ->check(CLI::Range(1, 64));
+}
+
+}  // namespace
+
+CommandFn add_serve_command(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* cmd = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API");
+  add_engine_flags(cmd, *a);
+  add_http_flags(cmd, a);
   return [a]() {
     // Signals go to the signal thread only: block them before any thread exists.
     sigset_t sigs;
