@@ -125,6 +125,23 @@ def pct(xs, p):
     return xs[min(len(xs) - 1, int(round(p / 100 * (len(xs) - 1))))]
 
 
+def in_background(step, period=0.0):
+    """Calls step(stop) in a thread every `period` seconds until the returned function is called;
+    that call sets `stop` (a threading.Event step may watch) and joins the thread."""
+    stop = threading.Event()
+
+    def run():
+        while not stop.wait(period):
+            step(stop)
+    t = threading.Thread(target=run)
+    t.start()
+
+    def halt():
+        stop.set()
+        t.join()
+    return halt
+
+
 # ---- hostile clients: each returns a stop function ------------------------------------------
 
 def idle(port, n=1000):
@@ -136,21 +153,17 @@ def slowloris(port, n=200):
     socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(n)]
     for s in socks:
         s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\n")
-    stop = threading.Event()
 
-    def trickle():
-        while not stop.wait(1.0):
-            for s in socks:
-                try:
-                    s.sendall(b"X-Slow: 1\r\n")
-                except OSError:
-                    pass
-    t = threading.Thread(target=trickle)
-    t.start()
+    def trickle(_stop):
+        for s in socks:
+            try:
+                s.sendall(b"X-Slow: 1\r\n")
+            except OSError:
+                pass
+    halt = in_background(trickle, 1.0)
 
     def done():
-        stop.set()
-        t.join()
+        halt()
         for s in socks:
             s.close()
     return done
@@ -159,11 +172,10 @@ def slowloris(port, n=200):
 def upload(port, chunked, total=100 << 20):
     """Content-Length: unauthenticated (413 from the headers). Chunked: with the key, so the
     server reads the body up to --max-body before its 413."""
-    stop = threading.Event()
     stats = {"uploads": 0, "bytes": 0, "statuses": {}}
     block = b"x" * (1 << 16)
 
-    def one():
+    def one(stop):
         s = socket.create_connection(("127.0.0.1", port), timeout=10)
         try:
             framing = f"Content-Length: {total}"
@@ -189,18 +201,15 @@ def upload(port, chunked, total=100 << 20):
         finally:
             s.close()
 
-    def loop():
-        while not stop.is_set():
-            try:
-                one()
-            except OSError:
-                pass
-    t = threading.Thread(target=loop)
-    t.start()
+    def loop(stop):
+        try:
+            one(stop)
+        except OSError:
+            pass
+    halt = in_background(loop)
 
     def done():
-        stop.set()
-        t.join()
+        halt()
         return stats
     return done
 
@@ -209,18 +218,14 @@ def window(name, port, pid, load, seconds, start=None):
     ok0, failed0 = load.counts()
     rss0 = rss_anon_kib(pid)
     peak = [rss0]
-    stop_rss = threading.Event()
 
-    def sample():
-        while not stop_rss.wait(0.05):
-            peak[0] = max(peak[0], rss_anon_kib(pid))
-    sampler = threading.Thread(target=sample)
-    sampler.start()
+    def sample(_stop):
+        peak[0] = max(peak[0], rss_anon_kib(pid))
+    halt_sampler = in_background(sample, 0.05)
     finish = start(port) if start else None
     lat = health_latencies(port, seconds)
     extra = finish() if finish else None
-    stop_rss.set()
-    sampler.join()
+    halt_sampler()
     ok1, failed1 = load.counts()
     r = {"window": name, "health_p50_ms": round(pct(lat, 50), 2), "health_p99_ms": round(pct(lat, 99), 2),
          "health_max_ms": round(max(lat), 2), "probes": len(lat),
