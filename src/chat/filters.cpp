@@ -32,22 +32,15 @@ Value f_attr(Interp&, const Value& v, CallArgs& a) {
   return get_attr(v, p[0].s());
 }
 
-Value f_capitalize(Interp&, const Value& v, CallArgs& a) {
-  bind_args("capitalize", a, {});
-  return str_v(py::capitalize(to_str(v)));
+// A filter with no arguments that maps the value's text.
+Value text_filter(const char* name, const Value& v, CallArgs& a, std::string (*f)(std::string_view)) {
+  bind_args(name, a, {});
+  return str_v(f(to_str(v)));
 }
-Value f_lower(Interp&, const Value& v, CallArgs& a) {
-  bind_args("lower", a, {});
-  return str_v(py::lower(to_str(v)));
-}
-Value f_upper(Interp&, const Value& v, CallArgs& a) {
-  bind_args("upper", a, {});
-  return str_v(py::upper(to_str(v)));
-}
-Value f_title(Interp&, const Value& v, CallArgs& a) {
-  bind_args("title", a, {});
-  return str_v(py::jinja_title(to_str(v)));
-}
+Value f_capitalize(Interp&, const Value& v, CallArgs& a) { return text_filter("capitalize", v, a, py::capitalize); }
+Value f_lower(Interp&, const Value& v, CallArgs& a) { return text_filter("lower", v, a, py::lower); }
+Value f_upper(Interp&, const Value& v, CallArgs& a) { return text_filter("upper", v, a, py::upper); }
+Value f_title(Interp&, const Value& v, CallArgs& a) { return text_filter("title", v, a, py::jinja_title); }
 Value f_string(Interp&, const Value& v, CallArgs& a) {
   bind_args("string", a, {});
   return str_v(to_str(v));

@@ -44,21 +44,18 @@ Value Value::none() {
   return v;
 }
 Value Value::boolean(bool b) {
-  Value v;
-  v.kind_ = Kind::Bool;
-  v.u_.b = b;
+  Value v = none();
+  v.kind_ = Kind::Bool, v.u_.b = b;
   return v;
 }
 Value Value::integer(int64_t i) {
-  Value v;
-  v.kind_ = Kind::Int;
-  v.u_.i = i;
+  Value v = none();
+  v.kind_ = Kind::Int, v.u_.i = i;
   return v;
 }
 Value Value::number(double d) {
-  Value v;
-  v.kind_ = Kind::Float;
-  v.u_.f = d;
+  Value v = none();
+  v.kind_ = Kind::Float, v.u_.f = d;
   return v;
 }
 Value Value::string(std::string s) {

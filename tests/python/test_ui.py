@@ -372,15 +372,21 @@ RICH = ("## Results\n\n| name | value |\n|---|---|\n| alpha | 1 |\n| beta | 2 |\
         "```python\ndef square(x):\n    return x * x\n```\n\nInline $x^2 + y^2$ and display:\n\n$$\\int_0^1 x\\,dx = \\frac{1}{2}$$\n")
 
 
-def test_markdown_code_math_reasoning_and_tool_calls(page, scripted):
-    d = page
-    calls = [{"index": 0, "id": "call_1", "type": "function",
-              "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]
-    scripted.replies.put(chunks(RICH, reasoning="First I think about squares.", tool_calls=calls))
+def one_scripted_turn(d, scripted, prompt, text, reasoning, call_name, arguments):
+    """Opens the page, sends `prompt`, and lets the scripted backend answer with text, reasoning
+    and one tool call; returns once the page is idle again."""
+    calls = [{"index": 0, "id": "call_1", "type": "function", "function": {"name": call_name, "arguments": arguments}}]
+    scripted.replies.put(chunks(text, reasoning=reasoning, tool_calls=calls))
     open_page(d, scripted.url)
     assert not d.find_element(By.ID, "banner").is_displayed()
-    send(d, "Show me a table")
+    send(d, prompt)
     wait_idle(d)
+
+
+def test_markdown_code_math_reasoning_and_tool_calls(page, scripted):
+    d = page
+    one_scripted_turn(d, scripted, "Show me a table", RICH, "First I think about squares.", "get_weather",
+                      "{\"city\": \"Paris\"}")
     msg = d.find_element(By.CSS_SELECTOR, ".msg.assistant")
     assert [c.text for c in msg.find_elements(By.CSS_SELECTOR, "td")] == ["alpha", "1", "beta", "2"]
     assert msg.find_elements(By.CSS_SELECTOR, "pre code .hljs-keyword"), "code is highlighted"
@@ -407,12 +413,8 @@ HOSTILE = ("<img src=x onerror=\"window.__pwned='img'\">\n\n<script>window.__pwn
 
 def test_hostile_reply_runs_nothing(page, scripted):
     d = page
-    evil_call = [{"index": 0, "id": "c", "type": "function",
-                  "function": {"name": "<img src=z onerror=window.__pwned='tool'>", "arguments": "{}"}}]
-    scripted.replies.put(chunks(HOSTILE, reasoning="<img src=r onerror=window.__pwned='think'>", tool_calls=evil_call))
-    open_page(d, scripted.url)
-    send(d, "be evil")
-    wait_idle(d)
+    one_scripted_turn(d, scripted, "be evil", HOSTILE, "<img src=r onerror=window.__pwned='think'>",
+                      "<img src=z onerror=window.__pwned='tool'>", "{}")
     msg = d.find_element(By.CSS_SELECTOR, ".msg.assistant")
     for a in msg.find_elements(By.CSS_SELECTOR, ".content a"):
         assert not (a.get_attribute("href") or "").startswith("javascript:")
