@@ -46,7 +46,8 @@ def write_gguf(mid: str, entry: dict, outtype: str, path, state=None) -> dict:
 def rebuild(golden: pathlib.Path, manifest: dict, verbose: bool = True) -> list[str]:
     """Make every variant's GGUF present and hash-correct. Returns the problems found."""
     problems = []
-    for mid, entry in manifest["models"].items():
+    # "drafts": smaller models with the same vocabulary, for the speculative-decoding tests
+    for mid, entry in {**manifest["models"], **manifest.get("drafts", {})}.items():
         state = None
         for ot, v in entry["variants"].items():
             path = golden / v["gguf"]

@@ -61,9 +61,15 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required) 
 
 void add_spec_options(CLI::App* cmd, SessionOptions& o) {
   cmd->add_option("--spec", o.spec,
-                  "speculative decoding: none, or ngram (drafts copied from prompt and output; same tokens)")
+                  "speculative decoding: none, ngram (drafts copied from prompt and output) or draft (a draft "
+                  "model, --draft); the same tokens either way")
       ->capture_default_str();
   cmd->add_option("--draft-max", o.draft_max, "most tokens drafted per step with --spec")->capture_default_str();
+  cmd->add_option("--draft", o.draft_path, "draft model GGUF for --spec draft (the target's vocabulary)");
+  cmd->add_option("--draft-p-min", o.draft_p_min,
+                  "--spec draft: stop drafting when the draft's top probability is below this")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
 }
 
 CommandFn add_logits_command(CLI::App& app) {
