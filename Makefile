@@ -183,12 +183,20 @@ $(G31B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
 	mkdir -p models
 	$(VENV)/bin/python python/make_e2b_shaped.py $@ --variant 31b --seed $(E2B_SEED)
 
-# llama-cpp-python built from source for THIS CPU (GGML_NATIVE=ON: AVX-512 where present).
+# llama-cpp-python built from source for THIS CPU (GGML_NATIVE=ON: AVX-512 where present). On a
+# CPU with AMX (Intel Sapphire Rapids and later) the vendored ggml's AMX matmul segfaults in its
+# first decode (ggml_backend_amx_mul_mat, seen on a 2-vCPU Xeon VM), and -march=native turns it on;
+# there the ISA flags are listed instead, everything the host has except AMX. No pip cache: a
+# wheel it built earlier with other CMAKE_ARGS would be reused.
+LLAMACPP_CMAKE_ARGS := $(if $(shell grep -m1 -o amx_int8 /proc/cpuinfo),\
+  -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_BMI2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+  -DGGML_AVX_VNNI=ON -DGGML_AVX512=ON -DGGML_AVX512_VBMI=ON -DGGML_AVX512_VNNI=ON -DGGML_AVX512_BF16=ON,\
+  -DGGML_NATIVE=ON)
 $(BENCH_VENV)/.stamp: python/requirements-bench.txt
 	$(PY) -m venv $(BENCH_VENV)
-	@echo "building llama-cpp-python from source with -DGGML_NATIVE=ON (~10 min on 2 cores)"
-	PIP_CONSTRAINT=$(abspath python/requirements-bench.txt) CMAKE_ARGS="-DGGML_NATIVE=ON" \
-	  CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BENCH_VENV)/bin/pip install -q --disable-pip-version-check \
+	@echo "building llama-cpp-python from source with $(LLAMACPP_CMAKE_ARGS) (~10 min on 2 cores)"
+	PIP_CONSTRAINT=$(abspath python/requirements-bench.txt) CMAKE_ARGS="$(LLAMACPP_CMAKE_ARGS)" \
+	  CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(BENCH_VENV)/bin/pip install -q --no-cache-dir --disable-pip-version-check \
 	  -r python/requirements-bench.txt
 	touch $@
 bench-venv: $(BENCH_VENV)/.stamp
