@@ -9,7 +9,8 @@
 namespace sluice::server {
 
 Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt,
-                       const GenerationParams& p, bool split_reasoning) {
+                       const GenerationParams& p, bool split_reasoning, const ToolGeneration& tools) {
+  single_call_ = tools.single_call;
   n_prompt_ = static_cast<int32_t>(prompt.size());
   want_logprobs_ = p.top_logprobs >= 0;
   if (auto why = engine.check_admissible(n_prompt_))
@@ -54,7 +55,7 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   for (auto& h : sr.handles) {
     Choice c;
     c.handle = std::move(h);
-    c.text = std::make_unique<ChoiceText>(m.tokenizer(), p.stop, split_reasoning, p.min_tokens);
+    c.text = std::make_unique<ChoiceText>(m.tokenizer(), p.stop, split_reasoning, p.min_tokens, tools.format);
     choices_.push_back(std::move(c));
     ++n_alive_;
   }
@@ -74,6 +75,11 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
   auto append = [&](const TextDelta& d) {
     ev.text.content += d.content;
     ev.text.reasoning += d.reasoning;
+    for (const ToolCall& call : d.tool_calls) {
+      if (single_call_ && c.n_calls > 0) break;  // parallel_tool_calls false: the first call only
+      ev.text.tool_calls.push_back(call);
+      ++c.n_calls;
+    }
   };
   for (api::TokenOutput& o : outs) {
     if (c.finished) break;  // outputs after a stop string are dropped
@@ -85,7 +91,7 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
       if (!o.is_stop_token) {
         const TextDelta d = c.text->push(o.token);
         append(d);
-        if (d.stopped) {
+        if (d.stopped || (single_call_ && c.n_calls > 0)) {
           c.finished = true;
           ev.finish_reason = "stop";
           c.handle->cancel();  // the engine frees its blocks before its next step
@@ -107,7 +113,9 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
     }
   }
   if (c.finished) --n_alive_;
-  if (!ev.text.content.empty() || !ev.text.reasoning.empty() || !ev.logprobs.empty() || ev.finish_reason)
+  if (ev.finish_reason == "stop" && c.n_calls > 0) ev.finish_reason = "tool_calls";
+  if (!ev.text.content.empty() || !ev.text.reasoning.empty() || !ev.text.tool_calls.empty() || !ev.logprobs.empty() ||
+      ev.finish_reason)
     events.push_back(std::move(ev));
 }
 

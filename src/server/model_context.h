@@ -56,6 +56,8 @@ class ModelContext {
   int64_t created() const { return created_; }
   bool has_file_template() const { return file_template_; }         // tokenizer.chat_template present
   bool template_mentions_tools() const { return template_tools_; }  // the template renders `tools`
+  // The template reads tool results from the assistant message's `tool_responses`.
+  bool template_reads_tool_responses() const { return template_tool_responses_; }
 
   // The chat prompt (file's template, else the built-in one). Throws sluice::Error when the
   // template rejects the conversation (e.g. roles that do not alternate).
@@ -70,7 +72,7 @@ class ModelContext {
   std::unique_ptr<chat::ChatTemplate> tmpl_;
   mutable std::mutex tmpl_mu_;  // rendering is cheap; one at a time keeps the interpreter simple
   int64_t created_;
-  bool file_template_ = false, template_tools_ = false;
+  bool file_template_ = false, template_tools_ = false, template_tool_responses_ = false;
 };
 
 }  // namespace sluice::server

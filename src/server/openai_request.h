@@ -33,8 +33,31 @@ struct CompletionRequest {
   GenerationParams gen;
 };
 
+// A function the client offers (`tools[i]`, type "function").
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // JSON Schema as sent
+  bool strict = false;
+};
+
+enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
+
+struct ToolsParams {
+  std::vector<ToolSpec> tools;
+  ToolChoice choice = ToolChoice::kAuto;
+  std::string named;     // kNamed: the function's name (one of `tools`)
+  bool parallel = true;  // parallel_tool_calls
+  // Calls are parsed out of the reply: tools offered and not tool_choice "none".
+  bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
+};
+
 struct ChatRequest {
-  nlohmann::json messages;         // normalized: [{role, content: string}], developer -> system
+  // normalized: [{role, content: string}], developer -> system; assistant messages may carry
+  // tool_calls [{id, type, function: {name, arguments: object}}]; tool messages
+  // {role: "tool", tool_call_id, name, content: string}.
+  nlohmann::json messages;
+  ToolsParams tools;
   nlohmann::json template_kwargs;  // chat_template_kwargs, enable_thinking defaulted to false
   bool enable_thinking = false;
   GenerationParams gen;
@@ -43,6 +66,7 @@ struct ChatRequest {
 inline constexpr int32_t kMaxN = 16;
 inline constexpr int32_t kMaxTopLogprobs = 20;
 inline constexpr size_t kMaxStops = 16;
+inline constexpr size_t kMaxTools = 128;
 inline constexpr int kMaxJsonDepth = 128;  // arrays and objects in a request body, the body itself included
 
 // Parses the body text (400 on bad JSON, on nesting deeper than kMaxJsonDepth, or a body

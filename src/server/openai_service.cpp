@@ -8,6 +8,7 @@
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
+#include "server/tool_prompt.h"
 
 namespace sluice::server {
 
@@ -53,6 +54,7 @@ json envelope(const ResponseMeta& m, const char* object, json choices) {
 struct Collected {
   std::string content, reasoning, finish = "stop";
   std::vector<LogprobItem> logprobs;
+  std::vector<ToolCall> calls;
 };
 
 std::vector<Collected> collect(Generation& gen) {
@@ -63,6 +65,7 @@ std::vector<Collected> collect(Generation& gen) {
       Collected& c = got[ev.index];
       c.content += ev.text.content;
       c.reasoning += ev.text.reasoning;
+      c.calls.insert(c.calls.end(), ev.text.tool_calls.begin(), ev.text.tool_calls.end());
       c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
       if (ev.finish_reason) c.finish = *ev.finish_reason;
       aborted |= ev.aborted;
@@ -81,16 +84,41 @@ json whole_choice(const Collected& c, int32_t index, const ReplyShape& shape, co
             {"finish_reason", c.finish}};
   json msg = {{"role", "assistant"}, {"content", c.content}};
   if (!c.reasoning.empty()) msg["reasoning_content"] = c.reasoning;
+  if (!c.calls.empty()) {
+    if (c.content.empty()) msg["content"] = nullptr;
+    msg["tool_calls"] = json::array();
+    for (const ToolCall& t : c.calls)
+      msg["tool_calls"].push_back(
+          {{"id", t.id}, {"type", "function"}, {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+  }
   return {{"index", index},
           {"message", std::move(msg)},
           {"logprobs", lp ? chat_logprobs_json(c.logprobs, tok) : json(nullptr)},
           {"finish_reason", c.finish}};
 }
 
+// A streamed tool call, as OpenAI sends one: a delta with its index, id, type, name and empty
+// arguments, then the arguments (here whole: a call is emitted once it has parsed).
+void tool_call_deltas(const std::vector<ToolCall>& calls, int32_t index, int32_t& n_calls, std::vector<json>& out) {
+  auto chunk = [&](json call) {
+    out.push_back({{"index", index},
+                   {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                   {"logprobs", nullptr},
+                   {"finish_reason", nullptr}});
+  };
+  for (const ToolCall& t : calls) {
+    chunk(
+        {{"index", n_calls}, {"id", t.id}, {"type", "function"}, {"function", {{"name", t.name}, {"arguments", ""}}}});
+    chunk({{"index", n_calls}, {"function", {{"arguments", t.arguments}}}});
+    ++n_calls;
+  }
+}
+
 // The stream chunks' choices one event becomes. Completions: one, the finish reason inline.
-// Chat: a delta when there is text or logprobs, then the finish reason in a chunk of its own.
+// Chat: a delta when there is text or logprobs, the tool calls, then the finish reason in a
+// chunk of its own.
 std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, const GenerationParams& gp,
-                                const Tokenizer& tok, int64_t& text_offset) {
+                                const Tokenizer& tok, int64_t& text_offset, int32_t& n_calls) {
   const bool lp = gp.top_logprobs >= 0 && !ev.logprobs.empty();
   const json finish = ev.finish_reason ? json(*ev.finish_reason) : json(nullptr);
   std::vector<json> out;
@@ -110,6 +138,7 @@ std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, 
                    {"delta", std::move(delta)},
                    {"logprobs", lp ? chat_logprobs_json(ev.logprobs, tok) : json(nullptr)},
                    {"finish_reason", nullptr}});
+  tool_call_deltas(ev.text.tool_calls, ev.index, n_calls, out);
   if (ev.finish_reason)
     out.push_back({{"index", ev.index}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish}});
   return out;
@@ -148,21 +177,41 @@ Reply OpenAiService::completions(const std::string& body) {
   });
 }
 
+std::string OpenAiService::render_prompt(ChatRequest& req) const {
+  const ToolFormat fmt = model_.arch() == chat::ChatArch::Gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
+  const bool merge = !model_.has_file_template() || model_.template_reads_tool_responses();
+  const json messages = template_messages(req.messages, fmt, merge, req.tools);
+  if (fmt == ToolFormat::kGemma4Native && !req.tools.tools.empty())
+    req.template_kwargs["tools"] = template_tools(req.tools);
+  try {
+    return model_.render_chat(messages, req.template_kwargs);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("messages: the chat template rejected the conversation: ") + e.what(),
+                   "invalid_request_error", "messages");
+  }
+}
+
 Reply OpenAiService::chat_completions(const std::string& body) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
     ChatRequest req = parse_chat_request(parse_body(body, model_, true), model_);
-    std::string prompt_text;
-    try {
-      prompt_text = model_.render_chat(req.messages, req.template_kwargs);
-    } catch (const Error& e) {
-      throw ApiError(400, std::string("messages: the chat template rejected the conversation: ") + e.what(),
-                     "invalid_request_error", "messages");
-    }
+    const std::string prompt_text = render_prompt(req);
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
-    const bool reasoning = model_.arch() == chat::ChatArch::Gemma4;
-    auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, reasoning);
+    const bool gemma4 = model_.arch() == chat::ChatArch::Gemma4;
+    ToolGeneration tools;
+    if (req.tools.active()) {
+      tools.format = gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
+      tools.single_call = !req.tools.parallel;
+    }
+    auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, gemma4, tools);
     return respond(std::move(gen), req.gen, kChatShape);
+  });
+}
+
+Reply OpenAiService::apply_template(const std::string& body) {
+  return guarded("/apply-template", [&]() -> Reply {
+    ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
+    return json_reply({{"prompt", render_prompt(req)}});
   });
 }
 
@@ -194,6 +243,7 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
                  {"finish_reason", nullptr}}))
         return;
     std::vector<int64_t> offset(gen->n_choices(), 0);
+    std::vector<int32_t> n_calls(gen->n_choices(), 0);
     while (!gen->done()) {
       std::vector<ChoiceEvent> evs = gen->poll(kPoll);
       if (evs.empty() && !write(": keep-alive\n\n")) return;  // client gone: ~Generation cancels
@@ -202,7 +252,7 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
           write(sse_error(kEndedByServer));
           return;
         }
-        for (json& choice : delta_choices(ev, shape, gp, tok, offset[ev.index]))
+        for (json& choice : delta_choices(ev, shape, gp, tok, offset[ev.index], n_calls[ev.index]))
           if (!send(std::move(choice))) return;
       }
     }
