@@ -28,6 +28,10 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   base.top_logprobs = p.top_logprobs;
   if (!p.ignore_eos) base.stop_ids = m.tokenizer().eog_ids();
   base.stop_ids.insert(base.stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
+  base.banned_ids = tools.constraint.banned_ids;
+  if (tools.constraint.grammar)
+    base.constraint = api::GrammarConstraint{tools.constraint.grammar, tools.constraint.trigger,
+                                             tools.constraint.stop_when_complete};
 
   if (p.n > engine.capacity())
     bad_param("n", strfmt("%d choices can never be admitted: this server holds at most %d requests at once (%d running "
@@ -123,15 +127,19 @@ std::vector<ChoiceEvent> Generation::poll(std::chrono::milliseconds timeout) {
   std::vector<ChoiceEvent> events;
   const auto until = std::chrono::steady_clock::now() + timeout;
   for (;;) {
+    // Outputs may make no event (text held back inside a tool call): wait on until the timeout.
+    const auto now = std::chrono::steady_clock::now();
+    const auto left = now < until ? std::chrono::duration_cast<std::chrono::milliseconds>(until - now)
+                                  : std::chrono::milliseconds(0);
     for (int32_t i = 0; i < n_choices(); ++i) {
       Choice& c = choices_[i];
       if (c.finished) continue;
       // One live choice: block on it. Several: look at each without blocking.
-      auto outs = c.handle->wait(n_alive_ == 1 ? timeout : std::chrono::milliseconds(0));
+      auto outs = c.handle->wait(n_alive_ == 1 ? left : std::chrono::milliseconds(0));
       if (!outs.empty()) absorb(i, outs, events);
     }
-    if (!events.empty() || n_alive_ <= 1 || done() || std::chrono::steady_clock::now() >= until) return events;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (!events.empty() || done() || std::chrono::steady_clock::now() >= until) return events;
+    if (n_alive_ > 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
 

@@ -14,6 +14,7 @@
 #include "server/choice_text.h"
 #include "server/model_context.h"
 #include "server/openai_request.h"
+#include "server/tool_grammar.h"
 
 namespace sluice::server {
 
@@ -35,6 +36,7 @@ struct ChoiceEvent {
 struct ToolGeneration {
   std::optional<ToolFormat> format;  // parse calls in this format out of the content
   bool single_call = false;          // parallel_tool_calls false: a choice ends after its first call
+  ToolConstraint constraint;         // tool_choice enforced by a grammar, banned opener
 };
 
 class Generation {

@@ -198,11 +198,13 @@ Reply OpenAiService::chat_completions(const std::string& body) {
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
     const bool gemma4 = model_.arch() == chat::ChatArch::Gemma4;
+    const ToolFormat fmt = gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
     ToolGeneration tools;
     if (req.tools.active()) {
-      tools.format = gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
+      tools.format = fmt;
       tools.single_call = !req.tools.parallel;
     }
+    tools.constraint = tool_constraint(req.tools, fmt, model_, req.enable_thinking);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, gemma4, tools);
     return respond(std::move(gen), req.gen, kChatShape);
   });
