@@ -394,4 +394,14 @@ ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
   return r;
 }
 
+void keep_schema_order(ChatRequest& r, const std::string& body) {
+  if (r.tools.tools.empty()) return;
+  const auto o = nlohmann::ordered_json::parse(body, nullptr, false);
+  if (!o.is_object() || !o.contains("tools") || o.at("tools").size() != r.tools.tools.size()) return;
+  for (size_t i = 0; i < r.tools.tools.size(); ++i) {
+    const auto& fn = o.at("tools")[i].at("function");
+    if (fn.contains("parameters") && fn.at("parameters").is_object()) r.tools.tools[i].parameters = fn.at("parameters");
+  }
+}
+
 }  // namespace sluice::server

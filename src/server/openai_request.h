@@ -76,5 +76,9 @@ nlohmann::json parse_body(const std::string& body, const ModelContext& m, bool n
 CompletionRequest parse_completion_request(const nlohmann::json& j, const ModelContext& m);
 // Takes the body by rvalue: chat_template_kwargs is moved out of it, never copied.
 ChatRequest parse_chat_request(nlohmann::json&& j, const ModelContext& m);
+// The tools' parameter schemas again from the body text, keys in document order (the order
+// of `properties` is the order a constrained call writes them in). Call after a successful
+// parse_chat_request of the same body.
+void keep_schema_order(ChatRequest& r, const std::string& body);
 
 }  // namespace sluice::server

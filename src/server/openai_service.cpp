@@ -194,6 +194,7 @@ std::string OpenAiService::render_prompt(ChatRequest& req) const {
 Reply OpenAiService::chat_completions(const std::string& body) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
     ChatRequest req = parse_chat_request(parse_body(body, model_, true), model_);
+    keep_schema_order(req, body);
     const std::string prompt_text = render_prompt(req);
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
@@ -213,6 +214,7 @@ Reply OpenAiService::chat_completions(const std::string& body) {
 Reply OpenAiService::apply_template(const std::string& body) {
   return guarded("/apply-template", [&]() -> Reply {
     ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
+    keep_schema_order(req, body);
     return json_reply({{"prompt", render_prompt(req)}});
   });
 }

@@ -158,7 +158,9 @@ json json_convention_messages(const json& messages, const ToolsParams& tools) {
     std::string text = m.at("content").get<std::string>();
     if (m.contains("tool_calls"))
       for (const json& c : m.at("tool_calls")) {
-        const json call = {{"tool_call", {{"name", c["function"]["name"]}, {"arguments", c["function"]["arguments"]}}}};
+        // name before arguments, as the grammar writes it
+        const ojson call = {
+            {"tool_call", {{"name", c["function"]["name"]}, {"arguments", c["function"]["arguments"]}}}};
         text += (text.empty() ? "" : "\n") + call.dump();
       }
     out.push_back({{"role", role}, {"content", text}});
