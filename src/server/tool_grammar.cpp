@@ -26,8 +26,12 @@ ojson argument_schema(const ToolSpec& s, bool loose) {
 
 bool allowed(const ToolsParams& t, const ToolSpec& s) { return t.choice != ToolChoice::kNamed || s.name == t.named; }
 
-std::string cache_key(const ToolsParams& t, ToolFormat f, bool lazy, int32_t quote_token) {
-  ojson k = {{"f", static_cast<int>(f)}, {"lazy", lazy}, {"q", quote_token}, {"tools", ojson::array()}};
+// A markup token by id when the vocabulary has it, else its text.
+Expr markup(int32_t id, const char* text) { return id >= 0 ? grammar::token(id) : grammar::lit(text); }
+
+std::string cache_key(const ToolsParams& t, ToolFormat f, bool lazy, const MarkupTokens& ids) {
+  ojson k = {
+      {"f", static_cast<int>(f)}, {"lazy", lazy}, {"ids", {ids.open, ids.close, ids.quote}}, {"tools", ojson::array()}};
   for (const ToolSpec& s : t.tools)
     if (allowed(t, s)) k["tools"].push_back({s.name, s.strict, s.parameters});
   return "tools:" + k.dump();
@@ -41,11 +45,11 @@ std::optional<int32_t> single_token(const Tokenizer& tok, std::string_view text)
   return std::nullopt;
 }
 
-grammar::Grammar tool_call_grammar(const ToolsParams& t, ToolFormat f, bool lazy, int32_t quote_token) {
+grammar::Grammar tool_call_grammar(const ToolsParams& t, ToolFormat f, bool lazy, const MarkupTokens& ids) {
   grammar::JsonSchemaOptions o;
   o.syntax = f == ToolFormat::kGemma4Native ? grammar::JsonSchemaOptions::Syntax::kGemmaNative
                                             : grammar::JsonSchemaOptions::Syntax::kJson;
-  o.native_quote_token = quote_token;
+  o.native_quote_token = ids.quote;
   grammar::GrammarBuilder b(o.limits);
   std::vector<Expr> calls;
   for (const ToolSpec& s : t.tools) {
@@ -58,8 +62,9 @@ grammar::Grammar tool_call_grammar(const ToolsParams& t, ToolFormat f, bool lazy
                      "invalid_request_error", "tools");
     }
     if (f == ToolFormat::kGemma4Native)
-      calls.push_back(grammar::seq({lazy ? grammar::empty() : grammar::lit("<|tool_call>"),
-                                    grammar::lit("call:" + s.name), grammar::ref(args), grammar::lit("<tool_call|>")}));
+      calls.push_back(
+          grammar::seq({lazy ? grammar::empty() : markup(ids.open, "<|tool_call>"), grammar::lit("call:" + s.name),
+                        grammar::ref(args), markup(ids.close, "<tool_call|>")}));
     else
       calls.push_back(
           grammar::seq({grammar::lit("{\"tool_call\":{\"name\":" + nlohmann::json(s.name).dump() + ",\"arguments\":"),
@@ -88,9 +93,12 @@ ToolConstraint tool_constraint(const ToolsParams& t, ToolFormat f, const ModelCo
   } else if (thinking) {
     c.trigger = single_token(tok, "<channel|>");
   }
-  const int32_t quote = single_token(tok, "<|\"|>").value_or(-1);
+  MarkupTokens ids;
+  ids.open = opener.value_or(-1);
+  ids.close = single_token(tok, "<tool_call|>").value_or(-1);
+  ids.quote = single_token(tok, "<|\"|>").value_or(-1);
   try {
-    c.grammar = m.grammars().get(cache_key(t, f, lazy, quote), [&] { return tool_call_grammar(t, f, lazy, quote); });
+    c.grammar = m.grammars().get(cache_key(t, f, lazy, ids), [&] { return tool_call_grammar(t, f, lazy, ids); });
   } catch (const ApiError&) {
     throw;
   } catch (const Error& e) {

@@ -39,10 +39,18 @@ struct ToolConstraint {
 // The id of the one token whose text is `text`, if the vocabulary has one.
 std::optional<int32_t> single_token(const Tokenizer& tok, std::string_view text);
 
+// Ids of Gemma 4's tool markup, -1 where the vocabulary lacks the token (the grammar then
+// spells its text in bytes).
+struct MarkupTokens {
+  int32_t open = -1;   // <|tool_call>
+  int32_t close = -1;  // <tool_call|>
+  int32_t quote = -1;  // <|"|>
+};
+
 // The grammar for `t` (which names the tools to allow): eager (from the opener) or lazy (the
-// body after `<|tool_call>`). `quote_token`: `<|"|>`'s id, or -1 to spell it in bytes.
-// Throws sluice::Error for a schema the grammar cannot express.
-grammar::Grammar tool_call_grammar(const ToolsParams& t, ToolFormat f, bool lazy, int32_t quote_token);
+// body after `<|tool_call>`). Throws ApiError (400) naming a tool whose schema the grammar
+// cannot express.
+grammar::Grammar tool_call_grammar(const ToolsParams& t, ToolFormat f, bool lazy, const MarkupTokens& ids);
 
 // What the request needs; ApiError (400) naming the tool whose parameters cannot be compiled.
 ToolConstraint tool_constraint(const ToolsParams& t, ToolFormat f, const ModelContext& m, bool thinking);
