@@ -17,6 +17,9 @@ constexpr std::string_view kNativeClose = "<tool_call|>";
 constexpr std::string_view kJsonOpen = "{\"tool_call\"";
 constexpr int kMaxDepth = 64;
 
+// Compact JSON; invalid UTF-8 in model text becomes U+FFFD instead of an exception.
+std::string compact(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
+
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
 
 // Recursive descent over the native syntax: values as in JSON, except strings between
@@ -206,7 +209,7 @@ std::optional<ToolCall> parse_native_call(std::string_view body) {
   if (!valid_name(name)) return std::nullopt;
   const auto args = native_value_to_json(body.substr(brace));
   if (!args || !args->is_object()) return std::nullopt;
-  return ToolCall{new_tool_call_id(), std::string(name), args->dump()};
+  return ToolCall{new_tool_call_id(), std::string(name), compact(*args)};
 }
 
 std::optional<ToolCall> parse_json_call(std::string_view object_text) {
@@ -219,7 +222,7 @@ std::optional<ToolCall> parse_json_call(std::string_view object_text) {
   ojson args = c.contains("arguments") ? c.at("arguments") : ojson::object();
   if (args.is_string()) args = ojson::parse(args.get<std::string>(), nullptr, false);
   if (!args.is_object()) return std::nullopt;
-  return ToolCall{new_tool_call_id(), name, args.dump()};
+  return ToolCall{new_tool_call_id(), name, compact(args)};
 }
 
 void ToolCallParser::emit_content(ToolDelta& d, std::string text) {

@@ -95,6 +95,12 @@ TEST(ToolCallParser, MalformedCallIsContent) {
   }
 }
 
+TEST(ToolCallParser, InvalidUtf8InAnArgumentIsReplacedNotThrown) {
+  const Out o = run(ToolFormat::kGemma4Native, {"<|tool_call>call:f{s:<|\"|>a\xff\xc3<|\"|>}<tool_call|>"});
+  ASSERT_EQ(o.calls.size(), 1u);
+  EXPECT_EQ(o.calls[0].arguments, "{\"s\":\"a\xef\xbf\xbd\xef\xbf\xbd\"}");
+}
+
 TEST(ToolCallParser, UnclosedButCompleteCallAtTheEnd) {
   // Generation stopped at <|tool_response>, which is a stop token and never reaches the text.
   const Out o = run(ToolFormat::kGemma4Native, {"<|tool_call>call:f{x:1}"});
