@@ -8,6 +8,7 @@ server for the same requests' prompts (POST /apply-template) and requires identi
 
     .venv-golden/bin/python python/make_tool_chat_golden.py
 """
+import hashlib
 import json
 import pathlib
 
@@ -217,7 +218,9 @@ def main():
         tmpl = env.from_string((ROOT / TEMPLATES[arch]).read_text(encoding="utf-8"))
         msgs, kwargs = template_input(arch, json.loads(json.dumps(req)))
         expected = mcg.render(tmpl, {"messages": msgs, "kwargs": kwargs, "add_generation_prompt": True})
-        cases.append({"arch": arch, "template_file": TEMPLATES[arch], "request": req, "expected": expected})
+        sha = hashlib.sha256((ROOT / TEMPLATES[arch]).read_bytes()).hexdigest()
+        cases.append({"arch": arch, "template_file": TEMPLATES[arch], "template_sha256": sha, "request": req,
+                      "expected": expected})
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"cases": cases}, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {OUT} ({len(cases)} cases)")

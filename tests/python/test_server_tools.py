@@ -6,6 +6,7 @@ and a named tool_choice always come back as a call whose arguments validate agai
 tool's schema (`jsonschema`, a validator we did not write); `none` never does; streamed calls
 reassemble to the non-streamed ones; the prompts of tool conversations equal jinja2's
 rendering of the template (tests/data/chat/openai/tools.json, python/make_tool_chat_golden.py)."""
+import hashlib
 import json
 
 import httpx2 as httpx
@@ -142,7 +143,8 @@ def test_tool_prompts_match_jinja2(sluice_bin, arch):
     cases = [c for c in json.loads(GOLDEN.read_text(encoding="utf-8"))["cases"] if c["arch"] == arch]
     assert cases
     for c in cases:  # the fixture was rendered from the template as it is now
-        assert (ROOT / c["template_file"]).exists()
+        sha = hashlib.sha256((ROOT / c["template_file"]).read_bytes()).hexdigest()
+        assert sha == c["template_sha256"], f"{c['template_file']} changed: rerun python/make_tool_chat_golden.py"
     s = Server(sluice_bin, TINY4 if arch == "gemma4" else TINY3, "-c", 256)
     try:
         for c in cases:

@@ -56,8 +56,8 @@ ToolsParams weather_and_search() {
 }
 
 // Whether the grammar accepts all of `text` and is then complete.
-bool accepts(const ToolsParams& t, ToolFormat f, const MarkupTokens& ids, const std::string& text) {
-  auto g = std::make_shared<const grammar::CompiledGrammar>(tool_call_grammar(t, f, false, ids), vocab());
+bool accepts(const ToolsParams& t, ToolFormat f, const MarkupTokens& ids, const std::string& text, bool lazy = false) {
+  auto g = std::make_shared<const grammar::CompiledGrammar>(tool_call_grammar(t, f, lazy, ids), vocab());
   grammar::Matcher m(g);
   for (int32_t id : ids_of(text, ids.open >= 0))
     if (!m.advance(id)) return false;
@@ -90,6 +90,18 @@ TEST(ToolGrammar, NativeCallsSpelledInBytes) {
   const ToolsParams t = weather_and_search();
   EXPECT_TRUE(accepts(t, ToolFormat::kGemma4Native, MarkupTokens{},
                       "<|tool_call>call:get_weather{city:<|\"|>a b<|\"|>,days:14}<tool_call|>"));
+}
+
+TEST(ToolGrammar, LazyBodyFollowsStrictSchemasOnly) {
+  const MarkupTokens ids{kOpen, kClose, kQuote};
+  ToolsParams t = weather_and_search();
+  t.choice = ToolChoice::kAuto;
+  t.tools[0].strict = true;  // get_weather enforced; search: any object
+  EXPECT_TRUE(
+      accepts(t, ToolFormat::kGemma4Native, ids, "call:get_weather{city:<|\"|>x<|\"|>,days:2}<tool_call|>", true));
+  EXPECT_FALSE(accepts(t, ToolFormat::kGemma4Native, ids, "call:get_weather{city:<|\"|>x<|\"|>}<tool_call|>", true));
+  EXPECT_TRUE(accepts(t, ToolFormat::kGemma4Native, ids, "call:search{anything:[1,true]}<tool_call|>", true));
+  EXPECT_FALSE(accepts(t, ToolFormat::kGemma4Native, ids, "<|tool_call>call:search{}<tool_call|>", true));
 }
 
 TEST(ToolGrammar, JsonConvention) {
