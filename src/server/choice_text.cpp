@@ -3,10 +3,10 @@
 namespace sluice::server {
 
 ChoiceText::ChoiceText(const Tokenizer& tok, std::vector<std::string> stops, bool split_reasoning, int32_t min_tokens,
-                       std::optional<ToolFormat> tools)
+                       std::optional<ToolFormat> tools, bool incremental_calls)
     : dec_(tok, tools.has_value()), stops_(std::move(stops)), min_tokens_(min_tokens) {
   if (split_reasoning) reasoning_.emplace();
-  if (tools) tools_.emplace(*tools);
+  if (tools) tools_.emplace(*tools, incremental_calls);
 }
 
 void ChoiceText::add_content(const std::string& text, TextDelta& d) {

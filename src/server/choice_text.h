@@ -27,7 +27,7 @@ class ChoiceText {
   // Stop strings are checked only after `min_tokens` tokens (as vLLM does). `tools`: parse
   // calls in that format out of the content (special tokens are then decoded as text).
   ChoiceText(const Tokenizer& tok, std::vector<std::string> stops, bool split_reasoning, int32_t min_tokens,
-             std::optional<ToolFormat> tools = std::nullopt);
+             std::optional<ToolFormat> tools = std::nullopt, bool incremental_calls = false);
 
   TextDelta push(int32_t token);  // one generated token (not the stop token)
   TextDelta finish();             // end of generation: release held-back text

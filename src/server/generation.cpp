@@ -59,7 +59,8 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   for (auto& h : sr.handles) {
     Choice c;
     c.handle = std::move(h);
-    c.text = std::make_unique<ChoiceText>(m.tokenizer(), p.stop, split_reasoning, p.min_tokens, tools.format);
+    c.text = std::make_unique<ChoiceText>(m.tokenizer(), p.stop, split_reasoning, p.min_tokens, tools.format,
+                                          tools.incremental);
     choices_.push_back(std::move(c));
     ++n_alive_;
   }
@@ -80,9 +81,11 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
     ev.text.content += d.content;
     ev.text.reasoning += d.reasoning;
     for (const ToolCall& call : d.tool_calls) {
-      if (single_call_ && c.n_calls > 0) break;  // parallel_tool_calls false: the first call only
+      if (c.first_call.empty()) c.first_call = call.id;
+      if (single_call_ && call.id != c.first_call) continue;  // parallel_tool_calls false: the first call only
       ev.text.tool_calls.push_back(call);
-      ++c.n_calls;
+      c.n_calls += call.first ? 1 : 0;
+      c.first_done |= call.last && call.id == c.first_call;
     }
   };
   for (api::TokenOutput& o : outs) {
@@ -95,7 +98,7 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
       if (!o.is_stop_token) {
         const TextDelta d = c.text->push(o.token);
         append(d);
-        if (d.stopped || (single_call_ && c.n_calls > 0)) {
+        if (d.stopped || (single_call_ && c.first_done)) {
           c.finished = true;
           ev.finish_reason = "stop";
           c.handle->cancel();  // the engine frees its blocks before its next step

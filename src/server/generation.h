@@ -37,6 +37,7 @@ struct ToolGeneration {
   std::optional<ToolFormat> format;  // parse calls in this format out of the content
   bool single_call = false;          // parallel_tool_calls false: a choice ends after its first call
   ToolConstraint constraint;         // tool_choice enforced by a grammar, banned opener
+  bool incremental = false;          // stream arguments as they come (the grammar keeps calls well-formed)
 };
 
 class Generation {
@@ -64,6 +65,8 @@ class Generation {
     std::unique_ptr<ChoiceText> text;
     bool finished = false;
     int32_t n_calls = 0;
+    std::string first_call;  // id of the first call (parallel_tool_calls false: the only one)
+    bool first_done = false;
   };
   void absorb(int32_t index, std::vector<api::TokenOutput>& outs, std::vector<ChoiceEvent>& events);
 

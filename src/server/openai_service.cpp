@@ -65,7 +65,10 @@ std::vector<Collected> collect(Generation& gen) {
       Collected& c = got[ev.index];
       c.content += ev.text.content;
       c.reasoning += ev.text.reasoning;
-      c.calls.insert(c.calls.end(), ev.text.tool_calls.begin(), ev.text.tool_calls.end());
+      for (const ToolCall& t : ev.text.tool_calls) {
+        if (t.first || c.calls.empty()) c.calls.push_back(t);
+        else c.calls.back().arguments += t.arguments;  // calls do not interleave
+      }
       c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
       if (ev.finish_reason) c.finish = *ev.finish_reason;
       aborted |= ev.aborted;
@@ -98,7 +101,7 @@ json whole_choice(const Collected& c, int32_t index, const ReplyShape& shape, co
 }
 
 // A streamed tool call, as OpenAI sends one: a delta with its index, id, type, name and empty
-// arguments, then the arguments (here whole: a call is emitted once it has parsed).
+// arguments, then the arguments in one or more fragments.
 void tool_call_deltas(const std::vector<ToolCall>& calls, int32_t index, int32_t& n_calls, std::vector<json>& out) {
   auto chunk = [&](json call) {
     out.push_back({{"index", index},
@@ -107,10 +110,12 @@ void tool_call_deltas(const std::vector<ToolCall>& calls, int32_t index, int32_t
                    {"finish_reason", nullptr}});
   };
   for (const ToolCall& t : calls) {
-    chunk(
-        {{"index", n_calls}, {"id", t.id}, {"type", "function"}, {"function", {{"name", t.name}, {"arguments", ""}}}});
-    chunk({{"index", n_calls}, {"function", {{"arguments", t.arguments}}}});
-    ++n_calls;
+    if (t.first)
+      chunk({{"index", n_calls++},
+             {"id", t.id},
+             {"type", "function"},
+             {"function", {{"name", t.name}, {"arguments", ""}}}});
+    if (!t.arguments.empty()) chunk({{"index", n_calls - 1}, {"function", {{"arguments", t.arguments}}}});
   }
 }
 
@@ -206,6 +211,7 @@ Reply OpenAiService::chat_completions(const std::string& body) {
       tools.single_call = !req.tools.parallel;
     }
     tools.constraint = tool_constraint(req.tools, fmt, model_, req.enable_thinking);
+    tools.incremental = tools.constraint.grammar != nullptr;
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, gemma4, tools);
     return respond(std::move(gen), req.gen, kChatShape);
   });

@@ -175,7 +175,166 @@ bool valid_name(std::string_view n) {
   return true;
 }
 
+// Bytes at the end of `s` that start a UTF-8 sequence not yet complete.
+size_t partial_utf8(std::string_view s) {
+  for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+    const auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // a continuation byte: look further back
+    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+// String content as JSON string text without the quotes, nlohmann's escaping (per character,
+// so pieces concatenate).
+std::string escaped(std::string_view content) {
+  const std::string q = compact(ojson(std::string(content)));
+  return q.substr(1, q.size() - 2);
+}
+
+// One step of native_json_prefix's scan; see there.
+class PrefixConverter {
+ public:
+  explicit PrefixConverter(std::string_view s) : s_(s) {}
+
+  std::string run() {
+    while (step()) {
+    }
+    return std::move(out_);
+  }
+
+ private:
+  enum class Want { kValue, kKey, kAfter };
+
+  bool key() {
+    if (s_[i_] == '}' && just_opened_) return close('}');
+    std::string k;
+    if (s_[i_] == '"' || s_.substr(i_, kQuote.size()) == kQuote) {  // a quoted key, either way
+      if (s_[i_] == '"') {
+        size_t j = i_ + 1;
+        while (j < s_.size() && s_[j] != '"') j += s_[j] == '\\' ? 2 : 1;
+        if (j >= s_.size()) return false;
+        const ojson v = ojson::parse(s_.substr(i_, j + 1 - i_), nullptr, false);
+        if (!v.is_string()) return false;
+        k = v.get<std::string>();
+        i_ = j + 1;
+      } else {
+        const size_t end = s_.find(kQuote, i_ + kQuote.size());
+        if (end == std::string_view::npos) return false;
+        k.assign(s_.substr(i_ + kQuote.size(), end - i_ - kQuote.size()));
+        i_ = end + kQuote.size();
+      }
+      while (i_ < s_.size() && is_space(s_[i_])) ++i_;
+      if (i_ >= s_.size() || s_[i_] != ':') return false;
+    } else {
+      const size_t colon = s_.find(':', i_);
+      if (colon == std::string_view::npos) return false;
+      std::string_view bare = s_.substr(i_, colon - i_);
+      while (!bare.empty() && is_space(bare.back())) bare.remove_suffix(1);
+      if (bare.empty() || bare.find_first_of("{}[],<>\"") != std::string_view::npos) return false;
+      k.assign(bare);
+      i_ = colon;
+    }
+    ++i_;  // ':'
+    out_ += compact(ojson(k)) + ":";
+    want_ = Want::kValue;
+    return true;
+  }
+
+  bool close(char c) {
+    out_ += c;
+    stack_.pop_back();
+    ++i_;
+    want_ = Want::kAfter;
+    just_opened_ = false;
+    return true;
+  }
+
+  bool open(char c) {
+    out_ += c;
+    stack_.push_back(c == '{' ? '}' : ']');
+    ++i_;
+    want_ = c == '{' ? Want::kKey : Want::kValue;
+    just_opened_ = true;
+    return true;
+  }
+
+  bool native_string() {
+    const size_t from = i_ + kQuote.size();
+    const size_t end = s_.find(kQuote, from);
+    out_ += '"';
+    if (end == std::string_view::npos) {  // the content so far, less a partial quote or character
+      std::string_view part = s_.substr(from);
+      part.remove_suffix(partial_suffix(part, kQuote));
+      part.remove_suffix(partial_utf8(part));
+      out_ += escaped(part);
+      return false;
+    }
+    out_ += escaped(s_.substr(from, end - from)) + '"';
+    i_ = end + kQuote.size();
+    want_ = Want::kAfter;
+    return true;
+  }
+
+  bool scalar() {
+    size_t j = i_;
+    if (s_[i_] == '"') {  // a JSON string: whole or nothing
+      for (++j; j < s_.size() && s_[j] != '"'; j += s_[j] == '\\' ? 2 : 1) {
+      }
+      if (j >= s_.size()) return false;
+      ++j;
+    } else {
+      while (j < s_.size() && std::string_view(",}]").find(s_[j]) == std::string_view::npos && !is_space(s_[j])) ++j;
+      if (j >= s_.size() || j == i_) return false;  // not delimited yet
+    }
+    const ojson v = ojson::parse(s_.substr(i_, j - i_), nullptr, false);
+    if (!(v.is_string() || v.is_number() || v.is_boolean() || v.is_null())) return false;
+    out_ += compact(v);
+    i_ = j;
+    want_ = Want::kAfter;
+    return true;
+  }
+
+  bool value() {
+    const char c = s_[i_];
+    if (c == '{' || c == '[') return open(c);
+    if (c == ']' && just_opened_ && !stack_.empty() && stack_.back() == ']') return close(']');
+    if (s_.substr(i_, kQuote.size()) == kQuote) return native_string();
+    if (kQuote.substr(0, s_.size() - i_) == s_.substr(i_)) return false;  // a quote cut short
+    return scalar();
+  }
+
+  bool step() {
+    while (i_ < s_.size() && is_space(s_[i_])) ++i_;
+    if (i_ >= s_.size() || stack_.size() > static_cast<size_t>(kMaxDepth)) return false;
+    switch (want_) {
+      case Want::kKey: return key();
+      case Want::kValue: return value();
+      case Want::kAfter:
+        if (stack_.empty()) return false;  // the value is complete
+        if (s_[i_] == stack_.back()) return close(s_[i_]);
+        if (s_[i_] != ',') return false;
+        out_ += ',';
+        ++i_;
+        want_ = stack_.back() == '}' ? Want::kKey : Want::kValue;
+        just_opened_ = false;
+        return true;
+    }
+    return false;
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+  std::string out_;
+  std::vector<char> stack_;  // closers of the open containers
+  Want want_ = Want::kValue;
+  bool just_opened_ = false;
+};
+
 }  // namespace
+
+std::string native_json_prefix(std::string_view text) { return PrefixConverter(text).run(); }
 
 std::string new_tool_call_id() {
   static std::mutex mu;
@@ -275,11 +434,51 @@ bool ToolCallParser::take_call(ToolDelta& d, bool final) {
   return true;
 }
 
+// Incremental mode: buf_ starts with <|tool_call>. The first piece once `call:NAME{` is in,
+// then the arguments' JSON as it grows. Returns false while the call is still open.
+bool ToolCallParser::stream_call(ToolDelta& d, bool final) {
+  if (stream_id_.empty()) {
+    const size_t brace = buf_.find('{', kNativeOpen.size());
+    const size_t closer = buf_.find(kNativeClose, kNativeOpen.size());
+    if (brace == std::string::npos || closer < brace) return take_call(d, final);
+    std::string_view head = std::string_view(buf_).substr(kNativeOpen.size(), brace - kNativeOpen.size());
+    while (!head.empty() && is_space(head.front())) head.remove_prefix(1);
+    std::string_view name = head.substr(0, 5) == "call:" ? head.substr(5) : std::string_view();
+    while (!name.empty() && is_space(name.back())) name.remove_suffix(1);
+    if (!valid_name(name)) return take_call(d, final);  // not a call: whole, then content
+    stream_id_ = new_tool_call_id();
+    args_at_ = brace;
+    sent_.clear();
+    d.calls.push_back(ToolCall{stream_id_, std::string(name), "", true, false});
+  }
+  const size_t closer = buf_.find(kNativeClose, args_at_);
+  const size_t end = closer == std::string::npos ? buf_.size() : closer;
+  const std::string p = native_json_prefix(std::string_view(buf_).substr(args_at_, end - args_at_));
+  const std::string frag = p.size() > sent_.size() ? p.substr(sent_.size()) : std::string();
+  if (!frag.empty()) sent_ = p;
+  const bool done = closer != std::string::npos || final;
+  if (!frag.empty() || done) {
+    if (!d.calls.empty() && d.calls.back().id == stream_id_) {
+      d.calls.back().arguments += frag;
+      d.calls.back().last = done;
+    } else {
+      d.calls.push_back(ToolCall{stream_id_, "", frag, false, done});
+    }
+  }
+  if (!done) return false;
+  buf_.erase(0, closer == std::string::npos ? buf_.size() : closer + kNativeClose.size());
+  stream_id_.clear();
+  in_call_ = false;
+  ++n_calls_;
+  ws_.clear();
+  return true;
+}
+
 void ToolCallParser::scan(ToolDelta& d, bool final) {
   const std::string_view opener = format_ == ToolFormat::kGemma4Native ? kNativeOpen : kJsonOpen;
   for (;;) {
     if (in_call_) {
-      if (!take_call(d, final)) return;
+      if (!(incremental_ ? stream_call(d, final) : take_call(d, final))) return;
       continue;
     }
     const size_t pos = buf_.find(opener);

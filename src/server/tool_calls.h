@@ -25,15 +25,27 @@ namespace sluice::server {
 
 enum class ToolFormat { kGemma4Native, kJson };
 
+// A whole call, or (from ToolCallParser) a piece of one: the call's first piece has
+// `first` set, its id and name; the others carry the same id and the next fragment of the
+// arguments. The pieces' arguments concatenate to the compact JSON object text.
 struct ToolCall {
   std::string id;  // "call_" + 24 hex digits
   std::string name;
-  std::string arguments;  // compact JSON object text
+  std::string arguments;  // compact JSON object text (a fragment of it in a later piece)
+  bool first = true;      // opens the call
+  bool last = true;       // the call is complete
 };
 
 // Gemma 4 native argument text (`{key:<|"|>v<|"|>,n:1,...}` or any native value) → JSON, in
 // the model's key order; nullopt when it is not one well-formed value.
 std::optional<nlohmann::ordered_json> native_value_to_json(std::string_view text);
+
+// The JSON text for the complete part of a native value that may be cut short: keys, strings
+// (their content as it arrives, a partial `<|"|>` held back) and scalars (once delimited, so a
+// partial `tru` or `1.` is held back). Growing the text only appends to the result; for a
+// whole well-formed value (no repeated keys) it is the compact dump of native_value_to_json.
+// Text after a malformed part adds nothing.
+std::string native_json_prefix(std::string_view text);
 
 // `call:NAME{...}` (the text between the native markers) → the call; nullopt when malformed.
 std::optional<ToolCall> parse_native_call(std::string_view body);
@@ -47,7 +59,11 @@ struct ToolDelta {
 
 class ToolCallParser {
  public:
-  explicit ToolCallParser(ToolFormat f) : format_(f) {}
+  // `incremental` (native format, for calls a grammar enforces): a call's first piece goes out
+  // once `call:NAME{` is seen and its arguments follow as they arrive; otherwise a call goes
+  // out whole once it has parsed, and one that does not parse becomes content.
+  explicit ToolCallParser(ToolFormat f, bool incremental = false)
+      : format_(f), incremental_(incremental && f == ToolFormat::kGemma4Native) {}
   ToolDelta feed(std::string_view text);
   ToolDelta finish();  // end of generation: an unfinished call is parsed leniently or is content
   int n_calls() const { return n_calls_; }
@@ -55,10 +71,15 @@ class ToolCallParser {
  private:
   void scan(ToolDelta& d, bool final);
   bool take_call(ToolDelta& d, bool final);
+  bool stream_call(ToolDelta& d, bool final);
   void emit_content(ToolDelta& d, std::string text);
 
   ToolFormat format_;
-  std::string buf_;  // text not yet decided
+  bool incremental_;
+  std::string stream_id_;  // the call being streamed, if any
+  size_t args_at_ = 0;     // where its arguments start in buf_
+  std::string sent_;       // its argument text sent so far
+  std::string buf_;        // text not yet decided
   bool in_call_ = false;
   std::string ws_;  // whitespace after a call, shown only if more content follows
   int n_calls_ = 0;

@@ -90,7 +90,7 @@ def test_streamed_call_reassembles_to_the_non_streamed_one(client4):
     kw = dict(tool_choice="required", seed=11, temperature=1.0)
     whole = ask(client4, **kw).choices[0].message.tool_calls
     chunks = list(ask(client4, stream=True, **kw))
-    calls, finish = {}, None
+    calls, finish, fragments = {}, None, 0
     for ch in chunks:
         d = ch.choices[0].delta if ch.choices else None
         if d is not None:
@@ -100,9 +100,11 @@ def test_streamed_call_reassembles_to_the_non_streamed_one(client4):
                     assert tc.index not in calls and tc.type == "function" and tc.function.name
                     calls[tc.index] = {"id": tc.id, "name": tc.function.name, "arguments": ""}
                 calls[tc.index]["arguments"] += tc.function.arguments or ""
+                fragments += bool(tc.function.arguments)
         if ch.choices and ch.choices[0].finish_reason:
             finish = ch.choices[0].finish_reason
     assert finish == "tool_calls"
+    assert fragments > 2  # an enforced call's arguments stream as they are generated
     assert [(c["name"], c["arguments"]) for c in calls.values()] == [
         (t.function.name, t.function.arguments) for t in whole]
 

@@ -15,12 +15,23 @@ struct Out {
   std::vector<ToolCall> calls;
 };
 
-Out run(ToolFormat f, const std::vector<std::string>& chunks) {
-  ToolCallParser p(f);
+// Pieces of a call reassembled as a client does: a first piece opens a call, later ones
+// append to the call with their id.
+Out run(ToolFormat f, const std::vector<std::string>& chunks, bool incremental = false) {
+  ToolCallParser p(f, incremental);
   Out o;
   auto take = [&](ToolDelta d) {
     o.content += d.content;
-    for (auto& c : d.calls) o.calls.push_back(c);
+    for (auto& c : d.calls) {
+      if (c.first) {
+        EXPECT_FALSE(c.name.empty());
+        o.calls.push_back(c);
+      } else {
+        EXPECT_TRUE(!o.calls.empty() && o.calls.back().id == c.id && !o.calls.back().last);
+        o.calls.back().arguments += c.arguments;
+        o.calls.back().last = c.last;
+      }
+    }
   };
   for (const auto& c : chunks) take(p.feed(c));
   take(p.finish());
@@ -51,6 +62,53 @@ TEST(NativeArgs, ValuesBecomeJson) {
                        R"("obj":{"a":[1,"b",{"c":false}]},"arr":[]})");
   EXPECT_EQ(native_value_to_json("{}")->dump(), "{}");
   EXPECT_EQ(native_value_to_json(R"({ a : <|"|>x<|"|> , "b":"y"})")->dump(), R"({"a":"x","b":"y"})");
+}
+
+TEST(NativeArgs, PrefixGrowsToTheWholeJson) {
+  for (const std::string text : {std::string(R"({city:<|"|>Pa"ris\ é<|"|>,n:42,x:-1.5e3,ok:true,none:null,)"
+                                             R"(obj:{a:[1,<|"|>b<|"|>,{c:false}],e:{},f:[]},arr:[]})"),
+                                 std::string("{}"), std::string(R"({ a : <|"|>x<|"|> , "b":"y\n"})")}) {
+    const std::string whole = native_json_prefix(text);
+    EXPECT_EQ(whole, native_value_to_json(text)->dump()) << text;
+    std::string last;
+    for (size_t k = 0; k <= text.size(); ++k) {
+      const std::string p = native_json_prefix(text.substr(0, k));
+      EXPECT_EQ(whole.compare(0, p.size(), p), 0) << "cut " << k << ": " << p;
+      EXPECT_EQ(p.compare(0, last.size(), last), 0) << "cut " << k;
+      last = p;
+    }
+  }
+  EXPECT_EQ(native_json_prefix("{a:tru"), "{\"a\":");  // a partial literal is held back
+  EXPECT_EQ(native_json_prefix("{a:1."), "{\"a\":");
+  EXPECT_EQ(native_json_prefix("{a:<|\"|>xy<|\""), "{\"a\":\"xy");     // and a partial quote
+  EXPECT_EQ(native_json_prefix("{a:1,b:}x,c:2}"), "{\"a\":1,\"b\":");  // nothing after a malformed part
+}
+
+TEST(ToolCallParser, IncrementalPiecesReassembleToTheWholeCall) {
+  const std::string text =
+      "Hi <|tool_call>call:f{s:<|\"|>long text, with: commas<|\"|>,n:[1,2.5,{k:null}]}<tool_call|>"
+      "<|tool_call>call:g{}<tool_call|>";
+  const Out whole = run(ToolFormat::kGemma4Native, {text});
+  ASSERT_EQ(whole.calls.size(), 2u);
+  for (size_t cut = 0; cut <= text.size(); ++cut) {
+    const Out o = run(ToolFormat::kGemma4Native, {text.substr(0, cut), text.substr(cut)}, true);
+    EXPECT_EQ(o.content, "Hi ");
+    ASSERT_EQ(o.calls.size(), 2u) << cut;
+    for (size_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(o.calls[i].name, whole.calls[i].name);
+      EXPECT_EQ(o.calls[i].arguments, whole.calls[i].arguments) << cut;
+      EXPECT_TRUE(o.calls[i].last);
+    }
+  }
+  // Byte by byte: the first piece comes at the brace, the arguments in many fragments.
+  ToolCallParser p(ToolFormat::kGemma4Native, true);
+  int pieces = 0;
+  for (char c : text) pieces += static_cast<int>(p.feed(std::string(1, c)).calls.size());
+  EXPECT_GT(pieces, 8);
+  // Cut short (max_tokens): the call ends with the arguments so far.
+  const Out cut = run(ToolFormat::kGemma4Native, {"<|tool_call>call:f{a:<|\"|>xy"}, true);
+  ASSERT_EQ(cut.calls.size(), 1u);
+  EXPECT_EQ(cut.calls[0].arguments, "{\"a\":\"xy");
 }
 
 TEST(NativeArgs, MalformedIsNullopt) {
