@@ -27,6 +27,7 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   base.top_logprobs = p.top_logprobs;
   if (!p.ignore_eos) base.stop_ids = m.tokenizer().eog_ids();
   base.stop_ids.insert(base.stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
+  if (p.grammar) base.constraint = api::GrammarConstraint{p.grammar, p.grammar_trigger, true};
 
   if (p.n > engine.capacity())
     bad_param("n", strfmt("%d choices can never be admitted: this server holds at most %d requests at once (%d running "

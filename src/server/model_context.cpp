@@ -40,6 +40,13 @@ ModelContext::ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::s
   tmpl_ = std::make_unique<chat::ChatTemplate>(source, bos, eos);
 }
 
+grammar::GrammarCache& ModelContext::grammars() const {
+  std::call_once(grammars_once_, [this] {
+    grammars_ = std::make_unique<grammar::GrammarCache>(grammar::TokenVocab::from_tokenizer(tok_));
+  });
+  return *grammars_;
+}
+
 std::string ModelContext::render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs) const {
   std::lock_guard<std::mutex> lk(tmpl_mu_);
   return tmpl_->render(messages, true, template_kwargs);

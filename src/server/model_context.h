@@ -13,6 +13,7 @@
 
 #include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
+#include "grammar/compiled.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -61,6 +62,11 @@ class ModelContext {
   // template rejects the conversation (e.g. roles that do not alternate).
   std::string render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs) const;
 
+  // Compiled grammars for this model's vocabulary (structured output). Built on first use: the
+  // vocabulary trie takes a moment for 262k tokens, which a server never asked for a grammar
+  // does not pay. Thread-safe.
+  grammar::GrammarCache& grammars() const;
+
  private:
   const Tokenizer& tok_;
   std::string alias_;
@@ -71,6 +77,8 @@ class ModelContext {
   mutable std::mutex tmpl_mu_;  // rendering is cheap; one at a time keeps the interpreter simple
   int64_t created_;
   bool file_template_ = false, template_tools_ = false;
+  mutable std::once_flag grammars_once_;
+  mutable std::unique_ptr<grammar::GrammarCache> grammars_;
 };
 
 }  // namespace sluice::server

@@ -8,6 +8,7 @@
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
+#include "server/structured_output.h"
 
 namespace sluice::server {
 
@@ -142,7 +143,9 @@ Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
 
 Reply OpenAiService::completions(const std::string& body) {
   return guarded("/v1/completions", [&]() -> Reply {
-    CompletionRequest req = parse_completion_request(parse_body(body, model_, true), model_);
+    const json j = parse_body(body, model_, true);
+    CompletionRequest req = parse_completion_request(j, model_);
+    req.gen.grammar = parse_structured_output(body, j, model_);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
     return respond(std::move(gen), req.gen, kCompletionShape);
   });
@@ -150,7 +153,10 @@ Reply OpenAiService::completions(const std::string& body) {
 
 Reply OpenAiService::chat_completions(const std::string& body) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
-    ChatRequest req = parse_chat_request(parse_body(body, model_, true), model_);
+    json j = parse_body(body, model_, true);
+    std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(body, j, model_);
+    ChatRequest req = parse_chat_request(std::move(j), model_);
+    req.gen.grammar = std::move(grammar);
     std::string prompt_text;
     try {
       prompt_text = model_.render_chat(req.messages, req.template_kwargs);
@@ -161,6 +167,10 @@ Reply OpenAiService::chat_completions(const std::string& body) {
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
     const bool reasoning = model_.arch() == chat::ChatArch::Gemma4;
+    // Thinking on: the model reasons freely; the constraint starts once it closes the channel.
+    const int32_t channel_end = model_.tokenizer().token_id("<channel|>");
+    if (req.gen.grammar && reasoning && req.enable_thinking && channel_end != kNoToken)
+      req.gen.grammar_trigger = channel_end;
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, reasoning);
     return respond(std::move(gen), req.gen, kChatShape);
   });
