@@ -29,9 +29,10 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   if (!p.ignore_eos) base.stop_ids = m.tokenizer().eog_ids();
   base.stop_ids.insert(base.stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
   base.banned_ids = tools.constraint.banned_ids;
-  if (tools.constraint.grammar)
+  if (tools.constraint.grammar)  // the service lets only one of the two constrain a request
     base.constraint = api::GrammarConstraint{tools.constraint.grammar, tools.constraint.trigger,
                                              tools.constraint.stop_when_complete};
+  else if (p.grammar) base.constraint = api::GrammarConstraint{p.grammar, p.grammar_trigger, true};
 
   if (p.n > engine.capacity())
     bad_param("n", strfmt("%d choices can never be admitted: this server holds at most %d requests at once (%d running "

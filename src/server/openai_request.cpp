@@ -67,14 +67,6 @@ void reject_unsupported(const json& j) {
     if (present(j, k))
       throw ApiError(400, std::string(k) + ": the legacy function-call fields are not supported; use tools",
                      "invalid_request_error", k);
-  if (present(j, "response_format")) {
-    const json& rf = j.at("response_format");
-    if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string())
-      bad_param("response_format", "must be an object with a string 'type'");
-    if (rf.at("type").get<std::string>() != "text")
-      throw ApiError(400, "response_format: non-text formats (JSON mode, schemas) are not supported yet",
-                     "invalid_request_error", "response_format");
-  }
   if (present(j, "logit_bias") && !(j.at("logit_bias").is_object() && j.at("logit_bias").empty()))
     throw ApiError(400, "logit_bias is not supported yet", "invalid_request_error", "logit_bias");
 }

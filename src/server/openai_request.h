@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "server/model_context.h"
+
+namespace sluice::grammar {
+class CompiledGrammar;
+}
 
 namespace sluice::server {
 
@@ -26,6 +31,10 @@ struct GenerationParams {
   bool stream = false;
   bool include_usage = false;
   int32_t top_logprobs = -1;  // -1: no logprobs
+  // Structured output (server/structured_output.h): the grammar every choice must follow,
+  // from the token after `grammar_trigger` when set (the end of the thought channel).
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  std::optional<int32_t> grammar_trigger;
 };
 
 struct CompletionRequest {

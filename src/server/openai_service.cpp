@@ -8,6 +8,7 @@
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
+#include "server/structured_output.h"
 #include "server/tool_prompt.h"
 
 namespace sluice::server {
@@ -176,7 +177,9 @@ Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
 
 Reply OpenAiService::completions(const std::string& body) {
   return guarded("/v1/completions", [&]() -> Reply {
-    CompletionRequest req = parse_completion_request(parse_body(body, model_, true), model_);
+    const json j = parse_body(body, model_, true);
+    CompletionRequest req = parse_completion_request(j, model_);
+    req.gen.grammar = parse_structured_output(body, j, model_);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
     return respond(std::move(gen), req.gen, kCompletionShape);
   });
@@ -198,12 +201,19 @@ std::string OpenAiService::render_prompt(ChatRequest& req) const {
 
 Reply OpenAiService::chat_completions(const std::string& body) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
-    ChatRequest req = parse_chat_request(parse_body(body, model_, true), model_);
+    json j = parse_body(body, model_, true);
+    std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(body, j, model_);
+    ChatRequest req = parse_chat_request(std::move(j), model_);
+    req.gen.grammar = std::move(grammar);
     keep_schema_order(req, body);
     const std::string prompt_text = render_prompt(req);
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
     const bool gemma4 = model_.arch() == chat::ChatArch::Gemma4;
+    // Thinking on: the model reasons freely; the constraint starts once it closes the channel.
+    const int32_t channel_end = model_.tokenizer().token_id("<channel|>");
+    if (req.gen.grammar && gemma4 && req.enable_thinking && channel_end != kNoToken)
+      req.gen.grammar_trigger = channel_end;
     const ToolFormat fmt = gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
     ToolGeneration tools;
     if (req.tools.active()) {
@@ -212,6 +222,12 @@ Reply OpenAiService::chat_completions(const std::string& body) {
     }
     tools.constraint = tool_constraint(req.tools, fmt, model_, req.enable_thinking);
     tools.incremental = tools.constraint.grammar != nullptr;
+    if (tools.constraint.grammar && req.gen.grammar)
+      throw ApiError(
+          400,
+          "tools: an enforced tool call (required, named or a strict tool) cannot be combined with response_format, "
+          "json_schema or grammar (one constraint per request)",
+          "invalid_request_error", "tool_choice");
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, gemma4, tools);
     return respond(std::move(gen), req.gen, kChatShape);
   });

@@ -60,3 +60,26 @@ def test_run_reads_stdin_and_applies_the_chat_template(sluice_bin, gemma3_path):
     # <bos><start_of_turn>user\nSay hi.<end_of_turn>\n<start_of_turn>model\n = 1+1+1+1+3+1+1+1+1+1 tokens
     n = int(re.search(r"\[prompt: (\d+) tokens", r.stderr).group(1))
     assert 10 <= n <= 14
+
+
+def test_run_with_a_json_schema_or_a_grammar_file(sluice_bin, tmp_path):
+    # Random weights: the output is JSON (or GBNF text) only because the engine masks it.
+    model = GOLDEN / "tiny-gemma3.q8_0.gguf"
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 99},
+                                               "ok": {"type": "boolean"}},
+              "required": ["n", "ok"], "additionalProperties": False}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    (tmp_path / "g.gbnf").write_text('root ::= ("yes" | "no") "!"\n')
+    for seed in (1, 2, 3):
+        r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "-n", 60, "--seed", seed, "--json-schema", tmp_path / "s.json"])
+        assert r.returncode == 0, r.stderr
+        value = json.loads(r.stdout)
+        assert list(value) == ["n", "ok"] and 1 <= value["n"] <= 99 and isinstance(value["ok"], bool)
+        r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "-n", 60, "--seed", seed, "--grammar", tmp_path / "g.gbnf"])
+        assert r.returncode == 0, r.stderr
+        assert r.stdout in ("yes!\n", "no!\n")
+    (tmp_path / "bad.json").write_text('{"type": "array", "uniqueItems": true}')
+    r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "--json-schema", tmp_path / "bad.json"])
+    assert r.returncode != 0 and "uniqueItems" in r.stderr
+    r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "--json-schema", tmp_path / "s.json", "--grammar", tmp_path / "g.gbnf"])
+    assert r.returncode != 0
