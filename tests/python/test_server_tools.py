@@ -126,6 +126,8 @@ def test_tool_errors_are_400(client4, tiny4):
         "type": "object", "properties": {"a": {"type": "string", "contentEncoding": "base64"}}}}}
     with pytest.raises(openai.BadRequestError, match="contentEncoding"):
         client4.chat.completions.create(model="tiny-gemma4", messages=MSGS, tools=[bad], tool_choice="required")
+    with pytest.raises(openai.BadRequestError, match="one constraint per request"):
+        ask(client4, tool_choice="required", response_format={"type": "json_object"})
     assert tiny4.wait_blocks_free()
 
 
