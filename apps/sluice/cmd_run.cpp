@@ -13,6 +13,9 @@
 #include "apps/sluice/commands.h"
 #include "apps/sluice/completion.h"
 #include "base/error.h"
+#include "grammar/compiled.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
 
 namespace sluice::app {
 
@@ -21,6 +24,7 @@ struct RunArgs {
   SessionOptions session;
   SamplingFlags sampling;
   std::string prompt, prompt_file, system;
+  std::string json_schema_file, grammar_file;
   bool chat = false;
 };
 
@@ -39,6 +43,24 @@ std::string read_prompt(const std::string& text, const std::string& file) {
   return read_all(std::cin);
 }
 
+namespace {
+// --json-schema / --grammar: the file compiled against the model's vocabulary, or null.
+std::shared_ptr<const grammar::CompiledGrammar> load_grammar(const RunArgs& a, const Tokenizer& tok) {
+  const std::string& path = a.json_schema_file.empty() ? a.grammar_file : a.json_schema_file;
+  if (path.empty()) return nullptr;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("%s: cannot open", path.c_str());
+  const std::string text = read_all(in);
+  try {
+    grammar::Grammar g = a.json_schema_file.empty() ? grammar::gbnf_grammar(text)
+                                                    : grammar::json_schema_grammar_text(text);
+    return std::make_shared<const grammar::CompiledGrammar>(std::move(g), grammar::TokenVocab::from_tokenizer(tok));
+  } catch (const Error& e) {
+    fail("%s: %s", path.c_str(), e.what());
+  }
+}
+}  // namespace
+
 CommandFn add_run_command(CLI::App& app) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* cmd = app.add_subcommand("run", "generate a continuation of a prompt, streamed to stdout");
@@ -48,6 +70,9 @@ CommandFn add_run_command(CLI::App& app) {
   cmd->add_option("-f,--file", args->prompt_file, "read the prompt from a file (default: stdin)");
   cmd->add_flag("--chat", args->chat, "wrap the prompt as a user turn with the model's chat template");
   cmd->add_option("--system", args->system, "system message (with --chat)");
+  auto* js = cmd->add_option("--json-schema", args->json_schema_file,
+                             "constrain the output to a JSON Schema (a file; docs/structured-output.md)");
+  cmd->add_option("--grammar", args->grammar_file, "constrain the output to a GBNF grammar (a file)")->excludes(js);
   add_sampling_flags(cmd, args->sampling);
   return [args]() {
     const std::string text = read_prompt(args->prompt, args->prompt_file);
@@ -66,6 +91,7 @@ CommandFn add_run_command(CLI::App& app) {
     CompletionRequest req;
     req.prompt = prompt;
     req.opt = resolve_sampling(args->sampling, sess.file());
+    req.grammar = load_grammar(*args, *tok);
     engine::RequestId id = 0;
     const GenerationStats st = complete(sess, *tok, req, id, [](const std::string& piece) {
       std::fwrite(piece.data(), 1, piece.size(), stdout);

@@ -42,7 +42,7 @@ GenerationOptions resolve_sampling(const SamplingFlags& f, const gguf::GgufFile&
 namespace {
 const char* stop_reason(const engine::TokenOutput& last, const GenerationOptions& opt) {
   switch (*last.finish) {
-    case engine::FinishReason::kStop: return "eog";
+    case engine::FinishReason::kStop: return last.is_stop_token ? "eog" : "grammar complete";
     case engine::FinishReason::kAbort: return "interrupted";
     case engine::FinishReason::kError: return "error";
     case engine::FinishReason::kLength: break;
@@ -64,6 +64,7 @@ GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const Comple
   req.stop_ids = tok.eog_ids();
   req.keep_kv = r.keep_kv;
   req.resume_from = r.resume_from;
+  if (r.grammar) req.constraint = engine::GrammarConstraint{r.grammar, std::nullopt, true};
   sess.core().add(std::move(req));
   GenerationStats st;
   // The engine's counters are global; run and chat have one request in flight.

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -50,6 +51,8 @@ struct CompletionRequest {
   GenerationOptions opt;
   bool keep_kv = false;                          // park the K/V for a later turn to resume from
   std::optional<engine::RequestId> resume_from;  // an earlier keep_kv request of this session
+  // Output constrained to this grammar (--json-schema, --grammar); it ends when the grammar closes.
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
 };
 
 // Runs the request to its end; `emit` receives text pieces as they become valid UTF-8.

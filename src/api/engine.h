@@ -28,6 +28,7 @@ namespace sluice::api {
 
 using engine::EngineRequest;
 using engine::FinishReason;
+using engine::GrammarConstraint;
 using engine::RequestId;
 using engine::TokenOutput;
 

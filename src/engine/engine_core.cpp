@@ -33,8 +33,15 @@ void EngineCore::add(EngineRequest r) {
   const int32_t V = model_.spec().n_vocab;
   for (int32_t t : r.prompt)
     if (t < 0 || t >= V) fail("token id %d is outside the vocabulary (%d tokens)", t, V);
+  if (r.constraint) {
+    if (!r.constraint->grammar) fail("a grammar constraint without a grammar");
+    if (r.constraint->grammar->vocab().n_vocab() > V)
+      fail("the grammar was compiled for %d tokens, the model has %d", r.constraint->grammar->vocab().n_vocab(), V);
+  }
   const std::optional<RequestId> from = r.resume_from;
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
+  if (s->req.constraint && !s->req.constraint->trigger)
+    s->matcher = std::make_unique<grammar::Matcher>(s->req.constraint->grammar);
   if (cfg_.spec == SpecMethod::kNgram && cfg_.sched.draft_max > 0 && !s->req.all_logits)
     s->drafter = std::make_unique<spec::NgramDrafter>(cfg_.ngram);
   if (cfg_.spec == SpecMethod::kModel && cfg_.sched.draft_max > 0 && !s->req.all_logits)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 #include "base/error.h"
@@ -50,15 +51,63 @@ void ModelRunner::report_rows(Sequence& s, const ScheduledSlice& sl, const float
 
 SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32_t n_before) {
   const int32_t V = model_.spec().n_vocab;
+  const float kNegInf = -std::numeric_limits<float>::infinity();
   const bool want_lp = s.req.top_logprobs >= 0;
   if (want_lp) raw_.assign(l, l + V);
   if (s.n_generated + n_before < s.req.min_tokens)
     for (int32_t id : s.req.stop_ids)
-      if (id >= 0 && id < V) l[id] = -std::numeric_limits<float>::infinity();
+      if (id >= 0 && id < V) l[id] = kNegInf;
+  for (int32_t id : s.req.banned_ids)
+    if (id >= 0 && id < V) l[id] = kNegInf;
+  const std::span<const int32_t> history(s.tokens.data(), static_cast<size_t>(n_history));
   SampledToken st;
-  st.token = s.sampler.sample(l, std::span<const int32_t>(s.tokens.data(), static_cast<size_t>(n_history)));
+  try {
+    st.token = s.matcher ? sample_constrained(s, l, history) : s.sampler.sample(l, history);
+    track_constraint(s, st);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "sluice: request %llu: grammar: %s\n", static_cast<unsigned long long>(s.req.id), e.what());
+    st.error = true;
+    return st;
+  }
   if (want_lp) logprobs_of(raw_.data(), V, st.token, s.req.top_logprobs, st);
   return st;
+}
+
+int32_t ModelRunner::sample_constrained(Sequence& s, float* l, std::span<const int32_t> history) {
+  const int32_t V = model_.spec().n_vocab;
+  masked_.assign(l, l + V);  // the sampler applies penalties in place
+  const int32_t first = s.sampler.sample(l, history);
+  if (s.matcher->accepts(first)) return first;
+  const grammar::TokenVocab& vocab = s.matcher->compiled().vocab();
+  mask_.resize(vocab.mask_words());
+  s.matcher->fill_mask(mask_);
+  const int32_t n_known = std::min(V, vocab.n_vocab());  // ids past the grammar's vocabulary: never
+  bool any = false;
+  for (int32_t i = 0; i < V; ++i) {
+    const bool allowed = i < n_known && ((mask_[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1);
+    if (!allowed) masked_[i] = -std::numeric_limits<float>::infinity();
+    else any = any || masked_[i] > -std::numeric_limits<float>::infinity();
+  }
+  if (!any)
+    fail("no token is allowed after %zu constrained tokens (the grammar's tokens are all banned)",
+         s.matcher->n_tokens());
+  const auto dist = s.sampler.distribution(masked_.data(), history, SamplerWorkspace::for_this_thread());
+  return Sampler::draw(dist, s.sampler.uniform(static_cast<int64_t>(history.size()), RandomStream::kGrammar));
+}
+
+// Advances the armed matcher on the sampled token (disarming or finishing once the grammar is
+// closed), or arms it when the token is the constraint's trigger.
+void ModelRunner::track_constraint(Sequence& s, SampledToken& st) {
+  const std::optional<GrammarConstraint>& c = s.req.constraint;
+  if (!c) return;
+  if (!s.matcher) {
+    if (c->trigger && *c->trigger == st.token) s.matcher = std::make_unique<grammar::Matcher>(c->grammar);
+    return;
+  }
+  if (!s.matcher->advance(st.token)) fail("the sampled token %d is not allowed", st.token);
+  if (!s.matcher->is_terminated() && !s.matcher->only_end()) return;
+  if (c->stop_when_complete) st.grammar_done = true;
+  else s.matcher.reset();
 }
 
 // Verification of a slice ending in n_draft deterministic drafts (spec::accept_matching):
@@ -66,7 +115,8 @@ SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32
 // it — the history up to that position, min_tokens counted, the sampler's number keyed by the
 // position — and a draft is accepted while it equals that token; the first disagreement (or
 // the token after the last draft) is the target's own. So the tokens are the plain path's
-// for the same seed, greedy or sampled, whatever the drafts (docs/speculative.md).
+// for the same seed, greedy or sampled, whatever the drafts (docs/speculative.md). A token
+// that closes the request's grammar (or fails it) ends the run like a mismatch.
 SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* rows) {
   const size_t V = static_cast<size_t>(model_.spec().n_vocab);
   const int32_t first = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;  // position of the last sampled token
@@ -76,7 +126,8 @@ SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* ro
       drafts,
       [&](int32_t j) {
         out.tokens.push_back(sample(s, rows + static_cast<size_t>(j) * V, first + 1 + j, j));
-        return out.tokens.back().token;
+        const SampledToken& st = out.tokens.back();
+        return st.error || st.grammar_done ? -1 : st.token;  // -1 matches no draft: the run ends here
       },
       verified_);
   return out;

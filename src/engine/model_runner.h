@@ -7,7 +7,20 @@
 //
 // Per sampled row: logprobs (when asked) are taken from the raw logits, before penalties,
 // bans and temperature — the model's own distribution, as vLLM reports by default; then stop
-// ids are banned while fewer than min_tokens were generated; then the sequence's Sampler.
+// ids are banned while fewer than min_tokens were generated, and the request's banned ids
+// always; then the sequence's Sampler.
+//
+// Grammar constraints (EngineRequest::constraint), per sequence inside the batched step:
+// sample first from the row as above and ask the matcher whether it accepts the token; only
+// when it does not, compute the full allowed-token mask, set the others to -inf in a copy of
+// the row taken before sampling, and redraw from it with the sampler's kGrammar number at the
+// same position. Greedy picks the masked argmax either way; a sampled token has the masked
+// distribution (without truncation samplers; with top-k/top-p the first draw truncates the
+// unmasked row). Every choice is keyed by (seed, position), so batching, preemption and
+// speculation do not change the tokens. The matcher advances on each token as it is sampled:
+// in verification only the target's own tokens advance it, which are the drafts up to the
+// first mismatch, so a rejected draft never enters it. A matcher error (no token allowed, a
+// grammar limit hit by a deferred analysis) ends that request with kError; the step goes on.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +48,11 @@ class ModelRunner {
   std::vector<float> raw_;         // one row before sampling touched it
   models::ForwardBatch fb_;        // reused: a step allocates nothing for it
   std::vector<int32_t> verified_;  // verify()'s token list, reused
+  std::vector<float> masked_;      // a constrained row before sampling, masked on a rejection
+  std::vector<uint64_t> mask_;     // the allowed-token bitset
+
+  int32_t sample_constrained(Sequence& s, float* row, std::span<const int32_t> history);
+  void track_constraint(Sequence& s, SampledToken& st);
 
   void report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows, std::vector<TokenOutput>& out) const;
   // Samples one row given the sequence's first n_history tokens, n_before tokens after the

@@ -4,11 +4,16 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "sampling/sampler.h"
+
+namespace sluice::grammar {
+class CompiledGrammar;
+}
 
 namespace sluice::engine {
 
@@ -22,14 +27,29 @@ enum class FinishReason : uint8_t {
 };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "abort", "error"
 
+// Constrained decoding: only tokens the grammar allows are sampled (docs/structured-output.md).
+// Without a trigger the constraint holds from the first generated token; with one, the
+// sequence runs free until it generates `trigger` (a tool-call opener, the token that closes
+// the thought channel), and the constraint starts with the token after it.
+struct GrammarConstraint {
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  std::optional<int32_t> trigger;
+  // true: once the grammar is complete and nothing but an end token could follow, the request
+  // finishes with kStop (the last grammar token is text, not a stop token). false (lazy tool
+  // calls): the constraint disarms there and re-arms at the next trigger.
+  bool stop_when_complete = true;
+};
+
 struct EngineRequest {
   RequestId id = 0;
-  std::vector<int32_t> prompt;    // token ids, BOS included when wanted
-  SamplingParams sampling;        // validated before submission (Sampler::validate)
-  int32_t max_tokens = 1;         // >= 1, already clamped to the context
-  int32_t min_tokens = 0;         // stop ids are banned until this many were generated
-  std::vector<int32_t> stop_ids;  // end-of-generation ids plus the request's own
-  int32_t top_logprobs = -1;      // -1: no logprobs; 0: the chosen token's; k: plus k best
+  std::vector<int32_t> prompt;      // token ids, BOS included when wanted
+  SamplingParams sampling;          // validated before submission (Sampler::validate)
+  int32_t max_tokens = 1;           // >= 1, already clamped to the context
+  int32_t min_tokens = 0;           // stop ids are banned until this many were generated
+  std::vector<int32_t> stop_ids;    // end-of-generation ids plus the request's own
+  std::vector<int32_t> banned_ids;  // never sampled (e.g. the tool-call opener for tool_choice none)
+  std::optional<GrammarConstraint> constraint;
+  int32_t top_logprobs = -1;  // -1: no logprobs; 0: the chosen token's; k: plus k best
   // Scoring mode (sluice logits, perplexity): the logits of every computed position come back
   // in TokenOutput::logits, prompt included; such a request takes nothing from the prefix cache.
   bool all_logits = false;

@@ -233,6 +233,12 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
   s->tokens.push_back(ss.tokens.back().token);
   for (int32_t j = 0; j < n_tok; ++j) {
     const SampledToken& st = ss.tokens[j];
+    if (st.error) {
+      s->tokens.resize(static_cast<size_t>(last + 1 + j));
+      if (s->n_computed > last + 1 + j) s->n_computed = blocks_.truncate(s->blocks, last + 1 + j);
+      finish(s, FinishReason::kError, out);
+      return false;
+    }
     ++s->n_generated;
     ++counters_.generated_tokens;
     TokenOutput o;
@@ -244,7 +250,8 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
     o.n_cached = s->n_cached;
     o.n_generated = s->n_generated;
     const auto& stops = s->req.stop_ids;
-    const bool stop = std::find(stops.begin(), stops.end(), st.token) != stops.end();
+    const bool stop_id = std::find(stops.begin(), stops.end(), st.token) != stops.end();
+    const bool stop = stop_id || st.grammar_done;
     const bool full = s->n_generated >= s->req.max_tokens || last + 2 + j >= cfg_.ctx_size;
     if (!stop && !full) {
       out.push_back(std::move(o));
@@ -255,7 +262,7 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
     s->tokens.resize(static_cast<size_t>(last + 2 + j));
     if (s->n_computed > last + 1 + j) s->n_computed = blocks_.truncate(s->blocks, last + 1 + j);
     blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
-    o.is_stop_token = stop;
+    o.is_stop_token = stop_id;
     finish(s, stop ? FinishReason::kStop : FinishReason::kLength, out, &o);
     return false;
   }

@@ -73,6 +73,12 @@ struct ScheduledBatch {
 // The runner's answer for one sampled token.
 struct SampledToken {
   int32_t token = 0;
+  // The request's grammar constraint is complete with this token (stop_when_complete): it
+  // ends the request with kStop, the token kept as text.
+  bool grammar_done = false;
+  // The constraint failed at this step (no allowed token, a grammar limit): the request ends
+  // with kError before this token, which is not output.
+  bool error = false;
   std::optional<TokenLogprob> logprob;
   std::vector<TokenLogprob> top;
 };

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "grammar/matcher.h"
 #include "kv/block_manager.h"
 #include "sampling/sampler.h"
 #include "spec/drafter.h"
@@ -37,6 +38,9 @@ struct Sequence {
   // Its own proposer (EngineConfig::spec), fed the sequence's final tokens as they appear
   // (never drafts); reset on preemption, gone with the sequence. Null: the scheduler's hook.
   std::unique_ptr<spec::Drafter> drafter;
+  // The armed grammar constraint (req.constraint) over the tokens generated since it armed;
+  // null while the sequence runs free (before the trigger, or disarmed in lazy mode).
+  std::unique_ptr<grammar::Matcher> matcher;
   uint64_t arrival;  // admission order: higher = newer
   SeqState state = SeqState::kWaiting;
 

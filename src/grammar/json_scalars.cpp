@@ -55,6 +55,7 @@ constexpr uint64_t kMaxBound = 1000000000000000000ull;  // 1e18: bounds beyond a
 }  // namespace
 
 Expr SchemaCompiler::quoted(Expr content) {
+  if (native_ && opts_.native_quote_token < 0) return seq({lit("<|\"|>"), std::move(content), lit("<|\"|>")});
   if (native_) return seq({token(opts_.native_quote_token), std::move(content), token(opts_.native_quote_token)});
   return seq({lit("\""), std::move(content), lit("\"")});
 }

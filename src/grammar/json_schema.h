@@ -20,8 +20,9 @@ namespace sluice::grammar {
 struct JsonSchemaOptions {
   enum class Syntax : uint8_t { kJson, kGemmaNative };
   Syntax syntax = Syntax::kJson;
-  bool any_whitespace = false;      // allow up to a few spaces/newlines around punctuation
-  int32_t native_quote_token = 52;  // Gemma 4 `<|"|>`
+  bool any_whitespace = false;  // allow up to a few spaces/newlines around punctuation
+  // Gemma 4 `<|"|>`; -1: the quote is that text in bytes (a vocabulary without the token).
+  int32_t native_quote_token = 52;
   Limits limits;
 };
 

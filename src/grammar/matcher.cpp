@@ -18,6 +18,8 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g)
 
 bool Matcher::is_complete() const { return history_.back() != kTerminated && pda_.has_empty_stack(history_.back()); }
 
+bool Matcher::only_end() const { return is_complete() && pda_.stacks(history_.back()).size() == 1; }
+
 uint32_t Matcher::next_state(int32_t token) {
   const uint32_t cur = history_.back();
   if (cur == kTerminated || token < 0 || token >= g_->vocab().n_vocab()) return Pda::kDead;

@@ -33,6 +33,8 @@ class Matcher {
 
   // The grammar has matched a complete string (an end-of-generation token is allowed).
   bool is_complete() const;
+  // Complete, and nothing but an end-of-generation token may follow (the value is closed).
+  bool only_end() const;
   // An end-of-generation token was accepted: the sequence is finished.
   bool is_terminated() const { return history_.back() == kTerminated; }
 

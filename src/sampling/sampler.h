@@ -53,6 +53,7 @@ enum class RandomStream : uint32_t {
   kAccept = 1,    // speculative acceptance test
   kResidual = 2,  // the draw from the residual distribution after a rejection
   kDraft = 3,     // a sampling drafter's own draw
+  kGrammar = 4,   // the redraw from the grammar-masked row after the plain draw was rejected
 };
 
 // A uniform number in [0, 1) (53 random bits) that depends only on its key.

@@ -2,20 +2,46 @@
 
 namespace sluice::server {
 
-ChoiceText::ChoiceText(const Tokenizer& tok, std::vector<std::string> stops, bool split_reasoning, int32_t min_tokens)
-    : dec_(tok), stops_(std::move(stops)), min_tokens_(min_tokens) {
+ChoiceText::ChoiceText(const Tokenizer& tok, std::vector<std::string> stops, bool split_reasoning, int32_t min_tokens,
+                       std::optional<ToolFormat> tools, bool incremental_calls)
+    : dec_(tok, tools.has_value()), stops_(std::move(stops)), min_tokens_(min_tokens) {
   if (split_reasoning) reasoning_.emplace();
+  if (tools) tools_.emplace(*tools, incremental_calls);
+}
+
+void ChoiceText::add_content(const std::string& text, TextDelta& d) {
+  if (!tools_) {
+    d.content += text;
+    return;
+  }
+  ToolDelta t = tools_->feed(text);
+  d.content += t.content;
+  for (ToolCall& c : t.calls) d.tool_calls.push_back(std::move(c));
 }
 
 void ChoiceText::route(const std::string& text, TextDelta& d) {
   if (text.empty()) return;
   if (!reasoning_) {
-    d.content += text;
+    add_content(text, d);
     return;
   }
   chat::ParsedText p = reasoning_->feed(text);
-  d.content += p.content;
+  add_content(p.content, d);
   d.reasoning += p.reasoning;
+}
+
+// End of the text: what the reasoning split and the tool-call parser still hold.
+void ChoiceText::finish_parsers(TextDelta& d) {
+  if (reasoning_) {
+    chat::ParsedText p = reasoning_->finish();
+    add_content(p.content, d);
+    d.reasoning += p.reasoning;
+  }
+  if (tools_) {
+    ToolDelta t = tools_->finish();
+    d.content += t.content;
+    for (ToolCall& c : t.calls) d.tool_calls.push_back(std::move(c));
+  }
 }
 
 TextDelta ChoiceText::push(int32_t token) {
@@ -31,11 +57,7 @@ TextDelta ChoiceText::push(int32_t token) {
   route(r.emit, d);
   if (r.hit) {
     stopped_ = d.stopped = true;
-    if (reasoning_) {
-      chat::ParsedText p = reasoning_->finish();
-      d.content += p.content;
-      d.reasoning += p.reasoning;
-    }
+    finish_parsers(d);
   }
   return d;
 }
@@ -47,11 +69,7 @@ TextDelta ChoiceText::finish() {
   route(r.emit, d);
   if (r.hit) stopped_ = d.stopped = true;
   else route(stops_.flush(), d);
-  if (reasoning_) {
-    chat::ParsedText p = reasoning_->finish();
-    d.content += p.content;
-    d.reasoning += p.reasoning;
-  }
+  finish_parsers(d);
   return d;
 }
 

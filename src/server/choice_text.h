@@ -1,6 +1,7 @@
 // The text side of one generated choice, on the HTTP thread: token ids → UTF-8-safe text
 // (StreamDecoder) → stop strings → for Gemma 4, reasoning split from content
-// (<|channel>thought ... <channel|> goes to reasoning_content, never to content).
+// (<|channel>thought ... <channel|> goes to reasoning_content, never to content) → with
+// tools, tool calls split from the content (tool_calls.h).
 #pragma once
 
 #include <cstdint>
@@ -10,19 +11,23 @@
 
 #include "chat/reasoning.h"
 #include "server/stop_strings.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::server {
 
 struct TextDelta {
   std::string content, reasoning;
-  bool stopped = false;  // a stop string ended the choice
+  std::vector<ToolCall> tool_calls;  // calls completed in this delta
+  bool stopped = false;              // a stop string ended the choice
 };
 
 class ChoiceText {
  public:
-  // Stop strings are checked only after `min_tokens` tokens (as vLLM does).
-  ChoiceText(const Tokenizer& tok, std::vector<std::string> stops, bool split_reasoning, int32_t min_tokens);
+  // Stop strings are checked only after `min_tokens` tokens (as vLLM does). `tools`: parse
+  // calls in that format out of the content (special tokens are then decoded as text).
+  ChoiceText(const Tokenizer& tok, std::vector<std::string> stops, bool split_reasoning, int32_t min_tokens,
+             std::optional<ToolFormat> tools = std::nullopt, bool incremental_calls = false);
 
   TextDelta push(int32_t token);  // one generated token (not the stop token)
   TextDelta finish();             // end of generation: release held-back text
@@ -30,10 +35,13 @@ class ChoiceText {
 
  private:
   void route(const std::string& text, TextDelta& d);
+  void add_content(const std::string& text, TextDelta& d);
+  void finish_parsers(TextDelta& d);
 
   StreamDecoder dec_;
   StopStringMatcher stops_;
   std::optional<chat::Gemma4OutputParser> reasoning_;
+  std::optional<ToolCallParser> tools_;
   int32_t min_tokens_, n_tokens_ = 0;
   bool stopped_ = false;
 };

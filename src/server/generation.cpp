@@ -9,7 +9,8 @@
 namespace sluice::server {
 
 Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt,
-                       const GenerationParams& p, bool split_reasoning) {
+                       const GenerationParams& p, bool split_reasoning, const ToolGeneration& tools) {
+  single_call_ = tools.single_call;
   n_prompt_ = static_cast<int32_t>(prompt.size());
   want_logprobs_ = p.top_logprobs >= 0;
   if (auto why = engine.check_admissible(n_prompt_))
@@ -27,6 +28,11 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   base.top_logprobs = p.top_logprobs;
   if (!p.ignore_eos) base.stop_ids = m.tokenizer().eog_ids();
   base.stop_ids.insert(base.stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
+  base.banned_ids = tools.constraint.banned_ids;
+  if (tools.constraint.grammar)  // the service lets only one of the two constrain a request
+    base.constraint = api::GrammarConstraint{tools.constraint.grammar, tools.constraint.trigger,
+                                             tools.constraint.stop_when_complete};
+  else if (p.grammar) base.constraint = api::GrammarConstraint{p.grammar, p.grammar_trigger, true};
 
   if (p.n > engine.capacity())
     bad_param("n", strfmt("%d choices can never be admitted: this server holds at most %d requests at once (%d running "
@@ -54,7 +60,8 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   for (auto& h : sr.handles) {
     Choice c;
     c.handle = std::move(h);
-    c.text = std::make_unique<ChoiceText>(m.tokenizer(), p.stop, split_reasoning, p.min_tokens);
+    c.text = std::make_unique<ChoiceText>(m.tokenizer(), p.stop, split_reasoning, p.min_tokens, tools.format,
+                                          tools.incremental);
     choices_.push_back(std::move(c));
     ++n_alive_;
   }
@@ -74,6 +81,13 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
   auto append = [&](const TextDelta& d) {
     ev.text.content += d.content;
     ev.text.reasoning += d.reasoning;
+    for (const ToolCall& call : d.tool_calls) {
+      if (c.first_call.empty()) c.first_call = call.id;
+      if (single_call_ && call.id != c.first_call) continue;  // parallel_tool_calls false: the first call only
+      ev.text.tool_calls.push_back(call);
+      c.n_calls += call.first ? 1 : 0;
+      c.first_done |= call.last && call.id == c.first_call;
+    }
   };
   for (api::TokenOutput& o : outs) {
     if (c.finished) break;  // outputs after a stop string are dropped
@@ -85,7 +99,7 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
       if (!o.is_stop_token) {
         const TextDelta d = c.text->push(o.token);
         append(d);
-        if (d.stopped) {
+        if (d.stopped || (single_call_ && c.first_done)) {
           c.finished = true;
           ev.finish_reason = "stop";
           c.handle->cancel();  // the engine frees its blocks before its next step
@@ -107,7 +121,9 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
     }
   }
   if (c.finished) --n_alive_;
-  if (!ev.text.content.empty() || !ev.text.reasoning.empty() || !ev.logprobs.empty() || ev.finish_reason)
+  if (ev.finish_reason == "stop" && c.n_calls > 0) ev.finish_reason = "tool_calls";
+  if (!ev.text.content.empty() || !ev.text.reasoning.empty() || !ev.text.tool_calls.empty() || !ev.logprobs.empty() ||
+      ev.finish_reason)
     events.push_back(std::move(ev));
 }
 
@@ -115,15 +131,19 @@ std::vector<ChoiceEvent> Generation::poll(std::chrono::milliseconds timeout) {
   std::vector<ChoiceEvent> events;
   const auto until = std::chrono::steady_clock::now() + timeout;
   for (;;) {
+    // Outputs may make no event (text held back inside a tool call): wait on until the timeout.
+    const auto now = std::chrono::steady_clock::now();
+    const auto left = now < until ? std::chrono::duration_cast<std::chrono::milliseconds>(until - now)
+                                  : std::chrono::milliseconds(0);
     for (int32_t i = 0; i < n_choices(); ++i) {
       Choice& c = choices_[i];
       if (c.finished) continue;
       // One live choice: block on it. Several: look at each without blocking.
-      auto outs = c.handle->wait(n_alive_ == 1 ? timeout : std::chrono::milliseconds(0));
+      auto outs = c.handle->wait(n_alive_ == 1 ? left : std::chrono::milliseconds(0));
       if (!outs.empty()) absorb(i, outs, events);
     }
-    if (!events.empty() || n_alive_ <= 1 || done() || std::chrono::steady_clock::now() >= until) return events;
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (!events.empty() || done() || std::chrono::steady_clock::now() >= until) return events;
+    if (n_alive_ > 1) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 }
 

@@ -14,6 +14,7 @@
 #include "server/choice_text.h"
 #include "server/model_context.h"
 #include "server/openai_request.h"
+#include "server/tool_grammar.h"
 
 namespace sluice::server {
 
@@ -27,8 +28,16 @@ struct ChoiceEvent {
   int32_t index = 0;
   TextDelta text;
   std::vector<LogprobItem> logprobs;
-  std::optional<std::string> finish_reason;  // "stop" | "length" on the choice's last event
+  std::optional<std::string> finish_reason;  // "stop" | "length" | "tool_calls" on the choice's last event
   bool aborted = false;                      // the engine ended it (shutdown, failed step)
+};
+
+// What a chat request with tools adds to its generation.
+struct ToolGeneration {
+  std::optional<ToolFormat> format;  // parse calls in this format out of the content
+  bool single_call = false;          // parallel_tool_calls false: a choice ends after its first call
+  ToolConstraint constraint;         // tool_choice enforced by a grammar, banned opener
+  bool incremental = false;          // stream arguments as they come (the grammar keeps calls well-formed)
 };
 
 class Generation {
@@ -37,7 +46,7 @@ class Generation {
   // context or the KV memory, bad sampling values, n above what the server can ever hold),
   // 429 (no room in the waiting queue for all n now), 503 (shutting down).
   Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt, const GenerationParams& p,
-             bool split_reasoning);
+             bool split_reasoning, const ToolGeneration& tools = {});
   ~Generation();
 
   // Waits up to `timeout` for outputs of any choice; returns the events they made.
@@ -55,6 +64,9 @@ class Generation {
     std::unique_ptr<api::RequestHandle> handle;
     std::unique_ptr<ChoiceText> text;
     bool finished = false;
+    int32_t n_calls = 0;
+    std::string first_call;  // id of the first call (parallel_tool_calls false: the only one)
+    bool first_done = false;
   };
   void absorb(int32_t index, std::vector<api::TokenOutput>& outs, std::vector<ChoiceEvent>& events);
 
@@ -62,6 +74,7 @@ class Generation {
   int32_t n_alive_ = 0, n_prompt_ = 0, n_cached_ = 0;
   int64_t n_completion_ = 0;
   bool want_logprobs_ = false;
+  bool single_call_ = false;
 };
 
 }  // namespace sluice::server

@@ -45,6 +45,7 @@ enum class Route {
   kModel,
   kTokenize,
   kDetokenize,
+  kApplyTemplate,
   kHealth,
   kMetrics,
   kProps,
@@ -74,6 +75,7 @@ RouteMatch match_route(std::string_view path, bool ui) {
       {"/v1/models", Route::kModels, "GET, HEAD", false, false},
       {"/tokenize", Route::kTokenize, "POST", true, false},
       {"/detokenize", Route::kDetokenize, "POST", true, false},
+      {"/apply-template", Route::kApplyTemplate, "POST", true, false},
       {"/health", Route::kHealth, "GET, HEAD", false, true},
       {"/metrics", Route::kMetrics, "GET, HEAD", false, true},
       {"/props", Route::kProps, "GET, HEAD", false, false},
@@ -565,6 +567,7 @@ Reply HttpServer::Impl::route(const RouteMatch& m, const http::request<http::str
   switch (m.route) {
     case Route::kCompletions: return svc.completions(body);  // the service counts these two
     case Route::kChat: return svc.chat_completions(body);
+    case Route::kApplyTemplate: return svc.apply_template(body);
     case Route::kHealth: return svc.health();
     case Route::kMetrics: return svc.metrics();
     case Route::kModels: r = svc.models(); break;

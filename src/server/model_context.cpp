@@ -35,9 +35,17 @@ ModelContext::ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::s
   file_template_ = !source.empty();
   if (source.empty()) source = chat::builtin_template(arch_);
   template_tools_ = source.find("tools") != std::string::npos;
+  template_tool_responses_ = source.find("tool_responses") != std::string::npos;
   const std::string bos = tok.bos() >= 0 ? std::string(tok.token_text(tok.bos())) : "";
   const std::string eos = tok.eos() >= 0 ? std::string(tok.token_text(tok.eos())) : "";
   tmpl_ = std::make_unique<chat::ChatTemplate>(source, bos, eos);
+}
+
+grammar::GrammarCache& ModelContext::grammars() const {
+  std::call_once(grammars_once_, [this] {
+    grammars_ = std::make_unique<grammar::GrammarCache>(grammar::TokenVocab::from_tokenizer(tok_));
+  });
+  return *grammars_;
 }
 
 std::string ModelContext::render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs) const {

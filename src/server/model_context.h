@@ -13,6 +13,7 @@
 
 #include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
+#include "grammar/compiled.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -56,10 +57,17 @@ class ModelContext {
   int64_t created() const { return created_; }
   bool has_file_template() const { return file_template_; }         // tokenizer.chat_template present
   bool template_mentions_tools() const { return template_tools_; }  // the template renders `tools`
+  // The template reads tool results from the assistant message's `tool_responses`.
+  bool template_reads_tool_responses() const { return template_tool_responses_; }
 
   // The chat prompt (file's template, else the built-in one). Throws sluice::Error when the
   // template rejects the conversation (e.g. roles that do not alternate).
   std::string render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs) const;
+
+  // Compiled grammars for this model's vocabulary (structured output). Built on first use: the
+  // vocabulary trie takes a moment for 262k tokens, which a server never asked for a grammar
+  // does not pay. Thread-safe.
+  grammar::GrammarCache& grammars() const;
 
  private:
   const Tokenizer& tok_;
@@ -70,7 +78,9 @@ class ModelContext {
   std::unique_ptr<chat::ChatTemplate> tmpl_;
   mutable std::mutex tmpl_mu_;  // rendering is cheap; one at a time keeps the interpreter simple
   int64_t created_;
-  bool file_template_ = false, template_tools_ = false;
+  bool file_template_ = false, template_tools_ = false, template_tool_responses_ = false;
+  mutable std::once_flag grammars_once_;
+  mutable std::unique_ptr<grammar::GrammarCache> grammars_;
 };
 
 }  // namespace sluice::server

@@ -1,7 +1,9 @@
 #include "server/openai_request.h"
 
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <random>
 
 #include "base/error.h"
@@ -61,18 +63,10 @@ std::optional<bool> get_bool(const json& j, const char* key) {
 }
 
 void reject_unsupported(const json& j) {
-  for (const char* k : {"tools", "tool_choice", "functions", "function_call"})
+  for (const char* k : {"functions", "function_call"})
     if (present(j, k))
-      throw ApiError(400, std::string(k) + ": tool calls are not supported yet by this server", "invalid_request_error",
-                     k);
-  if (present(j, "response_format")) {
-    const json& rf = j.at("response_format");
-    if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string())
-      bad_param("response_format", "must be an object with a string 'type'");
-    if (rf.at("type").get<std::string>() != "text")
-      throw ApiError(400, "response_format: non-text formats (JSON mode, schemas) are not supported yet",
-                     "invalid_request_error", "response_format");
-  }
+      throw ApiError(400, std::string(k) + ": the legacy function-call fields are not supported; use tools",
+                     "invalid_request_error", k);
   if (present(j, "logit_bias") && !(j.at("logit_bias").is_object() && j.at("logit_bias").empty()))
     throw ApiError(400, "logit_bias is not supported yet", "invalid_request_error", "logit_bias");
 }
@@ -168,6 +162,150 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
   return g;
 }
 
+// A message's text: a string, or the concatenated text parts.
+std::string message_text(const json& msg, const std::string& role) {
+  static const json kNone;
+  const json& c = msg.contains("content") ? msg.at("content") : kNone;
+  std::string text;
+  if (c.is_string()) {
+    text = c.get_ref<const std::string&>();
+  } else if (c.is_array()) {
+    for (const json& part : c) {
+      if (!part.is_object() || !part.contains("type") || !part.at("type").is_string())
+        bad_param("messages", "content parts need a string 'type'");
+      if (part.at("type") != "text")
+        bad_param("messages",
+                  "content part type '" + part.at("type").get<std::string>() + "' is not supported (text only)");
+      if (!part.contains("text") || !part.at("text").is_string())
+        bad_param("messages", "a text part needs a string 'text'");
+      text += part.at("text").get<std::string>();
+    }
+  } else if (!(c.is_null() && role == "assistant")) {
+    bad_param("messages", "content must be a string or an array of text parts");
+  }
+  return text;
+}
+
+bool valid_tool_name(const std::string& n) {
+  if (n.empty() || n.size() > 64) return false;
+  for (char c : n)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  return true;
+}
+
+// An assistant message's tool_calls, arguments parsed from their JSON text into objects (as
+// the templates read them). `names` maps each call id to its function, for tool messages.
+json parse_assistant_calls(const json& calls, std::map<std::string, std::string>& names) {
+  if (!calls.is_array()) bad_param("messages", "tool_calls must be an array");
+  json out = json::array();
+  for (const json& c : calls) {
+    if (!c.is_object() || !c.contains("function") || !c.at("function").is_object())
+      bad_param("messages", "each tool call needs a 'function' object");
+    const json& fn = c.at("function");
+    if (!fn.contains("name") || !fn.at("name").is_string() || !valid_tool_name(fn.at("name").get<std::string>()))
+      bad_param("messages", "a tool call's function.name must be 1-64 letters, digits, '_', '-' or '.'");
+    json args = json::object();
+    if (present(fn, "arguments")) {
+      const json& a = fn.at("arguments");
+      args = a.is_string() ? json::parse(a.get<std::string>(), nullptr, false) : a;
+      if (!args.is_object()) bad_param("messages", "a tool call's function.arguments must be a JSON object (as text)");
+    }
+    const std::string id = c.contains("id") && c.at("id").is_string() ? c.at("id").get<std::string>() : "";
+    const std::string name = fn.at("name").get<std::string>();
+    if (!id.empty()) names[id] = name;
+    out.push_back({{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", std::move(args)}}}});
+  }
+  return out;
+}
+
+json normalize_messages(const json& in) {
+  if (!in.is_array() || in.empty()) bad_param("messages", "must be a non-empty array");
+  json out = json::array();
+  std::map<std::string, std::string> call_names;  // tool_call id -> function name
+  for (const json& msg : in) {
+    if (!msg.is_object() || !msg.contains("role") || !msg.at("role").is_string())
+      bad_param("messages", "each message needs a string 'role'");
+    std::string role = msg.at("role").get<std::string>();
+    if (role == "developer") role = "system";  // the Gemma templates know only system
+    if (role == "function") bad_param("messages", "role 'function' is the legacy form; use role 'tool'");
+    if (role != "system" && role != "user" && role != "assistant" && role != "tool")
+      bad_param("messages", "unknown role '" + role + "' (system, developer, user, assistant, tool)");
+    json m = {{"role", role}, {"content", message_text(msg, role)}};
+    if (present(msg, "tool_calls")) {
+      if (role != "assistant") bad_param("messages", "only assistant messages may carry tool_calls");
+      m["tool_calls"] = parse_assistant_calls(msg.at("tool_calls"), call_names);
+    }
+    if (role == "tool") {
+      std::string id, name;
+      if (present(msg, "tool_call_id") && msg.at("tool_call_id").is_string()) id = msg.at("tool_call_id");
+      if (auto it = call_names.find(id); it != call_names.end()) name = it->second;
+      else if (present(msg, "name") && msg.at("name").is_string()) name = msg.at("name");
+      if (name.empty())
+        bad_param("messages", "a tool message's tool_call_id ('" + id + "') matches no earlier assistant tool call");
+      m["tool_call_id"] = id;
+      m["name"] = name;
+    }
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+ToolSpec parse_tool(const json& t) {
+  if (!t.is_object() || !t.contains("type") || t.at("type") != "function" || !t.contains("function") ||
+      !t.at("function").is_object())
+    bad_param("tools", "each tool must be {\"type\": \"function\", \"function\": {...}}");
+  const json& fn = t.at("function");
+  ToolSpec s;
+  if (!fn.contains("name") || !fn.at("name").is_string() || !valid_tool_name(fn.at("name").get<std::string>()))
+    bad_param("tools", "function.name must be 1-64 letters, digits, '_', '-' or '.'");
+  s.name = fn.at("name").get<std::string>();
+  if (present(fn, "description")) {
+    if (!fn.at("description").is_string()) bad_param("tools", "function.description must be a string");
+    s.description = fn.at("description").get<std::string>();
+  }
+  if (present(fn, "parameters")) {
+    if (!fn.at("parameters").is_object()) bad_param("tools", "function.parameters must be a JSON Schema object");
+    s.parameters = nlohmann::ordered_json::parse(fn.at("parameters").dump());
+  }
+  s.strict = get_bool(fn, "strict").value_or(false);
+  return s;
+}
+
+ToolsParams parse_tools(const json& j) {
+  ToolsParams p;
+  if (present(j, "tools")) {
+    const json& ts = j.at("tools");
+    if (!ts.is_array()) bad_param("tools", "must be an array");
+    if (ts.size() > kMaxTools) bad_param("tools", "at most " + std::to_string(kMaxTools) + " tools");
+    for (const json& t : ts) {
+      p.tools.push_back(parse_tool(t));
+      for (size_t i = 0; i + 1 < p.tools.size(); ++i)
+        if (p.tools[i].name == p.tools.back().name) bad_param("tools", "two tools are named '" + p.tools[i].name + "'");
+    }
+  }
+  if (present(j, "tool_choice")) {
+    const json& c = j.at("tool_choice");
+    if (c == "auto") p.choice = ToolChoice::kAuto;
+    else if (c == "none") p.choice = ToolChoice::kNone;
+    else if (c == "required") p.choice = ToolChoice::kRequired;
+    else if (c.is_object() && c.value("type", "") == "function" && c.contains("function") &&
+             c.at("function").is_object() && c.at("function").contains("name") &&
+             c.at("function").at("name").is_string()) {
+      p.choice = ToolChoice::kNamed;
+      p.named = c.at("function").at("name").get<std::string>();
+      bool found = false;
+      for (const ToolSpec& t : p.tools) found |= t.name == p.named;
+      if (!found) bad_param("tool_choice", "names function '" + p.named + "', which is not in tools");
+    } else {
+      bad_param("tool_choice",
+                "must be \"auto\", \"none\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    if (p.tools.empty() && p.choice != ToolChoice::kNone) bad_param("tool_choice", "needs tools");
+  }
+  p.parallel = get_bool(j, "parallel_tool_calls").value_or(true);
+  return p;
+}
+
 }  // namespace
 
 json parse_body(const std::string& body, const ModelContext& m, bool need_model) {
@@ -231,42 +369,9 @@ ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
   if (get_bool(j, "logprobs").value_or(false))
     r.gen.top_logprobs = bounded_int(j, "top_logprobs", 0, kMaxTopLogprobs, 0);
   else if (present(j, "top_logprobs")) bad_param("top_logprobs", "needs logprobs: true");
-  if (!present(j, "messages") || !j.at("messages").is_array() || j.at("messages").empty())
-    bad_param("messages", "must be a non-empty array");
-  r.messages = json::array();
-  for (const json& msg : j.at("messages")) {
-    if (!msg.is_object() || !msg.contains("role") || !msg.at("role").is_string())
-      bad_param("messages", "each message needs a string 'role'");
-    std::string role = msg.at("role").get<std::string>();
-    if (role == "developer") role = "system";  // the Gemma templates know only system
-    if (role == "tool" || role == "function")
-      throw ApiError(400, "messages: role '" + role + "' needs tool calls, which are not supported yet",
-                     "invalid_request_error", "messages");
-    if (role != "system" && role != "user" && role != "assistant")
-      bad_param("messages", "unknown role '" + role + "' (system, developer, user, assistant)");
-    if (present(msg, "tool_calls"))
-      throw ApiError(400, "messages: tool calls are not supported yet", "invalid_request_error", "messages");
-    std::string text;
-    static const json kNone;
-    const json& c = msg.contains("content") ? msg.at("content") : kNone;
-    if (c.is_string()) {
-      text = c.get_ref<const std::string&>();
-    } else if (c.is_array()) {
-      for (const json& part : c) {
-        if (!part.is_object() || !part.contains("type") || !part.at("type").is_string())
-          bad_param("messages", "content parts need a string 'type'");
-        if (part.at("type") != "text")
-          bad_param("messages",
-                    "content part type '" + part.at("type").get<std::string>() + "' is not supported (text only)");
-        if (!part.contains("text") || !part.at("text").is_string())
-          bad_param("messages", "a text part needs a string 'text'");
-        text += part.at("text").get<std::string>();
-      }
-    } else if (!(c.is_null() && role == "assistant")) {
-      bad_param("messages", "content must be a string or an array of text parts");
-    }
-    r.messages.push_back({{"role", role}, {"content", text}});
-  }
+  if (!present(j, "messages")) bad_param("messages", "must be a non-empty array");
+  r.messages = normalize_messages(j.at("messages"));
+  r.tools = parse_tools(j);
   r.template_kwargs = json::object();
   if (present(j, "chat_template_kwargs")) {
     if (!j.at("chat_template_kwargs").is_object()) bad_param("chat_template_kwargs", "must be an object");
@@ -279,6 +384,16 @@ ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
   }
   r.template_kwargs["enable_thinking"] = r.enable_thinking;  // thinking is off unless asked for
   return r;
+}
+
+void keep_schema_order(ChatRequest& r, const std::string& body) {
+  if (r.tools.tools.empty()) return;
+  const auto o = nlohmann::ordered_json::parse(body, nullptr, false);
+  if (!o.is_object() || !o.contains("tools") || o.at("tools").size() != r.tools.tools.size()) return;
+  for (size_t i = 0; i < r.tools.tools.size(); ++i) {
+    const auto& fn = o.at("tools")[i].at("function");
+    if (fn.contains("parameters") && fn.at("parameters").is_object()) r.tools.tools[i].parameters = fn.at("parameters");
+  }
 }
 
 }  // namespace sluice::server

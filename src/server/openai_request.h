@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "server/model_context.h"
+
+namespace sluice::grammar {
+class CompiledGrammar;
+}
 
 namespace sluice::server {
 
@@ -26,6 +31,10 @@ struct GenerationParams {
   bool stream = false;
   bool include_usage = false;
   int32_t top_logprobs = -1;  // -1: no logprobs
+  // Structured output (server/structured_output.h): the grammar every choice must follow,
+  // from the token after `grammar_trigger` when set (the end of the thought channel).
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  std::optional<int32_t> grammar_trigger;
 };
 
 struct CompletionRequest {
@@ -33,8 +42,31 @@ struct CompletionRequest {
   GenerationParams gen;
 };
 
+// A function the client offers (`tools[i]`, type "function").
+struct ToolSpec {
+  std::string name;
+  std::string description;
+  nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // JSON Schema as sent
+  bool strict = false;
+};
+
+enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
+
+struct ToolsParams {
+  std::vector<ToolSpec> tools;
+  ToolChoice choice = ToolChoice::kAuto;
+  std::string named;     // kNamed: the function's name (one of `tools`)
+  bool parallel = true;  // parallel_tool_calls
+  // Calls are parsed out of the reply: tools offered and not tool_choice "none".
+  bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
+};
+
 struct ChatRequest {
-  nlohmann::json messages;         // normalized: [{role, content: string}], developer -> system
+  // normalized: [{role, content: string}], developer -> system; assistant messages may carry
+  // tool_calls [{id, type, function: {name, arguments: object}}]; tool messages
+  // {role: "tool", tool_call_id, name, content: string}.
+  nlohmann::json messages;
+  ToolsParams tools;
   nlohmann::json template_kwargs;  // chat_template_kwargs, enable_thinking defaulted to false
   bool enable_thinking = false;
   GenerationParams gen;
@@ -43,6 +75,7 @@ struct ChatRequest {
 inline constexpr int32_t kMaxN = 16;
 inline constexpr int32_t kMaxTopLogprobs = 20;
 inline constexpr size_t kMaxStops = 16;
+inline constexpr size_t kMaxTools = 128;
 inline constexpr int kMaxJsonDepth = 128;  // arrays and objects in a request body, the body itself included
 
 // Parses the body text (400 on bad JSON, on nesting deeper than kMaxJsonDepth, or a body
@@ -52,5 +85,9 @@ nlohmann::json parse_body(const std::string& body, const ModelContext& m, bool n
 CompletionRequest parse_completion_request(const nlohmann::json& j, const ModelContext& m);
 // Takes the body by rvalue: chat_template_kwargs is moved out of it, never copied.
 ChatRequest parse_chat_request(nlohmann::json&& j, const ModelContext& m);
+// The tools' parameter schemas again from the body text, keys in document order (the order
+// of `properties` is the order a constrained call writes them in). Call after a successful
+// parse_chat_request of the same body.
+void keep_schema_order(ChatRequest& r, const std::string& body);
 
 }  // namespace sluice::server

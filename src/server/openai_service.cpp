@@ -8,6 +8,8 @@
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
+#include "server/structured_output.h"
+#include "server/tool_prompt.h"
 
 namespace sluice::server {
 
@@ -53,6 +55,7 @@ json envelope(const ResponseMeta& m, const char* object, json choices) {
 struct Collected {
   std::string content, reasoning, finish = "stop";
   std::vector<LogprobItem> logprobs;
+  std::vector<ToolCall> calls;
 };
 
 std::vector<Collected> collect(Generation& gen) {
@@ -63,6 +66,10 @@ std::vector<Collected> collect(Generation& gen) {
       Collected& c = got[ev.index];
       c.content += ev.text.content;
       c.reasoning += ev.text.reasoning;
+      for (const ToolCall& t : ev.text.tool_calls) {
+        if (t.first || c.calls.empty()) c.calls.push_back(t);
+        else c.calls.back().arguments += t.arguments;  // calls do not interleave
+      }
       c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
       if (ev.finish_reason) c.finish = *ev.finish_reason;
       aborted |= ev.aborted;
@@ -81,16 +88,43 @@ json whole_choice(const Collected& c, int32_t index, const ReplyShape& shape, co
             {"finish_reason", c.finish}};
   json msg = {{"role", "assistant"}, {"content", c.content}};
   if (!c.reasoning.empty()) msg["reasoning_content"] = c.reasoning;
+  if (!c.calls.empty()) {
+    if (c.content.empty()) msg["content"] = nullptr;
+    msg["tool_calls"] = json::array();
+    for (const ToolCall& t : c.calls)
+      msg["tool_calls"].push_back(
+          {{"id", t.id}, {"type", "function"}, {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+  }
   return {{"index", index},
           {"message", std::move(msg)},
           {"logprobs", lp ? chat_logprobs_json(c.logprobs, tok) : json(nullptr)},
           {"finish_reason", c.finish}};
 }
 
+// A streamed tool call, as OpenAI sends one: a delta with its index, id, type, name and empty
+// arguments, then the arguments in one or more fragments.
+void tool_call_deltas(const std::vector<ToolCall>& calls, int32_t index, int32_t& n_calls, std::vector<json>& out) {
+  auto chunk = [&](json call) {
+    out.push_back({{"index", index},
+                   {"delta", {{"tool_calls", json::array({std::move(call)})}}},
+                   {"logprobs", nullptr},
+                   {"finish_reason", nullptr}});
+  };
+  for (const ToolCall& t : calls) {
+    if (t.first)
+      chunk({{"index", n_calls++},
+             {"id", t.id},
+             {"type", "function"},
+             {"function", {{"name", t.name}, {"arguments", ""}}}});
+    if (!t.arguments.empty()) chunk({{"index", n_calls - 1}, {"function", {{"arguments", t.arguments}}}});
+  }
+}
+
 // The stream chunks' choices one event becomes. Completions: one, the finish reason inline.
-// Chat: a delta when there is text or logprobs, then the finish reason in a chunk of its own.
+// Chat: a delta when there is text or logprobs, the tool calls, then the finish reason in a
+// chunk of its own.
 std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, const GenerationParams& gp,
-                                const Tokenizer& tok, int64_t& text_offset) {
+                                const Tokenizer& tok, int64_t& text_offset, int32_t& n_calls) {
   const bool lp = gp.top_logprobs >= 0 && !ev.logprobs.empty();
   const json finish = ev.finish_reason ? json(*ev.finish_reason) : json(nullptr);
   std::vector<json> out;
@@ -110,6 +144,7 @@ std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, 
                    {"delta", std::move(delta)},
                    {"logprobs", lp ? chat_logprobs_json(ev.logprobs, tok) : json(nullptr)},
                    {"finish_reason", nullptr}});
+  tool_call_deltas(ev.text.tool_calls, ev.index, n_calls, out);
   if (ev.finish_reason)
     out.push_back({{"index", ev.index}, {"delta", json::object()}, {"logprobs", nullptr}, {"finish_reason", finish}});
   return out;
@@ -142,27 +177,67 @@ Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
 
 Reply OpenAiService::completions(const std::string& body) {
   return guarded("/v1/completions", [&]() -> Reply {
-    CompletionRequest req = parse_completion_request(parse_body(body, model_, true), model_);
+    const json j = parse_body(body, model_, true);
+    CompletionRequest req = parse_completion_request(j, model_);
+    req.gen.grammar = parse_structured_output(body, j, model_);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
     return respond(std::move(gen), req.gen, kCompletionShape);
   });
 }
 
+std::string OpenAiService::render_prompt(ChatRequest& req) const {
+  const ToolFormat fmt = model_.arch() == chat::ChatArch::Gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
+  const bool merge = !model_.has_file_template() || model_.template_reads_tool_responses();
+  const json messages = template_messages(req.messages, fmt, merge, req.tools);
+  if (fmt == ToolFormat::kGemma4Native && !req.tools.tools.empty())
+    req.template_kwargs["tools"] = template_tools(req.tools);
+  try {
+    return model_.render_chat(messages, req.template_kwargs);
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("messages: the chat template rejected the conversation: ") + e.what(),
+                   "invalid_request_error", "messages");
+  }
+}
+
 Reply OpenAiService::chat_completions(const std::string& body) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
-    ChatRequest req = parse_chat_request(parse_body(body, model_, true), model_);
-    std::string prompt_text;
-    try {
-      prompt_text = model_.render_chat(req.messages, req.template_kwargs);
-    } catch (const Error& e) {
-      throw ApiError(400, std::string("messages: the chat template rejected the conversation: ") + e.what(),
-                     "invalid_request_error", "messages");
-    }
+    json j = parse_body(body, model_, true);
+    std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(body, j, model_);
+    ChatRequest req = parse_chat_request(std::move(j), model_);
+    req.gen.grammar = std::move(grammar);
+    keep_schema_order(req, body);
+    const std::string prompt_text = render_prompt(req);
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
-    const bool reasoning = model_.arch() == chat::ChatArch::Gemma4;
-    auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, reasoning);
+    const bool gemma4 = model_.arch() == chat::ChatArch::Gemma4;
+    // Thinking on: the model reasons freely; the constraint starts once it closes the channel.
+    const int32_t channel_end = model_.tokenizer().token_id("<channel|>");
+    if (req.gen.grammar && gemma4 && req.enable_thinking && channel_end != kNoToken)
+      req.gen.grammar_trigger = channel_end;
+    const ToolFormat fmt = gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
+    ToolGeneration tools;
+    if (req.tools.active()) {
+      tools.format = fmt;
+      tools.single_call = !req.tools.parallel;
+    }
+    tools.constraint = tool_constraint(req.tools, fmt, model_, req.enable_thinking);
+    tools.incremental = tools.constraint.grammar != nullptr;
+    if (tools.constraint.grammar && req.gen.grammar)
+      throw ApiError(
+          400,
+          "tools: an enforced tool call (required, named or a strict tool) cannot be combined with response_format, "
+          "json_schema or grammar (one constraint per request)",
+          "invalid_request_error", "tool_choice");
+    auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, gemma4, tools);
     return respond(std::move(gen), req.gen, kChatShape);
+  });
+}
+
+Reply OpenAiService::apply_template(const std::string& body) {
+  return guarded("/apply-template", [&]() -> Reply {
+    ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
+    keep_schema_order(req, body);
+    return json_reply({{"prompt", render_prompt(req)}});
   });
 }
 
@@ -194,6 +269,7 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
                  {"finish_reason", nullptr}}))
         return;
     std::vector<int64_t> offset(gen->n_choices(), 0);
+    std::vector<int32_t> n_calls(gen->n_choices(), 0);
     while (!gen->done()) {
       std::vector<ChoiceEvent> evs = gen->poll(kPoll);
       if (evs.empty() && !write(": keep-alive\n\n")) return;  // client gone: ~Generation cancels
@@ -202,7 +278,7 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
           write(sse_error(kEndedByServer));
           return;
         }
-        for (json& choice : delta_choices(ev, shape, gp, tok, offset[ev.index]))
+        for (json& choice : delta_choices(ev, shape, gp, tok, offset[ev.index], n_calls[ev.index]))
           if (!send(std::move(choice))) return;
       }
     }

@@ -33,6 +33,7 @@ struct Reply {
 
 class Generation;
 struct GenerationParams;
+struct ChatRequest;
 
 // What differs between the two generation endpoints' replies; the collect-or-stream path
 // (OpenAiService::respond) is shared.
@@ -51,6 +52,8 @@ class OpenAiService {
 
   Reply completions(const std::string& body);
   Reply chat_completions(const std::string& body);
+  // llama-server's POST /apply-template: the chat prompt a request would get, {"prompt": text}.
+  Reply apply_template(const std::string& body);
   Reply models() const;
   Reply model(const std::string& id) const;
   Reply tokenize(const std::string& body) const;
@@ -67,6 +70,8 @@ class OpenAiService {
   Reply guarded(const char* endpoint, Fn&& fn);
   // The reply for a generation that is running: collected whole, or a stream.
   Reply respond(std::shared_ptr<Generation> gen, const GenerationParams& gp, const ReplyShape& shape);
+  // The chat prompt: tools and tool messages shaped for the template (tool_prompt.h), rendered.
+  std::string render_prompt(ChatRequest& req) const;
 
   api::Engine& engine_;
   const ModelContext& model_;

@@ -83,3 +83,26 @@ def test_run_spec_draft_prints_the_plain_text_and_its_counts(sluice_bin, tmp_pat
     (tmp_path / "bad.gguf").write_bytes(bad)
     r = run([*base, "--spec", "draft", "--draft", tmp_path / "bad.gguf"])
     assert r.returncode != 0 and "first difference at id" in r.stderr and "'<unusee0>'" in r.stderr, r.stderr
+
+
+def test_run_with_a_json_schema_or_a_grammar_file(sluice_bin, tmp_path):
+    # Random weights: the output is JSON (or GBNF text) only because the engine masks it.
+    model = GOLDEN / "tiny-gemma3.q8_0.gguf"
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 1, "maximum": 99},
+                                               "ok": {"type": "boolean"}},
+              "required": ["n", "ok"], "additionalProperties": False}
+    (tmp_path / "s.json").write_text(json.dumps(schema))
+    (tmp_path / "g.gbnf").write_text('root ::= ("yes" | "no") "!"\n')
+    for seed in (1, 2, 3):
+        r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "-n", 60, "--seed", seed, "--json-schema", tmp_path / "s.json"])
+        assert r.returncode == 0, r.stderr
+        value = json.loads(r.stdout)
+        assert list(value) == ["n", "ok"] and 1 <= value["n"] <= 99 and isinstance(value["ok"], bool)
+        r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "-n", 60, "--seed", seed, "--grammar", tmp_path / "g.gbnf"])
+        assert r.returncode == 0, r.stderr
+        assert r.stdout in ("yes!\n", "no!\n")
+    (tmp_path / "bad.json").write_text('{"type": "array", "uniqueItems": true}')
+    r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "--json-schema", tmp_path / "bad.json"])
+    assert r.returncode != 0 and "uniqueItems" in r.stderr
+    r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "--json-schema", tmp_path / "s.json", "--grammar", tmp_path / "g.gbnf"])
+    assert r.returncode != 0

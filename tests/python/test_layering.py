@@ -21,10 +21,10 @@ ALLOWED = {
     "chat": {"tokenizer", "gguf", "base"},
     "grammar": {"tokenizer", "gguf", "base"},
     "models": {"kernels", "kv", "tensor", "gguf", "quant", "threading", "base"},
-    "engine": {"models", "spec", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
-    "api": {"engine", "models", "spec", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
+    "engine": {"models", "grammar", "tokenizer", "spec", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
+    "api": {"engine", "grammar", "tokenizer", "models", "spec", "sampling", "kv", "kernels", "tensor", "gguf", "quant", "threading", "base"},
     # The HTTP layer sees the engine only through api/ (style.md §9): never engine/ internals.
-    "server": {"api", "sampling", "kv", "chat", "tokenizer", "gguf", "base"},
+    "server": {"api", "grammar", "sampling", "kv", "chat", "tokenizer", "gguf", "base"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -203,10 +203,11 @@ def test_invalid_requests_get_the_right_errors_and_the_server_keeps_serving(serv
     expect_error(server, "/v1/completions", {"model": MODEL, "prompt": "x", "max_tokens": 0}, 400, "max_tokens")
     expect_error(server, "/v1/completions", {"model": MODEL, "prompt": "word " * 400}, 400, "context")
     expect_error(server, "/v1/chat/completions", {"model": MODEL, "messages": msgs, "tools": [
-        {"type": "function", "function": {"name": "f", "parameters": {}}}]}, 400, "not supported")
-    expect_error(server, "/v1/chat/completions", {"model": MODEL, "messages": msgs, "tool_choice": "auto"}, 400, "not supported")
+        {"type": "function", "function": {"name": "f", "parameters": {}}}],
+        "tool_choice": {"type": "function", "function": {"name": "g"}}}, 400, "not in tools")
+    expect_error(server, "/v1/chat/completions", {"model": MODEL, "messages": msgs, "tool_choice": "auto"}, 400, "needs tools")
     expect_error(server, "/v1/chat/completions", {"model": MODEL, "messages": msgs,
-                                                  "response_format": {"type": "json_object"}}, 400, "not supported")
+                                                  "response_format": {"type": "xml"}}, 400, "response_format")
     expect_error(server, "/v1/chat/completions", {"model": MODEL, "messages": msgs, "temperature": "hot"}, 400, "temperature")
     expect_error(server, "/v1/chat/completions", {"model": MODEL, "messages": msgs, "top_p": 0}, 400, "top_p")
     expect_error(server, "/v1/chat/completions", {"model": MODEL, "messages": []}, 400, "messages")

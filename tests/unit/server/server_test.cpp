@@ -75,6 +75,15 @@ class RequestParsing : public ::testing::Test {
     }
     return 200;
   }
+  // "400 <message>" for a chat body that fails, "200" for one that parses.
+  std::string error_of_chat(const std::string& body) {
+    try {
+      parse_chat_request(parse_body(body, *ctx_, true), *ctx_);
+    } catch (const ApiError& e) {
+      return std::to_string(e.status()) + " " + e.what();
+    }
+    return "200";
+  }
   std::unique_ptr<gguf::GgufFile> file_;
   std::unique_ptr<Tokenizer> tok_;
   std::unique_ptr<ModelContext> ctx_;
@@ -111,13 +120,62 @@ TEST_F(RequestParsing, BadRequestsGetTheirStatus) {
   EXPECT_EQ(status_of("{" + m + R"(,"n":0})", true), 400);
   EXPECT_EQ(status_of("{" + m + R"(,"top_p":1.5})", true), 400);
   EXPECT_EQ(status_of("{" + m + R"(,"stop":[1]})", true), 400);
-  EXPECT_EQ(status_of("{" + m + R"(,"tools":[]})", true), 400);
+  EXPECT_EQ(status_of("{" + m + R"(,"tools":{}})", true), 400);
+  EXPECT_EQ(status_of("{" + m + R"(,"functions":[]})", true), 400);                           // the legacy fields
   EXPECT_EQ(status_of("{" + m + R"(,"top_logprobs":2})", true), 400);                         // needs logprobs
   EXPECT_EQ(status_of("{" + m + R"(,"stream_options":{"include_usage":true}})", true), 400);  // needs stream
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":["a","b"]})", false), 400);
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":""})", false), 200);  // BOS alone
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":[]})", false), 400);
   EXPECT_EQ(status_of(R"({"model":"tiny-gemma3","prompt":"x","echo":true})", false), 400);
+}
+
+TEST_F(RequestParsing, ToolsAndToolMessages) {
+  const std::string tool = R"({"type":"function","function":{"name":"get_weather","strict":true,)"
+                           R"("parameters":{"type":"object","properties":{"city":{"type":"string"}}}}})";
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"},)"
+                           R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",)"
+                           R"("function":{"name":"get_weather","arguments":"{\"city\":\"Oslo\"}"}}]},)"
+                           R"({"role":"tool","tool_call_id":"c1","content":"sunny"}])";
+  const std::string body = R"({"model":"tiny-gemma3",)" + msgs + R"(,"tools":[)" + tool +
+                           R"(],"tool_choice":{"type":"function","function":{"name":"get_weather"}},)"
+                           R"("parallel_tool_calls":false})";
+  ChatRequest r = parse_chat_request(parse_body(body, *ctx_, true), *ctx_);
+  ASSERT_EQ(r.tools.tools.size(), 1u);
+  EXPECT_EQ(r.tools.tools[0].name, "get_weather");
+  EXPECT_TRUE(r.tools.tools[0].strict);
+  EXPECT_EQ(r.tools.choice, ToolChoice::kNamed);
+  EXPECT_FALSE(r.tools.parallel);
+  EXPECT_EQ(r.messages[1]["tool_calls"][0]["function"]["arguments"]["city"], "Oslo");  // an object
+  EXPECT_EQ(r.messages[2]["name"], "get_weather");                                     // from the call's id
+  EXPECT_EQ(r.messages[2]["content"], "sunny");
+}
+
+TEST_F(RequestParsing, BadToolRequestsName400) {
+  const std::string m = R"("model":"tiny-gemma3","messages":[{"role":"user","content":"hi"}])";
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"f"}}])";
+  auto msg = [&](const std::string& rest) {
+    const std::string e = error_of_chat("{" + m + "," + rest + "}");
+    EXPECT_EQ(e.substr(0, 4), "400 ") << e;
+    return e;
+  };
+  EXPECT_NE(msg(tools + R"(,"tool_choice":{"type":"function","function":{"name":"g"}})").find("'g'"),
+            std::string::npos);
+  EXPECT_NE(msg(R"("tool_choice":"required")").find("needs tools"), std::string::npos);
+  EXPECT_NE(msg(tools + R"(,"tool_choice":"sometimes")").find("tool_choice"), std::string::npos);
+  EXPECT_NE(msg(R"("tools":[{"type":"function","function":{"name":"bad name"}}])").find("function.name"),
+            std::string::npos);
+  EXPECT_NE(msg(R"("tools":[{"type":"function","function":{"name":"f"}},{"type":"function","function":{"name":"f"}}])")
+                .find("two tools"),
+            std::string::npos);
+  EXPECT_NE(msg(R"("tools":[{"type":"function","function":{"name":"f","parameters":[]}}])").find("parameters"),
+            std::string::npos);
+  const std::string un = R"({"model":"tiny-gemma3","messages":[{"role":"user","content":"hi"},)"
+                         R"({"role":"tool","tool_call_id":"zz","content":"x"}]})";
+  EXPECT_NE(error_of_chat(un).find("'zz'"), std::string::npos);
+  const std::string bad_args = R"({"model":"tiny-gemma3","messages":[{"role":"assistant","content":null,)"
+                               R"("tool_calls":[{"id":"a","function":{"name":"f","arguments":"[1]"}}]}]})";
+  EXPECT_NE(error_of_chat(bad_args).find("arguments"), std::string::npos);
 }
 
 // The ApiError a body gets (status 200 with an empty message when it parses).

@@ -1,0 +1,94 @@
+#include "server/structured_output.h"
+
+#include "base/error.h"
+#include "grammar/compiled.h"
+#include "grammar/gbnf.h"
+#include "grammar/json_schema.h"
+#include "server/api_error.h"
+
+namespace sluice::server {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+namespace {
+
+bool present(const json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
+
+// Where the request's schema is: the pointer into the body, the parameter name for errors.
+struct SchemaAt {
+  std::string pointer;  // JSON pointer into the body ("" for json_object: any object)
+  std::string param;
+};
+
+// Checks response_format's shape; returns where its schema is, or nullopt for "text".
+std::optional<SchemaAt> response_format_schema(const json& rf) {
+  if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string())
+    bad_param("response_format", "must be an object with a string 'type'");
+  const std::string& type = rf.at("type").get_ref<const std::string&>();
+  if (type == "text") return std::nullopt;
+  if (type == "json_object") return SchemaAt{"", "response_format"};
+  if (type != "json_schema")
+    bad_param("response_format", "unknown type '" + type + "' (text, json_object, json_schema)");
+  if (!rf.contains("json_schema") || !rf.at("json_schema").is_object())
+    bad_param("response_format", "type json_schema needs a 'json_schema' object");
+  const json& js = rf.at("json_schema");
+  if (js.contains("name") && !js.at("name").is_string())
+    bad_param("response_format.json_schema.name", "must be a string");
+  if (js.contains("strict") && !js.at("strict").is_boolean() && !js.at("strict").is_null())
+    bad_param("response_format.json_schema.strict", "must be true or false");
+  // No schema: any JSON object, as with json_object.
+  if (!present(js, "schema")) return SchemaAt{"", "response_format.json_schema.schema"};
+  if (!js.at("schema").is_object() && !js.at("schema").is_boolean())
+    bad_param("response_format.json_schema.schema", "must be a JSON Schema object");
+  return SchemaAt{"/response_format/json_schema/schema", "response_format.json_schema.schema"};
+}
+
+std::shared_ptr<const grammar::CompiledGrammar> compile_schema(const std::string& body, const SchemaAt& at,
+                                                               const ModelContext& m) {
+  ordered_json schema = ordered_json{{"type", "object"}};
+  if (!at.pointer.empty()) {
+    // The body was parsed (and its depth checked) once already: this cannot fail.
+    schema = ordered_json::parse(body).at(ordered_json::json_pointer(at.pointer));
+  }
+  const grammar::JsonSchemaOptions opts;
+  const std::string text = schema.dump();
+  try {
+    return m.grammars().get(grammar::json_schema_cache_key(schema, opts),
+                            [&] { return grammar::json_schema_grammar_text(text, opts); });
+  } catch (const Error& e) {
+    throw ApiError(400, at.param + ": " + e.what(), "invalid_request_error", at.param);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const std::string& body, const json& j,
+                                                                        const ModelContext& m) {
+  std::optional<SchemaAt> schema;
+  int n_given = 0;
+  if (present(j, "response_format")) {
+    schema = response_format_schema(j.at("response_format"));
+    n_given += schema ? 1 : 0;
+  }
+  if (present(j, "json_schema")) {
+    if (!j.at("json_schema").is_object()) bad_param("json_schema", "must be a JSON Schema object");
+    schema = SchemaAt{"/json_schema", "json_schema"};
+    ++n_given;
+  }
+  if (present(j, "grammar")) {
+    if (!j.at("grammar").is_string()) bad_param("grammar", "must be a string of GBNF text");
+    ++n_given;
+  }
+  if (n_given > 1) bad_param("grammar", "give at most one of response_format (json), json_schema and grammar");
+  if (schema) return compile_schema(body, *schema, m);
+  if (!present(j, "grammar")) return nullptr;
+  const std::string& text = j.at("grammar").get_ref<const std::string&>();
+  try {
+    return m.grammars().get("gbnf:" + text, [&] { return grammar::gbnf_grammar(text); });
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("grammar: ") + e.what(), "invalid_request_error", "grammar");
+  }
+}
+
+}  // namespace sluice::server

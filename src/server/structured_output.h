@@ -1,0 +1,31 @@
+// The structured-output parameters of /v1/completions and /v1/chat/completions, compiled into
+// a grammar the engine enforces while decoding (docs/structured-output.md):
+//   response_format  {"type": "text" | "json_object" | "json_schema",
+//                     "json_schema": {"name": ..., "schema": {...}, "strict": ...}}  (OpenAI)
+//   json_schema      a schema object at the top level                      (llama-server)
+//   grammar          GBNF text                                             (llama-server)
+// At most one of them constrains a request. Compiled grammars are cached per model by the
+// schema's canonical text (or the GBNF text). Every problem — an unsupported keyword, a limit,
+// a GBNF syntax error — is a 400 naming the parameter and, from the grammar module, the
+// keyword or limit.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "server/model_context.h"
+
+namespace sluice::grammar {
+class CompiledGrammar;
+}
+
+namespace sluice::server {
+
+// Null when the request asks for no constraint. `body` is the request text: a schema is read
+// from it again with its keys in document order (property order decides the output's).
+std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const std::string& body,
+                                                                        const nlohmann::json& j, const ModelContext& m);
+
+}  // namespace sluice::server

@@ -1,0 +1,111 @@
+#include "server/tool_grammar.h"
+
+#include <string>
+
+#include "base/error.h"
+#include "grammar/compiled.h"
+#include "grammar/json_schema.h"
+#include "server/api_error.h"
+
+namespace sluice::server {
+
+using grammar::Expr;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+// A tool's arguments are an object: a schema without a type gets one.
+ojson argument_schema(const ToolSpec& s, bool loose) {
+  if (loose) return {{"type", "object"}};
+  ojson schema = s.parameters;
+  if (!schema.contains("type") && !schema.contains("$ref") && !schema.contains("anyOf") && !schema.contains("oneOf") &&
+      !schema.contains("allOf") && !schema.contains("enum") && !schema.contains("const"))
+    schema["type"] = "object";
+  return schema;
+}
+
+bool allowed(const ToolsParams& t, const ToolSpec& s) { return t.choice != ToolChoice::kNamed || s.name == t.named; }
+
+// A markup token by id when the vocabulary has it, else its text.
+Expr markup(int32_t id, const char* text) { return id >= 0 ? grammar::token(id) : grammar::lit(text); }
+
+std::string cache_key(const ToolsParams& t, ToolFormat f, bool lazy, const MarkupTokens& ids) {
+  ojson k = {
+      {"f", static_cast<int>(f)}, {"lazy", lazy}, {"ids", {ids.open, ids.close, ids.quote}}, {"tools", ojson::array()}};
+  for (const ToolSpec& s : t.tools)
+    if (allowed(t, s)) k["tools"].push_back({s.name, s.strict, s.parameters});
+  return "tools:" + k.dump();
+}
+
+}  // namespace
+
+std::optional<int32_t> single_token(const Tokenizer& tok, std::string_view text) {
+  const std::vector<int32_t> ids = tok.encode(text, false, true);
+  if (ids.size() == 1 && tok.token_to_piece(ids[0], true) == text) return ids[0];
+  return std::nullopt;
+}
+
+grammar::Grammar tool_call_grammar(const ToolsParams& t, ToolFormat f, bool lazy, const MarkupTokens& ids) {
+  grammar::JsonSchemaOptions o;
+  o.syntax = f == ToolFormat::kGemma4Native ? grammar::JsonSchemaOptions::Syntax::kGemmaNative
+                                            : grammar::JsonSchemaOptions::Syntax::kJson;
+  o.native_quote_token = ids.quote;
+  grammar::GrammarBuilder b(o.limits);
+  std::vector<Expr> calls;
+  for (const ToolSpec& s : t.tools) {
+    if (!allowed(t, s)) continue;
+    uint32_t args = 0;
+    try {
+      args = grammar::add_json_schema(b, argument_schema(s, lazy && !s.strict), o);
+    } catch (const Error& e) {
+      throw ApiError(400, "tools: function '" + s.name + "': its parameters cannot be enforced: " + e.what(),
+                     "invalid_request_error", "tools");
+    }
+    if (f == ToolFormat::kGemma4Native)
+      calls.push_back(
+          grammar::seq({lazy ? grammar::empty() : markup(ids.open, "<|tool_call>"), grammar::lit("call:" + s.name),
+                        grammar::ref(args), markup(ids.close, "<tool_call|>")}));
+    else
+      calls.push_back(
+          grammar::seq({grammar::lit("{\"tool_call\":{\"name\":" + nlohmann::json(s.name).dump() + ",\"arguments\":"),
+                        grammar::ref(args), grammar::lit("}}")}));
+  }
+  return b.finish(b.add("tool_call", grammar::alt(std::move(calls))));
+}
+
+ToolConstraint tool_constraint(const ToolsParams& t, ToolFormat f, const ModelContext& m, bool thinking) {
+  ToolConstraint c;
+  if (t.tools.empty()) return c;
+  const Tokenizer& tok = m.tokenizer();
+  const std::optional<int32_t> opener = single_token(tok, "<|tool_call>");
+  if (t.choice == ToolChoice::kNone) {
+    if (opener) c.banned_ids.push_back(*opener);
+    return c;
+  }
+  bool lazy = false;
+  if (t.choice == ToolChoice::kAuto) {
+    bool any_strict = false;
+    for (const ToolSpec& s : t.tools) any_strict |= s.strict;
+    if (f != ToolFormat::kGemma4Native || !opener || !any_strict) return c;  // lenient parse only
+    lazy = true;
+    c.trigger = opener;
+    c.stop_when_complete = false;
+  } else if (thinking) {
+    c.trigger = single_token(tok, "<channel|>");
+  }
+  MarkupTokens ids;
+  ids.open = opener.value_or(-1);
+  ids.close = single_token(tok, "<tool_call|>").value_or(-1);
+  ids.quote = single_token(tok, "<|\"|>").value_or(-1);
+  try {
+    c.grammar = m.grammars().get(cache_key(t, f, lazy, ids), [&] { return tool_call_grammar(t, f, lazy, ids); });
+  } catch (const ApiError&) {
+    throw;
+  } catch (const Error& e) {
+    throw ApiError(400, std::string("tools: the tool-call grammar cannot be built: ") + e.what(),
+                   "invalid_request_error", "tools");
+  }
+  return c;
+}
+
+}  // namespace sluice::server
