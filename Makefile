@@ -156,6 +156,7 @@ $(GOLDEN_VENV)/.stamp: python/requirements-golden.txt
 	touch $@
 golden: deps $(GOLDEN_VENV)/.stamp model
 	$(GOLDEN_VENV)/bin/python python/make_golden.py
+	$(GOLDEN_VENV)/bin/python python/make_assistant_golden.py
 	$(GOLDEN_VENV)/bin/python python/make_tokenizer_golden.py
 	$(GOLDEN_VENV)/bin/python python/make_llamacpp_golden.py $(MODEL)
 
