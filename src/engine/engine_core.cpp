@@ -10,6 +10,7 @@ EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cf
     : model_(model), cfg_(cfg), blocks_(kv, cfg.prefix_caching), sched_(cfg.sched, blocks_), runner_(model, kv) {
   // A bad n range fails here, not at every request.
   if (cfg.spec == SpecMethod::kNgram) spec::NgramDrafter check(cfg.ngram);
+  if (cfg.spec == SpecMethod::kModel && !cfg.model_drafter) fail("engine: speculation by a model without its drafter");
 }
 
 EngineCore::~EngineCore() = default;
@@ -36,6 +37,8 @@ void EngineCore::add(EngineRequest r) {
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
   if (cfg_.spec == SpecMethod::kNgram && cfg_.sched.draft_max > 0 && !s->req.all_logits)
     s->drafter = std::make_unique<spec::NgramDrafter>(cfg_.ngram);
+  if (cfg_.spec == SpecMethod::kModel && cfg_.sched.draft_max > 0 && !s->req.all_logits)
+    s->drafter = cfg_.model_drafter->make_drafter(*s);
   if (from) resume(*s, *from);
   sched_.add(std::move(s));
 }
@@ -72,10 +75,25 @@ std::vector<TokenOutput> EngineCore::take_outputs() {
   return out;
 }
 
+void EngineCore::run_model_drafter() {
+  candidates_.clear();
+  const SchedulerConfig& c = cfg_.sched;
+  for (Sequence* s : sched_.running()) {
+    if (!s->drafter || s->n_pending() != 1 || s->req.all_logits) continue;
+    // The scheduler's own cap (Scheduler::add_drafts) with the whole budget: an upper bound.
+    const int32_t k_max = std::min(
+        {c.draft_max, c.token_budget - 1, c.ctx_size - s->n_tokens() - 1, s->req.max_tokens - s->n_generated - 1});
+    if (k_max > 0) candidates_.push_back({s, k_max});
+  }
+  if (!candidates_.empty()) cfg_.model_drafter->draft(candidates_);
+}
+
 std::vector<TokenOutput> EngineCore::step() {
+  if (cfg_.spec == SpecMethod::kModel && cfg_.sched.draft_max > 0) run_model_drafter();
   ScheduledBatch batch = sched_.schedule(pending_);
   if (!batch.empty()) {
     const std::vector<SliceSample> sampled = runner_.execute(batch, pending_);
+    if (cfg_.spec == SpecMethod::kModel) cfg_.model_drafter->on_verified(batch, sampled);
     sched_.update(batch, sampled, pending_);
   }
   return take_outputs();

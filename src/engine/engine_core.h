@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/batch_drafter.h"
 #include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -19,13 +20,15 @@
 namespace sluice::engine {
 
 // Which proposer each sequence gets for speculative steps (with sched.draft_max > 0).
-enum class SpecMethod : uint8_t { kNone, kNgram };
+// kModel: a BatchDrafter (a draft model, an assistant) gives each sequence its drafter.
+enum class SpecMethod : uint8_t { kNone, kNgram, kModel };
 
 struct EngineConfig {
   SchedulerConfig sched;
   bool prefix_caching = true;
   SpecMethod spec = SpecMethod::kNone;  // kNone: only sched.drafter, if set, drafts
   spec::NgramConfig ngram;
+  BatchDrafter* model_drafter = nullptr;  // kModel: not owned, outlives the EngineCore
 };
 
 struct EngineStats {
@@ -70,6 +73,9 @@ class EngineCore {
   Scheduler sched_;
   ModelRunner runner_;
   void resume(Sequence& s, RequestId from);
+  void run_model_drafter();  // BatchDrafter::draft for the sequences about to decode
+
+  std::vector<DraftCandidate> candidates_;  // reused by run_model_drafter
 
   std::vector<TokenOutput> pending_;
   uint64_t arrivals_ = 0;

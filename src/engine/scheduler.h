@@ -110,6 +110,7 @@ class Scheduler {
   bool has_work() const { return !running_.empty() || !waiting_.empty(); }
   int32_t n_running() const { return static_cast<int32_t>(running_.size()); }
   int32_t n_waiting() const { return static_cast<int32_t>(waiting_.size()); }
+  std::span<Sequence* const> running() const { return running_; }  // ascending arrival
   const SchedulerCounters& counters() const { return counters_; }
   const Sequence* find(RequestId id) const;
 

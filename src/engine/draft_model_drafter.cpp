@@ -1,0 +1,224 @@
+#include "engine/draft_model_drafter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "base/error.h"
+#include "gguf/reader.h"
+
+namespace sluice::engine {
+
+// One sequence's draft state: its K/V blocks in the draft's cache, the tokens they hold, and
+// this step's proposal. The scheduler's observe/truncate only track the final-token count
+// (the K/V is synchronised against the sequence itself in DraftModelDrafter::sync).
+class DraftModelDrafter::SeqState final : public spec::Drafter {
+ public:
+  explicit SeqState(BlockManager& b) : blocks_(b) {}
+  ~SeqState() override { blocks_.free(kv); }
+
+  void observe(std::span<const int32_t> tokens) override { observed_ += static_cast<int64_t>(tokens.size()); }
+  void propose(int32_t max_k, spec::Draft& out) override {
+    out.clear();
+    const size_t k = std::min(proposal.size(), static_cast<size_t>(std::max(max_k, 0)));
+    for (size_t i = 0; i < k; ++i) out.push(proposal[i]);
+    proposal.clear();  // one use: a proposal belongs to the step it was made for
+  }
+  void truncate(int64_t n_tokens) override {
+    if (n_tokens > observed_)
+      fail("draft model: truncate to %lld of %lld tokens", static_cast<long long>(n_tokens),
+           static_cast<long long>(observed_));
+    observed_ = n_tokens;
+  }
+  void reset() override {  // preemption: the K/V goes with the target's
+    blocks_.free(kv);
+    kv_tokens.clear();
+    proposal.clear();
+    observed_ = 0;
+  }
+  int64_t n_tokens() const override { return observed_; }
+
+  SeqBlocks kv;
+  std::vector<int32_t> kv_tokens;  // the tokens at positions [0, size) of kv, drafts included
+  std::vector<int32_t> proposal;   // this step's d1 .. dk
+
+ private:
+  BlockManager& blocks_;
+  int64_t observed_ = 0;
+};
+
+DraftModelDrafter::DraftModelDrafter(models::Model& draft, KvCache& kv, int32_t target_n_vocab,
+                                     const DraftModelConfig& cfg)
+    : model_(draft), blocks_(kv, /*prefix_caching=*/false), cfg_(cfg) {
+  if (draft.spec().n_vocab != target_n_vocab)
+    fail("draft model: vocabulary of %d tokens, the target has %d", draft.spec().n_vocab, target_n_vocab);
+  if (kv.n_groups() > models::kMaxKvGroups)
+    fail("draft model: %d KV groups, at most %d", kv.n_groups(), models::kMaxKvGroups);
+  if (cfg.chunk < 1) fail("draft model: chunk must be >= 1");
+  if (!(cfg.p_min >= 0.0f && cfg.p_min <= 1.0f)) fail("--draft-p-min must be in [0, 1], got %g", cfg.p_min);
+}
+
+DraftModelDrafter::~DraftModelDrafter() = default;
+
+std::unique_ptr<spec::Drafter> DraftModelDrafter::make_drafter(const Sequence& s) {
+  (void)s;
+  return std::make_unique<SeqState>(blocks_);
+}
+
+void DraftModelDrafter::sync(Active& a) {
+  SeqState& st = *a.st;
+  st.proposal.clear();
+  // Keep the longest common prefix with the final tokens, short of the last one (its row
+  // gives d1). Everything beyond was a rejected draft or a trimmed token.
+  const std::vector<int32_t>& t = a.seq->tokens;
+  const size_t limit = std::min(st.kv_tokens.size(), t.size() - 1);
+  size_t keep = 0;
+  while (keep < limit && st.kv_tokens[keep] == t[keep]) ++keep;
+  if (keep == st.kv_tokens.size()) return;
+  const int32_t k = static_cast<int32_t>(keep);
+  if (k > 0 && blocks_.can_resume(st.kv, k)) {
+    st.kv_tokens.resize(static_cast<size_t>(blocks_.truncate(st.kv, k)));
+  } else {
+    blocks_.free(st.kv);
+    st.kv_tokens.clear();
+  }
+}
+
+void DraftModelDrafter::run_forward() {
+  const size_t V = static_cast<size_t>(model_.spec().n_vocab);
+  logits_.resize(static_cast<size_t>(std::max<int64_t>(fb_.n_logit_rows(), 1)) * V);
+  model_.forward(fb_, blocks_.kv(), logits_.data());
+  ++stats_.forwards;
+  stats_.tokens_computed += fb_.n_tokens();
+}
+
+// The draft's next token after a row: argmax (ties: the lower id), unless p_min rules it out.
+void DraftModelDrafter::take(Active& a, const float* row) {
+  const int32_t V = model_.spec().n_vocab;
+  int32_t best = 0;
+  for (int32_t i = 1; i < V; ++i)
+    if (row[i] > row[best]) best = i;
+  if (cfg_.p_min > 0.0f) {
+    double sum = 0;  // p(best) = 1 / Σ exp(l − l_best)
+    for (int32_t i = 0; i < V; ++i) sum += std::exp(static_cast<double>(row[i]) - row[best]);
+    if (!(1.0 / sum >= cfg_.p_min)) {
+      a.k_max = static_cast<int32_t>(a.st->proposal.size());  // stop drafting this sequence
+      return;
+    }
+  }
+  a.st->proposal.push_back(best);
+  ++stats_.proposed;
+}
+
+void DraftModelDrafter::catch_up() {
+  for (;;) {
+    fb_.seqs.clear();
+    in_batch_.clear();
+    for (Active& a : active_) {
+      SeqState& st = *a.st;
+      const std::vector<int32_t>& t = a.seq->tokens;
+      const int32_t pos0 = static_cast<int32_t>(st.kv_tokens.size());
+      const int32_t n = std::min(static_cast<int32_t>(t.size()) - pos0, cfg_.chunk);
+      if (n <= 0 || a.k_max == 0) continue;
+      // Blocks no query from here on can see: positions before pos0 are final tokens, so no
+      // later rollback reaches below it.
+      blocks_.release_outside_window(st.kv, pos0);
+      if (!blocks_.reserve(st.kv, pos0, pos0 + n)) {
+        ++stats_.no_room;
+        a.k_max = 0;  // no drafts this step; its K/V so far stays
+        continue;
+      }
+      models::SeqSlice sl;
+      sl.tokens = std::span<const int32_t>(t.data() + pos0, static_cast<size_t>(n));
+      sl.pos0 = pos0;
+      for (int32_t g = 0; g < blocks_.n_groups(); ++g) sl.block_tables[g] = st.kv.tables[g];
+      sl.logits = pos0 + n == static_cast<int32_t>(t.size()) ? models::LogitsWanted::kLast
+                                                             : models::LogitsWanted::kNone;
+      fb_.seqs.push_back(sl);
+      in_batch_.push_back(&a);
+    }
+    if (fb_.seqs.empty()) return;
+    run_forward();
+    const size_t V = static_cast<size_t>(model_.spec().n_vocab);
+    size_t row = 0;
+    for (size_t i = 0; i < fb_.seqs.size(); ++i) {
+      Active& a = *in_batch_[i];
+      a.st->kv_tokens.insert(a.st->kv_tokens.end(), fb_.seqs[i].tokens.begin(), fb_.seqs[i].tokens.end());
+      if (fb_.seqs[i].logits == models::LogitsWanted::kLast) take(a, logits_.data() + row++ * V);
+    }
+  }
+}
+
+void DraftModelDrafter::extend(int32_t k_step) {
+  fb_.seqs.clear();
+  in_batch_.clear();
+  for (Active& a : active_) {
+    SeqState& st = *a.st;
+    if (static_cast<int32_t>(st.proposal.size()) != k_step || k_step >= a.k_max) continue;
+    const int32_t pos = static_cast<int32_t>(st.kv_tokens.size());  // where d_k_step goes
+    if (!blocks_.reserve(st.kv, pos, pos + 1)) {
+      ++stats_.no_room;
+      continue;
+    }
+    st.kv_tokens.push_back(st.proposal.back());
+    models::SeqSlice sl;
+    sl.tokens = std::span<const int32_t>(st.kv_tokens.data() + pos, 1);
+    sl.pos0 = pos;
+    for (int32_t g = 0; g < blocks_.n_groups(); ++g) sl.block_tables[g] = st.kv.tables[g];
+    sl.logits = models::LogitsWanted::kLast;
+    fb_.seqs.push_back(sl);
+    in_batch_.push_back(&a);
+  }
+  if (fb_.seqs.empty()) return;
+  run_forward();
+  const size_t V = static_cast<size_t>(model_.spec().n_vocab);
+  for (size_t i = 0; i < in_batch_.size(); ++i) take(*in_batch_[i], logits_.data() + i * V);
+}
+
+void DraftModelDrafter::draft(std::span<const DraftCandidate> candidates) {
+  active_.clear();
+  for (const DraftCandidate& c : candidates) {
+    auto* st = dynamic_cast<SeqState*>(c.seq->drafter.get());
+    if (!st || c.k_max < 1) continue;
+    active_.push_back({c.seq, st, c.k_max});
+    sync(active_.back());
+  }
+  if (active_.empty()) return;
+  catch_up();
+  int32_t k_top = 0;
+  for (const Active& a : active_) k_top = std::max(k_top, a.k_max);
+  for (int32_t k = 1; k < k_top; ++k) extend(k);
+}
+
+int64_t first_vocab_difference(std::span<const std::string_view> a, std::span<const std::string_view> b) {
+  const size_t n = std::min(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i)
+    if (a[i] != b[i]) return static_cast<int64_t>(i);
+  return a.size() == b.size() ? -1 : static_cast<int64_t>(n);
+}
+
+namespace {
+std::vector<std::string_view> token_texts(const gguf::GgufFile& f) {
+  const gguf::KeyValue& kv = f.get_array("tokenizer.ggml.tokens", gguf::ValueType::STRING);
+  std::vector<std::string_view> out(kv.count);
+  for (uint64_t i = 0; i < kv.count; ++i) out[i] = kv.string_at(i);
+  return out;
+}
+}  // namespace
+
+void check_same_vocabulary(const gguf::GgufFile& target, const gguf::GgufFile& draft) {
+  const std::vector<std::string_view> a = token_texts(target), b = token_texts(draft);
+  const int64_t id = first_vocab_difference(a, b);
+  if (id < 0) return;
+  auto text = [](const std::vector<std::string_view>& v, int64_t i) {
+    if (i >= static_cast<int64_t>(v.size())) return std::string("(none)");
+    const std::string_view t = v[static_cast<size_t>(i)];
+    return strfmt("'%.*s'", static_cast<int>(t.size()), t.data());
+  };
+  fail(
+      "draft model %s does not share the target's vocabulary (target %zu tokens, draft %zu): first difference at "
+      "id %lld, target %s, draft %s",
+      draft.name().c_str(), a.size(), b.size(), static_cast<long long>(id), text(a, id).c_str(), text(b, id).c_str());
+}
+
+}  // namespace sluice::engine
