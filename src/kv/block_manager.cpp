@@ -55,7 +55,7 @@ void BlockManager::hold(int32_t g, BlockId b) {
 int32_t BlockManager::first_needed_block(int32_t g, int32_t first_query) const {
   const int32_t w = kv_.group(g).window;
   if (w <= 0) return 0;
-  return std::max(0, first_query - w + 1) / kv_.block_tokens();
+  return std::max(0, first_query - w + 1 - margin_) / kv_.block_tokens();
 }
 
 int32_t BlockManager::match_prefix(SeqBlocks& s, std::span<const int32_t> tokens) {
