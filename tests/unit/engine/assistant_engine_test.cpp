@@ -50,6 +50,23 @@ Models& models_once() {
   return m;
 }
 
+// The target's post-norm hidden state at position n − 1 of `tokens`, from a fresh cache.
+std::vector<float> target_hidden(Models& m, std::span<const int32_t> tokens, int32_t n) {
+  const auto& groups = m.target->spec().kv_groups;
+  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 64), KvType::F32);
+  SequenceKv seq(kv);
+  EXPECT_TRUE(seq.reserve(n));
+  models::ForwardBatch b;
+  models::SeqSlice s;
+  s.tokens = tokens.first(static_cast<size_t>(n));
+  for (int g = 0; g < kv.n_groups(); ++g) s.block_tables[g] = seq.table(g);
+  b.seqs.push_back(s);
+  std::vector<float> h(static_cast<size_t>(m.target->spec().n_embd)), logits(m.target->spec().n_vocab);
+  b.hidden = h.data();
+  m.target->forward(b, kv, logits.data());
+  return h;
+}
+
 // The drafts for a sequence whose first n tokens are computed and whose token n is sampled,
 // from scratch: a fresh cache, the target's hidden state at n − 1, k assistant steps.
 std::vector<int32_t> reference_drafts(Models& m, std::span<const int32_t> tokens, int32_t n, int32_t k,
@@ -99,11 +116,12 @@ EngineRequest greedy(RequestId id, std::vector<int32_t> prompt, int32_t max_toke
 }
 
 // check_rounds: the first that many proposals are compared with reference_drafts.
-Outcome run(const std::vector<EngineRequest>& reqs, int32_t k, models::DraftHead head, int check_rounds = 0) {
+Outcome run(const std::vector<EngineRequest>& reqs, int32_t k, models::DraftHead head, int check_rounds = 0,
+            models::Gemma4Assistant* asst = nullptr) {
   Models& m = models_once();
   const auto& groups = m.target->spec().kv_groups;
   KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 128), KvType::F32);
-  AssistantDrafter drafter(*m.asst, kv, head);
+  AssistantDrafter drafter(asst ? *asst : *m.asst, kv, head);
   Outcome r;
   drafter.set_on_proposal([&](const Sequence& s, std::span<const int32_t> drafts) {
     if (r.rounds_checked >= check_rounds) return;
@@ -179,6 +197,73 @@ TEST(AssistantEngine, GreedyOutputIsThePlainOutput) {
                 static_cast<long long>(b.stats.drafted_tokens), static_cast<long long>(b.stats.accepted_tokens));
   }
   EXPECT_EQ(run(many, 3, models::DraftHead::kFull).tokens, plain_many.tokens) << "full head";
+}
+
+// The real assistant's step with its drafts replaced by an oracle's: the plain greedy
+// continuation of the sequence (found by its token at the row's position), wrong at every
+// position divisible by 5, so rounds accept some drafts and reject the rest (KV rollback,
+// the hidden row of an accepted draft starting the next round).
+class OracleAssistant final : public models::Gemma4Assistant {
+ public:
+  OracleAssistant(models::Gemma4Assistant& inner, std::vector<std::vector<int32_t>> seqs)
+      : inner_(inner), seqs_(std::move(seqs)) {}
+  const models::AssistantSpec& spec() const override { return inner_.spec(); }
+  void bind_target(const gguf::GgufFile& f, const models::ModelSpec& t) override { inner_.bind_target(f, t); }
+  void step(std::span<const models::DraftRow> rows, KvCache& kv, models::DraftHead head,
+            models::DraftStepOut& out) override {
+    inner_.step(rows, kv, head, out);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      auto& [pos, k] = round_[rows[r].block_tables[0].data()];
+      k = pos == rows[r].pos ? k + 1 : 0;
+      pos = rows[r].pos;
+      const size_t at = static_cast<size_t>(pos + k);  // the input token's position
+      for (const auto& s : seqs_)
+        if (s.size() > at + 1 && s[at] == rows[r].token) {
+          if (k == 0 && hidden_checks < 48) {
+            // The round's h: the target's post-norm state at pos − 1, from whichever step
+            // computed it (a plain decode, or the accepted row of a verification).
+            const std::vector<float> want = target_hidden(models_once(), s, pos);
+            EXPECT_TRUE(std::equal(want.begin(), want.end(), rows[r].hidden)) << "h at position " << pos;
+            ++hidden_checks;
+          }
+          out.argmax[r] = (at + 1) % 5 == 0 ? (s[at + 1] + 1) % spec().n_vocab : s[at + 1];
+          break;
+        }
+    }
+  }
+
+ private:
+  models::Gemma4Assistant& inner_;
+  std::vector<std::vector<int32_t>> seqs_;
+  std::map<const BlockId*, std::pair<int32_t, int32_t>> round_;
+
+ public:
+  int hidden_checks = 0;  // per block table: (position, step)
+};
+
+TEST(AssistantEngine, AcceptedDraftsKeepTheOutputPlain) {
+  Models& m = models_once();
+  const auto ids = m.ids();
+  const std::vector<EngineRequest> alone = {greedy(1, std::vector<int32_t>(ids.begin(), ids.begin() + 40), 30)};
+  for (const auto& reqs : {alone, eight(ids)}) {
+    const Outcome plain = run(reqs, 0, models::DraftHead::kCentroid);
+    std::vector<std::vector<int32_t>> seqs;
+    for (const EngineRequest& q : reqs) {
+      seqs.push_back(q.prompt);
+      const auto& out = plain.tokens.at(q.id);
+      seqs.back().insert(seqs.back().end(), out.begin(), out.end());
+    }
+    for (int32_t k : {1, 3, 8}) {
+      OracleAssistant oracle(*m.asst, seqs);
+      const Outcome o = run(reqs, k, models::DraftHead::kCentroid, 0, &oracle);
+      EXPECT_GT(oracle.hidden_checks, 3);
+      EXPECT_EQ(o.tokens, plain.tokens) << reqs.size() << " sequences, k=" << k;
+      EXPECT_GT(o.stats.accepted_tokens, 0) << "k=" << k;
+      if (k > 1) EXPECT_LT(o.stats.accepted_tokens, o.stats.drafted_tokens) << "k=" << k;
+      std::printf("oracle k=%d, %zu sequences: drafted %lld accepted %lld\n", k, reqs.size(),
+                  static_cast<long long>(o.stats.drafted_tokens), static_cast<long long>(o.stats.accepted_tokens));
+    }
+  }
 }
 
 }  // namespace
