@@ -61,7 +61,11 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required) 
 
 void add_spec_options(CLI::App* cmd, SessionOptions& o) {
   cmd->add_option("--spec", o.spec,
-                  "speculative decoding: none, or ngram (drafts copied from prompt and output; same tokens)")
+                  "speculative decoding: none, ngram (drafts copied from prompt and output) or assistant (Gemma 4's "
+                  "assistant from --draft); the same tokens either way")
+      ->capture_default_str();
+  cmd->add_option("--draft", o.draft_path, "drafter GGUF for --spec assistant (gemma4-assistant)");
+  cmd->add_option("--draft-head", o.draft_head, "assistant draft head: centroid (top clusters) or full")
       ->capture_default_str();
   cmd->add_option("--draft-max", o.draft_max, "most tokens drafted per step with --spec")->capture_default_str();
 }

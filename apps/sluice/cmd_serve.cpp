@@ -19,6 +19,7 @@
 #include "api/engine.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
+#include "apps/sluice/model_drafter.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"
@@ -189,6 +190,7 @@ CommandFn add_serve_command(CLI::App& app) {
     eo.core.sched.ctx_size = so.ctx_size;
     eo.core.prefix_caching = !a->no_prefix_cache;
     apply_spec_options(so, eo.core);
+    const auto drafter = make_model_drafter(so, pool, *file, *model, kv, eo.core);
     eo.max_waiting = a->max_queue;
     api::Engine engine(*model, kv, eo);
 

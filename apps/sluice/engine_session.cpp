@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "apps/sluice/model_drafter.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 
@@ -39,6 +40,7 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   cfg.sched.ctx_size = ctx_size_;
   cfg.prefix_caching = opt.prefix_caching;
   apply_spec_options(opt, cfg);
+  drafter_ = make_model_drafter(opt, *pool_, *file_, *model_, *kv_, cfg);
   core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -51,9 +53,11 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg) {
     cfg.sched.draft_max = 0;
     return;
   }
-  if (opt.spec != "ngram") fail("--spec '%s': expected none or ngram", opt.spec.c_str());
+  if (opt.spec != "ngram" && opt.spec != "assistant")
+    fail("--spec '%s': expected none, ngram or assistant", opt.spec.c_str());
   if (opt.draft_max < 1 || opt.draft_max > 64) fail("--draft-max must be in [1, 64], got %d", opt.draft_max);
-  cfg.spec = engine::SpecMethod::kNgram;
+  // assistant: make_model_drafter sets cfg.model_drafter.
+  cfg.spec = opt.spec == "ngram" ? engine::SpecMethod::kNgram : engine::SpecMethod::kModel;
   cfg.sched.draft_max = opt.draft_max;
 }
 

@@ -19,6 +19,8 @@
 
 namespace sluice::app {
 
+class ModelDrafter;
+
 struct SessionOptions {
   std::string model_path;
   int threads = 0;                 // 0: ThreadPool::default_threads()
@@ -31,8 +33,12 @@ struct SessionOptions {
   bool prefix_caching = true;
   // Speculative decoding (docs/speculative.md): "none" or "ngram" (prompt lookup), up to
   // draft_max drafted tokens verified per step. Lossless: the same tokens as without.
+  // "assistant": Gemma 4's assistant from draft_path (a gemma4-assistant GGUF), its centroid
+  // head unless draft_head is "full".
   std::string spec = "none";
   int draft_max = 4;
+  std::string draft_path;
+  std::string draft_head = "centroid";
 };
 
 // Sets cfg's proposer and draft length from --spec / --draft-max; a bad value is an Error.
@@ -65,6 +71,7 @@ class EngineSession {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<ModelDrafter> drafter_;  // --spec assistant; outlives core_
   std::unique_ptr<engine::EngineCore> core_;
   int ctx_size_;
   double load_ms_ = 0;
