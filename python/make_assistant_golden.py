@@ -5,9 +5,10 @@ assistant for the tiny Gemma 4 fixture, and transformers' draft steps on it.
     .venv-golden/bin/python python/make_assistant_golden.py     # part of `make golden`
 
 Writes tests/data/golden/tiny-gemma4-assistant.f32.steps.bin (SLTP v1, make_golden.py's taps
-format) and the manifest entry "tiny-gemma4-assistant" (seed, options, HF config and tensor
+format) and the manifest entry assistants["tiny-gemma4-assistant"] (seed, options, HF config and tensor
 list, so python/make_fixtures.py rebuilds tiny-gemma4-assistant.f32.gguf and checks its hash).
-The entry is merged into the manifest; make_golden.py must run first (it rewrites the file).
+The entry goes under the manifest's "assistants" (not "models": it is no decoder with logits
+of its own); make_golden.py must run first (it rewrites the file).
 
 For each case (a prompt prefix of the tiny-gemma4 fixture's token ids, one shorter and one
 longer than the sliding window) the target runs the prefix (eager, f32, no cache) and its
@@ -127,7 +128,7 @@ def main() -> int:
         print(f"{name}: n={n} tokens {tokens} {f}", file=sys.stderr)
     steps = f"{MODEL_ID}.f32.steps.bin"
     make_golden.write_taps(GOLDEN / steps, records)
-    manifest["models"][MODEL_ID] = {
+    manifest.setdefault("assistants", {})[MODEL_ID] = {
         "arch": "gemma4_assistant", "seed": SEED, "target": TARGET_ID, "options": opts,
         "hf_config": hf_config, "hf_tensors": hf_tensors,
         "variants": {"f32": {

@@ -46,7 +46,8 @@ def write_gguf(mid: str, entry: dict, outtype: str, path, state=None) -> dict:
 def rebuild(golden: pathlib.Path, manifest: dict, verbose: bool = True) -> list[str]:
     """Make every variant's GGUF present and hash-correct. Returns the problems found."""
     problems = []
-    for mid, entry in manifest["models"].items():
+    entries = dict(manifest["models"], **manifest.get("assistants", {}))
+    for mid, entry in entries.items():
         state = None
         for ot, v in entry["variants"].items():
             path = golden / v["gguf"]

@@ -157,7 +157,7 @@ TEST(AssistantEngine, ProposalsAreTheReferenceDrafts) {
   const Outcome o = run({greedy(1, prompt, 24)}, 4, models::DraftHead::kCentroid, 1000);
   EXPECT_GT(o.rounds_checked, 3);
   // Round one from transformers: the golden "long" case drafts from the same prompt.
-  for (const auto& c : m.man["models"]["tiny-gemma4-assistant"]["cases"])
+  for (const auto& c : m.man["assistants"]["tiny-gemma4-assistant"]["cases"])
     if (c["n_prompt"] == 40) {
       const auto want = c["tokens"].get<std::vector<int32_t>>();
       Models& mm = models_once();

@@ -150,7 +150,7 @@ double compare_all(models::Gemma4Assistant& a, Rig& rig, const std::vector<Case>
 
 struct AssistantGolden : ::testing::Test {
   json man = golden::manifest();
-  json m = man["models"]["tiny-gemma4-assistant"];
+  json m = man["assistants"]["tiny-gemma4-assistant"];
   std::vector<Case> cases = load_cases(m, man["models"][m["target"].get<std::string>()]);
   std::map<std::string, std::vector<float>> ref = golden::read_taps(golden::kDir +
                                                                     m["variants"]["f32"]["steps"].get<std::string>());
