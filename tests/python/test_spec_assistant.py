@@ -19,7 +19,7 @@ SPEC_LINE = re.compile(r"\[spec: drafted (\d+), accepted (\d+) ")
 
 @functools.lru_cache(maxsize=None)
 def generate(sluice_bin, setting, spec, k, head="centroid"):
-    args = [sluice_bin, "run", "-m", TARGET, "-t", "2", "-n", "40", "-p", PROMPT, "--spec", spec,
+    args = [sluice_bin, "run", "-m", TARGET, "-t", "2", "-n", "24", "-p", PROMPT, "--spec", spec,
             *SETTINGS[setting]]
     if spec != "none":
         args += ["--draft-max", k, "--draft", ASSISTANT, "--draft-head", head]

@@ -173,7 +173,7 @@ std::vector<EngineRequest> eight(const std::vector<int32_t>& ids) {
   for (int i = 0; i < 8; ++i) {
     // Shared prefixes of 16 (a block) for odd ids; prompts 9 .. 58 tokens.
     std::vector<int32_t> p(ids.begin() + (i % 2 ? 0 : 3 + i), ids.begin() + (i % 2 ? 16 : 3 + i) + 9 + 5 * i);
-    reqs.push_back(greedy(static_cast<RequestId>(i + 1), p, 12 + 2 * i));
+    reqs.push_back(greedy(static_cast<RequestId>(i + 1), p, 8 + i));
   }
   return reqs;
 }
@@ -219,7 +219,7 @@ class OracleAssistant final : public models::Gemma4Assistant {
       const size_t at = static_cast<size_t>(pos + k);  // the input token's position
       for (const auto& s : seqs_)
         if (s.size() > at + 1 && s[at] == rows[r].token) {
-          if (k == 0 && hidden_checks < 48) {
+          if (k == 0 && hidden_checks < 24) {
             // The round's h: the target's post-norm state at pos − 1, from whichever step
             // computed it (a plain decode, or the accepted row of a verification).
             const std::vector<float> want = target_hidden(models_once(), s, pos);

@@ -18,6 +18,7 @@
 #include <set>
 
 #include "base/error.h"
+#include "gguf/writer.h"
 #include "golden_util.h"
 #include "kv/sequence_kv.h"
 #include "models/gemma4/assistant.h"
@@ -206,6 +207,50 @@ TEST_F(AssistantGolden, PerturbedWeightIsCaught) {
   const double worst = compare_all(*a, rig, cases, ref, false);
   std::printf("assistant with blk.1.attn_q row 3 ×1.01: worst %.3g\n", worst);
   EXPECT_GT(worst, kRelTol);
+}
+
+// The fixture rewritten with the names forks use (gemma4.md §5): arch gemma4_assistant (keys
+// renamed with it), mtp.* / mtp_*_proj tensors. It must load and draft bit for bit the same.
+TEST_F(AssistantGolden, AliasNamesLoadTheSameModel) {
+  Rig rig(cases);
+  const std::string path = golden::kDir + m["variants"]["f32"]["gguf"].get<std::string>();
+  auto orig = models::open_gemma4_assistant_file(path);
+  const std::map<std::string, std::string> alias = {{"nextn.pre_projection.weight", "mtp.pre_projection.weight"},
+                                                    {"nextn.post_projection.weight", "mtp_post_proj.weight"},
+                                                    {"masked_embd_centroids.weight", "mtp.centroids.weight"},
+                                                    {"masked_embd_ordering", "mtp.token_ordering"}};
+  gguf::GgufWriter w;
+  std::vector<std::string> keys;  // the renamed keys outlive add_kv's view
+  for (const gguf::KeyValue& kv : orig->kvs()) {
+    std::string k(kv.key);
+    if (k.rfind("gemma4-assistant.", 0) == 0) k = "gemma4_assistant." + k.substr(17);
+    if (k == "general.architecture") {
+      w.add_string(k, "gemma4_assistant");
+      continue;
+    }
+    keys.push_back(k);
+    gguf::KeyValue c = kv;
+    c.key = keys.back();
+    w.add_kv(c);
+  }
+  for (const gguf::TensorInfo& t : orig->tensors()) {
+    const auto it = alias.find(t.name);
+    w.add_tensor(it == alias.end() ? t.name : it->second, t.type, {t.ne.begin(), t.ne.begin() + t.n_dims},
+                 std::vector<uint8_t>(t.data, t.data + t.nbytes));
+  }
+  const std::vector<uint8_t> bytes = w.to_bytes();
+  gguf::ReadOptions ro;
+  ro.allow_unsupported_types = true;
+  auto f = gguf::GgufFile::parse(bytes, "alias.gguf", ro);
+  EXPECT_EQ(f->find_tensor("nextn.pre_projection.weight"), nullptr);
+  auto a = load_assistant(*f, rig), b = load_assistant(*orig, rig);
+  const models::DraftRow row = rig.row(1, cases[1].tokens[0], rig.hidden[1].data(), cases[1]);
+  models::DraftStepOut oa, ob;
+  a->step({&row, 1}, *rig.kv, models::DraftHead::kCentroid, oa);
+  b->step({&row, 1}, *rig.kv, models::DraftHead::kCentroid, ob);
+  EXPECT_EQ(oa.cand_ids, ob.cand_ids);
+  EXPECT_EQ(oa.cand_logits, ob.cand_logits);
+  EXPECT_EQ(oa.next_hidden, ob.next_hidden);
 }
 
 TEST_F(AssistantGolden, MismatchedTargetIsAnError) {
