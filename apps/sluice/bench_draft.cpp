@@ -69,6 +69,13 @@ DraftStepCost measure_draft_step(EngineSession& sess, const std::string& draft_p
   if (asst->spec().n_centroids > 0)
     c.centroid_ms = median_ms(n_steps, [&] { asst->step({&row, 1}, kv, models::DraftHead::kCentroid, out); });
   c.full_ms = median_ms(n_steps, [&] { asst->step({&row, 1}, kv, models::DraftHead::kFull, out); });
+  // The same on the calling thread alone: a step of small matmuls pays a pool hand-off each.
+  ThreadPool one(1);
+  lo.pool = &one;
+  auto inline_asst = models::load_gemma4_assistant(*file, lo);
+  inline_asst->bind_target(sess.file(), sess.spec());
+  if (asst->spec().n_centroids > 0)
+    c.centroid_1t_ms = median_ms(n_steps, [&] { inline_asst->step({&row, 1}, kv, models::DraftHead::kCentroid, out); });
   return c;
 }
 
@@ -78,6 +85,9 @@ void print_draft_step(const DraftStepCost& c) {
     std::printf("  centroid head %.3f ms (%.1f%% of a target step)\n", c.centroid_ms,
                 100 * c.centroid_ms / c.target_ms);
   std::printf("  full head     %.3f ms (%.1f%% of a target step)\n", c.full_ms, 100 * c.full_ms / c.target_ms);
+  if (c.centroid_1t_ms > 0)
+    std::printf("  centroid head on the calling thread alone %.3f ms (%.1f%%)\n", c.centroid_1t_ms,
+                100 * c.centroid_1t_ms / c.target_ms);
 }
 
 }  // namespace sluice::app

@@ -11,6 +11,7 @@ namespace sluice::app {
 struct DraftStepCost {
   int depth = 0;
   double target_ms = 0, centroid_ms = 0, full_ms = 0;  // medians
+  double centroid_1t_ms = 0;                           // the assistant on a 1-thread pool
 };
 
 DraftStepCost measure_draft_step(EngineSession& sess, const std::string& draft_path, int depth, int n_steps);

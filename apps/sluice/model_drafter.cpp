@@ -16,9 +16,19 @@ ModelDrafter::ModelDrafter(const SessionOptions& opt, ThreadPool& pool, const gg
   file_ = models::open_gemma4_assistant_file(opt.draft_path);
   models::LoadOptions lo;
   lo.pool = &pool;
+  // The centroid head's step is a few MB of small matmuls: on the calling thread alone it
+  // costs less than a pool hand-off per matmul (E2B-shaped, docs/speculative.md: 6.3 ms
+  // against 14.9 ms on two threads of a loaded host). The full head streams the whole
+  // embedding and keeps the session's pool.
+  // A file without the centroid head (no use_ordered_embeddings) drafts with the full one.
+  if (!file_->find_tensor("masked_embd_centroids.weight") && !file_->find_tensor("mtp.centroids.weight"))
+    head = models::DraftHead::kFull;
+  if (head == models::DraftHead::kCentroid) {
+    own_pool_ = std::make_unique<ThreadPool>(1);
+    lo.pool = own_pool_.get();
+  }
   asst_ = models::load_gemma4_assistant(*file_, lo);
   asst_->bind_target(target_file, target.spec());
-  if (head == models::DraftHead::kCentroid && asst_->spec().n_centroids == 0) head = models::DraftHead::kFull;
   drafter_ = std::make_unique<engine::AssistantDrafter>(*asst_, target_kv, head);
 }
 

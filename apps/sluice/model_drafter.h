@@ -21,6 +21,7 @@ class ModelDrafter {
 
  private:
   std::unique_ptr<gguf::GgufFile> file_;
+  std::unique_ptr<ThreadPool> own_pool_;  // the centroid head's one-thread pool
   std::unique_ptr<models::Gemma4Assistant> asst_;
   std::unique_ptr<engine::AssistantDrafter> drafter_;
 };
