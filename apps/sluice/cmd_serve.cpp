@@ -182,6 +182,7 @@ CommandFn add_serve_command(CLI::App& app) {
     budget.chunk = a->batch_tokens;
     budget.memory_bytes = parse_bytes(a->kv_memory, "--kv-memory");
     budget.type = parse_kv_type(so.kv_type);
+    budget.window_margin = spec_window_margin(so);
     KvCache kv(spec.kv_groups, so.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, budget), budget.type);
 
     api::EngineOptions eo;

@@ -31,6 +31,7 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   kb.block_tokens = opt.block_tokens;
   kb.chunk = static_cast<int32_t>(budget);
   kb.type = parse_kv_type(opt.kv_type);
+  kb.window_margin = spec_window_margin(opt);
   const auto& spec = model_->spec();
   kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, kb),
                                   kb.type);

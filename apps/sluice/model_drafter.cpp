@@ -34,6 +34,10 @@ ModelDrafter::ModelDrafter(const SessionOptions& opt, ThreadPool& pool, const gg
 
 ModelDrafter::~ModelDrafter() = default;
 
+int32_t spec_window_margin(const SessionOptions& opt) {
+  return opt.spec == "assistant" ? engine::kAssistantWindowMargin : 0;
+}
+
 std::unique_ptr<ModelDrafter> make_model_drafter(const SessionOptions& opt, ThreadPool& pool,
                                                  const gguf::GgufFile& target_file, const models::Model& target,
                                                  KvCache& target_kv, engine::EngineConfig& cfg) {

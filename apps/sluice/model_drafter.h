@@ -26,6 +26,9 @@ class ModelDrafter {
   std::unique_ptr<engine::AssistantDrafter> drafter_;
 };
 
+// Positions below the sliding window the KV budget must keep for opt.spec's drafter.
+int32_t spec_window_margin(const SessionOptions& opt);
+
 // A ModelDrafter when opt.spec needs one (cfg.model_drafter then points at it), else null.
 std::unique_ptr<ModelDrafter> make_model_drafter(const SessionOptions& opt, ThreadPool& pool,
                                                  const gguf::GgufFile& target_file, const models::Model& target,

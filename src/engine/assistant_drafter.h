@@ -22,6 +22,10 @@
 
 namespace sluice::engine {
 
+// Cached positions below the target's window the assistant reads: its query at n sees
+// n − window − 1 .. n − 1, the target's next one n − window + 1 .. n.
+inline constexpr int32_t kAssistantWindowMargin = 2;
+
 struct AssistantDrafterStats {
   int64_t rounds = 0;       // draft() calls with at least one drafting sequence
   int64_t steps = 0;        // assistant passes
@@ -40,7 +44,7 @@ class AssistantDrafter final : public BatchDrafter {
   void on_verified(const ScheduledBatch& batch, std::span<const SliceSample> sampled,
                    const HiddenRows& hidden) override;
   bool wants_hidden() const override { return true; }
-  int32_t window_margin() const override { return 2; }
+  int32_t window_margin() const override { return kAssistantWindowMargin; }
   const AssistantDrafterStats& stats() const { return stats_; }
   // Called with each sequence's proposal of a round (for tests and tracing): its final
   // tokens, the target positions computed (the draft position) and the drafts.

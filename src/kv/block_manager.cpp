@@ -214,9 +214,9 @@ int32_t BlockManager::peak_blocks(int32_t g, int32_t n_positions, int32_t chunk)
   const int32_t all = (n_positions + bt - 1) / bt;
   const int32_t w = kv_.group(g).window;
   if (w <= 0) return all;
-  // Keys [q0 - w + 1, q0 + chunk) for a chunk starting at q0: at most w - 1 + chunk
-  // positions, spread over at most one block more than they fill.
-  return std::min(all, (w - 1 + chunk + bt - 1) / bt + 1);
+  // Keys [q0 - w + 1 - margin, q0 + chunk) for a chunk starting at q0: at most
+  // w - 1 + margin + chunk positions, spread over at most one block more than they fill.
+  return std::min(all, (w - 1 + margin_ + chunk + bt - 1) / bt + 1);
 }
 
 bool BlockManager::fits_alone(int32_t n_positions, int32_t chunk) const {
