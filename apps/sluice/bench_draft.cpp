@@ -44,7 +44,8 @@ DraftStepCost measure_draft_step(EngineSession& sess, const std::string& draft_p
   if (!seq.reserve(depth + 1)) fail("draft bench: cannot reserve %d positions", depth + 1);
   std::mt19937_64 rng(7);
   std::vector<int32_t> ids(static_cast<size_t>(depth + 1));
-  for (int32_t& t : ids) t = 1000 + static_cast<int32_t>(rng() % static_cast<uint64_t>(spec.n_vocab - 1000));
+  const int32_t id0 = spec.n_vocab > 2000 ? 1000 : 0;  // past the special tokens of real vocabularies
+  for (int32_t& t : ids) t = id0 + static_cast<int32_t>(rng() % static_cast<uint64_t>(spec.n_vocab - id0));
   std::vector<float> logits(static_cast<size_t>(spec.n_vocab)), h(static_cast<size_t>(spec.n_embd));
   auto forward = [&](int32_t pos0, int32_t n) {
     models::ForwardBatch b;

@@ -351,11 +351,21 @@ int run_bench(BenchArgs& a) {
   EngineSession sess(a.session);
   if (!a.json) sess.print_summary();
   const BenchResult r = Measurer(a, sess).run(depths);
-  if (a.json) std::printf("%s\n", to_json(a, sess, r).dump(1).c_str());
-  else print_text(a, sess, r);
-  if (!a.session.draft_path.empty()) {
-    const DraftStepCost c = measure_draft_step(sess, a.session.draft_path, std::max(max_depth, 1), a.n_decode);
-    if (!a.json) print_draft_step(c);
+  DraftStepCost c;
+  const bool draft = !a.session.draft_path.empty();
+  if (draft) c = measure_draft_step(sess, a.session.draft_path, std::max(max_depth, 1), a.n_decode);
+  if (a.json) {
+    nlohmann::json j = to_json(a, sess, r);
+    if (draft)
+      j["draft_step"] = {{"depth", c.depth},
+                         {"target_ms", c.target_ms},
+                         {"centroid_ms", c.centroid_ms},
+                         {"full_ms", c.full_ms},
+                         {"centroid_1t_ms", c.centroid_1t_ms}};
+    std::printf("%s\n", j.dump(1).c_str());
+  } else {
+    print_text(a, sess, r);
+    if (draft) print_draft_step(c);
   }
   return 0;
 }
