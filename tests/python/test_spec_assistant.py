@@ -92,7 +92,7 @@ def test_serve_with_the_assistant_returns_the_plain_servers_text(sluice_bin):
 def test_bench_prints_the_draft_step_cost(sluice_bin):
     import json
     r = run([sluice_bin, "bench", "-m", TARGET, "--draft", ASSISTANT, "-p", "16", "--depths", "32", "-n", "3",
-             "--repeats", "1", "--json"], timeout=300)
+             "--repeats", "1", "--bandwidth-gib", "0.0625", "--json"], timeout=300)
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)["draft_step"]
     assert d["depth"] == 32 and all(d[k] > 0 for k in ("target_ms", "centroid_ms", "full_ms", "centroid_1t_ms"))
