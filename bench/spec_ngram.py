@@ -7,7 +7,9 @@ copies text it was given: bench/spec_grounded_prompt.txt), via `sluice run`.
 
 The settings run interleaved (none, K1, K2, none, ...) so a change in the machine's load
 hits them alike; each line gives the median generated tokens/s over the repeats and the
-acceptance. Outputs are compared too: a speculative run must print what --spec none prints."""
+acceptance. Outputs are compared too: a speculative run must print what --spec none prints.
+With --draft FILE the speculative settings are `--spec draft --draft FILE` instead of ngram
+(e.g. the model drafting for itself: every greedy draft accepted, the draft's cost visible)."""
 import argparse
 import pathlib
 import re
@@ -29,8 +31,10 @@ def main():
     ap.add_argument("-t", type=int, default=2)
     ap.add_argument("--ks", default="3,8")
     ap.add_argument("--temp", default="0")
+    ap.add_argument("--draft", help="draft model GGUF: --spec draft instead of ngram")
     a = ap.parse_args()
-    settings = [("none", None)] + [("ngram", int(k)) for k in a.ks.split(",")]
+    method = "draft" if a.draft else "ngram"
+    settings = [("none", None)] + [(method, int(k)) for k in a.ks.split(",")]
     speeds = {s: [] for s in settings}
     accept = {}
     outputs = {}
@@ -40,6 +44,8 @@ def main():
                    "--temp", a.temp, "--seed", "1", "--spec", s[0]]
             if s[1]:
                 cmd += ["--draft-max", str(s[1])]
+            if s[1] and a.draft:
+                cmd += ["--draft", a.draft]
             r = subprocess.run(cmd, capture_output=True, text=True, check=True)
             speeds[s].append(float(SPEED.search(r.stderr).group(2)))
             m = SPEC.search(r.stderr)
@@ -49,7 +55,7 @@ def main():
     base = statistics.median(speeds[settings[0]])
     for s in settings:
         med = statistics.median(speeds[s])
-        name = "--spec none" if s[1] is None else f"--spec ngram --draft-max {s[1]}"
+        name = "--spec none" if s[1] is None else f"--spec {method} --draft-max {s[1]}"
         extra = ""
         if s in accept:
             d, acc = accept[s]

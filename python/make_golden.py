@@ -63,6 +63,16 @@ MODELS = [
     {"id": "tiny-gemma4-k-eq-v", "arch": "gemma4", "seed": 31, "prompt_seed": 310, "n_tokens": 64,
      "options": {"attention_k_eq_v": True, "kv_shared_layers": 0, "ple_width": 0, "double_wide_mlp": False}},
 ]
+# Draft models for the speculative-decoding tests (`--spec draft`): random, smaller, other
+# seeds, the same vocabulary size (the converter's stand-in tokenizer depends on n_vocab only,
+# so the token texts match too). Only an f32 GGUF each, no logits: manifest "drafts".
+DRAFTS = [
+    {"id": "tiny-gemma3-draft", "arch": "gemma3", "seed": 33,
+     "options": {"layers": 6, "hidden": 32, "intermediate": 64, "heads": 2, "kv_heads": 1}},
+    {"id": "tiny-gemma4-draft", "arch": "gemma4", "seed": 44,
+     "options": {"layers": 5, "hidden": 32, "intermediate": 64, "heads": 4, "kv_heads": 1,
+                 "kv_shared_layers": 0, "ple_width": 16, "double_wide_mlp": False}},
+]
 OUTTYPES = ["f32", "q8_0", "q4_0"]
 TAPS_MAGIC, TAPS_VERSION = b"SLTP", 1
 FORMAT_VERSION = 2   # manifest "format_version"; bump when file layouts change
@@ -522,16 +532,45 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
     return entry
 
 
+def build_draft(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
+    """A DRAFTS entry: the f32 GGUF of a random model, rebuilt from the seed like the others."""
+    arch, mid = spec["arch"], spec["id"]
+    print(f"== {mid} (draft)", file=sys.stderr)
+    model0, _, opts = tiny.build_model(arch, seed=spec["seed"], **spec["options"])
+    ckpt = tiny.save_model(model0, work / mid)
+    entry = {"arch": arch, "seed": spec["seed"], "n_vocab": int(opts["vocab"]), "options": opts,
+             "hf_config": json.loads((ckpt / "config.json").read_text()),
+             "hf_tensors": [[n, list(sh)] for n, sh in tiny.checkpoint_tensors(model0)], "variants": {}}
+    gpath = out_dir / f"{mid}.f32.gguf"
+    fixtures.write_gguf(mid, entry, "f32", gpath)
+    conv.convert(ckpt, work / f"{mid}.check.gguf", "f32", name=mid, verbose=False)
+    assert sha256(gpath) == sha256(work / f"{mid}.check.gguf"), f"{mid}: converter paths differ"
+    entry["variants"]["f32"] = {"gguf": gpath.name, "gguf_bytes": gpath.stat().st_size, "gguf_sha256": sha256(gpath)}
+    return entry
+
+
+def rebuild_drafts(out: pathlib.Path) -> int:
+    """--drafts-only: rewrite the manifest's "drafts" section, keep everything else."""
+    manifest = json.loads((out / "manifest.json").read_text())
+    with tempfile.TemporaryDirectory() as work:
+        manifest["drafts"] = {d["id"]: build_draft(d, out, pathlib.Path(work)) for d in DRAFTS}
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default=str(ROOT / "tests" / "data" / "golden"))
     p.add_argument("--keep-hf", help="keep the generated HF checkpoints in this directory")
     p.add_argument("--only", action="append", metavar="ID",
                    help="rebuild only this model (repeatable); the manifest keeps the others' entries")
+    p.add_argument("--drafts-only", action="store_true", help="rebuild only the draft models (DRAFTS)")
     a = p.parse_args(argv)
     import torch
     out = pathlib.Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
+    if a.drafts_only:
+        return rebuild_drafts(out)
     ids = [m["id"] for m in MODELS]
     only = a.only or ids
     if set(only) - set(ids):
@@ -549,6 +588,8 @@ def main(argv=None) -> int:
     with ctx as work:
         work = pathlib.Path(work)
         built = {m["id"]: build_one(m, out, work) for m in MODELS if m["id"] in only}
+        drafts = (json.loads((out / "manifest.json").read_text()).get("drafts", {}) if a.only
+                  else {d["id"]: build_draft(d, out, work) for d in DRAFTS})
     models = {mid: built[mid] if mid in built else kept[mid] for mid in ids if mid in built or mid in kept}
     import transformers
     manifest = {
@@ -569,6 +610,7 @@ def main(argv=None) -> int:
             "result_norm": "after output_norm [T, d]",
         },
         "models": models,
+        "drafts": drafts,
     }
     if assistants:
         manifest["assistants"] = assistants

@@ -183,6 +183,7 @@ CommandFn add_serve_command(CLI::App& app) {
     budget.memory_bytes = parse_bytes(a->kv_memory, "--kv-memory");
     budget.type = parse_kv_type(so.kv_type);
     budget.window_margin = spec_window_margin(so);
+    const DraftParts draft = load_draft(so, *file, spec, pool, budget);  // outlives the engine
     KvCache kv(spec.kv_groups, so.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, budget), budget.type);
 
     api::EngineOptions eo;
@@ -190,8 +191,8 @@ CommandFn add_serve_command(CLI::App& app) {
     eo.core.sched.token_budget = a->batch_tokens;
     eo.core.sched.ctx_size = so.ctx_size;
     eo.core.prefix_caching = !a->no_prefix_cache;
-    apply_spec_options(so, eo.core);
-    const auto drafter = make_model_drafter(so, pool, *file, *model, kv, eo.core);
+    apply_spec_options(so, eo.core, draft);
+    const auto assistant = make_model_drafter(so, pool, *file, *model, kv, eo.core);  // --spec assistant
     eo.max_waiting = a->max_queue;
     api::Engine engine(*model, kv, eo);
 
@@ -215,6 +216,7 @@ CommandFn add_serve_command(CLI::App& app) {
     std::fprintf(stderr, "sluice serve: model '%s' (%s), ctx %d, parallel %d, KV %.1f MiB (%s), %d threads\n",
                  mctx.alias().c_str(), spec.arch.c_str(), so.ctx_size, a->parallel, kv.bytes() / 1048576.0,
                  kv_type_name(kv.type()), pool.size());
+    print_draft_summary(draft);
     std::fprintf(stderr, "sluice serve: listening on http://%s:%d\n", ho.host.c_str(), http.bound_port());
     std::fflush(stderr);
     http.serve();

@@ -15,7 +15,7 @@ using CommandFn = std::function<int()>;
 
 struct SessionOptions;
 void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required = true);
-void add_spec_options(CLI::App* cmd, SessionOptions& o);  // --spec, --draft-max   // -m, -t, -c, --kv-type
+void add_spec_options(CLI::App* cmd, SessionOptions& o);  // --spec, --draft-max, --draft, --draft-p-min
 
 // The text of -p TEXT, else of -f FILE, else all of stdin.
 std::string read_prompt(const std::string& text, const std::string& file);

@@ -33,6 +33,7 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   kb.type = parse_kv_type(opt.kv_type);
   kb.window_margin = spec_window_margin(opt);
   const auto& spec = model_->spec();
+  draft_ = load_draft(opt, *file_, spec, *pool_, kb);
   kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, kb),
                                   kb.type);
   engine::EngineConfig cfg;
@@ -40,26 +41,67 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   cfg.sched.token_budget = static_cast<int32_t>(budget);
   cfg.sched.ctx_size = ctx_size_;
   cfg.prefix_caching = opt.prefix_caching;
-  apply_spec_options(opt, cfg);
-  drafter_ = make_model_drafter(opt, *pool_, *file_, *model_, *kv_, cfg);
+  apply_spec_options(opt, cfg, draft_);
+  assistant_ = make_model_drafter(opt, *pool_, *file_, *model_, *kv_, cfg);
   core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
 EngineSession::~EngineSession() = default;
 
-void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg) {
+DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_file, const models::ModelSpec& target,
+                      ThreadPool& pool, engine::KvBudget& budget) {
+  DraftParts d;
+  if (opt.spec != "draft") return d;
+  if (opt.draft_path.empty()) fail("--spec draft needs --draft FILE (a model with the target's vocabulary)");
+  std::fprintf(stderr, "loading draft %s ...\n", opt.draft_path.c_str());
+  d.file = gguf::GgufFile::open(opt.draft_path);
+  engine::check_same_vocabulary(target_file, *d.file);
+  models::LoadOptions lo;
+  lo.pool = &pool;
+  lo.lm_head = models::parse_lm_head_format(opt.lm_head);
+  d.model = models::load_model(*d.file, lo);
+  const auto& ds = d.model->spec();
+  engine::KvBudget db = budget;
+  if (budget.memory_bytes > 0) {
+    db.memory_bytes = engine::draft_kv_share(budget.memory_bytes, target.kv_groups, ds.kv_groups, budget.type);
+    budget.memory_bytes -= db.memory_bytes;
+  }
+  d.kv = std::make_unique<KvCache>(ds.kv_groups, db.block_tokens, engine::kv_blocks_per_group(ds.kv_groups, db),
+                                   db.type);
+  engine::DraftModelConfig dc;
+  dc.chunk = budget.chunk;
+  dc.p_min = opt.draft_p_min;
+  d.drafter = std::make_unique<engine::DraftModelDrafter>(*d.model, *d.kv, target.n_vocab, dc);
+  return d;
+}
+
+void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft) {
   if (opt.spec == "none") {
     cfg.spec = engine::SpecMethod::kNone;
     cfg.sched.draft_max = 0;
     return;
   }
-  if (opt.spec != "ngram" && opt.spec != "assistant")
-    fail("--spec '%s': expected none, ngram or assistant", opt.spec.c_str());
+  if (opt.spec != "ngram" && opt.spec != "draft" && opt.spec != "assistant")
+    fail("--spec '%s': expected none, ngram, draft or assistant", opt.spec.c_str());
   if (opt.draft_max < 1 || opt.draft_max > 64) fail("--draft-max must be in [1, 64], got %d", opt.draft_max);
-  // assistant: make_model_drafter sets cfg.model_drafter.
-  cfg.spec = opt.spec == "ngram" ? engine::SpecMethod::kNgram : engine::SpecMethod::kModel;
   cfg.sched.draft_max = opt.draft_max;
+  if (opt.spec == "ngram") {
+    cfg.spec = engine::SpecMethod::kNgram;
+    return;
+  }
+  cfg.spec = engine::SpecMethod::kModel;
+  if (opt.spec == "assistant") return;  // make_model_drafter sets cfg.model_drafter
+  if (!draft.drafter) fail("--spec draft: the draft model is not loaded");
+  cfg.model_drafter = draft.drafter.get();
+}
+
+void print_draft_summary(const DraftParts& d) {
+  if (!d.model) return;
+  const auto& s = d.model->spec();
+  std::fprintf(stderr, "draft %s: %s (%s), %d layers | weights %.1f MiB mapped | KV cache %.1f MiB (%s)\n",
+               d.file->name().c_str(), s.name.c_str(), s.arch.c_str(), s.n_layer, d.file->file_size() / 1048576.0,
+               d.kv->bytes() / 1048576.0, kv_type_name(d.kv->type()));
 }
 
 engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt) {
@@ -100,6 +142,7 @@ void EngineSession::print_summary() const {
       "%s: %s (%s), %d layers, vocab %d | weights %.1f MiB mapped | KV cache %.1f MiB (%s, %d positions) | %d threads | loaded in %.0f ms\n",
       file_->name().c_str(), s.name.c_str(), s.arch.c_str(), s.n_layer, s.n_vocab, file_->file_size() / 1048576.0,
       kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size(), load_ms_);
+  print_draft_summary(draft_);
 }
 
 }  // namespace sluice::app

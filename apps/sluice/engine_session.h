@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/draft_model_drafter.h"
 #include "engine/engine_core.h"
+#include "engine/kv_budget.h"
 #include "gguf/reader.h"
 #include "kv/kv_cache.h"
 #include "models/model.h"
@@ -31,18 +33,38 @@ struct SessionOptions {
   int n_seqs = 1;        // sequences decoded together (sluice bench --batch)
   int token_budget = 0;  // tokens per engine step; 0: ctx_size × n_seqs (a prompt in one forward)
   bool prefix_caching = true;
-  // Speculative decoding (docs/speculative.md): "none" or "ngram" (prompt lookup), up to
-  // draft_max drafted tokens verified per step. Lossless: the same tokens as without.
-  // "assistant": Gemma 4's assistant from draft_path (a gemma4-assistant GGUF), its centroid
-  // head unless draft_head is "full".
+  // Speculative decoding (docs/speculative.md): "none", "ngram" (prompt lookup), "draft"
+  // (the model in draft_path drafts greedily) or "assistant" (Gemma 4's assistant in
+  // draft_path, a gemma4-assistant GGUF; its centroid head unless draft_head is "full"), up
+  // to draft_max drafted tokens verified per step. Lossless: the same tokens as without.
   std::string spec = "none";
   int draft_max = 4;
-  std::string draft_path;
+  std::string draft_path;    // --draft FILE (--spec draft / assistant)
+  float draft_p_min = 0.0f;  // --draft-p-min: stop drafting below this draft probability
   std::string draft_head = "centroid";
 };
 
-// Sets cfg's proposer and draft length from --spec / --draft-max; a bad value is an Error.
-void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg);
+// --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a
+// target. Must outlive the EngineCore that uses `drafter`.
+struct DraftParts {
+  std::unique_ptr<gguf::GgufFile> file;
+  std::unique_ptr<models::Model> model;
+  std::unique_ptr<KvCache> kv;
+  std::unique_ptr<engine::DraftModelDrafter> drafter;
+};
+// Loads --draft when opt.spec is "draft" (else returns empty parts). Checks the vocabulary
+// against the target's (same token texts, else an Error naming the first differing id). The
+// draft's blocks are sized like the target's from `budget`; with a memory budget the two
+// share it by bytes per token (engine::draft_kv_share), and budget.memory_bytes becomes the
+// target's part.
+DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_file, const models::ModelSpec& target,
+                      ThreadPool& pool, engine::KvBudget& budget);
+
+// Sets cfg's proposer and draft length from --spec / --draft-max (and the draft model's hook
+// for --spec draft); a bad value is an Error.
+void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft = {});
+// One line on the draft model (stderr), when there is one.
+void print_draft_summary(const DraftParts& draft);
 
 class EngineSession {
  public:
@@ -54,6 +76,7 @@ class EngineSession {
   ThreadPool& pool() { return *pool_; }
   const gguf::GgufFile& file() const { return *file_; }
   engine::EngineCore& core() { return *core_; }
+  const DraftParts& draft() const { return draft_; }
   int ctx_size() const { return ctx_size_; }
   int threads() const { return pool_->size(); }
   engine::RequestId next_id() { return ++last_id_; }
@@ -71,7 +94,8 @@ class EngineSession {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<KvCache> kv_;
-  std::unique_ptr<ModelDrafter> drafter_;  // --spec assistant; outlives core_
+  DraftParts draft_;                         // before core_: outlives it
+  std::unique_ptr<ModelDrafter> assistant_;  // --spec assistant; outlives core_
   std::unique_ptr<engine::EngineCore> core_;
   int ctx_size_;
   double load_ms_ = 0;

@@ -11,6 +11,19 @@ uint64_t kv_block_bytes(const KvGroupSpec& g, int32_t block_tokens, KvType t) {
   return static_cast<uint64_t>(g.n_layers) * 2 * block_tokens * g.row_elems() * kv_type_size(t);
 }
 
+uint64_t kv_bytes_per_token(const std::vector<KvGroupSpec>& groups, KvType t) {
+  uint64_t b = 0;
+  for (const KvGroupSpec& g : groups) b += kv_block_bytes(g, 1, t);
+  return b;
+}
+
+uint64_t draft_kv_share(uint64_t total, const std::vector<KvGroupSpec>& target, const std::vector<KvGroupSpec>& draft,
+                        KvType t) {
+  const uint64_t bt = kv_bytes_per_token(target, t), bd = kv_bytes_per_token(draft, t);
+  if (bt + bd == 0) return 0;
+  return static_cast<uint64_t>(static_cast<double>(total) * static_cast<double>(bd) / static_cast<double>(bt + bd));
+}
+
 static int32_t peak_blocks(const KvGroupSpec& g, int32_t n_positions, int32_t bt, int32_t chunk, int32_t margin) {
   const int32_t all = (n_positions + bt - 1) / bt;
   if (g.window <= 0) return all;

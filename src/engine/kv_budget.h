@@ -25,6 +25,13 @@ struct KvBudget {
 };
 
 uint64_t kv_block_bytes(const KvGroupSpec& g, int32_t block_tokens, KvType t);
+// K/V bytes one position takes in every group of a model (sliding groups included).
+uint64_t kv_bytes_per_token(const std::vector<KvGroupSpec>& groups, KvType t);
+// A draft model's K/V shares one memory budget with its target's (--spec draft --kv-memory):
+// each gets the budget in proportion to its bytes per token, so both hold about as many
+// positions. Returns the draft's share; the target's is total − draft's.
+uint64_t draft_kv_share(uint64_t total, const std::vector<KvGroupSpec>& target, const std::vector<KvGroupSpec>& draft,
+                        KvType t);
 // Throws sluice::Error when the budget cannot hold even one sequence of ctx_size.
 std::vector<int32_t> kv_blocks_per_group(const std::vector<KvGroupSpec>& groups, const KvBudget& b);
 

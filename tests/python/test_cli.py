@@ -60,3 +60,26 @@ def test_run_reads_stdin_and_applies_the_chat_template(sluice_bin, gemma3_path):
     # <bos><start_of_turn>user\nSay hi.<end_of_turn>\n<start_of_turn>model\n = 1+1+1+1+3+1+1+1+1+1 tokens
     n = int(re.search(r"\[prompt: (\d+) tokens", r.stderr).group(1))
     assert 10 <= n <= 14
+
+
+def test_run_spec_draft_prints_the_plain_text_and_its_counts(sluice_bin, tmp_path):
+    """--spec draft on tiny Gemma 3: the draft (its own Q4_0 file) changes no byte of the
+    output, greedy or sampled, and `run` reports drafted/accepted; bad drafts are errors."""
+    target, draft = GOLDEN / "tiny-gemma3.f32.gguf", GOLDEN / "tiny-gemma3.q4_0.gguf"
+    base = [sluice_bin, "run", "-m", target, "-p", "the quick brown fox", "-n", "24", "-t", "1"]
+    for sampling in (["--temp", "0"], ["--temp", "0.8", "--seed", "3"]):
+        plain = run([*base, *sampling])
+        assert plain.returncode == 0, plain.stderr
+        spec = run([*base, *sampling, "--spec", "draft", "--draft", draft, "--draft-max", "3"])
+        assert spec.returncode == 0, spec.stderr
+        assert spec.stdout == plain.stdout
+        m = re.search(r"\[spec: drafted (\d+), accepted (\d+)", spec.stderr)
+        assert m and int(m.group(1)) > 0, spec.stderr
+    r = run([*base, "--spec", "draft"])
+    assert r.returncode != 0 and "--spec draft needs --draft" in r.stderr
+    bad = bytearray(draft.read_bytes())
+    at = bad.find(b"<unused0>")
+    bad[at + 6:at + 7] = b"e"
+    (tmp_path / "bad.gguf").write_bytes(bad)
+    r = run([*base, "--spec", "draft", "--draft", tmp_path / "bad.gguf"])
+    assert r.returncode != 0 and "first difference at id" in r.stderr and "'<unusee0>'" in r.stderr, r.stderr

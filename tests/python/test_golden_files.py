@@ -124,6 +124,11 @@ def test_manifest_lists_existing_files():
             for k in ("gguf", "steps"):
                 assert (GOLDEN / v[k]).is_file(), v[k]
                 named.add(v[k])
+    for e in MANIFEST.get("drafts", {}).values():  # speculative-decoding draft models: GGUFs only
+        assert e["n_vocab"] in {m["n_vocab"] for m in MANIFEST["models"].values()}
+        for v in e["variants"].values():
+            assert (GOLDEN / v["gguf"]).is_file(), v["gguf"]
+            named.add(v["gguf"])
     stray = {p.name for p in GOLDEN.iterdir()} - named
     assert not stray, f"files not in the manifest: {stray}"
     # committed: manifest, logits, taps; the GGUFs are rebuilt by `make fixtures`

@@ -35,5 +35,14 @@ TEST(KvBudget, MemoryBudgetScalesEveryGroupAndRefusesTooLittle) {
   EXPECT_THROW(kv_blocks_per_group(groups, b), Error);
 }
 
+TEST(KvBudget, ADraftSharesTheBudgetByBytesPerToken) {
+  const std::vector<KvGroupSpec> target = {{4, 1, 64, 512}, {1, 1, 128, 0}};  // 4·2·64 + 2·128 = 768 f32/token
+  const std::vector<KvGroupSpec> draft = {{1, 1, 64, 0}};                     // 2·64 = 128 f32/token
+  EXPECT_EQ(kv_bytes_per_token(target, KvType::F32), 768u * 4);
+  EXPECT_EQ(kv_bytes_per_token(draft, KvType::F16), 128u * 2);
+  EXPECT_EQ(draft_kv_share(7000, target, draft, KvType::F32), 1000u);  // 7000 · 128 / 896
+  EXPECT_EQ(draft_kv_share(7000, target, target, KvType::F32), 3500u);
+}
+
 }  // namespace
 }  // namespace sluice::engine
