@@ -26,7 +26,7 @@ ARM64_BUILD := $(BUILD)-arm64
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sluice
 
 .PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden fixtures clean \
-  e2b-model e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset \
+  e2b-model e2b-assistant e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset \
   deps-arm64 build-arm64 test-arm64
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
@@ -156,6 +156,7 @@ $(GOLDEN_VENV)/.stamp: python/requirements-golden.txt
 	touch $@
 golden: deps $(GOLDEN_VENV)/.stamp model
 	$(GOLDEN_VENV)/bin/python python/make_golden.py
+	$(GOLDEN_VENV)/bin/python python/make_assistant_golden.py
 	$(GOLDEN_VENV)/bin/python python/make_tokenizer_golden.py
 	$(GOLDEN_VENV)/bin/python python/make_llamacpp_golden.py $(MODEL)
 
@@ -173,6 +174,12 @@ e2b-model: $(E2B_MODEL)
 $(E2B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
 	mkdir -p models
 	$(VENV)/bin/python python/make_e2b_shaped.py $@ --seed $(E2B_SEED)
+# Its assistant (MTP drafter, gemma4.md §5), for `sluice bench --draft` and `--spec assistant`.
+E2B_ASSISTANT := models/gemma4-e2b-shaped-assistant-q4_0.gguf
+e2b-assistant: $(E2B_ASSISTANT)
+$(E2B_ASSISTANT): $(VENV)/.stamp python/make_e2b_shaped.py python/convert_hf_to_gguf.py
+	mkdir -p models
+	$(VENV)/bin/python python/make_e2b_shaped.py $@ --assistant --seed $(E2B_SEED)
 e4b-model: $(E4B_MODEL)
 $(E4B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
 	mkdir -p models

@@ -116,6 +116,8 @@ def load_checkpoint(model_dir) -> tuple[dict, dict[str, np.ndarray]]:
     raw: dict[str, np.ndarray] = {}
     for f in files:
         raw.update(read_safetensors(f))
+    if is_assistant_config(cfg):
+        return cfg, raw   # convert_assistant_state reads the top-level keys
     return text_config(cfg), text_tensors(raw)
 
 
@@ -454,6 +456,8 @@ def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: 
 
     if outtype not in OUTTYPES:
         raise ValueError(f"outtype must be one of {sorted(OUTTYPES)}")
+    if is_assistant_config(cfg):
+        return convert_assistant_state(cfg, tensors, out_path, outtype, name=name, log=log)
     cfg, tensors = text_config(cfg), text_tensors(tensors)
     hp = read_hparams(cfg, tensors)
     arch = hp.arch
@@ -610,6 +614,115 @@ def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: 
     w.write_tensors_to_file()
     w.close()
     log(f"wrote {out_path}: {arch}, {len(summary)} tensors, outtype {outtype}")
+    return summary
+
+
+# ---------------------------------------------------------------------------------------
+# Gemma 4 assistant (MTP drafter, G4 §5): arch "gemma4-assistant"
+# ---------------------------------------------------------------------------------------
+ASSISTANT_ARCH = "gemma4-assistant"
+# G4 §5: the centroid head's shape; llama.cpp has no keys for them (it computes every logit),
+# so these are sluice's names; readers default the count to the centroid tensor's rows and
+# top-k to 32 (E2B) when a file lacks them.
+KEY_CENTROID_COUNT = "centroid_count"
+KEY_CENTROID_TOP_K = "centroid_top_k"
+ASSISTANT_GLOBAL_NAMES = {
+    "pre_projection.weight": "nextn.pre_projection.weight",
+    "post_projection.weight": "nextn.post_projection.weight",
+    "masked_embedding.centroids.weight": "masked_embd_centroids.weight",
+    "masked_embedding.token_ordering": "masked_embd_ordering",
+}
+
+
+def is_assistant_config(cfg: dict) -> bool:
+    return (str(cfg.get("model_type", "")) == "gemma4_assistant"
+            or any("Gemma4Assistant" in a for a in cfg.get("architectures") or []))
+
+
+def convert_assistant_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: str,
+                            name: str, log) -> dict:
+    """HF Gemma4AssistantForCausalLM -> GGUF (G4 §5): llama.cpp's keys and tensor names, the
+    Gemma 4 layer keys of its text config, and the centroid head's shape under
+    KEY_CENTROID_COUNT / KEY_CENTROID_TOP_K."""
+    tcfg = dict(cfg["text_config"])
+    tcfg.setdefault("tie_word_embeddings", True)
+    tensors = text_tensors(tensors)
+    if tcfg.get("num_kv_shared_layers") not in (None, 0, tcfg["num_hidden_layers"]):
+        raise ValueError("an assistant has every layer KV-shared (it reads the target's K/V)")
+    tcfg["num_kv_shared_layers"] = 0   # no layer of its own to share from: skip those checks
+    hp = read_hparams(tcfg, tensors)
+    if hp.ple_width:
+        raise ValueError("an assistant has no per-layer embeddings")
+    backbone = int(cfg["backbone_hidden_size"])
+    w = gguf.GGUFWriter(str(out_path), ASSISTANT_ARCH)
+    w.add_name(name)
+    w.add_file_type(OUTTYPES[outtype][1])
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    w.add_block_count(hp.n_layer)
+    w.add_context_length(hp.n_ctx)
+    w.add_embedding_length(hp.n_embd)
+    w.add_uint32(f"{ASSISTANT_ARCH}.embedding_length_out", backbone)
+    w.add_uint32(f"{ASSISTANT_ARCH}.nextn_predict_layers", hp.n_layer)
+    w.add_feed_forward_length(int(hp.n_ff[0]) if len(set(hp.n_ff)) == 1 else [int(x) for x in hp.n_ff])
+    w.add_head_count(hp.n_head)
+    w.add_head_count_kv(hp.n_head_kv)
+    w.add_layer_norm_rms_eps(hp.eps)
+    w.add_rope_freq_base(hp.rope_theta)
+    w.add_rope_freq_base_swa(hp.rope_theta_swa)
+    w.add_sliding_window(hp.sliding_window)
+    w.add_key_length(hp.head_dim_global)
+    w.add_value_length(hp.head_dim_global)
+    w.add_key_length_swa(hp.head_dim)
+    w.add_value_length_swa(hp.head_dim)
+    w.add_rope_dimension_count(hp.head_dim_global)
+    w.add_rope_dimension_count_swa(hp.head_dim)
+    w.add_sliding_window_pattern([hp.is_swa(il) for il in range(hp.n_layer)])
+    w.add_shared_kv_layers(hp.n_layer)
+    ordered = bool(cfg.get("use_ordered_embeddings"))
+    if ordered:
+        w.add_uint32(f"{ASSISTANT_ARCH}.{KEY_CENTROID_COUNT}", int(cfg["num_centroids"]))
+        w.add_uint32(f"{ASSISTANT_ARCH}.{KEY_CENTROID_TOP_K}", int(cfg["centroid_intermediate_top_k"]))
+    summary: dict[str, tuple[str, list[int]]] = {}
+
+    def put(gname: str, arr: np.ndarray):
+        if arr.dtype.kind in "iu":
+            data, qt = np.ascontiguousarray(arr, dtype=np.int32), QT.I32
+            w.add_tensor(gname, data)
+        else:
+            data, qt = _encode(gname, arr, outtype, log)
+            w.add_tensor(gname, data, raw_dtype=None if qt in (QT.F32, QT.F16) else qt)
+        summary[gname] = (qt.name, list(reversed(arr.shape)))
+
+    put("token_embd.weight", tensors["embed_tokens.weight"])   # also the output (tied)
+    put("output_norm.weight", tensors["norm.weight"].astype(np.float32))
+    used = {"embed_tokens.weight", "norm.weight", "lm_head.weight"}
+    for hf, g in ASSISTANT_GLOBAL_NAMES.items():
+        if hf in tensors:
+            put(g, tensors[hf])
+            used.add(hf)
+    if ordered and "masked_embedding.centroids.weight" not in tensors:
+        raise ValueError("use_ordered_embeddings is set but the checkpoint has no centroids")
+    if hp.rope_full_type == "proportional" and "full_attention" in hp.layer_types:
+        n_rot = int(hp.partial_rotary_factor * hp.head_dim_global // 2)
+        n_half = hp.head_dim_global // 2
+        put("rope_freqs.weight", np.array([hp.rope_full_factor] * n_rot + [1e30] * (n_half - n_rot),
+                                          dtype=np.float32))
+    for il in range(hp.n_layer):
+        for hf_leaf, g_leaf in LAYER_NAMES.items():
+            hf = f"layers.{il}.{hf_leaf}"
+            if hf not in tensors:
+                continue
+            used.add(hf)
+            a = tensors[hf]
+            put(f"blk.{il}.{g_leaf}", a.reshape(1).astype(np.float32) if hf_leaf == "layer_scalar" else a)
+    leftover = sorted(set(tensors) - used)
+    if leftover:
+        raise ValueError(f"unmapped assistant tensors: {leftover[:8]}")
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    log(f"wrote {out_path}: {ASSISTANT_ARCH}, {len(summary)} tensors, outtype {outtype}")
     return summary
 
 

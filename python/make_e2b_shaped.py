@@ -483,6 +483,63 @@ def write(out_path, s: Shape = Shape(), seed: int = 0, log=print) -> int:
     return size
 
 
+# E2B's assistant (gemma4.md §5): 4 Q-only layers [S,S,S,F] of width 256 over the target's
+# K/V, FFN 2048, 2048 centroids with top 32.
+ASSISTANT = dict(layers=4, hidden=256, ffn=2048, heads=4, centroids=2048, top_k=32, pattern="SSSF")
+
+
+def write_assistant(out_path, s: Shape = Shape(), seed: int = 0, outtype: str = "q4_0", log=print) -> None:
+    """An assistant GGUF for target shape `s`, random weights (N(0, std) matrices, the norm
+    ranges above, a random token ordering), through python/convert_hf_to_gguf.py's assistant
+    path (gemma4-assistant, Q4_0 matrices by default)."""
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import convert_hf_to_gguf as conv
+    a = ASSISTANT
+    rng = np.random.default_rng([seed, 4242])
+    text = {
+        "model_type": "gemma4_text", "num_hidden_layers": a["layers"], "hidden_size": a["hidden"],
+        "intermediate_size": a["ffn"], "num_attention_heads": a["heads"], "num_key_value_heads": s.kv_heads,
+        "head_dim": s.head_dim_swa, "global_head_dim": s.head_dim, "sliding_window": s.window,
+        "layer_types": ["sliding_attention" if c == "S" else "full_attention" for c in a["pattern"]],
+        "max_position_embeddings": s.context, "num_kv_shared_layers": a["layers"], "rms_norm_eps": 1e-6,
+        "hidden_size_per_layer_input": 0, "use_double_wide_mlp": False, "tie_word_embeddings": True,
+        "rope_parameters": {"sliding_attention": {"rope_type": "default", "rope_theta": 10000.0},
+                            "full_attention": {"rope_type": "proportional", "rope_theta": 1e6,
+                                               "partial_rotary_factor": s.partial_rotary}},
+    }
+    cfg = {"model_type": "gemma4_assistant", "architectures": ["Gemma4AssistantForCausalLM"],
+           "backbone_hidden_size": s.hidden, "use_ordered_embeddings": True, "num_centroids": a["centroids"],
+           "centroid_intermediate_top_k": a["top_k"], "text_config": text}
+
+    def mat(rows, cols, std=0.03):
+        return rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(std)
+
+    def norm(n, name):
+        lo, hi = NORM_RANGE[name]
+        return rng.uniform(lo, hi, n).astype(np.float32)
+
+    d = a["hidden"]
+    st = {"model.embed_tokens.weight": mat(s.vocab, d), "model.norm.weight": norm(d, "output_norm"),
+          "pre_projection.weight": mat(d, 2 * s.hidden), "post_projection.weight": mat(s.hidden, d),
+          "masked_embedding.centroids.weight": mat(a["centroids"], d),
+          "masked_embedding.token_ordering": rng.permutation(s.vocab).astype(np.int64)}
+    for il, c in enumerate(a["pattern"]):
+        hd = s.head_dim_swa if c == "S" else s.head_dim
+        p = f"model.layers.{il}."
+        st.update({
+            p + "self_attn.q_proj.weight": mat(a["heads"] * hd, d), p + "self_attn.o_proj.weight": mat(d, a["heads"] * hd),
+            p + "self_attn.q_norm.weight": norm(hd, "attn_q_norm"), p + "input_layernorm.weight": norm(d, "attn_norm"),
+            p + "post_attention_layernorm.weight": norm(d, "post_attention_norm"),
+            p + "pre_feedforward_layernorm.weight": norm(d, "ffn_norm"),
+            p + "post_feedforward_layernorm.weight": norm(d, "post_ffw_norm"),
+            p + "mlp.gate_proj.weight": mat(a["ffn"], d), p + "mlp.up_proj.weight": mat(a["ffn"], d),
+            p + "mlp.down_proj.weight": mat(d, a["ffn"], 0.02),
+            p + "layer_scalar": norm(1, "layer_output_scale"),
+        })
+    conv.convert_state(cfg, st, out_path, outtype, name=f"{s.label}-shaped assistant", verbose=False)
+    log(f"wrote {out_path} ({os.path.getsize(out_path) / 1e6:.1f} MB)")
+
+
 def main(argv=None) -> int:
     d = Shape()
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -494,6 +551,8 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, help="(tests) multiple of 256")
     p.add_argument("--ffn", type=int, help="(tests) non-shared FFN width (shared layers get 2x with double-wide)")
     p.add_argument("--vocab", type=int, help=f"(tests) at least {MIN_VOCAB}")
+    p.add_argument("--assistant", action="store_true",
+                   help="write the variant's assistant (MTP drafter, gemma4.md §5) instead of the model")
     a = p.parse_args(argv)
     if a.seed < 0:
         p.error("--seed must be >= 0")
@@ -501,6 +560,9 @@ def main(argv=None) -> int:
                                 ("ffn", a.ffn), ("vocab", a.vocab)) if v is not None}
     s = dataclasses.replace(VARIANTS[a.variant], **shrink)
     try:
+        if a.assistant:
+            write_assistant(a.out, s, a.seed)
+            return 0
         write(a.out, s, a.seed)
     except (ValueError, OSError) as e:
         print(f"make_e2b_shaped: {e}", file=sys.stderr)

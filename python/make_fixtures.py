@@ -46,8 +46,10 @@ def write_gguf(mid: str, entry: dict, outtype: str, path, state=None) -> dict:
 def rebuild(golden: pathlib.Path, manifest: dict, verbose: bool = True) -> list[str]:
     """Make every variant's GGUF present and hash-correct. Returns the problems found."""
     problems = []
-    # "drafts": smaller models with the same vocabulary, for the speculative-decoding tests
-    for mid, entry in {**manifest["models"], **manifest.get("drafts", {})}.items():
+    # "drafts": smaller models with the same vocabulary, for the speculative-decoding tests;
+    # "assistants": Gemma 4 assistants (make_assistant_golden.py)
+    entries = {**manifest["models"], **manifest.get("drafts", {}), **manifest.get("assistants", {})}
+    for mid, entry in entries.items():
         state = None
         for ot, v in entry["variants"].items():
             path = golden / v["gguf"]

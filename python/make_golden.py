@@ -575,10 +575,11 @@ def main(argv=None) -> int:
     only = a.only or ids
     if set(only) - set(ids):
         p.error(f"unknown model id(s) {sorted(set(only) - set(ids))}; known: {ids}")
-    kept = {}
+    kept, assistants = {}, None
     if a.only:
         old_manifest = json.loads((out / "manifest.json").read_text())
         kept = {k: v for k, v in old_manifest["models"].items() if k not in only}
+        assistants = old_manifest.get("assistants")   # make_assistant_golden.py's entries
     for old in [f for f in out.iterdir() if f.is_file() and f.name.split(".")[0] in only]:
         old.unlink()
     if not a.only and (out / "manifest.json").exists():
@@ -611,6 +612,8 @@ def main(argv=None) -> int:
         "models": models,
         "drafts": drafts,
     }
+    if assistants:
+        manifest["assistants"] = assistants
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
     total = sum(f.stat().st_size for f in out.iterdir() if f.is_file())
     print(f"wrote {out} ({total / 1e6:.2f} MB)", file=sys.stderr)

@@ -42,6 +42,17 @@ PRESETS = {
         rope_theta_swa=10_000.0, partial_rotary_factor=0.25, tie_embeddings=True,
         max_position=2048, rope_scaling_factor=None, attention_k_eq_v=False,
     ),
+    # gemma4_assistant: the Gemma 4 assistant (MTP drafter, spec gemma4.md §5) of the tiny gemma4
+    # above, E2B's assistant in miniature: 4 Q-only layers [S,S,S,F] reading the target's K/V
+    # (so head dims, KV heads, window and RoPE are the target's), its own width 32, backbone
+    # width = the target's 64, a centroid head of 16 clusters of 32 tokens, top 4 (128 candidates).
+    "gemma4_assistant": dict(
+        layers=4, hidden=32, intermediate=64, heads=4, kv_heads=2,
+        head_dim=32, global_head_dim=64, sliding_window=16, layer_pattern="SSSF", vocab=512,
+        rope_theta=1_000_000.0, rope_theta_swa=10_000.0, partial_rotary_factor=0.25,
+        max_position=2048, rope_scaling_factor=None, backbone_hidden=64, centroids=16,
+        centroid_top_k=4, ordered_embeddings=True,
+    ),
     "gemma3": dict(
         layers=12, hidden=64, intermediate=128, heads=4, kv_heads=2,
         head_dim=32, global_head_dim=None, sliding_window=16,
@@ -62,6 +73,22 @@ def expand_pattern(pattern: str, n_layers: int) -> list[str]:
     return [names[pattern[i % len(pattern)]] for i in range(n_layers)]
 
 
+# Assistant options that must equal the target's: it attends to the target's K/V and reads
+# its embedding and hidden state.
+ASSISTANT_FROM_TARGET = {
+    "vocab": "vocab", "kv_heads": "kv_heads", "head_dim": "head_dim",
+    "global_head_dim": "global_head_dim", "sliding_window": "sliding_window",
+    "rope_theta": "rope_theta", "rope_theta_swa": "rope_theta_swa",
+    "partial_rotary_factor": "partial_rotary_factor", "max_position": "max_position",
+    "rope_scaling_factor": "rope_scaling_factor", "backbone_hidden": "hidden",
+}
+
+
+def assistant_overrides(target_opts: dict) -> dict:
+    """The gemma4_assistant options a target (resolved gemma4 options) dictates."""
+    return {k: target_opts[v] for k, v in ASSISTANT_FROM_TARGET.items()}
+
+
 def resolve_options(arch: str, **overrides) -> dict:
     """Preset for `arch` with the non-None overrides applied."""
     if arch not in PRESETS:
@@ -78,6 +105,8 @@ def resolve_options(arch: str, **overrides) -> dict:
 def make_config(arch: str, opts: dict):
     """Build the transformers config object for the options."""
     layer_types = expand_pattern(opts["layer_pattern"], opts["layers"])
+    if arch == "gemma4_assistant":
+        return _assistant_config(opts, layer_types)
     common = dict(
         vocab_size=opts["vocab"], hidden_size=opts["hidden"],
         intermediate_size=opts["intermediate"], num_hidden_layers=opts["layers"],
@@ -130,6 +159,40 @@ def make_config(arch: str, opts: dict):
     raise ValueError(arch)
 
 
+def _assistant_config(opts: dict, layer_types: list[str]):
+    """Gemma4AssistantConfig: a Q-only Gemma 4 text decoder (every layer KV-shared, no PLE,
+    no double-wide MLP, no MoE) plus the backbone width and the centroid head."""
+    from transformers import Gemma4AssistantConfig, Gemma4TextConfig
+    if opts["vocab"] % opts["centroids"]:
+        raise ValueError(f"vocab {opts['vocab']} is not a multiple of centroids {opts['centroids']}")
+    full_rope = {"rope_type": "proportional", "rope_theta": opts["rope_theta"],
+                 "partial_rotary_factor": opts["partial_rotary_factor"]}
+    if opts["rope_scaling_factor"]:
+        full_rope["factor"] = opts["rope_scaling_factor"]
+    text = Gemma4TextConfig(
+        vocab_size=opts["vocab"], hidden_size=opts["hidden"], intermediate_size=opts["intermediate"],
+        num_hidden_layers=opts["layers"], num_attention_heads=opts["heads"],
+        num_key_value_heads=opts["kv_heads"], head_dim=opts["head_dim"],
+        global_head_dim=opts["global_head_dim"], layer_types=layer_types,
+        sliding_window=opts["sliding_window"], max_position_embeddings=opts["max_position"],
+        final_logit_softcapping=None, tie_word_embeddings=True, rms_norm_eps=1e-6,
+        hidden_activation="gelu_pytorch_tanh", pad_token_id=0, eos_token_id=1, bos_token_id=2,
+        attention_bias=False,
+        rope_parameters={
+            "sliding_attention": {"rope_type": "default", "rope_theta": opts["rope_theta_swa"]},
+            "full_attention": full_rope,
+        },
+        num_kv_shared_layers=opts["layers"], hidden_size_per_layer_input=0,
+        vocab_size_per_layer_input=0, use_double_wide_mlp=False, attention_k_eq_v=False,
+        enable_moe_block=False,
+    )
+    return Gemma4AssistantConfig(
+        text_config=text, backbone_hidden_size=opts["backbone_hidden"],
+        use_ordered_embeddings=opts["ordered_embeddings"], num_centroids=opts["centroids"],
+        centroid_intermediate_top_k=opts["centroid_top_k"], tie_word_embeddings=True,
+    )
+
+
 def _init_tensor(arch: str, name: str, shape, rng, opts: dict) -> np.ndarray:
     """A random value for one HF parameter/buffer, by name: a float32 numpy array drawn from
     `rng` (numpy's PCG64 generator, whose streams are the same on every platform).
@@ -161,6 +224,9 @@ def _init_tensor(arch: str, name: str, shape, rng, opts: dict) -> np.ndarray:
     leaf = name.split(".")[-2] if name.endswith(".weight") else name.split(".")[-1]
     if name.endswith("layer_scalar"):
         return uniform(0.5, 1.5)
+    if name.endswith("token_ordering"):
+        # the assistant's centroid head: a permutation of the vocabulary (int64 buffer)
+        return rng.permutation(opts["vocab"]).astype(np.int64)
     if name.endswith("embed_tokens.weight"):
         return normal(0.0, 0.25)
     if name.endswith("embed_tokens_per_layer.weight"):
@@ -168,11 +234,14 @@ def _init_tensor(arch: str, name: str, shape, rng, opts: dict) -> np.ndarray:
     if name.endswith("lm_head.weight"):
         return normal(0.0, 0.25)
     if leaf == "q_norm":
-        return (normal(1.0, 0.3) if arch == "gemma4" else normal(1.5, 0.3)) - shift
+        return (normal(1.0, 0.3) if arch != "gemma3" else normal(1.5, 0.3)) - shift
     if leaf == "k_norm":
-        return (normal(0.35, 0.1) if arch == "gemma4" else normal(1.5, 0.3)) - shift
+        return (normal(0.35, 0.1) if arch != "gemma3" else normal(1.5, 0.3)) - shift
+    if name.endswith("centroids.weight"):
+        # centroid logits ~N(0, 4): a clear top-k, yet clusters near the cut still compete
+        return normal(0.0, 2.0 / math.sqrt(shape[1]))
     if name in ("model.norm.weight", "norm.weight"):
-        return (normal(5.0, 1.2) if arch == "gemma4" else normal(1.5, 0.4)) - shift
+        return (normal(5.0, 1.2) if arch != "gemma3" else normal(1.5, 0.4)) - shift
     if "norm" in leaf and len(shape) == 1:
         return normal(1.0, 0.35) - shift
     if len(shape) == 2:
@@ -212,6 +281,8 @@ def build_model(arch: str, seed: int = 0, **overrides):
     config = make_config(arch, opts)
     if arch == "gemma4":
         from transformers import Gemma4ForCausalLM as cls
+    elif arch == "gemma4_assistant":
+        from transformers import Gemma4AssistantForCausalLM as cls
     else:
         from transformers import Gemma3ForCausalLM as cls
     torch.manual_seed(seed)   # only the throwaway default init uses it
@@ -221,12 +292,12 @@ def build_model(arch: str, seed: int = 0, **overrides):
     drawn = draw_state(arch, seed, checkpoint_tensors(model), opts)
     with torch.no_grad():
         for name, arr in drawn.items():
-            state[name].copy_(torch.from_numpy(arr))
+            state[name].copy_(torch.from_numpy(arr).to(state[name].dtype))
     # Every non-tied tensor was visited; check nothing kept its default init.
     for name, t in model.state_dict().items():
         if name.endswith("layer_scalar"):
             assert not torch.all(t == 1.0), name
-        if "norm" in name and arch == "gemma4":
+        if "norm" in name and arch != "gemma3":
             assert not torch.all(t == 1.0), name
         if "norm" in name and arch == "gemma3":
             assert not torch.all(t == 0.0), name

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/sluice/bench_draft.h"
 #include "apps/sluice/bench_probe.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
@@ -350,8 +351,22 @@ int run_bench(BenchArgs& a) {
   EngineSession sess(a.session);
   if (!a.json) sess.print_summary();
   const BenchResult r = Measurer(a, sess).run(depths);
-  if (a.json) std::printf("%s\n", to_json(a, sess, r).dump(1).c_str());
-  else print_text(a, sess, r);
+  DraftStepCost c;
+  const bool draft = !a.session.draft_path.empty();
+  if (draft) c = measure_draft_step(sess, a.session.draft_path, std::max(max_depth, 1), a.n_decode);
+  if (a.json) {
+    nlohmann::json j = to_json(a, sess, r);
+    if (draft)
+      j["draft_step"] = {{"depth", c.depth},
+                         {"target_ms", c.target_ms},
+                         {"centroid_ms", c.centroid_ms},
+                         {"full_ms", c.full_ms},
+                         {"centroid_1t_ms", c.centroid_1t_ms}};
+    std::printf("%s\n", j.dump(1).c_str());
+  } else {
+    print_text(a, sess, r);
+    if (draft) print_draft_step(c);
+  }
   return 0;
 }
 
@@ -371,6 +386,8 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_option("--bandwidth-gib", args->bandwidth_gib, "size of the bandwidth probe's buffer")
       ->capture_default_str();
   cmd->add_flag("--json", args->json, "print one JSON object instead of tables");
+  cmd->add_option("--draft", args->session.draft_path,
+                  "also time one draft step of this Gemma 4 assistant (centroid and full head) against a target step");
   cmd->add_flag("--machine", args->machine,
                 "measure only the machine (bus bandwidth, core-to-core round trip); no model");
   return [args]() {

@@ -61,11 +61,15 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required) 
 
 void add_spec_options(CLI::App* cmd, SessionOptions& o) {
   cmd->add_option("--spec", o.spec,
-                  "speculative decoding: none, ngram (drafts copied from prompt and output) or draft (a draft "
-                  "model, --draft); the same tokens either way")
+                  "speculative decoding: none, ngram (drafts copied from prompt and output), draft (a draft "
+                  "model, --draft) or assistant (Gemma 4's assistant, --draft); the same tokens either way")
+      ->capture_default_str();
+  cmd->add_option("--draft-head", o.draft_head, "--spec assistant: draft head, centroid (top clusters) or full")
       ->capture_default_str();
   cmd->add_option("--draft-max", o.draft_max, "most tokens drafted per step with --spec")->capture_default_str();
-  cmd->add_option("--draft", o.draft_path, "draft model GGUF for --spec draft (the target's vocabulary)");
+  cmd->add_option("--draft", o.draft_path,
+                  "drafter GGUF: a draft model (--spec draft, the target's vocabulary) or a gemma4-assistant "
+                  "(--spec assistant)");
   cmd->add_option("--draft-p-min", o.draft_p_min,
                   "--spec draft: stop drafting when the draft's top probability is below this")
       ->capture_default_str()

@@ -19,6 +19,7 @@
 #include "api/engine.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
+#include "apps/sluice/model_drafter.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"
@@ -181,6 +182,7 @@ CommandFn add_serve_command(CLI::App& app) {
     budget.chunk = a->batch_tokens;
     budget.memory_bytes = parse_bytes(a->kv_memory, "--kv-memory");
     budget.type = parse_kv_type(so.kv_type);
+    budget.window_margin = spec_window_margin(so);
     const DraftParts draft = load_draft(so, *file, spec, pool, budget);  // outlives the engine
     KvCache kv(spec.kv_groups, so.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, budget), budget.type);
 
@@ -190,6 +192,7 @@ CommandFn add_serve_command(CLI::App& app) {
     eo.core.sched.ctx_size = so.ctx_size;
     eo.core.prefix_caching = !a->no_prefix_cache;
     apply_spec_options(so, eo.core, draft);
+    const auto assistant = make_model_drafter(so, pool, *file, *model, kv, eo.core);  // --spec assistant
     eo.max_waiting = a->max_queue;
     api::Engine engine(*model, kv, eo);
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "apps/sluice/model_drafter.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 
@@ -30,6 +31,7 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   kb.block_tokens = opt.block_tokens;
   kb.chunk = static_cast<int32_t>(budget);
   kb.type = parse_kv_type(opt.kv_type);
+  kb.window_margin = spec_window_margin(opt);
   const auto& spec = model_->spec();
   draft_ = load_draft(opt, *file_, spec, *pool_, kb);
   kv_ = std::make_unique<KvCache>(spec.kv_groups, opt.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, kb),
@@ -40,6 +42,7 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   cfg.sched.ctx_size = ctx_size_;
   cfg.prefix_caching = opt.prefix_caching;
   apply_spec_options(opt, cfg, draft_);
+  assistant_ = make_model_drafter(opt, *pool_, *file_, *model_, *kv_, cfg);
   core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -79,15 +82,17 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, co
     cfg.sched.draft_max = 0;
     return;
   }
-  if (opt.spec != "ngram" && opt.spec != "draft") fail("--spec '%s': expected none, ngram or draft", opt.spec.c_str());
+  if (opt.spec != "ngram" && opt.spec != "draft" && opt.spec != "assistant")
+    fail("--spec '%s': expected none, ngram, draft or assistant", opt.spec.c_str());
   if (opt.draft_max < 1 || opt.draft_max > 64) fail("--draft-max must be in [1, 64], got %d", opt.draft_max);
   cfg.sched.draft_max = opt.draft_max;
   if (opt.spec == "ngram") {
     cfg.spec = engine::SpecMethod::kNgram;
     return;
   }
-  if (!draft.drafter) fail("--spec draft: the draft model is not loaded");
   cfg.spec = engine::SpecMethod::kModel;
+  if (opt.spec == "assistant") return;  // make_model_drafter sets cfg.model_drafter
+  if (!draft.drafter) fail("--spec draft: the draft model is not loaded");
   cfg.model_drafter = draft.drafter.get();
 }
 

@@ -21,6 +21,8 @@
 
 namespace sluice::app {
 
+class ModelDrafter;
+
 struct SessionOptions {
   std::string model_path;
   int threads = 0;                 // 0: ThreadPool::default_threads()
@@ -31,13 +33,15 @@ struct SessionOptions {
   int n_seqs = 1;        // sequences decoded together (sluice bench --batch)
   int token_budget = 0;  // tokens per engine step; 0: ctx_size × n_seqs (a prompt in one forward)
   bool prefix_caching = true;
-  // Speculative decoding (docs/speculative.md): "none", "ngram" (prompt lookup) or "draft"
-  // (the model in draft_path drafts greedily), up to draft_max drafted tokens verified per
-  // step. Lossless: the same tokens as without.
+  // Speculative decoding (docs/speculative.md): "none", "ngram" (prompt lookup), "draft"
+  // (the model in draft_path drafts greedily) or "assistant" (Gemma 4's assistant in
+  // draft_path, a gemma4-assistant GGUF; its centroid head unless draft_head is "full"), up
+  // to draft_max drafted tokens verified per step. Lossless: the same tokens as without.
   std::string spec = "none";
   int draft_max = 4;
-  std::string draft_path;    // --draft FILE (--spec draft)
+  std::string draft_path;    // --draft FILE (--spec draft / assistant)
   float draft_p_min = 0.0f;  // --draft-p-min: stop drafting below this draft probability
+  std::string draft_head = "centroid";
 };
 
 // --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a
@@ -90,7 +94,8 @@ class EngineSession {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<KvCache> kv_;
-  DraftParts draft_;  // before core_: outlives it
+  DraftParts draft_;                         // before core_: outlives it
+  std::unique_ptr<ModelDrafter> assistant_;  // --spec assistant; outlives core_
   std::unique_ptr<engine::EngineCore> core_;
   int ctx_size_;
   double load_ms_ = 0;

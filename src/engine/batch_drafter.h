@@ -36,6 +36,15 @@
 
 namespace sluice::engine {
 
+// The target's post-final-norm hidden rows of a step, for drafters that want them
+// (wants_hidden()): logits row r of the step at data + r·width; slice i's rows start at
+// first_row[i] (a verification slice has a row per position, a plain sampling slice one).
+struct HiddenRows {
+  const float* data = nullptr;
+  int64_t width = 0;
+  std::span<const int64_t> first_row;
+};
+
 struct DraftCandidate {
   Sequence* seq = nullptr;
   int32_t k_max = 0;  // >= 1: the most drafts the scheduler may take this step
@@ -48,11 +57,19 @@ class BatchDrafter {
   virtual std::unique_ptr<spec::Drafter> make_drafter(const Sequence& s) = 0;
   // Step 1 above: batched passes for every candidate (each seq->drafter is one of ours).
   virtual void draft(std::span<const DraftCandidate> candidates) = 0;
-  // Step 2 above; sampled has one entry per slice with sample = true, in slice order.
-  virtual void on_verified(const ScheduledBatch& batch, std::span<const SliceSample> sampled) {
+  // Step 2 above; sampled has one entry per slice with sample = true, in slice order;
+  // hidden is empty unless wants_hidden().
+  virtual void on_verified(const ScheduledBatch& batch, std::span<const SliceSample> sampled,
+                           const HiddenRows& hidden) {
     (void)batch;
     (void)sampled;
+    (void)hidden;
   }
+  // Whether the target must export its hidden rows (ModelRunner::set_export_hidden).
+  virtual bool wants_hidden() const { return false; }
+  // Positions below the target's sliding window the drafter still reads
+  // (BlockManager::set_window_margin).
+  virtual int32_t window_margin() const { return 0; }
 };
 
 }  // namespace sluice::engine

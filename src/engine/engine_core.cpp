@@ -11,6 +11,10 @@ EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cf
   // A bad n range fails here, not at every request.
   if (cfg.spec == SpecMethod::kNgram) spec::NgramDrafter check(cfg.ngram);
   if (cfg.spec == SpecMethod::kModel && !cfg.model_drafter) fail("engine: speculation by a model without its drafter");
+  if (cfg.spec == SpecMethod::kModel) {
+    runner_.set_export_hidden(cfg.model_drafter->wants_hidden());
+    blocks_.set_window_margin(cfg.model_drafter->window_margin());
+  }
 }
 
 EngineCore::~EngineCore() = default;
@@ -100,7 +104,7 @@ std::vector<TokenOutput> EngineCore::step() {
   ScheduledBatch batch = sched_.schedule(pending_);
   if (!batch.empty()) {
     const std::vector<SliceSample> sampled = runner_.execute(batch, pending_);
-    if (cfg_.spec == SpecMethod::kModel) cfg_.model_drafter->on_verified(batch, sampled);
+    if (cfg_.spec == SpecMethod::kModel) cfg_.model_drafter->on_verified(batch, sampled, runner_.hidden_rows());
     sched_.update(batch, sampled, pending_);
   }
   return take_outputs();

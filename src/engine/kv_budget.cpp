@@ -24,10 +24,10 @@ uint64_t draft_kv_share(uint64_t total, const std::vector<KvGroupSpec>& target, 
   return static_cast<uint64_t>(static_cast<double>(total) * static_cast<double>(bd) / static_cast<double>(bt + bd));
 }
 
-static int32_t peak_blocks(const KvGroupSpec& g, int32_t n_positions, int32_t bt, int32_t chunk) {
+static int32_t peak_blocks(const KvGroupSpec& g, int32_t n_positions, int32_t bt, int32_t chunk, int32_t margin) {
   const int32_t all = (n_positions + bt - 1) / bt;
   if (g.window <= 0) return all;
-  return std::min(all, (g.window - 1 + chunk + bt - 1) / bt + 1);  // as BlockManager::peak_blocks
+  return std::min(all, (g.window - 1 + margin + chunk + bt - 1) / bt + 1);  // as BlockManager::peak_blocks
 }
 
 std::vector<int32_t> kv_blocks_per_group(const std::vector<KvGroupSpec>& groups, const KvBudget& b) {
@@ -37,7 +37,7 @@ std::vector<int32_t> kv_blocks_per_group(const std::vector<KvGroupSpec>& groups,
   std::vector<int32_t> blocks, one_seq;
   uint64_t bytes = 0, one_bytes = 0;
   for (const KvGroupSpec& g : groups) {
-    const int32_t peak = peak_blocks(g, b.ctx_size, b.block_tokens, b.chunk);
+    const int32_t peak = peak_blocks(g, b.ctx_size, b.block_tokens, b.chunk, b.window_margin);
     const int64_t n = g.window > 0 ? static_cast<int64_t>(peak) * (b.parallel + 1)
                                    : static_cast<int64_t>(peak) * b.parallel;
     if (n > (1 << 30)) fail("KV budget: %lld blocks in one group is too many", static_cast<long long>(n));

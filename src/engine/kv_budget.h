@@ -21,6 +21,7 @@ struct KvBudget {
   int32_t chunk = 256;        // the scheduler's token budget (largest prefill chunk)
   uint64_t memory_bytes = 0;  // 0: sized by ctx × parallel
   KvType type = KvType::F32;
+  int32_t window_margin = 0;  // BlockManager::set_window_margin of the engine (a drafter's)
 };
 
 uint64_t kv_block_bytes(const KvGroupSpec& g, int32_t block_tokens, KvType t);

@@ -133,6 +133,11 @@ SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* ro
   return out;
 }
 
+HiddenRows ModelRunner::hidden_rows() const {
+  if (!export_hidden_) return {};
+  return {hidden_.data(), model_.spec().n_embd, first_row_};
+}
+
 std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::vector<TokenOutput>& out) {
   const size_t V = static_cast<size_t>(model_.spec().n_vocab);
   fb_.seqs.resize(batch.slices.size());
@@ -147,6 +152,19 @@ std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::
                                                         : models::LogitsWanted::kNone;
   }
   logits_.resize(static_cast<size_t>(std::max<int64_t>(fb_.n_logit_rows(), 1)) * V);
+  fb_.hidden = nullptr;
+  if (export_hidden_) {
+    hidden_.resize(static_cast<size_t>(std::max<int64_t>(fb_.n_logit_rows(), 1) * model_.spec().n_embd));
+    fb_.hidden = hidden_.data();
+    first_row_.clear();
+    int64_t r = 0;
+    for (const models::SeqSlice& s : fb_.seqs) {
+      first_row_.push_back(r);
+      r += s.logits == models::LogitsWanted::kAll    ? static_cast<int64_t>(s.tokens.size())
+           : s.logits == models::LogitsWanted::kLast ? 1
+                                                     : 0;
+    }
+  }
   model_.forward(fb_, kv_, logits_.data());
 
   std::vector<SliceSample> sampled;

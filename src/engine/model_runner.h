@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/batch_drafter.h"
 #include "engine/scheduler.h"
 #include "models/model.h"
 
@@ -37,6 +38,11 @@ class ModelRunner {
 
   // One SliceSample per sampling slice, in slice order; all_logits rows are appended to `out`.
   std::vector<SliceSample> execute(const ScheduledBatch& batch, std::vector<TokenOutput>& out);
+
+  // With `on`, execute() also keeps the target's post-final-norm hidden state of every
+  // logits row (models::ForwardBatch::hidden), readable through hidden_rows() until the next.
+  void set_export_hidden(bool on) { export_hidden_ = on; }
+  HiddenRows hidden_rows() const;
 
   // Log-softmax bits of one row: the chosen token's logprob and the k best (ties: lower id).
   static void logprobs_of(const float* row, int32_t n_vocab, int32_t token, int32_t k, SampledToken& out);
@@ -50,6 +56,9 @@ class ModelRunner {
   std::vector<int32_t> verified_;  // verify()'s token list, reused
   std::vector<float> masked_;      // a constrained row before sampling, masked on a rejection
   std::vector<uint64_t> mask_;     // the allowed-token bitset
+  bool export_hidden_ = false;
+  std::vector<float> hidden_;       // [rows, n_embd] when export_hidden_
+  std::vector<int64_t> first_row_;  // per slice: its first logits row
 
   int32_t sample_constrained(Sequence& s, float* row, std::span<const int32_t> history);
   void track_constraint(Sequence& s, SampledToken& st);

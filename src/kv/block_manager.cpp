@@ -55,7 +55,7 @@ void BlockManager::hold(int32_t g, BlockId b) {
 int32_t BlockManager::first_needed_block(int32_t g, int32_t first_query) const {
   const int32_t w = kv_.group(g).window;
   if (w <= 0) return 0;
-  return std::max(0, first_query - w + 1) / kv_.block_tokens();
+  return std::max(0, first_query - w + 1 - margin_) / kv_.block_tokens();
 }
 
 int32_t BlockManager::match_prefix(SeqBlocks& s, std::span<const int32_t> tokens) {
@@ -214,9 +214,9 @@ int32_t BlockManager::peak_blocks(int32_t g, int32_t n_positions, int32_t chunk)
   const int32_t all = (n_positions + bt - 1) / bt;
   const int32_t w = kv_.group(g).window;
   if (w <= 0) return all;
-  // Keys [q0 - w + 1, q0 + chunk) for a chunk starting at q0: at most w - 1 + chunk
-  // positions, spread over at most one block more than they fill.
-  return std::min(all, (w - 1 + chunk + bt - 1) / bt + 1);
+  // Keys [q0 - w + 1 - margin, q0 + chunk) for a chunk starting at q0: at most
+  // w - 1 + margin + chunk positions, spread over at most one block more than they fill.
+  return std::min(all, (w - 1 + margin_ + chunk + bt - 1) / bt + 1);
 }
 
 bool BlockManager::fits_alone(int32_t n_positions, int32_t chunk) const {

@@ -66,6 +66,11 @@ class BlockManager {
   // backed by blocks. All or nothing: false (nothing allocated) if a pool runs short.
   bool reserve(SeqBlocks& s, int32_t first_query, int32_t end);
 
+  // Sliding groups keep `n` positions more below each query's window: for a drafter that
+  // reads the cache wider than the target (Gemma 4's assistant sees window + 1 positions
+  // ending one before its query: 2). Set before any sequence holds blocks.
+  void set_window_margin(int32_t n) { margin_ = n; }
+
   // Sliding groups: returns blocks no query at position >= first_query can see.
   void release_outside_window(SeqBlocks& s, int32_t first_query);
 
@@ -104,6 +109,7 @@ class BlockManager {
 
   KvCache& kv_;
   bool prefix_caching_;
+  int32_t margin_ = 0;                                          // set_window_margin
   std::vector<std::unordered_map<BlockHash, BlockId>> cached_;  // [group] hash -> block
   std::vector<std::vector<BlockHash>> block_hash_;              // [group][block]
   std::vector<std::vector<uint8_t>> has_hash_;                  // [group][block]

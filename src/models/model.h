@@ -70,6 +70,9 @@ struct SeqSlice {
 
 struct ForwardBatch {
   std::vector<SeqSlice> seqs;
+  // When set: receives the post-final-norm hidden state of every logits row, in the logits'
+  // order [n_logit_rows × n_embd] (the state Gemma 4's assistant drafts from, gemma4.md §5).
+  float* hidden = nullptr;
   int64_t n_tokens() const;
   int64_t n_logit_rows() const;  // rows forward() writes: per slice 0, 1 or n
 };

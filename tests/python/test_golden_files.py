@@ -119,6 +119,11 @@ def test_manifest_lists_existing_files():
                 if k in v:
                     assert (GOLDEN / v[k]).is_file(), v[k]
                     named.add(v[k])
+    for e in MANIFEST.get("assistants", {}).values():
+        for v in e["variants"].values():
+            for k in ("gguf", "steps"):
+                assert (GOLDEN / v[k]).is_file(), v[k]
+                named.add(v[k])
     for e in MANIFEST.get("drafts", {}).values():  # speculative-decoding draft models: GGUFs only
         assert e["n_vocab"] in {m["n_vocab"] for m in MANIFEST["models"].values()}
         for v in e["variants"].values():
@@ -284,3 +289,39 @@ def test_spec_forward_reproduces_logits(mid, ot):
     logits, _ = spec_forward(GOLDEN / v["gguf"], np.array(e["token_ids"]))
     assert nmse(logits, ref) < 1e-9
     assert np.mean(logits.argmax(-1) == ref.argmax(-1)) == 1.0
+
+
+@pytest.mark.parametrize("aid", list(MANIFEST.get("assistants", {})))
+def test_assistant_fixture(aid):
+    """The Gemma 4 assistant fixture (python/make_assistant_golden.py): its GGUF carries the
+    gemma4-assistant keys and tensors of gemma4.md §5 (centroid count and top-k included),
+    the steps file the records the C++ test reads, with the shapes of its cases."""
+    from make_golden import read_taps
+    e = MANIFEST["assistants"][aid]
+    v = e["variants"]["f32"]
+    assert _sha(GOLDEN / v["gguf"]) == v["gguf_sha256"] and _sha(GOLDEN / v["steps"]) == v["steps_sha256"]
+    r = GGUFReader(str(GOLDEN / v["gguf"]))
+    a = "gemma4-assistant"
+    assert _kv(r, "general.architecture") == a
+    o, t = e["options"], MANIFEST["models"][e["target"]]
+    assert _kv(r, f"{a}.embedding_length") == o["hidden"]
+    assert _kv(r, f"{a}.embedding_length_out") == t["options"]["hidden"]
+    assert _kv(r, f"{a}.centroid_count") == o["centroids"] and _kv(r, f"{a}.centroid_top_k") == o["centroid_top_k"]
+    names = {x.name: x for x in r.tensors}
+    assert names["masked_embd_ordering"].tensor_type == QT.I32
+    assert sorted(np.asarray(names["masked_embd_ordering"].data).tolist()) == list(range(o["vocab"]))
+    for n in ("token_embd.weight", "output_norm.weight", "nextn.pre_projection.weight",
+              "nextn.post_projection.weight", "masked_embd_centroids.weight"):
+        assert n in names, n
+    assert not any("attn_k" in n or "attn_v" in n for n in names)
+    steps = read_taps(GOLDEN / v["steps"])
+    V, K, dt = o["vocab"], e["n_steps"], t["options"]["hidden"]
+    for c in e["cases"]:
+        assert c["n_prompt"] < t["n_tokens"] and len(c["tokens"]) == K + 1
+        n = c["name"]
+        assert list(steps[f"{n}.full_logits"].shape) == [K, V]
+        assert list(steps[f"{n}.centroid_logits"].shape) == [K, V]
+        assert list(steps[f"{n}.next_hidden"].shape) == [K, dt]
+        assert list(steps[f"{n}.centroid_scores"].shape) == [K, o["centroids"]]
+        assert e["facts"][n]["fed_equals_post_norm"]
+    assert any(c["n_prompt"] > o["sliding_window"] for c in e["cases"])

@@ -128,7 +128,7 @@ class GemmaModel final : public Model {
   void rope_tables();
   void end_layer(int il, const std::vector<float>& post_norm);
   void keep_only_output_rows();
-  void output(float* logits);
+  void output(float* logits, float* hidden);
   // Attention step (gemma_attention.cpp): x → xn = RMSNorm(x + RMSNorm(attn(x))) of layer il.
   void attention(int il, const ForwardBatch& b, KvCache& kv);
   void qk_norm_rope_store(int il, const ForwardBatch& b, KvCache& kv);

@@ -205,7 +205,7 @@ void GemmaModel::forward(const ForwardBatch& b, KvCache& kv, float* logits) {
     prof_.layer_tokens(T_);
     prof_.mark(OpClass::kOther);
   }
-  if (T_ > 0) output(logits);
+  if (T_ > 0) output(logits, b.hidden);
 }
 
 // x[T × d] = token_embd[t] · embed_scale
@@ -268,7 +268,7 @@ void GemmaModel::keep_only_output_rows() {
 }
 
 // logits for the requested rows: softcap(lm_head · RMSNorm(x; output_norm))
-void GemmaModel::output(float* logits) {
+void GemmaModel::output(float* logits, float* hidden) {
   const int64_t d = spec_.n_embd;
   const int64_t R = static_cast<int64_t>(out_rows_.size());
   if (R == 0) return;
@@ -276,6 +276,7 @@ void GemmaModel::output(float* logits) {
   for (int64_t r = 0; r < R; ++r)
     ops_.rms_norm(&x_[out_rows_[r] * d], w_.output_norm.data(), &xn_[r * d], d, spec_.eps);
   tap("result_norm", -1, xn_.data(), R, d);
+  if (hidden) std::copy_n(xn_.data(), R * d, hidden);
   prof_.mark(OpClass::kOther);
   // The softcap rides in the lm_head call (linear.h Epilogue): no second pass over R·V logits.
   const kernels::Epilogue cap{ops_.softcap, spec_.final_softcap};

@@ -160,5 +160,25 @@ TEST(BlockManager, ReserveIsAllOrNothing) {
   EXPECT_EQ(bm.n_used_all(), 0);
 }
 
+// A window margin (Gemma 4's assistant reads window + 1 positions ending before its query)
+// keeps that many positions more below each query's window, and counts them in the peak.
+TEST(BlockManager, WindowMarginKeepsPositionsBelowTheWindow) {
+  for (int32_t margin : {0, 2}) {
+    KvCache kv = make_cache(16);
+    BlockManager bm(kv);
+    bm.set_window_margin(margin);
+    SeqBlocks s;
+    ASSERT_TRUE(bm.reserve(s, 0, 17));
+    // A query at 16 sees 9..16 (window 8); with margin 2 also 7 and 8: block 1 (4..7) stays.
+    bm.release_outside_window(s, 16);
+    EXPECT_EQ(s.tables[1][0], kNoBlock);
+    EXPECT_EQ(s.tables[1][1] != kNoBlock, margin == 2) << "margin " << margin;
+    EXPECT_NE(s.tables[1][2], kNoBlock);
+    // Decode (chunk 1): 7 + margin + 1 keys over at most one block more than they fill.
+    EXPECT_EQ(bm.peak_blocks(1, 64, 1), margin == 2 ? 4 : 3);
+    bm.free(s);
+  }
+}
+
 }  // namespace
 }  // namespace sluice
