@@ -39,6 +39,10 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   cfg.sched.ctx_size = ctx_size_;
   cfg.prefix_caching = opt.prefix_caching;
   apply_spec_options(opt, cfg);
+  if (opt.drafter) {
+    cfg.sched.drafter = opt.drafter;
+    cfg.sched.draft_max = opt.draft_max;
+  }
   core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }

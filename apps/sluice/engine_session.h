@@ -33,6 +33,9 @@ struct SessionOptions {
   // draft_max drafted tokens verified per step. Lossless: the same tokens as without.
   std::string spec = "none";
   int draft_max = 4;
+  // A proposer outside the engine (sluice bench --spec-verify): when set, every decoding
+  // sequence drafts through it, up to draft_max tokens a step, at a fixed length.
+  engine::Drafter drafter;
 };
 
 // Sets cfg's proposer and draft length from --spec / --draft-max; a bad value is an Error.
