@@ -64,6 +64,12 @@ void add_spec_options(CLI::App* cmd, SessionOptions& o) {
                   "speculative decoding: none, or ngram (drafts copied from prompt and output; same tokens)")
       ->capture_default_str();
   cmd->add_option("--draft-max", o.draft_max, "most tokens drafted per step with --spec")->capture_default_str();
+  cmd->add_option("--spec-policy", o.spec_policy,
+                  "adaptive: draft length per sequence from its acceptance and the step's cost; fixed: always "
+                  "--draft-max")
+      ->capture_default_str();
+  cmd->add_option("--spec-cost", o.spec_cost,
+                  "step-cost curve for the adaptive policy, TOKENS:COST,... (default: built-in)");
 }
 
 CommandFn add_logits_command(CLI::App& app) {

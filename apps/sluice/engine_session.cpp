@@ -59,6 +59,10 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg) {
   if (opt.draft_max < 1 || opt.draft_max > 64) fail("--draft-max must be in [1, 64], got %d", opt.draft_max);
   cfg.spec = engine::SpecMethod::kNgram;
   cfg.sched.draft_max = opt.draft_max;
+  if (opt.spec_policy != "adaptive" && opt.spec_policy != "fixed")
+    fail("--spec-policy '%s': expected adaptive or fixed", opt.spec_policy.c_str());
+  cfg.sched.policy.adaptive = opt.spec_policy == "adaptive";
+  if (!opt.spec_cost.empty()) cfg.sched.policy.curve = spec::StepCostCurve::parse(opt.spec_cost);
 }
 
 engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt) {

@@ -33,6 +33,11 @@ struct SessionOptions {
   // draft_max drafted tokens verified per step. Lossless: the same tokens as without.
   std::string spec = "none";
   int draft_max = 4;
+  // adaptive: each sequence's draft length follows its acceptance and the step's cost
+  // (spec::DraftPolicy); fixed: always up to draft_max. spec_cost: "T:cost,..." points of
+  // the step-cost curve (empty: the built-in one).
+  std::string spec_policy = "adaptive";
+  std::string spec_cost;
   // A proposer outside the engine (sluice bench --spec-verify): when set, every decoding
   // sequence drafts through it, up to draft_max tokens a step, at a fixed length.
   engine::Drafter drafter;

@@ -34,7 +34,7 @@ void EngineCore::add(EngineRequest r) {
     if (t < 0 || t >= V) fail("token id %d is outside the vocabulary (%d tokens)", t, V);
   const std::optional<RequestId> from = r.resume_from;
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
-  if (cfg_.spec == SpecMethod::kNgram && cfg_.sched.draft_max > 0 && !s->req.all_logits)
+  if (cfg_.spec == SpecMethod::kNgram && cfg_.sched.draft_max > 0 && !s->req.all_logits && s->req.draft_max != 0)
     s->drafter = std::make_unique<spec::NgramDrafter>(cfg_.ngram);
   if (from) resume(*s, *from);
   sched_.add(std::move(s));
@@ -96,6 +96,8 @@ EngineStats EngineCore::stats() const {
   st.generated_tokens = c.generated_tokens;
   st.drafted_tokens = c.drafted_tokens;
   st.accepted_tokens = c.accepted_tokens;
+  st.drafted_at = c.drafted_at;
+  st.accepted_at = c.accepted_at;
   const auto& p = blocks_.prefix_stats();
   st.prefix_queries = p.queries;
   st.prefix_query_tokens = p.query_tokens;

@@ -15,6 +15,7 @@
 #include "kv/block_manager.h"
 #include "sampling/sampler.h"
 #include "spec/drafter.h"
+#include "spec/policy.h"
 
 namespace sluice::engine {
 
@@ -37,7 +38,9 @@ struct Sequence {
   // Its own proposer (EngineConfig::spec), fed the sequence's final tokens as they appear
   // (never drafts); reset on preemption, gone with the sequence. Null: the scheduler's hook.
   std::unique_ptr<spec::Drafter> drafter;
-  uint64_t arrival;  // admission order: higher = newer
+  spec::AcceptanceEstimate acceptance;    // recent acceptance, for the adaptive draft length
+  int32_t n_drafted = 0, n_accepted = 0;  // drafts verified, of which kept (all steps)
+  uint64_t arrival;                       // admission order: higher = newer
   SeqState state = SeqState::kWaiting;
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }
