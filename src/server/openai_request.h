@@ -26,6 +26,10 @@ struct GenerationParams {
   bool stream = false;
   bool include_usage = false;
   int32_t top_logprobs = -1;  // -1: no logprobs
+  // "speculative": {"n_max": K} (or the flat "speculative.n_max"): at most K drafts a step
+  // for this request, clamped to the server's --draft-max; 0, false or {"enabled": false}:
+  // none. Unset: the server's setting.
+  std::optional<int32_t> draft_max;
 };
 
 struct CompletionRequest {
