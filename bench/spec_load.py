@@ -47,7 +47,7 @@ def round_args(model, url, prompts, temperature, max_tokens, requests):
 
 def one_round(server, alias, prompts, temp, a, c):
     d0, a0 = metric(server, "sluice_spec_drafted_tokens_total"), metric(server, "sluice_spec_accepted_tokens_total")
-    r = loadgen.run_round(None, round_args(alias, server.base_url, prompts, temp, a.max_tokens, max(2, c)), c)
+    r = loadgen.run_round(None, round_args(alias, server.base_url, prompts, temp, a.max_tokens, 2 * c), c)
     r["drafted"] = metric(server, "sluice_spec_drafted_tokens_total") - d0
     r["accepted"] = metric(server, "sluice_spec_accepted_tokens_total") - a0
     if r["failed"]:

@@ -33,7 +33,7 @@ void StepCostCurve::validate() const {
 
 StepCostCurve StepCostCurve::builtin() {
   // Relative to a 1-token step; see the header.
-  return {{{1, 1.0}, {2, 1.03}, {4, 1.08}, {8, 1.25}, {16, 1.6}, {32, 2.4}, {64, 4.0}, {256, 13.6}}};
+  return {{{1, 1.0}, {4, 1.05}, {8, 1.3}, {16, 2.0}, {24, 2.8}, {40, 4.4}, {72, 7.5}, {256, 25.0}}};
 }
 
 StepCostCurve StepCostCurve::parse(const std::string& text) {

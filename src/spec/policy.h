@@ -33,9 +33,10 @@ struct StepCostCurve {
 
   double cost(int32_t tokens) const;
   void validate() const;  // sluice::Error naming the problem
-  // The built-in model (relative to a 1-token step): measured on a 2-core Intel Xeon host
-  // with Gemma 3 270M and the E2B-shaped file (docs/speculative.md): nearly flat to a few
-  // tokens, then close to linear.
+  // The built-in model (relative to a 1-token step), from `sluice bench --spec-verify` with
+  // Gemma 3 270M on a 2-core Intel Xeon host (docs/speculative.md): nearly flat to a few
+  // tokens, then close to linear. A small model turns compute-bound early, so for larger
+  // ones it is conservative: it switches speculation off sooner than they need.
   static StepCostCurve builtin();
   // "T:cost,T:cost,..." (e.g. "1:1,8:1.2,64:4"); sluice::Error on a malformed list.
   static StepCostCurve parse(const std::string& text);
