@@ -73,13 +73,19 @@ def percentile(xs, p):
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+def prompt_of(args, i):
+    """Request i's prompt: the --prompt-file texts in turn, else --prompt."""
+    prompts = getattr(args, "prompts", None)
+    return prompts[i % len(prompts)] if prompts else args.prompt
+
+
 def request_body(args, i):
     body = {"model": args.model, "max_tokens": args.max_tokens, "temperature": args.temperature, "stream": True,
             "stream_options": {"include_usage": True}, "seed": i, "ignore_eos": args.ignore_eos}
     if args.chat:
-        body["messages"] = [{"role": "user", "content": args.prompt}]
+        body["messages"] = [{"role": "user", "content": prompt_of(args, i)}]
     else:
-        body["prompt"] = args.prompt
+        body["prompt"] = prompt_of(args, i)
     return body
 
 
@@ -119,9 +125,9 @@ def events_sdk(client, args, i):
     kw = dict(model=args.model, max_tokens=args.max_tokens, temperature=args.temperature, stream=True,
               stream_options={"include_usage": True}, seed=i, extra_body={"ignore_eos": args.ignore_eos})
     if args.chat:
-        stream = client.chat.completions.create(messages=[{"role": "user", "content": args.prompt}], **kw)
+        stream = client.chat.completions.create(messages=[{"role": "user", "content": prompt_of(args, i)}], **kw)
     else:
-        stream = client.completions.create(prompt=args.prompt, **kw)
+        stream = client.completions.create(prompt=prompt_of(args, i), **kw)
     for chunk in stream:
         c = chunk.choices[0] if chunk.choices else None
         text = ((c.delta.content if args.chat else c.text) if c else "") or ""
@@ -215,6 +221,8 @@ def main(argv=None):
     ap.add_argument("-n", "--requests", type=int, default=16, help="requests per round")
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--prompt", default="Write a long story about a river that flows to the sea.")
+    ap.add_argument("--prompt-file", action="append", default=[],
+                    help="a prompt read from this file (repeatable: request i gets file i mod count; overrides --prompt)")
     ap.add_argument("--chat", action="store_true", help="use /v1/chat/completions")
     ap.add_argument("--temperature", type=float, default=0.0)
     ap.add_argument("--ignore-eos", action="store_true", default=True)
@@ -228,6 +236,13 @@ def main(argv=None):
     host = urllib.parse.urlparse(args.url).hostname
     if host not in ("127.0.0.1", "localhost", "::1") and not (host or "").startswith("127."):
         ap.error("only loopback servers may be loaded")
+    args.prompts = []
+    for path in args.prompt_file:
+        try:
+            with open(path) as f:
+                args.prompts.append(f.read())
+        except OSError as e:
+            ap.error(f"--prompt-file {path}: {e}")
     if args.requests < 1 or args.requests > 100000:
         ap.error("--requests must be in [1, 100000]")
     if args.repeat < 1 or args.repeat > 100:

@@ -18,6 +18,13 @@
 // it) is taken per burst against the mean of its two probes, then the median over bursts is
 // reported. The headline bandwidth and floor are the medians over all probes.
 //
+// --spec-verify K1,K2,.. measures verification steps: at each depth, every sequence carries
+// K random drafts after its last token (the target rejects them, so each step is exactly
+// B·(K+1) tokens of work and the depth advances by one), K = 0 being the plain step. It prints
+// each step's cost against the plain one and the tokens/s that implies at a per-token
+// acceptance rate a: a verification yields (1 − a^(K+1)) / (1 − a) tokens in expectation
+// (the accepted run, then the target's own token), K + 1 at a = 1.
+//
 // --machine measures the machine alone, without a model: the bus bandwidth and the cores'
 // round trip, as the probes above (python/loadgen.py --probe runs it before and after every
 // round, so each serving measurement says which placement of the cores it ran on).
@@ -26,6 +33,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
 #include <random>
@@ -51,12 +59,13 @@ struct BenchArgs {
   SessionOptions session;
   int prompt = 512, n_decode = 32, repeats = 3, burst = 8, batch = 1;
   std::string depths = "0,512";
+  std::string spec_verify;  // draft lengths K to time verification steps at (empty: none)
   double bandwidth_gib = 1.0;
   bool json = false;
   bool machine = false;
 };
 
-std::vector<int> parse_depths(const std::string& s) {
+std::vector<int> parse_ints(const std::string& s, const char* flag, const char* what) {
   std::vector<int> d;
   std::stringstream ss(s);
   std::string item;
@@ -69,10 +78,10 @@ std::vector<int> parse_depths(const std::string& s) {
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used != item.size() || v < 0) fail("--depths: '%s' is not a depth", item.c_str());
+    if (used != item.size() || v < 0) fail("%s: '%s' is not a %s", flag, item.c_str(), what);
     d.push_back(v);
   }
-  if (d.empty()) fail("--depths: no depth given");
+  if (d.empty()) fail("%s: no %s given", flag, what);
   return d;
 }
 
@@ -83,11 +92,28 @@ std::vector<int32_t> random_ids(int n, int vocab, std::mt19937_64& rng) {
   return ids;
 }
 
+// The proposer of --spec-verify: `k` random tokens per sequence and step (ids below n_vocab).
+struct VerifyDrafts {
+  int k = 0;
+  int n_vocab = 0;
+  std::mt19937_64 rng{4321};
+};
+
+// Expected tokens one verification of k drafts yields at per-token acceptance a.
+double expected_tokens(double a, int k) {
+  if (a >= 1) return k + 1;
+  return (1 - std::pow(a, k + 1)) / (1 - a);
+}
+
+constexpr double kAcceptance[] = {0, 0.25, 0.5, 0.75, 1};
+
 struct DecodeResult {
   int depth = 0;
+  int draft_k = 0;           // drafts per sequence and step (--spec-verify); 0: plain decode
   double ms_per_step = 0;    // one decode step (of --batch sequences)
   models::StepProfile prof;  // summed over all timed steps
   int64_t steps = 0;
+  int64_t drafted = 0;     // drafts the timed steps verified (engine counters)
   std::vector<double> bw;  // probes taken around this depth's bursts
   std::vector<double> rt;  // core-to-core round trips (HandoffProbe) at the same moments
   // Per burst: floor at the burst's bandwidth ÷ its median step; each class's GB/s ÷ that
@@ -112,10 +138,15 @@ struct BenchResult {
 // sequence ends only by its token limit), so every step is exactly the work asked for.
 class Measurer {
  public:
-  Measurer(const BenchArgs& a, EngineSession& s)
-      : a_(a), sess_(s), probe_(s.pool(), static_cast<uint64_t>(a.bandwidth_gib * (1ull << 30))), handoff_(s.pool()) {}
+  Measurer(const BenchArgs& a, EngineSession& s, VerifyDrafts& vd)
+      : a_(a),
+        sess_(s),
+        vd_(vd),
+        probe_(s.pool(), static_cast<uint64_t>(a.bandwidth_gib * (1ull << 30))),
+        handoff_(s.pool()) {}
 
-  BenchResult run(const std::vector<int>& depths) {
+  // Every depth is measured at each draft length in `ks` ({0}: plain decode only).
+  BenchResult run(const std::vector<int>& depths, const std::vector<int>& ks) {
     BenchResult r;
     r.acct = models::account_decode_stream(sess_.file());
     r.probe_bytes = probe_.bytes();
@@ -125,10 +156,14 @@ class Measurer {
     for (int i = 0; i < a_.repeats; ++i) r.prefill_s.push_back(time_prefill());
     probe_all(r);
     for (int depth : depths) {
-      r.dec.push_back(measure_depth(depth));
-      r.bw.insert(r.bw.end(), r.dec.back().bw.begin(), r.dec.back().bw.end());
-      r.rt.insert(r.rt.end(), r.dec.back().rt.begin(), r.dec.back().rt.end());
+      for (int k : ks) {
+        vd_.k = k;
+        r.dec.push_back(measure_depth(depth));
+        r.bw.insert(r.bw.end(), r.dec.back().bw.begin(), r.dec.back().bw.end());
+        r.rt.insert(r.rt.end(), r.dec.back().rt.begin(), r.dec.back().rt.end());
+      }
     }
+    vd_.k = 0;
     return r;
   }
 
@@ -177,6 +212,7 @@ class Measurer {
 
   const BenchArgs& a_;
   EngineSession& sess_;
+  VerifyDrafts& vd_;
   BandwidthProbe probe_;
   HandoffProbe handoff_;
   std::mt19937_64 rng_{1234};
@@ -189,9 +225,10 @@ class Measurer {
 DecodeResult Measurer::measure_depth(int depth) {
   DecodeResult d;
   d.depth = depth;
+  d.draft_k = vd_.k;
   std::vector<double> step_ms;
   for (int r = 0; r < a_.repeats; ++r) {
-    for (int i = 0; i < a_.batch; ++i) live_.push_back(submit(std::max(depth, 1), a_.n_decode + 1));
+    for (int i = 0; i < a_.batch; ++i) live_.push_back(submit(std::max(depth, 1), a_.n_decode + 2 + vd_.k));
     if (depth > 0) sess_.core().step();
     double bw_before = probe_.measure();
     d.bw.push_back(bw_before);
@@ -209,12 +246,14 @@ void Measurer::measure_burst(DecodeResult& d, int n_steps, double& bw_before, st
   models::StepProfile prof;
   std::vector<double> ms;
   sess_.model().set_profile(&prof);
+  const int64_t drafted0 = sess_.core().stats().drafted_tokens;
   for (int i = 0; i < n_steps; ++i) {
     const auto t0 = clock_type::now();
     sess_.core().step();
     ms.push_back(std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
   }
   sess_.model().set_profile(nullptr);
+  d.drafted += sess_.core().stats().drafted_tokens - drafted0;
   const double bw_after = probe_.measure();
   d.bw.push_back(bw_after);
   d.rt.push_back(handoff_.measure());
@@ -267,6 +306,8 @@ nlohmann::json decode_json(const BenchArgs& a, const BenchResult& r, const Decod
   }
   return {{"depth", d.depth},
           {"batch", a.batch},
+          {"draft_k", d.draft_k},
+          {"tokens_per_step", a.batch * (d.draft_k + 1)},
           {"ms_per_step", d.ms_per_step},
           {"ms_per_token", d.ms_per_step / a.batch},
           {"tokens_per_s", a.batch * 1e3 / d.ms_per_step},
@@ -279,6 +320,51 @@ nlohmann::json decode_json(const BenchArgs& a, const BenchResult& r, const Decod
           {"profiled_ms_per_step", named},
           {"steps", d.steps},
           {"classes", classes}};
+}
+
+// The plain step (draft_k 0) at the same depth as d.
+const DecodeResult& plain_step(const BenchResult& r, const DecodeResult& d) {
+  for (const DecodeResult& p : r.dec)
+    if (p.depth == d.depth && p.draft_k == 0) return p;
+  return d;
+}
+
+// --spec-verify: per depth and K, the step's cost against the plain step and the tokens/s of
+// all --batch sequences at each acceptance rate.
+nlohmann::json verify_json(const BenchArgs& a, const BenchResult& r) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const DecodeResult& d : r.dec) {
+    nlohmann::json at;
+    for (double acc : kAcceptance)
+      at[strfmt("%.2f", acc)] = a.batch * expected_tokens(acc, d.draft_k) * 1e3 / d.ms_per_step;
+    out.push_back({{"depth", d.depth},
+                   {"batch", a.batch},
+                   {"k", d.draft_k},
+                   {"tokens_per_step", a.batch * (d.draft_k + 1)},
+                   {"drafts_verified", d.drafted},
+                   {"steps", d.steps},
+                   {"ms_per_step", d.ms_per_step},
+                   {"cost_vs_plain", d.ms_per_step / plain_step(r, d).ms_per_step},
+                   {"tokens_per_s_at_acceptance", at}});
+  }
+  return out;
+}
+
+void print_verify(const BenchArgs& a, const BenchResult& r) {
+  std::printf(
+      "\nverification steps (%d sequence%s, each the last token + K random drafts; tokens/s at per-token "
+      "acceptance a):\n",
+      a.batch, a.batch > 1 ? "s" : "");
+  std::printf("  %6s %3s %7s %9s %8s", "depth", "K", "tokens", "ms/step", "vs K=0");
+  for (double acc : kAcceptance) std::printf("  a=%-5.2f", acc);
+  std::printf("\n");
+  for (const DecodeResult& d : r.dec) {
+    std::printf("  %6d %3d %7d %9.2f %7.2fx", d.depth, d.draft_k, a.batch * (d.draft_k + 1), d.ms_per_step,
+                d.ms_per_step / plain_step(r, d).ms_per_step);
+    for (double acc : kAcceptance)
+      std::printf("  %7.1f", a.batch * expected_tokens(acc, d.draft_k) * 1e3 / d.ms_per_step);
+    std::printf("\n");
+  }
 }
 
 // The JSON contract of python/README.md "Benchmarks" (python/bench.py reads it).
@@ -304,6 +390,7 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
       {"tokens", a.prompt}, {"ms", pre_s * 1e3}, {"tokens_per_s", a.prompt / pre_s}, {"samples_ms", prefill_ms}};
   j["decode"] = nlohmann::json::array();
   for (const DecodeResult& d : r.dec) j["decode"].push_back(decode_json(a, r, d));
+  if (!a.spec_verify.empty()) j["spec_verify"] = verify_json(a, r);
   return j;
 }
 
@@ -334,23 +421,43 @@ void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
   }
   const double pre_s = median(r.prefill_s);
   std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", a.prompt, pre_s * 1e3, a.prompt / pre_s);
-  for (const DecodeResult& d : r.dec) print_decode(a, r, d);
+  for (const DecodeResult& d : r.dec)
+    if (d.draft_k == 0) print_decode(a, r, d);
+  if (!a.spec_verify.empty()) print_verify(a, r);
 }
 
 int run_bench(BenchArgs& a) {
   if (a.session.model_path.empty()) fail("bench needs a model: -m FILE (or --machine)");
-  const std::vector<int> depths = parse_depths(a.depths);
+  const std::vector<int> depths = parse_ints(a.depths, "--depths", "depth");
+  std::vector<int> ks{0};
+  if (!a.spec_verify.empty())
+    for (int k : parse_ints(a.spec_verify, "--spec-verify", "draft length")) {
+      if (k < 1 || k > 64) fail("--spec-verify: draft lengths must be in [1, 64], got %d", k);
+      if (std::find(ks.begin(), ks.end(), k) == ks.end()) ks.push_back(k);
+    }
+  const int k_top = *std::max_element(ks.begin(), ks.end());
   if (a.prompt < 1 || a.n_decode < 1 || a.repeats < 1 || a.burst < 1 || a.batch < 1)
     fail("--prompt, --n-decode, --repeats, --burst and --batch must be >= 1");
   const int max_depth = *std::max_element(depths.begin(), depths.end());
   a.session.n_seqs = a.batch;
-  a.session.ctx_size = std::max(a.prompt, max_depth + a.n_decode) + 1;
-  // One step holds the prefill, or every sequence's prefill to the deepest depth.
-  a.session.token_budget = std::max(a.prompt, a.batch * std::max(max_depth, 1));
+  a.session.ctx_size = std::max(a.prompt, max_depth + a.n_decode + k_top + 2) + 1;
+  // One step holds the prefill, or every sequence's prefill to the deepest depth, or every
+  // sequence's verification.
+  a.session.token_budget = std::max({a.prompt, a.batch * std::max(max_depth, 1), a.batch * (k_top + 1)});
   a.session.prefix_caching = false;  // random prompts: nothing to reuse, nothing to hash
+  auto vd = std::make_shared<VerifyDrafts>();
+  if (k_top > 0) {
+    a.session.spec = "none";
+    a.session.draft_max = k_top;
+    a.session.drafter = [vd](engine::RequestId, std::span<const int32_t>, int32_t k_max, std::vector<int32_t>& out) {
+      for (int i = 0; i < std::min(vd->k, k_max); ++i)
+        out.push_back(static_cast<int32_t>(16 + vd->rng() % static_cast<uint64_t>(std::max(1, vd->n_vocab - 16))));
+    };
+  }
   EngineSession sess(a.session);
+  vd->n_vocab = sess.spec().n_vocab;
   if (!a.json) sess.print_summary();
-  const BenchResult r = Measurer(a, sess).run(depths);
+  const BenchResult r = Measurer(a, sess, *vd).run(depths, ks);
   DraftStepCost c;
   const bool draft = !a.session.draft_path.empty();
   if (draft) c = measure_draft_step(sess, a.session.draft_path, std::max(max_depth, 1), a.n_decode);
@@ -382,6 +489,9 @@ CommandFn add_bench_command(CLI::App& app) {
   cmd->add_option("--repeats", args->repeats, "repeats of every measurement")->capture_default_str();
   cmd->add_option("--burst", args->burst, "decode steps between two bandwidth probes")->capture_default_str();
   cmd->add_option("--batch", args->batch, "sequences decoded together in every decode step (each at the depth)")
+      ->capture_default_str();
+  cmd->add_option("--spec-verify", args->spec_verify,
+                  "comma-separated draft lengths K: time (K+1)-token verification steps against 1-token steps")
       ->capture_default_str();
   cmd->add_option("--bandwidth-gib", args->bandwidth_gib, "size of the bandwidth probe's buffer")
       ->capture_default_str();

@@ -74,6 +74,12 @@ void add_spec_options(CLI::App* cmd, SessionOptions& o) {
                   "--spec draft: stop drafting when the draft's top probability is below this")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--spec-policy", o.spec_policy,
+                  "adaptive: draft length per sequence from its acceptance and the step's cost; fixed: always "
+                  "--draft-max")
+      ->capture_default_str();
+  cmd->add_option("--spec-cost", o.spec_cost,
+                  "step-cost curve for the adaptive policy, TOKENS:COST,... (default: built-in)");
 }
 
 CommandFn add_logits_command(CLI::App& app) {

@@ -43,6 +43,10 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   cfg.prefix_caching = opt.prefix_caching;
   apply_spec_options(opt, cfg, draft_);
   assistant_ = make_model_drafter(opt, *pool_, *file_, *model_, *kv_, cfg);
+  if (opt.drafter) {
+    cfg.sched.drafter = opt.drafter;
+    cfg.sched.draft_max = opt.draft_max;
+  }
   core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -86,6 +90,10 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, co
     fail("--spec '%s': expected none, ngram, draft or assistant", opt.spec.c_str());
   if (opt.draft_max < 1 || opt.draft_max > 64) fail("--draft-max must be in [1, 64], got %d", opt.draft_max);
   cfg.sched.draft_max = opt.draft_max;
+  if (opt.spec_policy != "adaptive" && opt.spec_policy != "fixed")
+    fail("--spec-policy '%s': expected adaptive or fixed", opt.spec_policy.c_str());
+  cfg.sched.policy.adaptive = opt.spec_policy == "adaptive";
+  if (!opt.spec_cost.empty()) cfg.sched.policy.curve = spec::StepCostCurve::parse(opt.spec_cost);
   if (opt.spec == "ngram") {
     cfg.spec = engine::SpecMethod::kNgram;
     return;

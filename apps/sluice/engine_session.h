@@ -42,6 +42,14 @@ struct SessionOptions {
   std::string draft_path;    // --draft FILE (--spec draft / assistant)
   float draft_p_min = 0.0f;  // --draft-p-min: stop drafting below this draft probability
   std::string draft_head = "centroid";
+  // adaptive: each sequence's draft length follows its acceptance and the step's cost
+  // (spec::DraftPolicy); fixed: always up to draft_max. spec_cost: "T:cost,..." points of
+  // the step-cost curve (empty: the built-in one).
+  std::string spec_policy = "adaptive";
+  std::string spec_cost;
+  // A proposer outside the engine (sluice bench --spec-verify): when set, every decoding
+  // sequence drafts through it, up to draft_max tokens a step, at a fixed length.
+  engine::Drafter drafter;
 };
 
 // --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a

@@ -46,9 +46,9 @@ void EngineCore::add(EngineRequest r) {
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
   if (s->req.constraint && !s->req.constraint->trigger)
     s->matcher = std::make_unique<grammar::Matcher>(s->req.constraint->grammar);
-  if (cfg_.spec == SpecMethod::kNgram && cfg_.sched.draft_max > 0 && !s->req.all_logits)
+  if (cfg_.spec == SpecMethod::kNgram && cfg_.sched.draft_max > 0 && !s->req.all_logits && s->req.draft_max != 0)
     s->drafter = std::make_unique<spec::NgramDrafter>(cfg_.ngram);
-  if (cfg_.spec == SpecMethod::kModel && cfg_.sched.draft_max > 0 && !s->req.all_logits)
+  if (cfg_.spec == SpecMethod::kModel && cfg_.sched.draft_max > 0 && !s->req.all_logits && s->req.draft_max != 0)
     s->drafter = cfg_.model_drafter->make_drafter(*s);
   if (from) resume(*s, *from);
   sched_.add(std::move(s));
@@ -125,6 +125,8 @@ EngineStats EngineCore::stats() const {
   st.generated_tokens = c.generated_tokens;
   st.drafted_tokens = c.drafted_tokens;
   st.accepted_tokens = c.accepted_tokens;
+  st.drafted_at = c.drafted_at;
+  st.accepted_at = c.accepted_at;
   const auto& p = blocks_.prefix_stats();
   st.prefix_queries = p.queries;
   st.prefix_query_tokens = p.query_tokens;

@@ -37,6 +37,7 @@ struct EngineStats {
   int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
   int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
   int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative steps (EngineConfig::spec, SchedulerConfig::drafter)
+  std::vector<int64_t> drafted_at, accepted_at;     // per draft position (SchedulerCounters)
 };
 
 class EngineCore {

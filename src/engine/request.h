@@ -58,6 +58,9 @@ struct EngineRequest {
   // EngineCore::release_kv frees them: a multi-turn chat computes only what each turn adds.
   bool keep_kv = false;
   std::optional<RequestId> resume_from;
+  // Speculative decoding for this request: -1 the engine's setting; 0 none; K at most K
+  // drafts a step (never above the engine's SchedulerConfig::draft_max).
+  int32_t draft_max = -1;
 };
 
 struct TokenLogprob {
@@ -76,6 +79,9 @@ struct TokenOutput {
   int32_t n_prompt = 0;                 // prompt tokens
   int32_t n_cached = 0;                 // of which came from the prefix cache (first admission)
   int32_t n_generated = 0;              // tokens generated so far, this one included
+  // Speculation so far: drafts verified, and of those the ones kept.
+  int32_t n_drafted = 0;
+  int32_t n_accepted = 0;
   // all_logits requests: rows for positions [logits_pos0, logits_pos0 + rows), each n_vocab
   // floats, raw (before penalties, bans and temperature). Each position is reported once.
   std::vector<float> logits;

@@ -20,6 +20,9 @@ Scheduler::Scheduler(const SchedulerConfig& cfg, BlockManager& blocks) : cfg_(cf
   if (cfg.max_running < 1) fail("scheduler: max_running must be >= 1");
   if (cfg.token_budget < 1) fail("scheduler: token budget must be >= 1");
   if (cfg.ctx_size < 2) fail("scheduler: context must hold at least 2 positions");
+  if (cfg.policy.adaptive) cfg.policy.curve.validate();
+  counters_.drafted_at.assign(static_cast<size_t>(std::max(cfg.draft_max, 0)), 0);
+  counters_.accepted_at.assign(static_cast<size_t>(std::max(cfg.draft_max, 0)), 0);
 }
 
 Scheduler::~Scheduler() {
@@ -70,6 +73,8 @@ void Scheduler::finish(Sequence* s, FinishReason why, std::vector<TokenOutput>& 
   o.n_prompt = s->n_prompt();
   o.n_cached = s->n_cached;
   o.n_generated = s->n_generated;
+  o.n_drafted = s->n_drafted;
+  o.n_accepted = s->n_accepted;
   out.push_back(std::move(o));
   if (s->req.keep_kv && !s->blocks.empty()) {
     release_parked(s->req.id);
@@ -134,11 +139,13 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
   ScheduledBatch batch;
   int32_t budget = cfg_.token_budget;
   const int64_t preempted_before = counters_.preemptions;
+  const bool adaptive = cfg_.policy.adaptive && cfg_.draft_max > 0;
+  spec::StepPlanner plan = adaptive ? plan_step() : spec::StepPlanner(cfg_.policy.curve, 0, 0);
   // 1. Running sequences, oldest first, so preemption always hits the newest.
   for (size_t i = 0; i < running_.size() && budget > 0;) {
     Sequence* s = running_[i];
     blocks_.release_outside_window(s->blocks, s->n_computed);
-    int32_t n_draft = add_drafts(s, budget);
+    int32_t n_draft = add_drafts(s, budget, adaptive ? &plan : nullptr);
     int32_t n = std::min(s->n_pending(), budget);
     bool ok = blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n);
     if (!ok && n_draft > 0) {  // no room for the lookahead: a plain step
@@ -187,17 +194,30 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
   return batch;
 }
 
-int32_t Scheduler::add_drafts(Sequence* s, int32_t budget) {
+spec::StepPlanner Scheduler::plan_step() const {
+  // The running sequences' own tokens (a decode is 1, a prefill chunk at most the budget),
+  // each one token of work done: a prefill token is work the request needs as much as a
+  // generated one. Sequences admitted later in the step are not known yet.
+  int32_t tokens = 0;
+  for (const Sequence* s : running_) tokens += std::min(s->n_pending(), cfg_.token_budget);
+  tokens = std::min(tokens, cfg_.token_budget);
+  return spec::StepPlanner(cfg_.policy.curve, tokens, tokens);
+}
+
+int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan) {
   if (cfg_.draft_max <= 0 || (!s->drafter && !cfg_.drafter) || s->n_pending() != 1 || s->req.all_logits) return 0;
   // Room for the drafts and the target's own token after them: in the step's budget, the
-  // context, and the request's token limit.
-  const int32_t k_max = std::min(
-      {cfg_.draft_max, budget - 1, cfg_.ctx_size - s->n_tokens() - 1, s->req.max_tokens - s->n_generated - 1});
+  // context, and the request's token limit; then the request's own cap and the policy.
+  const int32_t cap = s->req.draft_max >= 0 ? std::min(s->req.draft_max, cfg_.draft_max) : cfg_.draft_max;
+  int32_t k_max = std::min(
+      {cap, budget - 1, cfg_.ctx_size - s->n_tokens() - 1, s->req.max_tokens - s->n_generated - 1});
+  if (plan && k_max > 0) k_max = plan->choose(s->acceptance.rate(), k_max);
   if (k_max <= 0) return 0;
   drafts_.clear();
   if (s->drafter) propose_own(s, k_max);
   else cfg_.drafter(s->req.id, s->tokens, k_max, drafts_);
   const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(drafts_.size()));
+  if (plan) plan->add(s->acceptance.rate(), k);
   s->tokens.insert(s->tokens.end(), drafts_.begin(), drafts_.begin() + k);
   return k;
 }
@@ -227,6 +247,13 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
   const int32_t last = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;  // the last sampled token's position
   counters_.drafted_tokens += sl.n_draft;
   counters_.accepted_tokens += n_tok - 1;
+  for (int32_t i = 0; i < sl.n_draft && i < static_cast<int32_t>(counters_.drafted_at.size()); ++i) {
+    ++counters_.drafted_at[static_cast<size_t>(i)];
+    if (i < n_tok - 1) ++counters_.accepted_at[static_cast<size_t>(i)];
+  }
+  s->acceptance.record(sl.n_draft, n_tok - 1);
+  s->n_drafted += sl.n_draft;
+  s->n_accepted += n_tok - 1;
   drop_drafts(s, sl.n_draft - (n_tok - 1));
   s->n_computed = last + n_tok;
   if (sl.n_draft > 0) s->n_computed = blocks_.truncate(s->blocks, s->n_computed);
@@ -249,6 +276,8 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
     o.n_prompt = s->n_prompt();
     o.n_cached = s->n_cached;
     o.n_generated = s->n_generated;
+    o.n_drafted = s->n_drafted;
+    o.n_accepted = s->n_accepted;
     const auto& stops = s->req.stop_ids;
     const bool stop_id = std::find(stops.begin(), stops.end(), st.token) != stops.end();
     const bool stop = stop_id || st.grammar_done;

@@ -36,6 +36,7 @@
 #include "engine/sequence.h"
 #include "kv/block_manager.h"
 #include "spec/drafter.h"
+#include "spec/policy.h"
 
 namespace sluice::engine {
 
@@ -54,6 +55,10 @@ struct SchedulerConfig {
   // sequence's own spec::Drafter when it has one, else from `drafter`.
   int32_t draft_max = 0;
   Drafter drafter;
+  // policy.adaptive: each step, each sequence's draft length is chosen by spec::StepPlanner
+  // from its recent acceptance and the step's cost curve (src/spec/policy.h); otherwise it
+  // drafts up to draft_max (or its request's own cap).
+  spec::DraftPolicy policy;
 };
 
 struct ScheduledSlice {
@@ -96,6 +101,9 @@ struct SchedulerCounters {
   int64_t generated_tokens = 0;
   int64_t drafted_tokens = 0;   // drafts verified
   int64_t accepted_tokens = 0;  // of which the target agreed with
+  // Per draft position i = 1 .. draft_max (index i − 1): how often a draft stood there, and
+  // how often it was accepted.
+  std::vector<int64_t> drafted_at, accepted_at;
 };
 
 class Scheduler {
@@ -132,7 +140,8 @@ class Scheduler {
   void remove_running(Sequence* s);
   void insert_running(Sequence* s);
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
-  int32_t add_drafts(Sequence* s, int32_t budget);
+  int32_t add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan);
+  spec::StepPlanner plan_step() const;  // the step before drafts: running sequences' tokens
   void drop_drafts(Sequence* s, int32_t n_draft);
   void propose_own(Sequence* s, int32_t k_max);  // s->drafter's proposal into drafts_
   // Applies one slice's verified tokens; false when the sequence finished.

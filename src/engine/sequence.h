@@ -16,6 +16,7 @@
 #include "kv/block_manager.h"
 #include "sampling/sampler.h"
 #include "spec/drafter.h"
+#include "spec/policy.h"
 
 namespace sluice::engine {
 
@@ -41,7 +42,9 @@ struct Sequence {
   // The armed grammar constraint (req.constraint) over the tokens generated since it armed;
   // null while the sequence runs free (before the trigger, or disarmed in lazy mode).
   std::unique_ptr<grammar::Matcher> matcher;
-  uint64_t arrival;  // admission order: higher = newer
+  spec::AcceptanceEstimate acceptance;    // recent acceptance, for the adaptive draft length
+  int32_t n_drafted = 0, n_accepted = 0;  // drafts verified, of which kept (all steps)
+  uint64_t arrival;                       // admission order: higher = newer
   SeqState state = SeqState::kWaiting;
 
   int32_t n_tokens() const { return static_cast<int32_t>(tokens.size()); }

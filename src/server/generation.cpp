@@ -11,6 +11,7 @@ namespace sluice::server {
 Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt,
                        const GenerationParams& p, bool split_reasoning, const ToolGeneration& tools) {
   single_call_ = tools.single_call;
+  t_submit_ = std::chrono::steady_clock::now();
   n_prompt_ = static_cast<int32_t>(prompt.size());
   want_logprobs_ = p.top_logprobs >= 0;
   if (auto why = engine.check_admissible(n_prompt_))
@@ -26,6 +27,7 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
   base.max_tokens = max_tokens;
   base.min_tokens = p.min_tokens;
   base.top_logprobs = p.top_logprobs;
+  if (p.draft_max) base.draft_max = *p.draft_max;
   if (!p.ignore_eos) base.stop_ids = m.tokenizer().eog_ids();
   base.stop_ids.insert(base.stop_ids.end(), p.stop_token_ids.begin(), p.stop_token_ids.end());
   base.banned_ids = tools.constraint.banned_ids;
@@ -69,6 +71,21 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
 
 Generation::~Generation() { cancel_all(); }
 
+GenerationTimings Generation::timings() const {
+  using ms = std::chrono::duration<double, std::milli>;
+  GenerationTimings t;
+  t.prompt_n = n_prompt_ - n_cached_;
+  const auto first = n_completion_ > 0 ? t_first_ : t_done_;
+  t.prompt_ms = ms(first - t_submit_).count();
+  t.predicted_n = n_completion_;
+  t.predicted_ms = n_completion_ > 0 ? ms(t_done_ - t_first_).count() : 0.0;
+  for (const Choice& c : choices_) {
+    t.draft_n += c.n_drafted;
+    t.draft_n_accepted += c.n_accepted;
+  }
+  return t;
+}
+
 void Generation::cancel_all() {
   for (Choice& c : choices_)
     if (!c.finished && c.handle) c.handle->cancel();
@@ -93,7 +110,10 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
     if (c.finished) break;  // outputs after a stop string are dropped
     n_prompt_ = o.n_prompt;
     if (index == 0) n_cached_ = o.n_cached;
+    c.n_drafted = std::max(c.n_drafted, o.n_drafted);
+    c.n_accepted = std::max(c.n_accepted, o.n_accepted);
     if (o.token >= 0) {
+      if (n_completion_ == 0) t_first_ = std::chrono::steady_clock::now();
       ++n_completion_;
       if (want_logprobs_ && o.logprob) ev.logprobs.push_back({o.token, o.logprob->logprob, std::move(o.top)});
       if (!o.is_stop_token) {
@@ -120,7 +140,7 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
       }
     }
   }
-  if (c.finished) --n_alive_;
+  if (c.finished && --n_alive_ == 0) t_done_ = std::chrono::steady_clock::now();
   if (ev.finish_reason == "stop" && c.n_calls > 0) ev.finish_reason = "tool_calls";
   if (!ev.text.content.empty() || !ev.text.reasoning.empty() || !ev.text.tool_calls.empty() || !ev.logprobs.empty() ||
       ev.finish_reason)

@@ -40,6 +40,18 @@ struct ToolGeneration {
   bool incremental = false;          // stream arguments as they come (the grammar keeps calls well-formed)
 };
 
+// llama-server's per-request `timings`, measured on the HTTP thread as outputs arrive:
+// prompt_ms from submission to the first generated token (queueing and prefill), predicted_ms
+// from there to the last output; prompt_n counts the prompt tokens computed (cache hits
+// excluded). Drafts are summed over the request's choices.
+struct GenerationTimings {
+  int32_t prompt_n = 0;
+  double prompt_ms = 0;
+  int64_t predicted_n = 0;
+  double predicted_ms = 0;
+  int64_t draft_n = 0, draft_n_accepted = 0;
+};
+
 class Generation {
  public:
   // Queues all n choices at once or none. Throws ApiError: 400 (prompt too long for the
@@ -58,6 +70,7 @@ class Generation {
   int32_t n_cached() const { return n_cached_; }
   int64_t n_completion_tokens() const { return n_completion_; }
   int32_t n_choices() const { return static_cast<int32_t>(choices_.size()); }
+  GenerationTimings timings() const;  // meaningful once done()
 
  private:
   struct Choice {
@@ -67,6 +80,7 @@ class Generation {
     int32_t n_calls = 0;
     std::string first_call;  // id of the first call (parallel_tool_calls false: the only one)
     bool first_done = false;
+    int32_t n_drafted = 0, n_accepted = 0;
   };
   void absorb(int32_t index, std::vector<api::TokenOutput>& outs, std::vector<ChoiceEvent>& events);
 
@@ -75,6 +89,7 @@ class Generation {
   int64_t n_completion_ = 0;
   bool want_logprobs_ = false;
   bool single_call_ = false;
+  std::chrono::steady_clock::time_point t_submit_, t_first_, t_done_;
 };
 
 }  // namespace sluice::server

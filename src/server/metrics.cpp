@@ -31,6 +31,12 @@ static void metric(std::ostringstream& o, const char* name, const char* type, co
   o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << v << '\n';
 }
 
+// One counter per draft position i = 1 .. --draft-max, labelled position="i".
+static void per_position(std::ostringstream& o, const char* name, const char* help, const std::vector<int64_t>& v) {
+  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
+  for (size_t i = 0; i < v.size(); ++i) o << name << "{position=\"" << i + 1 << "\"} " << v[i] << '\n';
+}
+
 std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) const {
   std::ostringstream o;
   o << "# HELP sluice_requests_total HTTP requests answered, by endpoint and status code\n"
@@ -65,6 +71,10 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
          static_cast<double>(s.stats.drafted_tokens));
   metric(o, "sluice_spec_accepted_tokens_total", "counter", "drafted tokens the model agreed with and kept",
          static_cast<double>(s.stats.accepted_tokens));
+  per_position(o, "sluice_spec_drafted_position_total", "verifications with a draft at this position (1 = first)",
+               s.stats.drafted_at);
+  per_position(o, "sluice_spec_accepted_position_total", "drafts accepted at this position (1 = first)",
+               s.stats.accepted_at);
   histogram(o, "sluice_time_to_first_token_seconds", "from submission to the first generated token", s.ttft);
   histogram(o, "sluice_inter_token_latency_seconds", "between consecutive tokens of a request", s.itl);
   return o.str();

@@ -78,6 +78,31 @@ int32_t bounded_int(const json& j, const char* key, int64_t lo, int64_t hi, int3
   return static_cast<int32_t>(*v);
 }
 
+// llama-server's per-request speculation fields; n_min and p_min are accepted and ignored
+// (the engine's policy chooses the length, and the n-gram drafter has no confidence).
+std::optional<int32_t> parse_speculative(const json& j) {
+  std::optional<int32_t> k;
+  if (present(j, "speculative.n_max")) k = bounded_int(j, "speculative.n_max", 0, 1 << 20, 0);
+  if (!present(j, "speculative")) return k;
+  const json& sp = j.at("speculative");
+  if (sp.is_boolean()) return sp.get<bool>() ? k : std::optional<int32_t>(0);
+  if (!sp.is_object()) bad_param("speculative", "must be true, false or an object {\"n_max\": K, \"enabled\": bool}");
+  for (const auto& [key, v] : sp.items())
+    if (key != "n_max" && key != "enabled" && key != "n_min" && key != "p_min")
+      bad_param("speculative", "unknown field '" + key + "' (expected n_max, enabled, n_min, p_min)");
+  if (present(sp, "n_max")) {
+    const json& n = sp.at("n_max");
+    if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > (1 << 20))
+      bad_param("speculative", "n_max must be an integer between 0 and " + std::to_string(1 << 20));
+    k = static_cast<int32_t>(n.get<int64_t>());
+  }
+  if (present(sp, "enabled")) {
+    if (!sp.at("enabled").is_boolean()) bad_param("speculative", "enabled must be true or false");
+    if (!sp.at("enabled").get<bool>()) k = 0;
+  }
+  return k;
+}
+
 GenerationParams parse_generation(const json& j, const ModelContext& m) {
   reject_unsupported(j);
   GenerationParams g;
@@ -159,6 +184,7 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
     if (!g.stream) bad_param("stream_options", "is only allowed with stream: true");
     g.include_usage = get_bool(so, "include_usage").value_or(false);
   }
+  g.draft_max = parse_speculative(j);
   return g;
 }
 

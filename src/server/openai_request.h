@@ -35,6 +35,10 @@ struct GenerationParams {
   // from the token after `grammar_trigger` when set (the end of the thought channel).
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
   std::optional<int32_t> grammar_trigger;
+  // "speculative": {"n_max": K} (or the flat "speculative.n_max"): at most K drafts a step
+  // for this request, clamped to the server's --draft-max; 0, false or {"enabled": false}:
+  // none. Unset: the server's setting.
+  std::optional<int32_t> draft_max;
 };
 
 struct CompletionRequest {

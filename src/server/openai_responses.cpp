@@ -31,6 +31,19 @@ json usage_json(const Generation& g) {
           {"prompt_tokens_details", {{"cached_tokens", g.n_cached()}}}};
 }
 
+json timings_json(const Generation& g) {
+  const GenerationTimings t = g.timings();
+  auto per_second = [](double n, double ms) { return ms > 0 ? n * 1e3 / ms : 0.0; };
+  return {{"prompt_n", t.prompt_n},
+          {"prompt_ms", t.prompt_ms},
+          {"prompt_per_second", per_second(t.prompt_n, t.prompt_ms)},
+          {"predicted_n", t.predicted_n},
+          {"predicted_ms", t.predicted_ms},
+          {"predicted_per_second", per_second(static_cast<double>(t.predicted_n), t.predicted_ms)},
+          {"draft_n", t.draft_n},
+          {"draft_n_accepted", t.draft_n_accepted}};
+}
+
 static json bytes_of(const std::string& s) {
   json b = json::array();
   for (unsigned char c : s) b.push_back(static_cast<int>(c));

@@ -21,6 +21,9 @@ struct ResponseMeta {
 std::string new_response_id(const char* prefix);  // prefix + 24 random hex digits
 
 nlohmann::json usage_json(const Generation& g);
+// llama-server's `timings`: prompt_n, prompt_ms, prompt_per_second, predicted_n, predicted_ms,
+// predicted_per_second, draft_n, draft_n_accepted.
+nlohmann::json timings_json(const Generation& g);
 // Chat: {"content": [{token, logprob, bytes, top_logprobs: [...]}]}
 nlohmann::json chat_logprobs_json(const std::vector<LogprobItem>& items, const Tokenizer& tok);
 // Completions: {tokens, token_logprobs, top_logprobs: [{text: lp}], text_offset}

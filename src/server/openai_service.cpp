@@ -251,14 +251,17 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
     metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
     json j = envelope(meta, shape.object, std::move(choices));
     j["usage"] = usage_json(*gen);
+    j["timings"] = timings_json(*gen);
     return json_reply(j);
   }
   Reply r;
   r.content_type = "text/event-stream";
   r.stream = [gen, meta, gp, &shape, &tok, this](const StreamWriter& write) {
-    auto send = [&](json choice) {
+    // The last chunk before [DONE] carries the timings: the usage chunk, or the last choice's.
+    auto send = [&](json choice, bool last = false) {
       json c = envelope(meta, shape.chunk_object, json::array({std::move(choice)}));
       if (gp.include_usage) c["usage"] = nullptr;
+      if (last && !gp.include_usage) c["timings"] = timings_json(*gen);
       return write(sse_data(c));
     };
     // Chat: the role comes first, once per choice, in a delta of its own.
@@ -278,14 +281,16 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
           write(sse_error(kEndedByServer));
           return;
         }
-        for (json& choice : delta_choices(ev, shape, gp, tok, offset[ev.index], n_calls[ev.index]))
-          if (!send(std::move(choice))) return;
+        std::vector<json> chunks = delta_choices(ev, shape, gp, tok, offset[ev.index], n_calls[ev.index]);
+        for (size_t k = 0; k < chunks.size(); ++k)
+          if (!send(std::move(chunks[k]), gen->done() && &ev == &evs.back() && k + 1 == chunks.size())) return;
       }
     }
     metrics_.add_tokens(gen->n_prompt(), gen->n_completion_tokens());
     if (gp.include_usage) {
       json u = envelope(meta, shape.chunk_object, json::array());
       u["usage"] = usage_json(*gen);
+      u["timings"] = timings_json(*gen);
       if (!write(sse_data(u))) return;
     }
     write("data: [DONE]\n\n");

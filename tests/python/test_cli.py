@@ -106,3 +106,26 @@ def test_run_with_a_json_schema_or_a_grammar_file(sluice_bin, tmp_path):
     assert r.returncode != 0 and "uniqueItems" in r.stderr
     r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "--json-schema", tmp_path / "s.json", "--grammar", tmp_path / "g.gbnf"])
     assert r.returncode != 0
+
+
+def test_bench_spec_verify_times_each_draft_length(sluice_bin):
+    """--spec-verify: a row per (depth, K) with K = 0 the plain step, each step B·(K+1) tokens,
+    its cost against the plain step, and tokens/s = B · (1 - a^(K+1)) / (1 - a) / step."""
+    model = GOLDEN / "tiny-gemma4.f32.gguf"
+    r = run([sluice_bin, "bench", "-m", model, "-t", "1", "-p", "8", "-n", "3", "--depths", "0,16",
+             "--repeats", "1", "--batch", "2", "--spec-verify", "3,1", "--bandwidth-gib", "0.0625", "--json"])
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)["spec_verify"]
+    assert [(x["depth"], x["k"], x["tokens_per_step"]) for x in rows] == [
+        (0, 0, 2), (0, 3, 8), (0, 1, 4), (16, 0, 2), (16, 3, 8), (16, 1, 4)]
+    plain = {x["depth"]: x["ms_per_step"] for x in rows if x["k"] == 0}
+    for x in rows:
+        # every timed step verified K drafts per sequence (at depth 0 the first is the prompt's)
+        assert x["drafts_verified"] == 2 * x["k"] * (x["steps"] - (x["depth"] == 0)), x
+        assert abs(x["cost_vs_plain"] - x["ms_per_step"] / plain[x["depth"]]) < 1e-9
+        at, k, ms = x["tokens_per_s_at_acceptance"], x["k"], x["ms_per_step"]
+        assert abs(at["0.00"] - 2e3 / ms) < 1e-6 * at["0.00"]
+        assert abs(at["0.50"] - 2 * (1 - 0.5 ** (k + 1)) / 0.5 * 1e3 / ms) < 1e-6 * at["0.50"]
+        assert abs(at["1.00"] - 2 * (k + 1) * 1e3 / ms) < 1e-6 * at["1.00"]
+    bad = run([sluice_bin, "bench", "-m", model, "--spec-verify", "2,0"])
+    assert bad.returncode != 0 and "--spec-verify" in bad.stderr

@@ -17,9 +17,11 @@ TINY4 = ROOT / "tests/data/golden/tiny-gemma4.q8_0.gguf"
 CTX = 256
 
 
-@pytest.fixture(scope="module")
-def server(sluice_bin):
-    s = Server(sluice_bin, TINY3, "-c", CTX, "--parallel", 4, "--max-queue", 16)
+# Every test of this file runs against a plain server and one with n-gram speculation: the
+# answers must not change (speculation is lossless), whatever the policy picks.
+@pytest.fixture(scope="module", params=[[], ["--spec", "ngram"]], ids=["plain", "spec-ngram"])
+def server(sluice_bin, request):
+    s = Server(sluice_bin, TINY3, "-c", CTX, "--parallel", 4, "--max-queue", 16, *request.param)
     yield s
     assert_clean_exit(s)
 

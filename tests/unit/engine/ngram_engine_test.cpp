@@ -23,12 +23,14 @@ struct Outcome {
   EngineStats stats;
 };
 
-Outcome run_ngram(const std::vector<EngineRequest>& reqs, int32_t k, int32_t blocks_per_group) {
+Outcome run_ngram(const std::vector<EngineRequest>& reqs, int32_t k, int32_t blocks_per_group,
+                  const spec::DraftPolicy& policy = {}) {
   FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
   KvCache kv(model.spec().kv_groups, 4, {blocks_per_group, blocks_per_group}, KvType::F32);
   EngineConfig cfg;
   cfg.sched = SchedulerConfig{8, 24, 512};
   cfg.sched.draft_max = k;
+  cfg.sched.policy = policy;
   cfg.spec = k > 0 ? SpecMethod::kNgram : SpecMethod::kNone;
   Outcome r;
   {
@@ -85,6 +87,83 @@ TEST(NgramEngine, PreemptionForgetsAndRebuildsTheDrafter) {
   EXPECT_GT(spec.stats.preemptions, 0);
   EXPECT_GT(spec.stats.accepted_tokens, 0);
   EXPECT_EQ(spec.tokens, plain.tokens);
+}
+
+TEST(NgramEngine, AdaptivePolicyKeepsTheTokensWhateverLengthItPicks) {
+  // Sampled requests draw their number keyed by (seed, position), so the tokens cannot depend
+  // on how many drafts each step verified. A curve that turns compute-bound at a few tokens
+  // makes the policy change K as sequences come and go; a linear one switches speculation off.
+  const auto reqs = mixed_requests();
+  const Outcome plain = run_ngram(reqs, 0, 256);
+  const Outcome fixed = run_ngram(reqs, 8, 256);
+  spec::DraftPolicy steep;
+  steep.adaptive = true;
+  steep.curve = spec::StepCostCurve{{{1, 1.0}, {12, 1.1}, {20, 1.6}, {64, 30.0}}};
+  const Outcome adaptive = run_ngram(reqs, 8, 256, steep);
+  EXPECT_EQ(adaptive.tokens, plain.tokens);
+  EXPECT_GT(adaptive.stats.accepted_tokens, 0);
+  EXPECT_LT(adaptive.stats.drafted_tokens, fixed.stats.drafted_tokens);
+  // Several lengths were used, and the deep positions less often than at a fixed K.
+  ASSERT_EQ(adaptive.stats.drafted_at.size(), 8u);
+  EXPECT_GT(adaptive.stats.drafted_at[0], adaptive.stats.drafted_at[3]);
+  EXPECT_GT(adaptive.stats.drafted_at[3], 0);
+  EXPECT_LT(adaptive.stats.drafted_at[7], fixed.stats.drafted_at[7]);
+  const Outcome preempted = run_ngram(reqs, 8, 36, steep);
+  EXPECT_GT(preempted.stats.preemptions, 0);
+  EXPECT_EQ(preempted.tokens, plain.tokens);
+  spec::DraftPolicy compute_bound;
+  compute_bound.adaptive = true;
+  compute_bound.curve = spec::StepCostCurve{{{1, 1.0}, {64, 64.0}}};
+  const Outcome off = run_ngram(reqs, 8, 256, compute_bound);
+  EXPECT_EQ(off.stats.drafted_tokens, 0);
+  EXPECT_EQ(off.tokens, plain.tokens);
+}
+
+TEST(NgramEngine, PerPositionCountersAndTheRequestsOwnCap) {
+  auto reqs = mixed_requests();
+  reqs[0].draft_max = 0;   // off for this request
+  reqs[1].draft_max = 2;   // at most 2
+  reqs[2].draft_max = 50;  // above the engine's 4: the engine's
+  const Outcome plain = run_ngram(reqs, 0, 256);
+  FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
+  KvCache kv(model.spec().kv_groups, 4, {256, 256}, KvType::F32);
+  EngineConfig cfg;
+  cfg.sched = SchedulerConfig{8, 24, 512};
+  cfg.sched.draft_max = 4;
+  cfg.spec = SpecMethod::kNgram;
+  EngineCore core(model, kv, cfg);
+  for (const EngineRequest& q : reqs) core.add(q);
+  std::map<RequestId, TokenOutput> last;
+  std::map<RequestId, std::vector<int32_t>> tokens;
+  int64_t max_drafts_1 = 0;
+  while (core.has_work())
+    for (const TokenOutput& o : core.step()) {
+      if (o.token >= 0) tokens[o.id].push_back(o.token);
+      if (o.id == 2) max_drafts_1 = std::max<int64_t>(max_drafts_1, o.n_drafted - last[2].n_drafted);
+      last[o.id] = o;
+    }
+  EXPECT_EQ(tokens, plain.tokens);
+  EXPECT_EQ(last[1].n_drafted, 0);
+  EXPECT_GT(last[2].n_drafted, 0);
+  EXPECT_LE(max_drafts_1, 2);
+  EXPECT_GT(last[3].n_drafted, 0);
+  const EngineStats st = core.stats();
+  ASSERT_EQ(st.accepted_at.size(), 4u);
+  int64_t drafted = 0, accepted = 0, req_drafted = 0, req_accepted = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    drafted += st.drafted_at[i];
+    accepted += st.accepted_at[i];
+    EXPECT_LE(st.accepted_at[i], st.drafted_at[i]);
+    if (i > 0) EXPECT_LE(st.accepted_at[i], st.accepted_at[i - 1]) << "position i accepted only after i - 1";
+  }
+  for (const auto& [id, o] : last) {
+    req_drafted += o.n_drafted;
+    req_accepted += o.n_accepted;
+  }
+  EXPECT_EQ(drafted, st.drafted_tokens);
+  EXPECT_EQ(accepted, st.accepted_tokens);
+  EXPECT_EQ(req_drafted, st.drafted_tokens);
+  EXPECT_EQ(req_accepted, st.accepted_tokens);
 }
 
 }  // namespace

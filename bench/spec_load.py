@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Aggregate throughput under load with and without n-gram speculation: two `sluice serve`
+(--spec none, --spec ngram with the adaptive policy) on the same model, driven by
+python/loadgen.py's rounds at each concurrency, on grounded prompts (bench/spec_grounded_*.txt:
+copy, spelling edit, extraction, code rewrite; greedy) and on free text (story prompts,
+temperature 0.8, seeded per request).
+
+  python3 bench/spec_load.py [--sluice build/apps/sluice/sluice] [--model models/gemma-3-270m-q4_k_m.gguf]
+                             [--levels 1,2,4,8] [--repeats 3] [--max-tokens 80] [--json out.json]
+
+Rounds are interleaved — for each repeat, each concurrency, each prompt set: the plain server,
+then the speculative one — so a change in the machine's load hits both alike. Each line gives
+the median over the repeats of the aggregate tokens/s (generated tokens / wall time), the ratio
+speculative / plain (median of the per-repeat ratios), and from the speculative server's
+/metrics the drafts per generated token (0: the policy switched speculation off) and the
+acceptance."""
+import argparse
+import json
+import pathlib
+import re
+import statistics
+import sys
+import types
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "python"))
+sys.path.insert(0, str(ROOT / "tests/python"))
+import loadgen  # noqa: E402
+from server_util import Server  # noqa: E402
+
+FREE = ["Once upon a time, in a small village by the mountains, there lived",
+        "Write a short essay about why people enjoy travelling to new places.",
+        "The history of the bicycle begins in the early nineteenth century, when",
+        "Here is a letter to a friend describing a summer holiday by the sea:"]
+
+
+def metric(server, name):
+    m = re.search(rf"^{re.escape(name)} (\S+)$", server.get("/metrics"), re.M)
+    return float(m.group(1)) if m else 0.0
+
+
+def round_args(model, url, prompts, temperature, max_tokens, requests):
+    return types.SimpleNamespace(url=url, model=model, api_key="none", max_tokens=max_tokens, prompts=prompts,
+                                 prompt=prompts[0], chat=False, temperature=temperature, ignore_eos=True,
+                                 timeout=600, requests=requests)
+
+
+def one_round(server, alias, prompts, temp, a, c):
+    d0, a0 = metric(server, "sluice_spec_drafted_tokens_total"), metric(server, "sluice_spec_accepted_tokens_total")
+    r = loadgen.run_round(None, round_args(alias, server.base_url, prompts, temp, a.max_tokens, 2 * c), c)
+    r["drafted"] = metric(server, "sluice_spec_drafted_tokens_total") - d0
+    r["accepted"] = metric(server, "sluice_spec_accepted_tokens_total") - a0
+    if r["failed"]:
+        sys.exit(f"{r['failed']} requests failed at {c} streams")
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sluice", default=str(ROOT / "build/apps/sluice/sluice"))
+    ap.add_argument("--model", default=str(ROOT / "models/gemma-3-270m-q4_k_m.gguf"))
+    ap.add_argument("--levels", default="1,2,4,8")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=80)
+    ap.add_argument("-t", "--threads", type=int, default=2)
+    ap.add_argument("--draft-max", type=int, default=4)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    levels = [int(x) for x in a.levels.split(",")]
+    grounded = [p.read_text() for p in sorted((ROOT / "bench").glob("spec_grounded_*.txt"))]
+    sets = {"grounded": (grounded, 0.0), "free": (FREE, 0.8)}
+    common = ["-t", a.threads, "-c", 1024, "--parallel", max(levels), "--max-queue", 64]
+    plain = Server(a.sluice, a.model, *common)
+    spec = Server(a.sluice, a.model, *common, "--spec", "ngram", "--draft-max", a.draft_max)
+    alias = json.loads(plain.get("/v1/models"))["data"][0]["id"]
+    rows = []
+    try:
+        for rep in range(a.repeats):
+            for c in levels:
+                for name, (prompts, temp) in sets.items():
+                    for label, server in (("none", plain), ("ngram", spec)):
+                        r = one_round(server, alias, prompts, temp, a, c)
+                        r.update(repeat=rep, prompts=name, spec=label)
+                        rows.append(r)
+                        print(f"repeat {rep} c={c} {name:8} {label:5} {r['throughput_tok_s']:7.1f} tok/s "
+                              f"drafted {r['drafted']:.0f} accepted {r['accepted']:.0f}", file=sys.stderr, flush=True)
+    finally:
+        plain.stop()
+        spec.stop()
+    report(rows, levels, a)
+
+
+def report(rows, levels, a):
+    print(f"{'prompts':9} {'conc':>4} {'none tok/s':>10} {'ngram tok/s':>11} {'ratio':>6} {'drafts/token':>12} "
+          f"{'accepted':>8}  (medians of {a.repeats})")
+    summary = []
+    for name in ("grounded", "free"):
+        for c in levels:
+            sel = [r for r in rows if r["prompts"] == name and r["concurrency"] == c]
+            by = {s: [r for r in sel if r["spec"] == s] for s in ("none", "ngram")}
+            ratios = [x["throughput_tok_s"] / b["throughput_tok_s"] for b, x in zip(by["none"], by["ngram"])]
+            drafted = sum(r["drafted"] for r in by["ngram"])
+            gen = sum(r["generated_tokens"] for r in by["ngram"])
+            acc = sum(r["accepted"] for r in by["ngram"])
+            s = {"prompts": name, "concurrency": c,
+                 "none_tok_s": statistics.median(r["throughput_tok_s"] for r in by["none"]),
+                 "ngram_tok_s": statistics.median(r["throughput_tok_s"] for r in by["ngram"]),
+                 "ratio": statistics.median(ratios), "ratios": ratios,
+                 "drafts_per_token": drafted / gen if gen else 0.0, "acceptance": acc / drafted if drafted else 0.0}
+            summary.append(s)
+            print(f"{name:9} {c:>4} {s['none_tok_s']:>10.1f} {s['ngram_tok_s']:>11.1f} {s['ratio']:>5.2f}x "
+                  f"{s['drafts_per_token']:>12.2f} {100 * s['acceptance']:>7.0f}%")
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"rounds": rows, "summary": summary}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+#include "spec/policy.h"
+
+#include <cmath>
+#include <sstream>
+
+#include "base/error.h"
+
+namespace sluice::spec {
+
+double StepCostCurve::cost(int32_t tokens) const {
+  const auto& p = points;
+  if (p.empty()) return static_cast<double>(tokens);
+  if (p.size() == 1 || tokens <= p.front().first) return p.front().second;
+  size_t i = 1;
+  while (i + 1 < p.size() && p[i].first < tokens) ++i;
+  const auto [t0, c0] = p[i - 1];
+  const auto [t1, c1] = p[i];
+  return c0 + (c1 - c0) * static_cast<double>(tokens - t0) / static_cast<double>(t1 - t0);
+}
+
+void StepCostCurve::validate() const {
+  if (points.empty()) fail("step-cost curve: no points");
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto [t, c] = points[i];
+    if (t < 1) fail("step-cost curve: token count %d must be >= 1", t);
+    if (!(c > 0) || !std::isfinite(c)) fail("step-cost curve: the cost at %d tokens must be > 0", t);
+    if (i > 0 && t <= points[i - 1].first)
+      fail("step-cost curve: token counts must ascend (%d after %d)", t, points[i - 1].first);
+    if (i > 0 && c < points[i - 1].second)
+      fail("step-cost curve: the cost at %d tokens is below the cost at %d", t, points[i - 1].first);
+  }
+}
+
+StepCostCurve StepCostCurve::builtin() {
+  // Relative to a 1-token step; see the header.
+  return {{{1, 1.0}, {4, 1.05}, {8, 1.3}, {16, 2.0}, {24, 2.8}, {40, 4.4}, {72, 7.5}, {256, 25.0}}};
+}
+
+StepCostCurve StepCostCurve::parse(const std::string& text) {
+  StepCostCurve c;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const size_t colon = item.find(':');
+    size_t used_t = 0, used_c = 0;
+    int32_t t = 0;
+    double cost = 0;
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument("no colon");
+      t = std::stoi(item.substr(0, colon), &used_t);
+      cost = std::stod(item.substr(colon + 1), &used_c);
+    } catch (const std::exception&) {
+      fail("step-cost curve: '%s' is not TOKENS:COST", item.c_str());
+    }
+    if (used_t != colon || used_c != item.size() - colon - 1)
+      fail("step-cost curve: '%s' is not TOKENS:COST", item.c_str());
+    c.points.emplace_back(t, cost);
+  }
+  c.validate();
+  return c;
+}
+
+double expected_tokens(double a, int32_t k) {
+  if (a >= 1) return k + 1;
+  if (a <= 0) return 1;
+  return (1 - std::pow(a, k + 1)) / (1 - a);
+}
+
+void AcceptanceEstimate::record(int32_t drafted, int32_t accepted) {
+  if (drafted <= 0) return;
+  hits_ = kDecay * hits_ + accepted;
+  trials_ = kDecay * trials_ + accepted + (accepted < drafted ? 1 : 0);
+}
+
+int32_t StepPlanner::choose(double a, int32_t cap) const {
+  int32_t best = 0;
+  double best_rate = outputs_ / curve_.cost(tokens_);
+  for (int32_t k = 1; k <= cap; ++k) {
+    const double rate = (outputs_ + expected_tokens(a, k) - 1) / curve_.cost(tokens_ + k);
+    if (rate > best_rate * (1 + 1e-9)) {
+      best = k;
+      best_rate = rate;
+    }
+  }
+  return best;
+}
+
+void StepPlanner::add(double a, int32_t k) {
+  tokens_ += k;
+  outputs_ += expected_tokens(a, k) - 1;
+}
+
+}  // namespace sluice::spec

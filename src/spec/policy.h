@@ -1,0 +1,89 @@
+// How many tokens to draft: per sequence from its recent acceptance, per step from what the
+// extra tokens cost. The engine step's cost depends on how many tokens it computes, T: while
+// the weights' streaming dominates, a step of a few more tokens costs little more; once the
+// step is compute-bound, every token costs its share. Drafts are worth adding only while the
+// tokens they are expected to yield outweigh what they add to the step.
+//
+// The rule (docs/speculative.md "Policy"): a step that computes T tokens does N tokens of
+// work (N = T without drafts: a decode's token and a prefill chunk's tokens are all work the
+// requests need) and runs at N / cost(T). Sequence by sequence,
+// drafting K more tokens at per-token acceptance a is expected to yield
+// g(a, K) = E(a, K) − 1 = a(1 − a^K)/(1 − a) extra tokens, so K is the value in [0, cap] that
+// maximises (N + g(a, K)) / cost(T + K); K = 0 unless some K strictly beats it. The chosen
+// drafts then join T and N for the next sequence. Each choice keeps the step's expected
+// tokens per unit cost at least what it was, so under the model speculation never lowers the
+// aggregate throughput: when the step is compute-bound, K shrinks or drops to 0.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace sluice::spec {
+
+// cost(T): the cost of one engine step computing T tokens, in any unit (ms, or relative to
+// a 1-token step; only ratios matter). Points (T, cost) with T ascending from 1 and costs
+// non-decreasing; between points linear, beyond the last one the last segment's slope.
+// `sluice tune` (the portable-speed issue's calibration, with its per-host cache) is meant
+// to fill one from `sluice bench --spec-verify` measurements: the points are exactly its
+// (tokens_per_step, ms_per_step) pairs.
+struct StepCostCurve {
+  std::vector<std::pair<int32_t, double>> points;
+
+  double cost(int32_t tokens) const;
+  void validate() const;  // sluice::Error naming the problem
+  // The built-in model (relative to a 1-token step), from `sluice bench --spec-verify` with
+  // Gemma 3 270M on a 2-core Intel Xeon host (docs/speculative.md): nearly flat to a few
+  // tokens, then close to linear. A small model turns compute-bound early, so for larger
+  // ones it is conservative: it switches speculation off sooner than they need.
+  static StepCostCurve builtin();
+  // "T:cost,T:cost,..." (e.g. "1:1,8:1.2,64:4"); sluice::Error on a malformed list.
+  static StepCostCurve parse(const std::string& text);
+};
+
+// Expected tokens one verification of k drafts yields at per-token acceptance a: the accepted
+// run then the target's own token, Σ_{i=0..k} a^i = (1 − a^(k+1)) / (1 − a).
+double expected_tokens(double a, int32_t k);
+
+// A sequence's recent acceptance: an exponentially weighted count of drafts accepted over
+// drafts "tried" (those accepted, plus the first rejected one when the run stopped early —
+// the drafts after it were never tested). Starts from a prior worth `prior_weight` trials.
+class AcceptanceEstimate {
+ public:
+  static constexpr double kDecay = 0.7;  // weight of the past at each verification
+  static constexpr double kPrior = 0.6, kPriorWeight = 2;
+  void record(int32_t drafted, int32_t accepted);
+  double rate() const { return hits_ / trials_; }
+
+ private:
+  double hits_ = kPrior * kPriorWeight, trials_ = kPriorWeight;
+};
+
+// One step's choices, sequence by sequence (see the file comment).
+class StepPlanner {
+ public:
+  // `tokens`: tokens the step computes without drafts; `outputs`: the work they do (the
+  // engine counts every one of them).
+  StepPlanner(const StepCostCurve& curve, int32_t tokens, double outputs)
+      : curve_(curve), tokens_(tokens), outputs_(outputs) {}
+  // The draft length in [0, cap] for a sequence at acceptance a.
+  int32_t choose(double a, int32_t cap) const;
+  // The sequence drafted k tokens (its proposer may give fewer than chosen).
+  void add(double a, int32_t k);
+  int32_t tokens() const { return tokens_; }
+  double outputs() const { return outputs_; }
+
+ private:
+  const StepCostCurve& curve_;
+  int32_t tokens_;
+  double outputs_;
+};
+
+// The engine's policy settings (--spec-policy, --spec-cost).
+struct DraftPolicy {
+  bool adaptive = false;  // false: every sequence drafts up to the cap
+  StepCostCurve curve = StepCostCurve::builtin();
+};
+
+}  // namespace sluice::spec

@@ -1,0 +1,120 @@
+// The draft-length policy (src/spec/policy.h): the cost curve, the expected-tokens formula,
+// the acceptance estimate, and the step rule — drafts only while they raise the step's
+// expected tokens per unit cost, so a compute-bound step drafts nothing.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "base/error.h"
+#include "spec/policy.h"
+
+namespace sluice::spec {
+namespace {
+
+StepCostCurve flat() { return {{{1, 1.0}, {256, 1.0}}}; }      // weights dominate at any T
+StepCostCurve linear() { return {{{1, 1.0}, {256, 256.0}}}; }  // every token costs its share
+
+TEST(StepCostCurve, InterpolatesAndExtendsTheLastSlope) {
+  const StepCostCurve c{{{1, 10.0}, {5, 12.0}, {9, 20.0}}};
+  EXPECT_DOUBLE_EQ(c.cost(1), 10.0);
+  EXPECT_DOUBLE_EQ(c.cost(3), 11.0);
+  EXPECT_DOUBLE_EQ(c.cost(5), 12.0);
+  EXPECT_DOUBLE_EQ(c.cost(7), 16.0);
+  EXPECT_DOUBLE_EQ(c.cost(13), 28.0);  // slope 2 beyond the last point
+  EXPECT_DOUBLE_EQ(c.cost(0), 10.0);
+  EXPECT_NO_THROW(StepCostCurve::builtin().validate());
+}
+
+TEST(StepCostCurve, ParsesPointsAndRejectsBadOnes) {
+  const StepCostCurve c = StepCostCurve::parse("1:1,8:1.5,64:6");
+  ASSERT_EQ(c.points.size(), 3u);
+  EXPECT_EQ(c.points[1].first, 8);
+  EXPECT_DOUBLE_EQ(c.points[2].second, 6.0);
+  for (const char* bad : {"", "1", "1:x", "1:1,1:2", "4:2,8:1", "0:1", "1:-1", "1:1,8:2junk", "a:1"})
+    EXPECT_THROW(StepCostCurve::parse(bad), Error) << bad;
+}
+
+TEST(StepPolicy, ExpectedTokensIsTheSumOfAcceptancePowers) {
+  for (double a : {0.0, 0.3, 0.5, 0.9, 1.0})
+    for (int k = 0; k <= 8; ++k) {
+      double sum = 0;
+      for (int i = 0; i <= k; ++i) sum += std::pow(a, i);
+      EXPECT_NEAR(expected_tokens(a, k), sum, 1e-12) << a << " " << k;
+    }
+}
+
+TEST(StepPolicy, AcceptanceEstimateFollowsRecentVerifications) {
+  AcceptanceEstimate e;
+  EXPECT_DOUBLE_EQ(e.rate(), AcceptanceEstimate::kPrior);
+  for (int i = 0; i < 20; ++i) e.record(4, 4);
+  EXPECT_GT(e.rate(), 0.99);
+  e.record(0, 0);  // nothing drafted: no information
+  EXPECT_GT(e.rate(), 0.99);
+  for (int i = 0; i < 12; ++i) e.record(4, 0);  // one tried (and rejected) per verification
+  EXPECT_LT(e.rate(), 0.1);
+  AcceptanceEstimate half;
+  for (int i = 0; i < 40; ++i) half.record(4, 1);  // 1 accepted, 1 rejected: a = 1/2
+  EXPECT_NEAR(half.rate(), 0.5, 1e-3);
+}
+
+TEST(StepPolicy, MemoryBoundStepsDraftToTheCap) {
+  const StepCostCurve c = flat();
+  for (int32_t B : {1, 8, 64}) {
+    StepPlanner p(c, B, B);
+    EXPECT_EQ(p.choose(0.3, 6), 6) << B;
+    EXPECT_EQ(p.choose(0.0, 6), 0) << "nothing to gain at a = 0";
+  }
+}
+
+TEST(StepPolicy, ComputeBoundStepsDraftNothing) {
+  // cost ∝ T and N = T: K drafts gain g(a, K) < K tokens for a < 1, never their share.
+  const StepCostCurve c = linear();
+  for (int32_t B : {1, 4, 32})
+    for (double a : {0.2, 0.6, 0.95, 1.0}) EXPECT_EQ(StepPlanner(c, B, B).choose(a, 8), 0) << B << " " << a;
+}
+
+TEST(StepPolicy, DraftsShrinkAsTheBatchGrows) {
+  // The built-in curve: one sequence drafts deep, a full batch drafts little or nothing.
+  const StepCostCurve c = StepCostCurve::builtin();
+  std::vector<int32_t> per_seq;
+  for (int32_t B : {1, 2, 4, 8, 16, 32, 64}) {
+    StepPlanner p(c, B, B);
+    int32_t total = 0;
+    for (int32_t i = 0; i < B; ++i) {
+      const int32_t k = p.choose(0.7, 8);
+      p.add(0.7, k);
+      total += k;
+    }
+    per_seq.push_back(total);
+  }
+  EXPECT_GE(per_seq.front(), 4);  // alone: several drafts
+  EXPECT_EQ(per_seq.back(), 0);   // 64 sequences: compute-bound, no drafts
+}
+
+TEST(StepPolicy, PlanningNeverLowersTheExpectedRate) {
+  // Random non-decreasing curves, batches and acceptances: the planned step's expected tokens
+  // per unit cost is never below the step without drafts.
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> u(0, 1);
+  for (int trial = 0; trial < 500; ++trial) {
+    StepCostCurve c;
+    double cost = 1;
+    for (int32_t t = 1; t <= 256; t *= 2) {
+      c.points.emplace_back(t, cost);
+      cost += u(rng) * t;
+    }
+    const int32_t B = 1 + static_cast<int32_t>(rng() % 40), prefill = static_cast<int32_t>(rng() % 3) * 50;
+    StepPlanner p(c, B + prefill, B);
+    const double before = p.outputs() / c.cost(p.tokens());
+    for (int32_t i = 0; i < B; ++i) {
+      const double a = u(rng);
+      const int32_t k = p.choose(a, 8);
+      p.add(a, k);
+    }
+    EXPECT_GE(p.outputs() / c.cost(p.tokens()), before * (1 - 1e-12)) << trial;
+  }
+}
+
+}  // namespace
+}  // namespace sluice::spec
