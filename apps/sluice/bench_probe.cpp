@@ -47,7 +47,7 @@ double HandoffProbe::measure() {
 }
 
 const char* placement_words(double rt_ns) {
-  return rt_ns < 150 ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)";
+  return rt_ns < kCloseRoundTripNs ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)";
 }
 
 BandwidthProbe::BandwidthProbe(ThreadPool& pool, uint64_t bytes)

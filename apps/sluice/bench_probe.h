@@ -32,6 +32,8 @@ class HandoffProbe {
   alignas(64) std::atomic<int> flag_{0};
 };
 
+// Below this round trip the two cores share a cache ("close"); above, they are "far".
+inline constexpr double kCloseRoundTripNs = 150;
 // What a round trip says of the placement (python/loadgen.py's CLOSE_NS is the same line).
 const char* placement_words(double rt_ns);
 

@@ -19,6 +19,7 @@
 #include "api/engine.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
+#include "apps/sluice/tuner.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"
@@ -182,6 +183,8 @@ CommandFn add_serve_command(CLI::App& app) {
     budget.memory_bytes = parse_bytes(a->kv_memory, "--kv-memory");
     budget.type = parse_kv_type(so.kv_type);
     KvCache kv(spec.kv_groups, so.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, budget), budget.type);
+    const TuneOutcome tuned = apply_tuning(tune_mode(so.no_tune), *model, kv, pool, *file, so.ctx_size);
+    std::fprintf(stderr, "sluice serve: %s\n", describe_outcome(tuned).c_str());
 
     api::EngineOptions eo;
     eo.core.sched.max_running = a->parallel;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/sluice/tuner.h"
 #include "engine/engine_core.h"
 #include "gguf/reader.h"
 #include "kv/kv_cache.h"
@@ -33,6 +34,10 @@ struct SessionOptions {
   // draft_max drafted tokens verified per step. Lossless: the same tokens as without.
   std::string spec = "none";
   int draft_max = 4;
+  // Kernel tuning (tuner.h): the host's cached parameters, calibrated at first use; no_tune:
+  // the defaults; retune: calibrate even when cached (`sluice tune`).
+  bool no_tune = false;
+  bool retune = false;
 };
 
 // Sets cfg's proposer and draft length from --spec / --draft-max; a bad value is an Error.
@@ -52,6 +57,7 @@ class EngineSession {
   int threads() const { return pool_->size(); }
   engine::RequestId next_id() { return ++last_id_; }
   void print_summary() const;  // memory and threads, to stderr
+  const TuneOutcome& tuning() const { return tuning_; }
   // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
   engine::RequestId add_scoring(std::vector<int32_t> prompt);
 
@@ -67,6 +73,7 @@ class EngineSession {
   std::unique_ptr<KvCache> kv_;
   std::unique_ptr<engine::EngineCore> core_;
   int ctx_size_;
+  TuneOutcome tuning_;
   double load_ms_ = 0;
   engine::RequestId last_id_ = 0;
 };
