@@ -7,6 +7,8 @@
 //
 // The step-cost curve times steps that verify T tokens of one sequence (T − 1 drafted tokens
 // after the sampled one, as a speculative step does) against T = 1, interleaved the same way.
+// The budget is priced in steps of the model at hand: on a slow or loaded host fewer groups
+// are searched (the defaults stay), never more time is taken.
 #include "apps/sluice/tuner.h"
 
 #include <algorithm>
@@ -168,39 +170,43 @@ struct Calibration {
   double default_ms = 0, tuned_ms = 0;
 };
 
-// Coordinate descent over the groups while the budget lasts, then the winner against the
-// defaults in interleaved rounds.
-Calibration search(StepTimer& st, const gguf::GgufFile& file, clock_type::time_point t0, double budget_s) {
+constexpr int kRounds = 3, kSteps = 2;            // per search group
+constexpr int kFinalRounds = 4, kFinalSteps = 3;  // the winner against the defaults
+
+// Coordinate descent over the groups while the budget allows a whole group (priced at `t1_s`
+// a step) and the final comparison, then the winner against the defaults in interleaved
+// rounds.
+Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, const std::function<double()>& left_s) {
   Tuning best;
+  const double final_s = 2 * kFinalRounds * kFinalSteps * t1_s;
   for (const std::vector<Edit>& group : search_groups(prefetch_formats(file))) {
-    if (seconds_since(t0) > 0.6 * budget_s) break;
     std::vector<Tuning> cands{best};
     for (const Edit& e : group) {
       Tuning t = best;
       e(t);
       if (!(t == best)) cands.push_back(t);
     }
-    const std::vector<double> ms = compare(st, cands, 3, 2);
+    if (static_cast<double>(cands.size()) * kRounds * kSteps * t1_s + final_s > left_s()) break;
+    const std::vector<double> ms = compare(st, cands, kRounds, kSteps);
     const size_t win = static_cast<size_t>(std::min_element(ms.begin(), ms.end()) - ms.begin());
     if (ms[win] < (1 - kMinGain) * ms[0]) best = cands[win];
   }
   Calibration c;
-  c.tuning = best;
-  const std::vector<double> ms = compare(st, {Tuning{}, best}, 4, 3);
+  if (best == Tuning{}) return c;  // nothing beat the defaults: no final rounds needed
+  const std::vector<double> ms = compare(st, {Tuning{}, best}, kFinalRounds, kFinalSteps);
   c.default_ms = ms[0];
   c.tuned_ms = ms[1];
   // The final rounds decide: a winner of one noisy group that does not hold up is dropped.
-  if (!(c.tuning == Tuning{}) && !(ms[1] < (1 - kMinGain) * ms[0])) {
-    c.tuning = Tuning{};
-    c.tuned_ms = c.default_ms;
-  }
+  c.tuning = ms[1] < (1 - kMinGain) * ms[0] ? best : Tuning{};
+  if (c.tuning == Tuning{}) c.tuned_ms = c.default_ms;
   return c;
 }
 
-tune::StepCostCurve measure_curve(StepTimer& st) {
+// The curve in `rounds` interleaved rounds (every T once per round).
+tune::StepCostCurve measure_curve(StepTimer& st, int rounds) {
   const auto& T = tune::kCurveTokens;
   std::vector<std::vector<double>> ms(T.size());
-  for (int r = 0; r < 3; ++r)
+  for (int r = 0; r < rounds; ++r)
     for (size_t i = 0; i < T.size(); ++i) ms[i].push_back(st.step_ms(T[i]));
   tune::StepCostCurve c;
   c.t1_ms = median(ms[0]);
@@ -226,18 +232,26 @@ tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf:
   return k;
 }
 
+// The budget is split by the cost of a step measured first: the curve (at least one round,
+// about 10 one-token steps' worth), then as many search groups as fit, then the final rounds.
 tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFile& file, int ctx, double budget_s) {
   const auto t0 = clock_type::now();
+  const auto left_s = [&] { return budget_s - seconds_since(t0); };
   tune::TuneRecord r;
   StepTimer st(model, kv, std::min(ctx, kCalibCtx));
   kernels::set_tuning(Tuning{});
-  for (int i = 0; i < 3; ++i) st.step_ms(1);  // first touch, threads spun up
-  const Calibration c = search(st, file, t0, budget_s);
+  std::vector<double> warm;
+  for (int i = 0; i < 3; ++i) warm.push_back(st.step_ms(1));  // first touch, threads spun up
+  const double t1_s = median(warm) * 1e-3;
+  double curve_units = 0;  // one round of the curve, in one-token steps (about T/4 + 1 each)
+  for (int t : tune::kCurveTokens) curve_units += 1 + t / 4.0;
+  const int curve_rounds = std::clamp(static_cast<int>(0.25 * left_s() / (curve_units * t1_s)), 1, 3);
+  r.curve = measure_curve(st, curve_rounds);
+  const Calibration c = search(st, file, t1_s, left_s);
   kernels::set_tuning(c.tuning);
   r.tuning = c.tuning;
   r.default_step_ms = c.default_ms;
   r.tuned_step_ms = c.tuned_ms;
-  r.curve = measure_curve(st);
   r.calibration_s = seconds_since(t0);
   return r;
 }
@@ -297,6 +311,7 @@ std::string describe_outcome(const TuneOutcome& o) {
   if (o.record.tuned_step_ms > 0)
     s += strfmt(", calibrated step %.2f ms vs %.2f ms with the defaults", o.record.tuned_step_ms,
                 o.record.default_step_ms);
+  else if (o.record.calibration_s > 0) s += ": the defaults held (or the budget allowed no search on this host)";
   return s;
 }
 

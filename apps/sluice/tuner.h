@@ -39,7 +39,7 @@ struct TuneOutcome {
 // the positions one sequence may use (calibration needs 64). Calibration takes at most about
 // `budget_s` seconds; a warning (stderr) names a cache file that was unusable.
 TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, ThreadPool& pool, const gguf::GgufFile& file,
-                         int ctx_size, double budget_s = 18.0);
+                         int ctx_size, double budget_s = 15.0);
 
 // One line for people: "tuning: cache (streams 1x1, ...)".
 std::string describe_outcome(const TuneOutcome& o);
