@@ -72,3 +72,26 @@ def test_no_tune_and_the_environment_keep_the_defaults_and_write_nothing(sluice_
         assert cache_files(tmp_path) == []
     r = run([sluice_bin, "tune", "-m", MODEL, "--no-tune"], env=env_for(tmp_path), timeout=60)
     assert r.returncode != 0 and "contradicts" in r.stderr
+
+
+def test_a_forward_is_bit_identical_under_cached_non_default_parameters(sluice_bin, tmp_path):
+    """The whole model under other streaming parameters (read from the cache as a tuned host
+    would) gives the same logits, bit for bit, as under the defaults."""
+    r = run([sluice_bin, "tune", "-m", MODEL, "-t", "1", "--json"], env=env_for(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr
+    path = tmp_path / "sluice" / cache_files(tmp_path)[0]
+    rec = json.loads(r.stdout)
+    rec["tuning"] = {"weight_ahead": {"q4_0x16": 1024, "q5_0x16": 64, "q8_0x16": 4096, "q6_Kx16": 2048},
+                     "act_ahead": 8, "streams": 3, "interleave": 2, "split_div": 1}
+    path.write_text(json.dumps(rec))
+    ids = ",".join(str(20 + 7 * i) for i in range(12))
+    outs = []
+    for extra in ([], ["--no-tune"]):
+        out = tmp_path / f"logits{len(outs)}.bin"
+        lr = run([sluice_bin, "logits", "-m", MODEL, "-t", "1", "--ids", ids, "--out", out, *extra],
+                 env=env_for(tmp_path), timeout=120)
+        assert lr.returncode == 0, lr.stderr
+        outs.append(out.read_bytes())
+    b = run([sluice_bin, *BENCH], env=env_for(tmp_path), timeout=120)
+    assert json.loads(b.stdout)["tuning"]["tuning"]["streams"] == 3  # the edited record was used
+    assert len(outs[0]) > 0 and outs[0] == outs[1]
