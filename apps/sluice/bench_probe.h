@@ -44,7 +44,9 @@ const char* placement_words(double rt_ns);
 class BandwidthProbe {
  public:
   BandwidthProbe(ThreadPool& pool, uint64_t bytes);
-  double measure();
+  // streams > 1: each thread reads its share as that many contiguous parts, 16 KiB of each in
+  // turn (the access pattern of kernels::Tuning::streams), to find what the bus gives best.
+  double measure(int streams = 1);
   uint64_t bytes() const { return bytes_; }
 
  private:

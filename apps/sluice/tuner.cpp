@@ -109,11 +109,14 @@ class StepTimer {
   std::mt19937_64 rng_{99};
 };
 
+using Budget = std::function<double()>;  // seconds left
+
 // Median step time of each candidate, over `rounds` rounds of `steps` steps each, every
-// candidate once per round.
-std::vector<double> compare(StepTimer& st, const std::vector<Tuning>& cands, int rounds, int steps) {
+// candidate once per round; rounds after the first stop when the budget is spent.
+std::vector<double> compare(StepTimer& st, const std::vector<Tuning>& cands, int rounds, int steps,
+                            const Budget& left_s) {
   std::vector<std::vector<double>> ms(cands.size());
-  for (int r = 0; r < rounds; ++r)
+  for (int r = 0; r < rounds && (r == 0 || left_s() > 0); ++r)
     for (size_t c = 0; c < cands.size(); ++c) {
       kernels::set_tuning(cands[c]);
       for (int s = 0; s < steps; ++s) ms[c].push_back(st.step_ms(1));
@@ -176,7 +179,7 @@ constexpr int kFinalRounds = 4, kFinalSteps = 3;  // the winner against the defa
 // Coordinate descent over the groups while the budget allows a whole group (priced at `t1_s`
 // a step) and the final comparison, then the winner against the defaults in interleaved
 // rounds.
-Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, const std::function<double()>& left_s) {
+Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, const Budget& left_s) {
   Tuning best;
   const double final_s = 2 * kFinalRounds * kFinalSteps * t1_s;
   for (const std::vector<Edit>& group : search_groups(prefetch_formats(file))) {
@@ -187,13 +190,13 @@ Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, const
       if (!(t == best)) cands.push_back(t);
     }
     if (static_cast<double>(cands.size()) * kRounds * kSteps * t1_s + final_s > left_s()) break;
-    const std::vector<double> ms = compare(st, cands, kRounds, kSteps);
+    const std::vector<double> ms = compare(st, cands, kRounds, kSteps, left_s);
     const size_t win = static_cast<size_t>(std::min_element(ms.begin(), ms.end()) - ms.begin());
     if (ms[win] < (1 - kMinGain) * ms[0]) best = cands[win];
   }
   Calibration c;
   if (best == Tuning{}) return c;  // nothing beat the defaults: no final rounds needed
-  const std::vector<double> ms = compare(st, {Tuning{}, best}, kFinalRounds, kFinalSteps);
+  const std::vector<double> ms = compare(st, {Tuning{}, best}, kFinalRounds, kFinalSteps, left_s);
   c.default_ms = ms[0];
   c.tuned_ms = ms[1];
   // The final rounds decide: a winner of one noisy group that does not hold up is dropped.
@@ -202,12 +205,16 @@ Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, const
   return c;
 }
 
-// The curve in `rounds` interleaved rounds (every T once per round).
-tune::StepCostCurve measure_curve(StepTimer& st, int rounds) {
+// The curve in `rounds` interleaved rounds (every T once per round); not measured (all 0)
+// when the budget runs out before one round is complete.
+tune::StepCostCurve measure_curve(StepTimer& st, int rounds, const Budget& left_s) {
   const auto& T = tune::kCurveTokens;
   std::vector<std::vector<double>> ms(T.size());
-  for (int r = 0; r < rounds; ++r)
-    for (size_t i = 0; i < T.size(); ++i) ms[i].push_back(st.step_ms(T[i]));
+  for (int r = 0; r < rounds && (r == 0 || left_s() > 0); ++r)
+    for (size_t i = 0; i < T.size(); ++i) {
+      if (left_s() <= 0 && r == 0) return {};
+      ms[i].push_back(st.step_ms(T[i]));
+    }
   tune::StepCostCurve c;
   c.t1_ms = median(ms[0]);
   for (size_t i = 0; i < T.size(); ++i) c.relative[i] = i == 0 ? 1.0 : median(ms[i]) / c.t1_ms;
@@ -246,7 +253,12 @@ tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFi
   double curve_units = 0;  // one round of the curve, in one-token steps (about T/4 + 1 each)
   for (int t : tune::kCurveTokens) curve_units += 1 + t / 4.0;
   const int curve_rounds = std::clamp(static_cast<int>(0.25 * left_s() / (curve_units * t1_s)), 1, 3);
-  r.curve = measure_curve(st, curve_rounds);
+  r.curve = measure_curve(st, curve_rounds, left_s);
+  if (!r.curve.measured()) {  // out of time already: no search either
+    r.curve.t1_ms = t1_s * 1e3;
+    r.calibration_s = seconds_since(t0);
+    return r;
+  }
   const Calibration c = search(st, file, t1_s, left_s);
   kernels::set_tuning(c.tuning);
   r.tuning = c.tuning;
@@ -298,6 +310,13 @@ TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, Threa
   r.key = o.record.key;
   o.record = r;
   o.source = "calibrated";
+  if (!r.curve.measured()) {
+    // Steps too slow for the budget (a loaded or slow host): nothing is cached, a later run
+    // tries again.
+    std::fprintf(stderr, "warning: calibration ran out of time (a step takes %.0f ms); not cached\n", r.curve.t1_ms);
+    o.source = "defaults (calibration ran out of time)";
+    return o;
+  }
   try {
     tune::save_record(o.path, r);
   } catch (const Error& e) {
