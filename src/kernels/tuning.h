@@ -16,7 +16,8 @@ namespace sluice::kernels {
 struct Tuning {
   // Decode kernels (one activation row): weight bytes prefetched ahead of the block being
   // read, per packed format; 0 = none (the hardware prefetchers alone). Honoured by the
-  // Q4_0/Q5_0/Q8_0 and Q6_K decode kernels of the x86 sets; other formats ignore it.
+  // Q4_0/Q5_0/Q8_0 decode kernels of the x86 sets and Q6_K's of the AVX-512 sets; the other
+  // kernels (and ARM64's) ignore it. streams, interleave and split_div apply on every set.
   int32_t weight_ahead[kPackedFormatCount] = {};
   // Decode kernels of Q4_0/Q5_0/Q8_0 (x86): activation blocks of 32 fetched ahead.
   int32_t act_ahead = 4;
