@@ -144,14 +144,9 @@ std::vector<PackedFormat> prefetch_formats(const gguf::GgufFile& file) {
 // The candidate groups, tried in order, each as edits of the incumbent.
 using Edit = std::function<void(Tuning&)>;
 std::vector<std::vector<Edit>> search_groups(const std::vector<PackedFormat>& formats) {
+  // The weight prefetch first: the group that moved the step most where the defaults fall short
+  // (docs/perf-log.md), so a tight budget spends itself there.
   std::vector<std::vector<Edit>> groups;
-  std::vector<Edit> streams;
-  for (auto [s, i] : {std::pair{2, 1}, {2, 8}, {3, 1}, {4, 1}})
-    streams.push_back([s, i](Tuning& t) {
-      t.streams = s;
-      t.interleave = i;
-    });
-  groups.push_back(streams);
   for (PackedFormat f : formats) {
     std::vector<Edit> g;
     const int idx = static_cast<int>(f);
@@ -160,7 +155,13 @@ std::vector<std::vector<Edit>> search_groups(const std::vector<PackedFormat>& fo
       g.push_back([idx, d](Tuning& t) { t.weight_ahead[idx] = d; });
     groups.push_back(g);
   }
-  std::vector<Edit> act, split;
+  std::vector<Edit> streams, act, split;
+  for (auto [s, i] : {std::pair{2, 1}, {2, 8}, {3, 1}, {4, 1}})
+    streams.push_back([s, i](Tuning& t) {
+      t.streams = s;
+      t.interleave = i;
+    });
+  groups.push_back(streams);
   for (int a : {2, 4, 8}) act.push_back([a](Tuning& t) { t.act_ahead = a; });
   for (int d : {2, 4, 8}) split.push_back([d](Tuning& t) { t.split_div = d; });
   groups.push_back(act);
@@ -174,14 +175,14 @@ struct Calibration {
 };
 
 constexpr int kRounds = 3, kSteps = 2;            // per search group
-constexpr int kFinalRounds = 4, kFinalSteps = 3;  // the winner against the defaults
+constexpr int kFinalRounds = 3, kFinalSteps = 2;  // the winner against the defaults
 
 // Coordinate descent over the groups while the budget allows a whole group (priced at `t1_s`
 // a step) and the final comparison, then the winner against the defaults in interleaved
 // rounds.
-Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, const Budget& left_s) {
+Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, double reserve_s, const Budget& left_s) {
   Tuning best;
-  const double final_s = 2 * kFinalRounds * kFinalSteps * t1_s;
+  const double final_s = 2 * kFinalRounds * kFinalSteps * t1_s + reserve_s;
   for (const std::vector<Edit>& group : search_groups(prefetch_formats(file))) {
     std::vector<Tuning> cands{best};
     for (const Edit& e : group) {
@@ -239,8 +240,9 @@ tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf:
   return k;
 }
 
-// The budget is split by the cost of a step measured first: the curve (at least one round,
-// about 10 one-token steps' worth), then as many search groups as fit, then the final rounds.
+// The budget is split by the cost of a step measured first: as many search groups as fit while
+// one round of the curve (about 22 one-token steps' worth) stays affordable, the final rounds,
+// then the curve in as many rounds (up to 3) as are left.
 tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFile& file, int ctx, double budget_s) {
   const auto t0 = clock_type::now();
   const auto left_s = [&] { return budget_s - seconds_since(t0); };
@@ -252,18 +254,14 @@ tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFi
   const double t1_s = median(warm) * 1e-3;
   double curve_units = 0;  // one round of the curve, in one-token steps (about T/4 + 1 each)
   for (int t : tune::kCurveTokens) curve_units += 1 + t / 4.0;
-  const int curve_rounds = std::clamp(static_cast<int>(0.25 * left_s() / (curve_units * t1_s)), 1, 3);
-  r.curve = measure_curve(st, curve_rounds, left_s);
-  if (!r.curve.measured()) {  // out of time already: no search either
-    r.curve.t1_ms = t1_s * 1e3;
-    r.calibration_s = seconds_since(t0);
-    return r;
-  }
-  const Calibration c = search(st, file, t1_s, left_s);
+  const Calibration c = search(st, file, t1_s, curve_units * t1_s, left_s);
   kernels::set_tuning(c.tuning);
   r.tuning = c.tuning;
   r.default_step_ms = c.default_ms;
   r.tuned_step_ms = c.tuned_ms;
+  const int curve_rounds = std::clamp(static_cast<int>(left_s() / (curve_units * t1_s)), 1, 3);
+  r.curve = measure_curve(st, curve_rounds, left_s);
+  if (!r.curve.measured()) r.curve.t1_ms = t1_s * 1e3;  // out of time: not cached (apply_tuning)
   r.calibration_s = seconds_since(t0);
   return r;
 }
@@ -315,6 +313,8 @@ TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, Threa
     // tries again.
     std::fprintf(stderr, "warning: calibration ran out of time (a step takes %.0f ms); not cached\n", r.curve.t1_ms);
     o.source = "defaults (calibration ran out of time)";
+    o.record.tuning = Tuning{};
+    kernels::set_tuning(o.record.tuning);
     return o;
   }
   try {
