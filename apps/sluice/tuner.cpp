@@ -190,8 +190,15 @@ Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, doubl
       e(t);
       if (!(t == best)) cands.push_back(t);
     }
-    if (static_cast<double>(cands.size()) * kRounds * kSteps * t1_s + final_s > left_s()) break;
-    const std::vector<double> ms = compare(st, cands, kRounds, kSteps, left_s);
+    int steps = kSteps;
+    if (static_cast<double>(cands.size()) * kRounds * kSteps * t1_s + final_s > left_s()) {
+      // A tight budget (a slow or loaded host): the group's middle value alone, one step a round.
+      if (cands.size() < 2) continue;
+      cands = {cands[0], cands[cands.size() / 2]};
+      steps = 1;
+      if (2.0 * kRounds * t1_s + final_s > left_s()) break;
+    }
+    const std::vector<double> ms = compare(st, cands, kRounds, steps, left_s);
     const size_t win = static_cast<size_t>(std::min_element(ms.begin(), ms.end()) - ms.begin());
     if (ms[win] < (1 - kMinGain) * ms[0]) best = cands[win];
   }
@@ -241,7 +248,7 @@ tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf:
 }
 
 // The budget is split by the cost of a step measured first: as many search groups as fit while
-// one round of the curve (about 22 one-token steps' worth) stays affordable, the final rounds,
+// one round of the curve (about 14 one-token steps' worth) stays affordable, the final rounds,
 // then the curve in as many rounds (up to 3) as are left.
 tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFile& file, int ctx, double budget_s) {
   const auto t0 = clock_type::now();
@@ -252,8 +259,8 @@ tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFi
   std::vector<double> warm;
   for (int i = 0; i < 3; ++i) warm.push_back(st.step_ms(1));  // first touch, threads spun up
   const double t1_s = median(warm) * 1e-3;
-  double curve_units = 0;  // one round of the curve, in one-token steps (about T/4 + 1 each)
-  for (int t : tune::kCurveTokens) curve_units += 1 + t / 4.0;
+  double curve_units = 0;  // one round of the curve, in one-token steps (about T/8 + 1 each)
+  for (int t : tune::kCurveTokens) curve_units += 1 + t / 8.0;
   const Calibration c = search(st, file, t1_s, curve_units * t1_s, left_s);
   kernels::set_tuning(c.tuning);
   r.tuning = c.tuning;
