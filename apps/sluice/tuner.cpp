@@ -183,7 +183,9 @@ constexpr int kFinalRounds = 3, kFinalSteps = 2;  // the winner against the defa
 Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, double reserve_s, const Budget& left_s) {
   Tuning best;
   const double final_s = 2 * kFinalRounds * kFinalSteps * t1_s + reserve_s;
-  for (const std::vector<Edit>& group : search_groups(prefetch_formats(file))) {
+  const std::vector<std::vector<Edit>> groups = search_groups(prefetch_formats(file));
+  int searched = 0, reduced = 0;
+  for (const std::vector<Edit>& group : groups) {
     std::vector<Tuning> cands{best};
     for (const Edit& e : group) {
       Tuning t = best;
@@ -197,11 +199,15 @@ Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, doubl
       cands = {cands[0], cands[cands.size() / 2]};
       steps = 1;
       if (2.0 * kRounds * t1_s + final_s > left_s()) break;
+      ++reduced;
     }
+    ++searched;
     const std::vector<double> ms = compare(st, cands, kRounds, steps, left_s);
     const size_t win = static_cast<size_t>(std::min_element(ms.begin(), ms.end()) - ms.begin());
     if (ms[win] < (1 - kMinGain) * ms[0]) best = cands[win];
   }
+  std::fprintf(stderr, "tuning: searched %d of %zu parameter groups (%d with one candidate: a %.0f ms step)\n",
+               searched, groups.size(), reduced, t1_s * 1e3);
   Calibration c;
   if (best == Tuning{}) return c;  // nothing beat the defaults: no final rounds needed
   const std::vector<double> ms = compare(st, {Tuning{}, best}, kFinalRounds, kFinalSteps, left_s);
