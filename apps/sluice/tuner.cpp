@@ -243,10 +243,12 @@ tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf:
   if (pool.size() < 2) {
     k.placement = "one thread";
   } else {
+    // The fastest of a few probes: a loaded host's preempted threads only ever lengthen a
+    // round trip, and the key must not flip with the load.
     HandoffProbe probe(pool);
-    std::vector<double> rt;
-    for (int i = 0; i < 3; ++i) rt.push_back(probe.measure());
-    k.placement = median(rt) < kCloseRoundTripNs ? "close" : "far";
+    double rt = probe.measure();
+    for (int i = 0; i < 4; ++i) rt = std::min(rt, probe.measure());
+    k.placement = rt < kCloseRoundTripNs ? "close" : "far";
   }
   k.model = strfmt("%s %llu B/token", model.spec().arch.c_str(),
                    static_cast<unsigned long long>(models::account_decode_stream(file).streamed_bytes));
