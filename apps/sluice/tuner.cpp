@@ -293,11 +293,14 @@ TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, Threa
                          int ctx_size, double budget_s) {
   TuneOutcome o;
   kernels::set_tuning(Tuning{});
-  o.record.key = host_key(pool, model, file);
-  if (mode == TuneMode::kOff) {
+  if (mode == TuneMode::kOff) {  // no probe, no cache: only what bench prints
+    o.record.key.cpu_model = tune::cpu_model_name();
+    o.record.key.isa = kernels::cpu_kernels().isa;
+    o.record.key.threads = pool.size();
     o.source = "defaults (tuning off)";
     return o;
   }
+  o.record.key = host_key(pool, model, file);
   if (tune::cache_dir().empty()) {
     o.source = "defaults (no cache directory: neither XDG_CACHE_HOME nor HOME is set)";
     return o;
