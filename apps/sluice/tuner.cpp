@@ -38,9 +38,10 @@ using clock_type = std::chrono::steady_clock;
 using kernels::PackedFormat;
 using kernels::Tuning;
 
-constexpr double kMinGain = 0.02;  // a candidate must be this much faster to replace the incumbent
-constexpr int kCalibCtx = 128;     // positions the calibration's sequences use at most
-constexpr int kMinCtx = 64;        // the 32-token steps need 33 positions, and room to decode
+constexpr double kMinGain = 0.02;             // a candidate must be this much faster to replace the incumbent
+constexpr int kCalibCtx = 128;                // positions the calibration's sequences use at most
+constexpr int kMinCtx = 64;                   // the 32-token steps need 33 positions, and room to decode
+constexpr double kKeyCloseRoundTripNs = 220;  // "close" in the cache key below this round trip
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -244,11 +245,13 @@ tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf:
     k.placement = "one thread";
   } else {
     // The fastest of a few probes: a loaded host's preempted threads only ever lengthen a
-    // round trip, and the key must not flip with the load.
+    // round trip, and the key must not flip with the load. The line sits between the slowest
+    // shared-cache pair and the fastest split pair our hosts show (docs/performance.md §4,
+    // docs/perf-log.md), further from both than bench's wording line.
     HandoffProbe probe(pool);
     double rt = probe.measure();
     for (int i = 0; i < 4; ++i) rt = std::min(rt, probe.measure());
-    k.placement = rt < kCloseRoundTripNs ? "close" : "far";
+    k.placement = rt < kKeyCloseRoundTripNs ? "close" : "far";
   }
   k.model = strfmt("%s %llu B/token", model.spec().arch.c_str(),
                    static_cast<unsigned long long>(models::account_decode_stream(file).streamed_bytes));
