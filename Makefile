@@ -46,6 +46,9 @@ test: deps venv model build test-times-reset format-check function-length test-u
 	@echo "suite wall times:"; cat $(SUITE_TIMES)
 	@echo "all test suites passed"
 
+# No test calibrates the kernels (docs/performance.md "Tuning") or touches the user's tuning cache.
+test test-unit test-real test-python test-arm64 test-asan test-server-asan: export SLUICE_NO_TUNE = 1
+
 test-times-reset:
 	@mkdir -p $(BUILD) && : > $(SUITE_TIMES)
 

@@ -97,7 +97,10 @@ def parse_sluice(stdout: str) -> dict:
         "rest_share": {int(d["depth"]): d.get("attention_other_share") for d in decode},
         "floor_ms_at": {int(d["depth"]): d.get("floor_ms", j.get("floor_ms")) for d in decode},
         "classes": {int(d["depth"]): d.get("classes") for d in decode if d.get("classes")},
-        "info": {k: j.get(k) for k in ("model", "file", "arch", "threads", "isa", "kv_type")},
+        "info": {**{k: j.get(k) for k in ("model", "file", "arch", "threads", "isa", "kv_type", "cpu_model")},
+                 # the kernel tuning in use (docs/performance.md "Tuning"): where it came from, its values
+                 "tuning_source": (j.get("tuning") or {}).get("source"),
+                 "tuning": (j.get("tuning") or {}).get("tuning")},
     }
 
 
@@ -310,6 +313,10 @@ def print_table(res: dict, a, out=sys.stdout) -> None:
         print(f"  sluice: bandwidth {fmt(sl['bandwidth_gbs'], '.1f')} GB/s, "
               f"{fmt(bpt / 1e6 if bpt else None, '.1f')} MB/token, "
               f"core-to-core round trip {fmt(sl.get('core_round_trip_ns'), '.0f')} ns", file=out)
+        si = (res.get("info") or {}).get("sluice") or {}
+        if si.get("cpu_model"):
+            print(f"  sluice: cpu {si['cpu_model']}, tuning {si.get('tuning_source')}: "
+                  f"{json.dumps(si.get('tuning'), sort_keys=True)}", file=out)
         for d in a.depths:
             e_ll = (ll or {}).get("efficiency_vs_sluice_floor", {}).get(d)
             print(f"    depth {d:5d}: floor {fmt(sl['floor_ms'].get(d), '.2f')} ms, "

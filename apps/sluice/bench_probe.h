@@ -32,6 +32,8 @@ class HandoffProbe {
   alignas(64) std::atomic<int> flag_{0};
 };
 
+// Below this round trip the two cores share a cache ("close"); above, they are "far".
+inline constexpr double kCloseRoundTripNs = 150;
 // What a round trip says of the placement (python/loadgen.py's CLOSE_NS is the same line).
 const char* placement_words(double rt_ns);
 
@@ -42,7 +44,9 @@ const char* placement_words(double rt_ns);
 class BandwidthProbe {
  public:
   BandwidthProbe(ThreadPool& pool, uint64_t bytes);
-  double measure();
+  // streams > 1: each thread reads its share as that many contiguous parts, 16 KiB of each in
+  // turn (the access pattern of kernels::Tuning::streams), to find what the bus gives best.
+  double measure(int streams = 1);
   uint64_t bytes() const { return bytes_; }
 
  private:

@@ -45,6 +45,7 @@
 #include "apps/sluice/bench_probe.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
+#include "apps/sluice/tuner.h"
 #include "base/error.h"
 #include "kernels/cpu_kernels.h"
 #include "models/weight_accounting.h"
@@ -378,6 +379,11 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
   j["arch"] = sess.spec().arch;
   j["threads"] = sess.threads();
   j["isa"] = kernels::cpu_kernels().isa;
+  j["cpu_model"] = sess.tuning().record.key.cpu_model;
+  j["tuning"] = nlohmann::json::parse(tune::to_json_text(sess.tuning().record));
+  j["tuning"]["source"] = sess.tuning().source;
+  j["tuning"]["from_cache"] = sess.tuning().from_cache();
+  j["tuning"]["path"] = sess.tuning().path;
   j["kv_type"] = a.session.kv_type;
   j["bandwidth_gbs"] = r.bandwidth();
   j["bandwidth_samples_gbs"] = r.bw;
@@ -414,6 +420,7 @@ void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
       "\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
       r.bandwidth(), r.bw.size(), r.probe_bytes / double(1ull << 30), sess.threads(), r.acct.streamed_bytes / 1e6,
       r.floor_ms(), kernels::cpu_kernels().isa);
+  std::printf("cpu %s | %s\n", sess.tuning().record.key.cpu_model.c_str(), describe_outcome(sess.tuning()).c_str());
   if (sess.threads() > 1) {
     const auto [lo, hi] = std::minmax_element(r.rt.begin(), r.rt.end());
     std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(r.rt), r.rt.size(),
@@ -440,7 +447,8 @@ int run_bench(BenchArgs& a) {
     fail("--prompt, --n-decode, --repeats, --burst and --batch must be >= 1");
   const int max_depth = *std::max_element(depths.begin(), depths.end());
   a.session.n_seqs = a.batch;
-  a.session.ctx_size = std::max(a.prompt, max_depth + a.n_decode + k_top + 2) + 1;
+  // At least the positions a calibration needs (tuner.h), when this host is not tuned yet.
+  a.session.ctx_size = std::max(std::max(a.prompt, max_depth + a.n_decode + k_top + 2) + 1, 128);
   // One step holds the prefill, or every sequence's prefill to the deepest depth, or every
   // sequence's verification.
   a.session.token_budget = std::max({a.prompt, a.batch * std::max(max_depth, 1), a.batch * (k_top + 1)});

@@ -57,6 +57,9 @@ void add_session_options(CLI::App* cmd, SessionOptions& o, bool model_required) 
          "--lm-head", o.lm_head,
          "lm_head in memory: packed (the file's type), int8 (Q6_K codes as bytes), q4_0 (requantized, opt-in: logits drift)")
       ->capture_default_str();
+  cmd->add_flag(
+      "--no-tune", o.no_tune,
+      "use the kernels' default streaming parameters (no calibration, no tuning cache; also SLUICE_NO_TUNE=1)");
 }
 
 void add_spec_options(CLI::App* cmd, SessionOptions& o) {

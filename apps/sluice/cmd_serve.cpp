@@ -20,6 +20,7 @@
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
 #include "apps/sluice/model_drafter.h"
+#include "apps/sluice/tuner.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"
@@ -185,6 +186,8 @@ CommandFn add_serve_command(CLI::App& app) {
     budget.window_margin = spec_window_margin(so);
     const DraftParts draft = load_draft(so, *file, spec, pool, budget);  // outlives the engine
     KvCache kv(spec.kv_groups, so.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, budget), budget.type);
+    const TuneOutcome tuned = apply_tuning(tune_mode(so.no_tune), *model, kv, pool, *file, so.ctx_size);
+    std::fprintf(stderr, "sluice serve: %s\n", describe_outcome(tuned).c_str());
 
     api::EngineOptions eo;
     eo.core.sched.max_running = a->parallel;

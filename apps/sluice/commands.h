@@ -28,6 +28,7 @@ CommandFn add_perplexity_command(CLI::App& app);
 CommandFn add_quantize_command(CLI::App& app);
 CommandFn add_bench_command(CLI::App& app);
 CommandFn add_serve_command(CLI::App& app);
+CommandFn add_tune_command(CLI::App& app);
 // Before `serve` starts any thread: re-executes the program once with glibc's per-thread
 // malloc caches off (see cmd_serve.cpp); returns only when that is not needed or fails.
 void tune_malloc_for_server(char** argv);

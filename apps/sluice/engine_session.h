@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "apps/sluice/tuner.h"
 #include "engine/draft_model_drafter.h"
 #include "engine/engine_core.h"
 #include "engine/kv_budget.h"
@@ -50,6 +51,10 @@ struct SessionOptions {
   // A proposer outside the engine (sluice bench --spec-verify): when set, every decoding
   // sequence drafts through it, up to draft_max tokens a step, at a fixed length.
   engine::Drafter drafter;
+  // Kernel tuning (tuner.h): the host's cached parameters, calibrated at first use; no_tune:
+  // the defaults; retune: calibrate even when cached (`sluice tune`).
+  bool no_tune = false;
+  bool retune = false;
 };
 
 // --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a
@@ -89,6 +94,7 @@ class EngineSession {
   int threads() const { return pool_->size(); }
   engine::RequestId next_id() { return ++last_id_; }
   void print_summary() const;  // memory and threads, to stderr
+  const TuneOutcome& tuning() const { return tuning_; }
   // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
   engine::RequestId add_scoring(std::vector<int32_t> prompt);
 
@@ -106,6 +112,7 @@ class EngineSession {
   std::unique_ptr<ModelDrafter> assistant_;  // --spec assistant; outlives core_
   std::unique_ptr<engine::EngineCore> core_;
   int ctx_size_;
+  TuneOutcome tuning_;
   double load_ms_ = 0;
   engine::RequestId last_id_ = 0;
 };

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   commands["quantize"] = sluice::app::add_quantize_command(app);
   commands["bench"] = sluice::app::add_bench_command(app);
   commands["serve"] = sluice::app::add_serve_command(app);
+  commands["tune"] = sluice::app::add_tune_command(app);
 
   CLI11_PARSE(app, argc, argv);
   if (app.got_subcommand("serve")) sluice::app::tune_malloc_for_server(argv);

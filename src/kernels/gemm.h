@@ -21,6 +21,10 @@ struct GemmArgs {
   int64_t m = 0;
   float* y = nullptr;  // y[mi·ldy + r] for output row r of the matrix
   int64_t ldy = 0;
+  // Decode kernels only (m == 1), from tuning.h: weight bytes prefetched ahead (0: none) and
+  // activation blocks fetched ahead. They move prefetches, never results.
+  int32_t weight_ahead = 0;
+  int32_t act_ahead = 4;
 };
 
 // Computes the outputs of row groups [g0, g1) for all M activation rows.

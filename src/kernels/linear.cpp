@@ -9,6 +9,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kernels/dot_ref.h"
 #include "kernels/gemm.h"
+#include "kernels/tuning.h"
 #include "threading/thread_pool.h"
 
 namespace sluice::kernels {
@@ -26,6 +27,34 @@ PackedMatrix pack_all(ThreadPool& pool, DType t, int64_t rows, int64_t cols, Pac
     pack_groups(pm, src.data(), static_cast<int>(src.size()), g0, g1);
   });
   return pm;
+}
+
+// Calls fn(v0, v1) over the units [b, e) of a decode run in the tuning's order: `streams`
+// contiguous parts read in turn, `interleave` units of a part at a time. One call for the whole
+// run with one stream. Only the order changes: every unit is computed once, the same way.
+template <class Fn>
+void for_each_stream_run(int64_t b, int64_t e, const Tuning& t, Fn&& fn) {
+  const int64_t n = e - b;
+  const int64_t s = std::min<int64_t>(t.streams, n);
+  if (s <= 1) {
+    if (n > 0) fn(b, e);
+    return;
+  }
+  int64_t pos[kMaxStreams], end[kMaxStreams];
+  for (int64_t j = 0; j < s; ++j) {
+    pos[j] = b + n * j / s;
+    end[j] = b + n * (j + 1) / s;
+  }
+  for (bool any = true; any;) {
+    any = false;
+    for (int64_t j = 0; j < s; ++j) {
+      if (pos[j] >= end[j]) continue;
+      const int64_t v1 = std::min(end[j], pos[j] + t.interleave);
+      fn(pos[j], v1);
+      pos[j] = v1;
+      any = true;
+    }
+  }
 }
 
 }  // namespace
@@ -154,6 +183,7 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
   const bool any_quant = quantize[1] || quantize[2] || generic;
 
   WorkSplit& split = scratch.split();
+  split.set_run_div(tuning().split_div);
   split.reset(units, nth_all);
   pool.run([&](int ith, int nth) {
     Acts my = acts;
@@ -182,9 +212,11 @@ void Linear::drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scra
 // Output rows [u0, u1) (row groups, or rows for a generic part) of part p into y (ldy floats
 // per activation row; y points at the part's first output row).
 void Linear::compute(const CpuKernels& k, const Part& p, const Acts& my, int64_t m, int64_t u0, int64_t u1, float* y,
-                     int64_t ldy) const {
+                     int64_t ldy, const Tuning& tu) const {
   if (p.packed.format != PackedFormat::kNone) {
     GemmArgs a;
+    a.weight_ahead = tu.weight_ahead[static_cast<int>(p.packed.format)];
+    a.act_ahead = tu.act_ahead;
     a.format = p.packed.format;
     a.w = p.packed.data.data();
     a.group_bytes = p.packed.group_bytes;
@@ -233,22 +265,31 @@ void Linear::run_impl(ThreadPool& pool, const float* x, const ActRows* pre, int6
   if (m <= 0 || parts_.empty()) return;
   if (glu_) fail("%s: a fused gate|up matrix runs through run_glu", name_.c_str());
   const CpuKernels& k = isa ? *isa : cpu_kernels();
-  drive(pool, x, m, scratch, k, units_, pre, [&](int, const Acts& my, int64_t b, int64_t e) {
-    for (const Part& p : parts_) {
-      const int64_t u0 = std::max(b, p.unit0) - p.unit0, u1 = std::min(e, p.unit0 + p.units) - p.unit0;
-      // With an epilogue, spans of kEpilogueUnits units (256 outputs of a packed part per
-      // activation row), each capped while its outputs are in L1; without, the run at once.
-      const bool packed = p.packed.format != PackedFormat::kNone;
-      const int64_t step = !post ? u1 - u0 : packed ? kEpilogueUnits : kEpilogueUnits * kGroupRows;
-      for (int64_t v0 = u0; v0 < u1; v0 += step) {
-        const int64_t v1 = std::min(u1, v0 + step);
-        compute(k, p, my, m, v0, v1, y + p.row0, rows_);
-        if (!post) continue;
-        const int64_t r0 = packed ? v0 * kGroupRows : v0, r1 = packed ? std::min(p.rows, v1 * kGroupRows) : v1;
-        for (int64_t i = 0; i < m; ++i) post->fn(y + i * rows_ + p.row0 + r0, r1 - r0, post->arg);
-      }
-    }
+  const Tuning tu = tuning();
+  drive(pool, x, m, scratch, k, units_, pre, [&](int, const Acts& my, int64_t rb, int64_t re) {
+    // Decode reads the run in the tuned stream order; several rows take it front to back.
+    for_each_stream_run(rb, re, m == 1 ? tu : Tuning{},
+                        [&](int64_t b, int64_t e) { run_units(k, my, m, b, e, y, post, tu); });
   });
+}
+
+// Units [b, e) of the call's numbering, over every part they cover.
+void Linear::run_units(const CpuKernels& k, const Acts& my, int64_t m, int64_t b, int64_t e, float* y,
+                       const Epilogue* post, const Tuning& tu) const {
+  for (const Part& p : parts_) {
+    const int64_t u0 = std::max(b, p.unit0) - p.unit0, u1 = std::min(e, p.unit0 + p.units) - p.unit0;
+    // With an epilogue, spans of kEpilogueUnits units (256 outputs of a packed part per
+    // activation row), each capped while its outputs are in L1; without, the run at once.
+    const bool packed = p.packed.format != PackedFormat::kNone;
+    const int64_t step = !post ? u1 - u0 : packed ? kEpilogueUnits : kEpilogueUnits * kGroupRows;
+    for (int64_t v0 = u0; v0 < u1; v0 += step) {
+      const int64_t v1 = std::min(u1, v0 + step);
+      compute(k, p, my, m, v0, v1, y + p.row0, rows_, tu);
+      if (!post) continue;
+      const int64_t r0 = packed ? v0 * kGroupRows : v0, r1 = packed ? std::min(p.rows, v1 * kGroupRows) : v1;
+      for (int64_t i = 0; i < m; ++i) post->fn(y + i * rows_ + p.row0 + r0, r1 - r0, post->arg);
+    }
+  }
 }
 
 Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::string name, ByteArena* arena) {
@@ -334,6 +375,7 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
   const Part& p = parts_[0];
   const GemmKernel gemm = cpu_gemm(k, p.packed.format);
   const int64_t per = q ? 2 : 1;  // glu units per work unit
+  const Tuning tu = tuning();
   drive(pool, x, m, scratch, k, units_ / per, nullptr, [&](int ith, const Acts& my, int64_t b, int64_t e) {
     float* tmp = reinterpret_cast<float*>(tmp_all + tmp_bytes * static_cast<uint64_t>(ith));
     GemmArgs a;  // the unit's two groups as a 32-row matrix of their own
@@ -345,13 +387,17 @@ void Linear::run_glu(ThreadPool& pool, const float* x, int64_t m, float* act, Ac
     a.m = m;
     a.y = tmp;
     a.ldy = 2 * kGroupRows;
-    for (int64_t u = b * per; u < e * per; ++u) {
-      a.w = p.packed.data.data() + static_cast<uint64_t>(2 * u) * p.packed.group_bytes;
-      gemm(a, 0, 2);
-      for (int64_t i = 0; i < m; ++i)
-        gelu_mul(tmp + i * 2 * kGroupRows, tmp + i * 2 * kGroupRows + kGroupRows, act + i * ff + u * kGroupRows,
-                 kGroupRows);
-    }
+    a.weight_ahead = tu.weight_ahead[static_cast<int>(p.packed.format)];
+    a.act_ahead = tu.act_ahead;
+    for_each_stream_run(b * per, e * per, m == 1 ? tu : Tuning{}, [&](int64_t u0, int64_t u1) {
+      for (int64_t u = u0; u < u1; ++u) {
+        a.w = p.packed.data.data() + static_cast<uint64_t>(2 * u) * p.packed.group_bytes;
+        gemm(a, 0, 2);
+        for (int64_t i = 0; i < m; ++i)
+          gelu_mul(tmp + i * 2 * kGroupRows, tmp + i * 2 * kGroupRows + kGroupRows, act + i * ff + u * kGroupRows,
+                   kGroupRows);
+      }
+    });
     if (q)
       for (int64_t i = 0; i < m; ++i) quantize_blocks(i, b, e, reinterpret_cast<uint8_t*>(tmp + tmp_floats));
   });

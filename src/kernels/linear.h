@@ -32,6 +32,7 @@ class ThreadPool;
 namespace sluice::kernels {
 
 struct CpuKernels;
+struct Tuning;
 
 // What one ActScratch buffer holds: a call's activation rows quantized to kA8_32 or kA8_256,
 // the generic path's activation rows, or run_glu's gate|up outputs.
@@ -123,8 +124,10 @@ class Linear {
   template <class Body>
   void drive(ThreadPool& pool, const float* x, int64_t m, ActScratch& scratch, const CpuKernels& k, int64_t units,
              const ActRows* pre, Body&& body) const;
+  void run_units(const CpuKernels& k, const Acts& my, int64_t m, int64_t b, int64_t e, float* y, const Epilogue* post,
+                 const Tuning& tu) const;
   void compute(const CpuKernels& k, const Part& p, const Acts& my, int64_t m, int64_t u0, int64_t u1, float* y,
-               int64_t ldy) const;
+               int64_t ldy, const Tuning& tu) const;
 
   std::vector<Part> parts_;
   int64_t units_ = 0;

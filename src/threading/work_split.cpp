@@ -36,8 +36,8 @@ void WorkSplit::reset(const int64_t* bounds, int nth) {
 
 namespace {
 // Units one take claims from a range with `left` units.
-inline uint32_t run_of(uint32_t left, int64_t max_run) {
-  uint32_t k = left / 4 > 0 ? left / 4 : 1;
+inline uint32_t run_of(uint32_t left, int64_t max_run, int div) {
+  uint32_t k = left / static_cast<uint32_t>(div) > 0 ? left / static_cast<uint32_t>(div) : 1;
   if (max_run > 0 && k > max_run) k = static_cast<uint32_t>(max_run);
   return k;
 }
@@ -49,7 +49,7 @@ bool WorkSplit::take_run(int r, bool front, int64_t max_run, int64_t* begin, int
   for (;;) {
     const uint32_t lo = static_cast<uint32_t>(v), hi = static_cast<uint32_t>(v >> 32);
     if (lo >= hi) return false;
-    const uint32_t k = run_of(hi - lo, max_run);
+    const uint32_t k = run_of(hi - lo, max_run, run_div_);
     const uint32_t b = front ? lo : hi - k;
     if (a.compare_exchange_weak(v, front ? pack(lo + k, hi) : pack(lo, hi - k), std::memory_order_relaxed)) {
       *begin = b;
@@ -76,6 +76,11 @@ bool WorkSplit::take(int ith, int64_t max_run, int64_t* begin, int64_t* end) {
     if (best < 0) return false;
     if (take_run(best, /*front=*/false, max_run, begin, end)) return true;
   }
+}
+
+void WorkSplit::set_run_div(int div) {
+  if (div < 1) fail("WorkSplit: run divisor must be >= 1 (got %d)", div);
+  run_div_ = div;
 }
 
 bool WorkSplit::next(int ith, int64_t* begin, int64_t* end) { return take(ith, 0, begin, end); }

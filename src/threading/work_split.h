@@ -6,7 +6,8 @@
 // of units from the FRONT of its own range, in order — so each thread streams one contiguous
 // run of memory, as the hardware prefetchers want — and when its range is empty it takes
 // runs from the BACK of the range with the most units left. A take is one compare-and-swap
-// and claims a quarter of what is left in that range (at least one unit): few takes while
+// and claims 1/run_div of what is left in that range (at least one unit; run_div 4 unless
+// set: kernels/tuning.h tunes it): few takes while
 // much is left, single units at the end, so the threads finish within about one unit of
 // each other.
 //
@@ -37,6 +38,8 @@ class WorkSplit {
   bool next(int ith, int64_t* begin, int64_t* end);
   // One unit at a time (the same order).
   bool next(int ith, int64_t* unit);
+  // Before the job: the share of a range's rest one take claims (1/div, div >= 1).
+  void set_run_div(int div);
 
  private:
   struct alignas(64) Range {
@@ -49,6 +52,7 @@ class WorkSplit {
 
   int max_threads_ = 0;
   int nth_ = 0;
+  int run_div_ = 4;
   std::unique_ptr<Range[]> ranges_;
 };
 

@@ -9,6 +9,9 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("SLUICE_BUILD_DIR", ROOT / "build"))
 MODELS = pathlib.Path(os.environ.get("SLUICE_MODELS_DIR", ROOT / "models"))
+# No test calibrates the kernels or touches the user's tuning cache unless it asks to
+# (test_tune.py): every sluice command a test starts uses the default parameters.
+os.environ["SLUICE_NO_TUNE"] = "1"
 
 
 def pytest_sessionstart(session):

@@ -14,6 +14,7 @@ ALLOWED = {
     "quant": {"base"},
     "tensor": {"gguf", "quant", "base"},
     "kernels": {"tensor", "quant", "threading", "gguf", "base"},
+    "tune": {"kernels", "tensor", "quant", "threading", "gguf", "base"},
     "kv": {"base"},
     "sampling": {"base"},
     "spec": {"sampling", "base"},

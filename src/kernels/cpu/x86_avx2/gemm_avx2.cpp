@@ -200,8 +200,10 @@ void legacy_row(const GemmArgs& p, int64_t gi, int64_t) {
   const int32_t* sums = a_sums(p.a, 0, 32);
   const __m256i ones[2] = {ones16(), ones16()};
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  const int64_t act_ahead = p.act_ahead, w_ahead = p.weight_ahead;
   for (int64_t b = 0; b < nb; ++b) {
-    if ((b & 1) == 0) prefetch_act_ahead(qs, da, sums, b);
+    if ((b & 1) == 0) prefetch_act_ahead(qs, da, sums, b, act_ahead);
+    if (w_ahead > 0) prefetch_lines(w + b * F::kBytes + w_ahead, F::kBytes);
     const uint8_t* blk = w + b * F::kBytes;
     const int8_t* const a[1] = {qs + 32 * b};
     const __m256i init = _mm256_set1_epi32(-F::kOff * sums[b]);

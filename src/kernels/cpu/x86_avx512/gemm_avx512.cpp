@@ -203,9 +203,11 @@ void legacy_row(const GemmArgs& p, int64_t gi, int64_t) {
     const __m512 d = _mm512_mul_ps(ld_f16x16(blk), _mm512_set1_ps(da[b]));
     acc = _mm512_add_ps(acc, _mm512_mul_ps(d, _mm512_cvtepi32_ps(si)));
   };
+  const int64_t act_ahead = p.act_ahead, w_ahead = p.weight_ahead;
   int64_t b = 0;
   for (; b + 2 <= nb; b += 2) {
-    prefetch_act_ahead(qs, da, sums, b);
+    prefetch_act_ahead(qs, da, sums, b, act_ahead);
+    if (w_ahead > 0) prefetch_lines(w + b * F::kBytes + w_ahead, 2 * F::kBytes);
     one(b);
     one(b + 1);
   }
@@ -380,11 +382,14 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
   const float* da = a_d(p.a, 0);
   const int32_t* bsum = a_sums(p.a, 0, 256);
   __m512 acc = _mm512_setzero_ps();
+  const int64_t w_ahead = p.weight_ahead;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kBytes;
     __m512i sumi = _mm512_setzero_si512();
     SLUICE_UNROLL
     for (int g = 0; g < 16; ++g) {
+      // The tuned prefetch (0: none), 1/16 of a super-block's lines per sub-block.
+      if (w_ahead > 0) prefetch_lines(blk + w_ahead + g * kBytes / 16, (g + 1) * kBytes / 16 - g * kBytes / 16);
       const int8_t* a = qs + 256 * b + 16 * g;
       __m512i c[4];
       q6_codes<Wide, Gfni>(blk, g, c);
