@@ -25,7 +25,7 @@ ARM64_BUILD := $(BUILD)-arm64
 # Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sluice
 
-.PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-server-asan fuzz golden fixtures clean \
+.PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
   e2b-model e2b-assistant e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset \
   deps-arm64 build-arm64 test-arm64
 
@@ -42,7 +42,7 @@ TIMED := SUITE_TIMES=$(SUITE_TIMES) tests/timed.sh
 # already run natively).
 TEST_ARM64 := $(if $(filter x86_64,$(shell uname -m)),test-arm64)
 test: deps venv model build test-times-reset format-check function-length test-unit test-real test-python test-asan \
-  test-server-asan fuzz $(TEST_ARM64)
+  test-tsan test-server-asan fuzz $(TEST_ARM64)
 	@echo "suite wall times:"; cat $(SUITE_TIMES)
 	@echo "all test suites passed"
 
@@ -120,6 +120,16 @@ test-asan: build-asan fixtures
 build-asan:
 	cmake -S . -B $(BUILD)-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-asan -j $(JOBS)
+
+# The thread pool and engine tests under ThreadSanitizer (separate build, only those two
+# binaries): the pool's spinning hand-offs and the engine's threads, checked for data races.
+TSAN_TARGETS := threading_test engine_test
+test-tsan: build-tsan
+	$(TIMED) test-tsan ctest --test-dir $(BUILD)-tsan --output-on-failure -j $(JOBS) -R '^(threading|engine)_test$$'
+
+build-tsan:
+	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=thread
+	cmake --build $(BUILD)-tsan -j $(JOBS) --target $(TSAN_TARGETS)
 
 # The tiny-model server tests (API, soak, hostile-client defects, hostile clients) against the ASan
 # build: every server they start must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).

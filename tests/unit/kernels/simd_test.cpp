@@ -59,8 +59,9 @@ TEST(CpuKernels, SelectionAndTables) {
   std::string names;
   for (const CpuKernels* k : sets) names += std::string(" ") + k->isa;
   std::printf("ISA sets run:%s (cpu_kernels() = %s)\n", names.c_str(), chosen.isa);
-  // Every SIMD set has a packed kernel for every packed format, the activation quantizers and
-  // row ops; the x86 sets also a dot kernel (the generic path) for the real model files' formats.
+  // Every SIMD set has a packed kernel for every packed format, the activation quantizers, the
+  // row ops (argmax included), paged attention, the bandwidth probe and a dot kernel (the
+  // generic path) for the legacy formats; the x86 sets also for Q4_K and Q6_K.
   for (const CpuKernels* k : sets) {
     if (std::strcmp(k->isa, "scalar") == 0) continue;
     for (int f = 1; f < kPackedFormatCount; ++f)
@@ -68,8 +69,16 @@ TEST(CpuKernels, SelectionAndTables) {
     EXPECT_NE(k->quantize_act[static_cast<int>(ActFormat::kA8_32)], nullptr) << k->isa;
     EXPECT_NE(k->quantize_act[static_cast<int>(ActFormat::kA8_256)], nullptr) << k->isa;
     EXPECT_NE(k->ops.rms_norm, nullptr) << k->isa;
-    if (std::strncmp(k->isa, "avx", 3) != 0) continue;
-    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0, DType::Q4_K, DType::Q6_K})
+    EXPECT_NE(k->ops.argmax, nullptr) << k->isa;
+    EXPECT_NE(k->attention, nullptr) << k->isa;
+    EXPECT_NE(k->attention_chunks, nullptr) << k->isa;
+    EXPECT_NE(k->attention_merge, nullptr) << k->isa;
+    EXPECT_NE(k->stream_sum, nullptr) << k->isa;
+    const bool x86 = std::strncmp(k->isa, "avx", 3) == 0;
+    for (DType t : {DType::Q4_0, DType::Q5_0, DType::Q8_0})
+      EXPECT_NE(k->dot[static_cast<uint32_t>(t)], nullptr) << k->isa << " " << dtype_name(t);
+    if (!x86) continue;
+    for (DType t : {DType::Q4_K, DType::Q6_K})
       EXPECT_NE(k->dot[static_cast<uint32_t>(t)], nullptr) << k->isa << " " << dtype_name(t);
   }
 }
@@ -108,6 +117,9 @@ TEST(CpuKernels, EveryKernelMatchesDotRef) {
           const float got = f(wp.p, ap.p, n);
           const double scale = abs_dot(t, w.data(), act.data(), n);
           ASSERT_TRUE(std::isfinite(got)) << k->isa << " " << dtype_name(t) << " n " << n;
+          if (std::strncmp(k->isa, "avx", 3) != 0) {  // the ARM sets follow dot_ref's f32 order: same bits
+            ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0) << k->isa << " " << dtype_name(t) << " n " << n;
+          }
           ASSERT_LE(std::fabs(static_cast<double>(got) - want), 1e-5 * scale + 1e-30)
               << k->isa << " " << dtype_name(t) << " n " << n << " variant " << variant << " got " << got << " want "
               << want << " Σ|w·a| " << scale;
