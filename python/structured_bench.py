@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+PROMPT = "Reply with one short JSON value (short strings, few array items) that follows this JSON Schema:\n"
 
 
 def stream(port, body):
@@ -50,8 +51,7 @@ def stream(port, body):
 def body(schema, seed, max_tokens, constrained):
     b = {"model": "m", "stream": True, "stream_options": {"include_usage": True}, "temperature": 1.0, "seed": seed,
          "max_tokens": max_tokens,
-         "messages": [{"role": "user", "content": "Reply with one JSON value that follows this JSON Schema:\n" +
-                       json.dumps(schema)}]}
+         "messages": [{"role": "user", "content": PROMPT + json.dumps(schema)}]}
     if constrained:
         b["response_format"] = {"type": "json_schema", "json_schema": {"name": "v", "schema": schema}}
     else:

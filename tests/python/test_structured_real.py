@@ -30,11 +30,14 @@ def served(sluice_bin, gemma3_path):
 
 
 def generate(client, schema, seed):
-    prompt = "Reply with one JSON value that follows this JSON Schema:\n" + json.dumps(schema)
+    prompt = ("Reply with one short JSON value (short strings, few array items) that follows this JSON Schema:\n" +
+              json.dumps(schema))
     r = client.chat.completions.create(
         model="gemma3", messages=[{"role": "user", "content": prompt}], temperature=1.0, seed=seed, max_tokens=512,
         response_format={"type": "json_schema", "json_schema": {"name": "value", "schema": schema, "strict": True}})
-    return r.choices[0].finish_reason, r.choices[0].message.content, r.usage.completion_tokens
+    c = r.choices[0]
+    print(f"  {seed}: {c.finish_reason} {r.usage.completion_tokens} {c.message.content[:80]!r}", file=sys.stderr, flush=True)
+    return c.finish_reason, c.message.content, r.usage.completion_tokens
 
 
 def validation_error(text, schema):
