@@ -1,5 +1,6 @@
 """End-to-end cost of constrained decoding: `sluice serve` on a real model, the same prompts
 decoded with a JSON Schema (response_format) and without, at 1 and at 8 concurrent streams.
+The schemas (LONG) fix their item counts, so a constrained value runs for most of max_tokens.
 
 Per-token cost = the decode time of a request (first streamed text to the end of the stream)
 divided by its tokens after the first, summed over the requests of a round. The constrained
@@ -23,6 +24,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+# Schemas whose values cannot close early (fixed item counts), so both modes decode long runs.
+LONG = [
+    {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 999}, "minItems": 40, "maxItems": 40},
+    {"type": "array", "minItems": 12, "maxItems": 12, "items": {
+        "type": "object", "properties": {"name": {"type": "string", "maxLength": 12},
+                                         "age": {"type": "integer", "minimum": 0, "maximum": 99}},
+        "required": ["name", "age"], "additionalProperties": False}},
+    {"type": "array", "items": {"type": "string", "format": "date"}, "minItems": 20, "maxItems": 20},
+    {"type": "array", "items": {"type": "string", "format": "uuid"}, "minItems": 8, "maxItems": 8},
+]
+PROMPT = "Reply with one short JSON value (short strings, few array items) that follows this JSON Schema:\n"
 
 
 def stream(port, body):
@@ -50,8 +62,7 @@ def stream(port, body):
 def body(schema, seed, max_tokens, constrained):
     b = {"model": "m", "stream": True, "stream_options": {"include_usage": True}, "temperature": 1.0, "seed": seed,
          "max_tokens": max_tokens,
-         "messages": [{"role": "user", "content": "Reply with one JSON value that follows this JSON Schema:\n" +
-                       json.dumps(schema)}]}
+         "messages": [{"role": "user", "content": PROMPT + json.dumps(schema)}]}
     if constrained:
         b["response_format"] = {"type": "json_schema", "json_schema": {"name": "v", "schema": schema}}
     else:
@@ -74,12 +85,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sluice", default=str(ROOT / "build/apps/sluice/sluice"))
     ap.add_argument("-m", "--model", default=str(ROOT / "models/gemma-3-270m-q4_k_m.gguf"))
-    ap.add_argument("--schemas", type=int, default=16, help="the first N schemas of tests/data/schemas")
-    ap.add_argument("--max-tokens", type=int, default=160)
+    ap.add_argument("--schemas", type=int, default=8, help="requests per round (LONG's schemas, each twice)")
+    ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--streams", default="1,8")
     args = ap.parse_args()
-    schemas = [json.loads(p.read_text()) for p in sorted((ROOT / "tests/data/schemas").glob("*.json"))][:args.schemas]
+    schemas = [s for s in LONG for _ in range(2)][:args.schemas]
     log = open("/tmp/structured_bench_serve.log", "w+")
     srv = subprocess.Popen([args.sluice, "serve", "-m", args.model, "--port", "0", "-c", "2048", "-P", "8",
                             "--alias", "m"], stdout=log, stderr=subprocess.STDOUT)

@@ -79,6 +79,11 @@ int32_t ModelRunner::sample_constrained(Sequence& s, float* l, std::span<const i
   const int32_t first = s.sampler.sample(l, history);
   if (s.matcher->accepts(first)) return first;
   const grammar::TokenVocab& vocab = s.matcher->compiled().vocab();
+  // The value could end here and the model wants something outside the grammar (a newline,
+  // a code fence, its own end-of-turn variant): that is the end of the value.
+  if (s.req.constraint->stop_when_complete && s.matcher->is_complete())
+    for (int32_t id : s.req.stop_ids)
+      if (vocab.is_eog(id) && id < V && masked_[id] > -std::numeric_limits<float>::infinity()) return id;
   mask_.resize(vocab.mask_words());
   s.matcher->fill_mask(mask_);
   const int32_t n_known = std::min(V, vocab.n_vocab());  // ids past the grammar's vocabulary: never

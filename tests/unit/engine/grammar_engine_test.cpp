@@ -135,6 +135,20 @@ TEST(GrammarEngine, WithoutTheMaskTheModelWouldNotFollowTheGrammar) {
   EXPECT_FALSE(std::regex_match(text_of(unc.tokens.at(1)), kRecordText));
 }
 
+TEST(GrammarEngine, AtACompleteStateARejectedDrawEndsTheValue) {
+  // A number may always go on; the fake model wants other tokens, so every generation ends
+  // with the end token after a few digits instead of digits up to max_tokens.
+  const char* number = R"(root ::= [0-9]+)";
+  for (RequestId id = 1; id <= 8; ++id) {
+    const Outcome got = run({constrained(request(id, 5 + static_cast<int>(id), 60, id % 2 ? 0.0f : 1.0f), number)});
+    const std::string text = text_of(got.tokens.at(id));
+    EXPECT_TRUE(std::regex_match(text, std::regex("[0-9]+"))) << text;
+    EXPECT_LT(text.size(), 10u) << text;
+    EXPECT_EQ(got.finish.at(id), FinishReason::kStop);
+    EXPECT_TRUE(got.stop_token.at(id));
+  }
+}
+
 TEST(GrammarEngine, BannedIdsAreNeverSampled) {
   const Outcome unc = run({request(1, 20, 60), request(2, 20, 60, 1.0f)});
   for (RequestId id : {RequestId{1}, RequestId{2}}) {
