@@ -46,7 +46,8 @@ def one_request(server, client, i):
         return kind, r.status_code == 400 and "error" in r.json()
     if kind == "bad_param":
         body = rng.choice([{"model": MODEL, "messages": msgs, "max_tokens": -1},
-                           {"model": MODEL, "messages": msgs, "tools": [{"type": "function", "function": {"name": "f"}}]},
+                           {"model": MODEL, "messages": msgs, "tools": [{"type": "function", "function": {"name": "f"}}],
+                            "tool_choice": {"type": "function", "function": {"name": "not_a_tool"}}},
                            {"model": "missing", "messages": msgs},
                            {"model": MODEL, "prompt": "x", "n": 99}])
         path = "/completions" if "prompt" in body else "/chat/completions"
