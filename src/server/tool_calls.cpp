@@ -1,9 +1,8 @@
 #include "server/tool_calls.h"
 
 #include <cctype>
-#include <cstdio>
-#include <mutex>
-#include <random>
+
+#include "server/openai_responses.h"
 
 namespace sluice::server {
 
@@ -336,20 +335,7 @@ class PrefixConverter {
 
 std::string native_json_prefix(std::string_view text) { return PrefixConverter(text).run(); }
 
-std::string new_tool_call_id() {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
-  uint64_t a, b;
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    a = rng();
-    b = rng();
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b & 0xffffffffull));
-  return std::string("call_") + buf;
-}
+std::string new_tool_call_id() { return new_response_id("call_"); }
 
 std::optional<ojson> native_value_to_json(std::string_view text) {
   ojson v;
