@@ -57,30 +57,17 @@ def test_bad_drafters_are_clear_errors(sluice_bin):
 def test_serve_with_the_assistant_returns_the_plain_servers_text(sluice_bin):
     """Four concurrent requests (greedy and seeded-sampled, two prompts) to `serve --spec
     assistant` and to `serve --spec none`: the same texts, drafts counted, KV blocks free."""
-    import concurrent.futures
-    import json
-    import urllib.request
-
-    from server_util import Server, assert_clean_exit
+    from server_util import Server, assert_clean_exit, completion_texts
 
     bodies = [{"model": "m", "prompt": p, "max_tokens": 32, "temperature": t, "seed": 3}
               for p in (PROMPT, "Count: one, two, three, four, five, six,") for t in (0, 0.8)]
-
-    def texts(server):
-        def ask(body):
-            req = urllib.request.Request(server.base_url + "/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(req, timeout=300) as r:
-                return json.load(r)["choices"][0]["text"]
-        with concurrent.futures.ThreadPoolExecutor(len(bodies)) as ex:
-            return list(ex.map(ask, bodies))
 
     results = {}
     for spec in ("none", "assistant"):
         s = Server(sluice_bin, TARGET, "--alias", "m", "-t", "2", "-P", "4", "--spec", spec, "--draft-max", "3",
                    "--draft", ASSISTANT)
         try:
-            results[spec] = texts(s)
+            results[spec] = completion_texts(s, bodies)
             drafted = s.metric("sluice_spec_drafted_tokens_total")
             assert s.wait_blocks_free()
         finally:
