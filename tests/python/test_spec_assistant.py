@@ -3,18 +3,16 @@ assistant (tests/data/golden, `make fixtures`): `sluice run` prints byte for byt
 `--spec none` prints, greedy and seeded-sampled, for K in {1, 3, 8}, with a prompt longer
 than the sliding window (16); a mismatched or missing drafter is a clear error."""
 import functools
-import re
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT, run, run_spec
 
 GOLDEN = ROOT / "tests/data/golden"
 TARGET = GOLDEN / "tiny-gemma4.f32.gguf"
 ASSISTANT = GOLDEN / "tiny-gemma4-assistant.f32.gguf"
 PROMPT = "the quick brown fox jumps over the lazy dog, then the dog jumps over the fox again"
 SETTINGS = {"greedy": ["--temp", "0"], "sampled": ["--temp", "0.8", "--seed", "3"]}
-SPEC_LINE = re.compile(r"\[spec: drafted (\d+), accepted (\d+) ")
 
 
 @functools.lru_cache(maxsize=None)
@@ -23,11 +21,7 @@ def generate(sluice_bin, setting, spec, k, head="centroid"):
             *SETTINGS[setting]]
     if spec != "none":
         args += ["--draft-max", k, "--draft", ASSISTANT, "--draft-head", head]
-    r = run(args, timeout=300)
-    assert r.returncode == 0, r.stderr
-    m = SPEC_LINE.search(r.stderr)
-    assert (m is not None) == (spec != "none"), r.stderr
-    return r.stdout, (int(m.group(1)), int(m.group(2))) if m else None
+    return run_spec(args, spec, timeout=300)
 
 
 @pytest.mark.parametrize("setting", sorted(SETTINGS))

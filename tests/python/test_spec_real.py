@@ -2,18 +2,16 @@
 print byte for byte what `--spec none` prints, greedy and seeded-sampled, for several draft
 lengths, on a prompt whose continuation copies text (so drafts are accepted and rejected)."""
 import functools
-import re
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT, run, run_spec
 
 PROMPT = ROOT / "bench/spec_grounded_prompt.txt"
 # "untruncated" samples the whole distribution at T = 1: its tokens depend on the random
 # number at nearly every position, so a verification keyed at the wrong position shows there.
 SETTINGS = {"greedy": ["--temp", "0"], "sampled": ["--temp", "0.8", "--seed", "3"],
             "untruncated": ["--temp", "1", "--top-k", "0", "--top-p", "1", "--min-p", "0", "--seed", "3"]}
-SPEC_LINE = re.compile(r"\[spec: drafted (\d+), accepted (\d+) ")
 
 
 @functools.lru_cache(maxsize=None)
@@ -22,11 +20,7 @@ def generate(sluice_bin, model, setting, spec, k):
             *SETTINGS[setting]]
     if spec != "none":
         args += ["--draft-max", k]
-    r = run(args, timeout=600)
-    assert r.returncode == 0, r.stderr
-    m = SPEC_LINE.search(r.stderr)
-    assert (m is not None) == (spec != "none"), r.stderr
-    return r.stdout, (int(m.group(1)), int(m.group(2))) if m else None
+    return run_spec(args, spec, timeout=600)
 
 
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
