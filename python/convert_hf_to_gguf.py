@@ -268,6 +268,66 @@ def detect_arch(cfg: dict) -> str:
     raise ValueError(f"not a Gemma 3/4 config (model_type={mt!r}, architectures={archs!r})")
 
 
+def _write_size_keys(w, hp, outtype: str, name: str):
+    """general.* and the first architecture keys (G4 §3.2 / G3 §3.1): layers, context, width."""
+    w.add_name(name)
+    w.add_file_type(OUTTYPES[outtype][1])
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    w.add_block_count(hp.n_layer)
+    w.add_context_length(hp.n_ctx)
+    w.add_embedding_length(hp.n_embd)
+
+
+def _write_ff_and_attention_keys(w, hp, ff_array: bool):
+    """FFN width, heads, epsilon, RoPE bases and the window. ff_array (Gemma 4, G4 §3.2):
+    arr[i32, n_layer] when widths differ (double-wide MLP), like llama.cpp; else a u32
+    scalar (G3 §3.1; G4 §3.2 note)."""
+    if ff_array and len(set(hp.n_ff)) > 1:
+        w.add_feed_forward_length([int(x) for x in hp.n_ff])
+    else:
+        w.add_feed_forward_length(int(hp.n_ff[0]))
+    w.add_head_count(hp.n_head)
+    w.add_head_count_kv(hp.n_head_kv)
+    w.add_layer_norm_rms_eps(hp.eps)
+    w.add_rope_freq_base(hp.rope_theta)               # global (full-attention) layers
+    w.add_rope_freq_base_swa(hp.rope_theta_swa)       # sliding layers (G4 §3.2; G3 §3.1 "newer converters")
+    w.add_sliding_window(hp.sliding_window)
+
+
+def _write_gemma4_head_keys(w, hp, swa_pattern: list[bool], shared_kv_layers: int):
+    # G4 §3.2 / pitfall 5: key_length is the GLOBAL head dim, key_length_swa the sliding one.
+    w.add_key_length(hp.head_dim_global)
+    w.add_value_length(hp.head_dim_global)
+    w.add_key_length_swa(hp.head_dim)
+    w.add_value_length_swa(hp.head_dim)
+    # G4 §3.2: dimension_count = full global head (partiality lives in rope_freqs).
+    w.add_rope_dimension_count(hp.head_dim_global)
+    w.add_rope_dimension_count_swa(hp.head_dim)
+    w.add_sliding_window_pattern(swa_pattern)          # arr[bool], true = sliding
+    w.add_shared_kv_layers(shared_kv_layers)
+
+
+def _rope_freqs(hp):
+    """Gemma 4 rope_freqs.weight (None: not needed). G4 §2.1 / §3.3 (llama.cpp
+    Gemma4Model.generate_extra_tensors): global layers rotate over the full head
+    (dimension_count = hd_global) with per-frequency DIVISORS: the first int(p*hd/2) pairs get
+    the rope "factor" (1.0 for E2B, transformers divides inv_freq by it), the rest 1e30
+    (theta/1e30 ~ 0: unrotated). transformers' count is int(partial_rotary_factor * head_dim // 2)."""
+    if hp.rope_full_type != "proportional" or "full_attention" not in hp.layer_types:
+        return None
+    n_rot = int(hp.partial_rotary_factor * hp.head_dim_global // 2)
+    n_half = hp.head_dim_global // 2
+    return np.array([hp.rope_full_factor] * n_rot + [1e30] * (n_half - n_rot), dtype=np.float32)
+
+
+def _finish(w, log, message: str):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    log(message)
+
+
 def read_hparams(cfg: dict, tensors: dict[str, np.ndarray]) -> Hparams:
     """Hyper-parameters from config.json, cross-checked against the tensor shapes."""
     arch = detect_arch(cfg)
@@ -463,40 +523,13 @@ def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: 
     arch = hp.arch
     w = gguf.GGUFWriter(str(out_path), arch)   # writes general.architecture (G4 §3.1 / G3 §3.1)
 
-    # ---- general.* ----
-    w.add_name(name)
-    w.add_file_type(OUTTYPES[outtype][1])
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-
-    # ---- architecture keys (G4 §3.2 / G3 §3.1) ----
-    w.add_block_count(hp.n_layer)
-    w.add_context_length(hp.n_ctx)
-    w.add_embedding_length(hp.n_embd)
-    if arch == "gemma4" and len(set(hp.n_ff)) > 1:
-        # G4 §3.2: arr[i32, n_layer] when widths differ (double-wide MLP), like llama.cpp.
-        w.add_feed_forward_length([int(x) for x in hp.n_ff])
-    else:
-        w.add_feed_forward_length(int(hp.n_ff[0]))    # u32 scalar (G3 §3.1; G4 §3.2 note)
-    w.add_head_count(hp.n_head)
-    w.add_head_count_kv(hp.n_head_kv)
-    w.add_layer_norm_rms_eps(hp.eps)
-    w.add_rope_freq_base(hp.rope_theta)               # global (full-attention) layers
-    w.add_rope_freq_base_swa(hp.rope_theta_swa)       # sliding layers (G4 §3.2; G3 §3.1 "newer converters")
-    w.add_sliding_window(hp.sliding_window)
+    _write_size_keys(w, hp, outtype, name)
+    _write_ff_and_attention_keys(w, hp, ff_array=arch == "gemma4")
     if hp.final_softcap:
         w.add_final_logit_softcapping(float(hp.final_softcap))   # absent = no softcap
     swa_pattern = [hp.is_swa(il) for il in range(hp.n_layer)]
     if arch == "gemma4":
-        # G4 §3.2 / pitfall 5: key_length is the GLOBAL head dim, key_length_swa the sliding one.
-        w.add_key_length(hp.head_dim_global)
-        w.add_value_length(hp.head_dim_global)
-        w.add_key_length_swa(hp.head_dim)
-        w.add_value_length_swa(hp.head_dim)
-        # G4 §3.2: dimension_count = full global head (partiality lives in rope_freqs).
-        w.add_rope_dimension_count(hp.head_dim_global)
-        w.add_rope_dimension_count_swa(hp.head_dim)
-        w.add_sliding_window_pattern(swa_pattern)          # arr[bool], true = sliding
-        w.add_shared_kv_layers(hp.shared_kv_layers)
+        _write_gemma4_head_keys(w, hp, swa_pattern, hp.shared_kv_layers)
         w.add_embedding_length_per_layer_input(hp.ple_width)   # 0 = no PLE
     else:
         w.add_key_length(hp.head_dim)
@@ -565,15 +598,7 @@ def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: 
         put("per_layer_model_proj.weight", take("per_layer_model_projection.weight"))
         used.add("per_layer_projection_norm.weight")
         put("per_layer_proj_norm.weight", norm("per_layer_projection_norm.weight"))
-    if arch == "gemma4" and hp.rope_full_type == "proportional" and "full_attention" in hp.layer_types:
-        # G4 §2.1 / §3.3 (llama.cpp Gemma4Model.generate_extra_tensors): global layers rotate
-        # over the full head (dimension_count = hd_global) with per-frequency DIVISORS:
-        # the first int(p*hd/2) pairs get the rope "factor" (1.0 for E2B, transformers divides
-        # inv_freq by it), the rest 1e30 (theta/1e30 ~ 0: unrotated). transformers' count is
-        # int(partial_rotary_factor * head_dim // 2).
-        n_rot = int(hp.partial_rotary_factor * hp.head_dim_global // 2)
-        n_half = hp.head_dim_global // 2
-        vals = np.array([hp.rope_full_factor] * n_rot + [1e30] * (n_half - n_rot), dtype=np.float32)
+    if arch == "gemma4" and (vals := _rope_freqs(hp)) is not None:
         put("rope_freqs.weight", vals)
     used.add("norm.weight")
     put("output_norm.weight", norm("norm.weight"))
@@ -609,11 +634,7 @@ def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: 
     if leftover:
         raise ValueError(f"unmapped checkpoint tensors: {leftover[:8]}{' ...' if len(leftover) > 8 else ''}")
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    log(f"wrote {out_path}: {arch}, {len(summary)} tensors, outtype {outtype}")
+    _finish(w, log, f"wrote {out_path}: {arch}, {len(summary)} tensors, outtype {outtype}")
     return summary
 
 
@@ -655,29 +676,11 @@ def convert_assistant_state(cfg: dict, tensors: dict[str, np.ndarray], out_path,
         raise ValueError("an assistant has no per-layer embeddings")
     backbone = int(cfg["backbone_hidden_size"])
     w = gguf.GGUFWriter(str(out_path), ASSISTANT_ARCH)
-    w.add_name(name)
-    w.add_file_type(OUTTYPES[outtype][1])
-    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    w.add_block_count(hp.n_layer)
-    w.add_context_length(hp.n_ctx)
-    w.add_embedding_length(hp.n_embd)
+    _write_size_keys(w, hp, outtype, name)
     w.add_uint32(f"{ASSISTANT_ARCH}.embedding_length_out", backbone)
     w.add_uint32(f"{ASSISTANT_ARCH}.nextn_predict_layers", hp.n_layer)
-    w.add_feed_forward_length(int(hp.n_ff[0]) if len(set(hp.n_ff)) == 1 else [int(x) for x in hp.n_ff])
-    w.add_head_count(hp.n_head)
-    w.add_head_count_kv(hp.n_head_kv)
-    w.add_layer_norm_rms_eps(hp.eps)
-    w.add_rope_freq_base(hp.rope_theta)
-    w.add_rope_freq_base_swa(hp.rope_theta_swa)
-    w.add_sliding_window(hp.sliding_window)
-    w.add_key_length(hp.head_dim_global)
-    w.add_value_length(hp.head_dim_global)
-    w.add_key_length_swa(hp.head_dim)
-    w.add_value_length_swa(hp.head_dim)
-    w.add_rope_dimension_count(hp.head_dim_global)
-    w.add_rope_dimension_count_swa(hp.head_dim)
-    w.add_sliding_window_pattern([hp.is_swa(il) for il in range(hp.n_layer)])
-    w.add_shared_kv_layers(hp.n_layer)
+    _write_ff_and_attention_keys(w, hp, ff_array=True)
+    _write_gemma4_head_keys(w, hp, [hp.is_swa(il) for il in range(hp.n_layer)], hp.n_layer)
     ordered = bool(cfg.get("use_ordered_embeddings"))
     if ordered:
         w.add_uint32(f"{ASSISTANT_ARCH}.{KEY_CENTROID_COUNT}", int(cfg["num_centroids"]))
@@ -702,11 +705,8 @@ def convert_assistant_state(cfg: dict, tensors: dict[str, np.ndarray], out_path,
             used.add(hf)
     if ordered and "masked_embedding.centroids.weight" not in tensors:
         raise ValueError("use_ordered_embeddings is set but the checkpoint has no centroids")
-    if hp.rope_full_type == "proportional" and "full_attention" in hp.layer_types:
-        n_rot = int(hp.partial_rotary_factor * hp.head_dim_global // 2)
-        n_half = hp.head_dim_global // 2
-        put("rope_freqs.weight", np.array([hp.rope_full_factor] * n_rot + [1e30] * (n_half - n_rot),
-                                          dtype=np.float32))
+    if (vals := _rope_freqs(hp)) is not None:
+        put("rope_freqs.weight", vals)
     for il in range(hp.n_layer):
         for hf_leaf, g_leaf in LAYER_NAMES.items():
             hf = f"layers.{il}.{hf_leaf}"
@@ -718,11 +718,7 @@ def convert_assistant_state(cfg: dict, tensors: dict[str, np.ndarray], out_path,
     leftover = sorted(set(tensors) - used)
     if leftover:
         raise ValueError(f"unmapped assistant tensors: {leftover[:8]}")
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    log(f"wrote {out_path}: {ASSISTANT_ARCH}, {len(summary)} tensors, outtype {outtype}")
+    _finish(w, log, f"wrote {out_path}: {ASSISTANT_ARCH}, {len(summary)} tensors, outtype {outtype}")
     return summary
 
 

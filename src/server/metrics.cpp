@@ -14,8 +14,13 @@ void Metrics::add_tokens(int64_t prompt, int64_t completion) {
   completion_tokens_ += completion;
 }
 
+// The # HELP and # TYPE lines of a metric family.
+static void header(std::ostringstream& o, const char* name, const char* type, const char* help) {
+  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n';
+}
+
 static void histogram(std::ostringstream& o, const char* name, const char* help, const api::LatencySnapshot& h) {
-  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " histogram\n";
+  header(o, name, "histogram", help);
   uint64_t cum = 0;
   for (size_t i = 0; i < h.bounds.size(); ++i) {
     cum += h.counts[i];
@@ -28,28 +33,30 @@ static void histogram(std::ostringstream& o, const char* name, const char* help,
 }
 
 static void metric(std::ostringstream& o, const char* name, const char* type, const char* help, double v) {
-  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' ' << type << '\n' << name << ' ' << v << '\n';
+  header(o, name, type, help);
+  o << name << ' ' << v << '\n';
+}
+
+static void counter(std::ostringstream& o, const char* name, const char* help, int64_t v) {
+  metric(o, name, "counter", help, static_cast<double>(v));
 }
 
 // One counter per draft position i = 1 .. --draft-max, labelled position="i".
 static void per_position(std::ostringstream& o, const char* name, const char* help, const std::vector<int64_t>& v) {
-  o << "# HELP " << name << ' ' << help << "\n# TYPE " << name << " counter\n";
+  header(o, name, "counter", help);
   for (size_t i = 0; i < v.size(); ++i) o << name << "{position=\"" << i + 1 << "\"} " << v[i] << '\n';
 }
 
 std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) const {
   std::ostringstream o;
-  o << "# HELP sluice_requests_total HTTP requests answered, by endpoint and status code\n"
-       "# TYPE sluice_requests_total counter\n";
+  header(o, "sluice_requests_total", "counter", "HTTP requests answered, by endpoint and status code");
   {
     std::lock_guard<std::mutex> lk(mu_);
     for (const auto& [k, n] : requests_)
       o << "sluice_requests_total{endpoint=\"" << k.first << "\",status=\"" << k.second << "\"} " << n << '\n';
   }
-  metric(o, "sluice_prompt_tokens_total", "counter", "prompt tokens of finished requests",
-         static_cast<double>(prompt_tokens_.load()));
-  metric(o, "sluice_generation_tokens_total", "counter", "tokens generated for finished requests",
-         static_cast<double>(completion_tokens_.load()));
+  counter(o, "sluice_prompt_tokens_total", "prompt tokens of finished requests", prompt_tokens_.load());
+  counter(o, "sluice_generation_tokens_total", "tokens generated for finished requests", completion_tokens_.load());
   metric(o, "sluice_requests_running", "gauge", "sequences in the running batch", s.stats.n_running);
   metric(o, "sluice_requests_waiting", "gauge", "requests in the waiting queue (queue depth)", s.n_queued);
   metric(o, "sluice_parallel_max", "gauge", "largest running batch (--parallel)", parallel);
@@ -57,20 +64,17 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
   metric(o, "sluice_kv_blocks_total", "gauge", "KV blocks, all layer groups", s.stats.kv_blocks_total);
   metric(o, "sluice_kv_usage_ratio", "gauge", "fraction of KV blocks in use",
          s.stats.kv_blocks_total > 0 ? static_cast<double>(s.stats.kv_blocks_used) / s.stats.kv_blocks_total : 0.0);
-  metric(o, "sluice_engine_steps_total", "counter", "engine steps (one forward each)",
-         static_cast<double>(s.stats.steps));
-  metric(o, "sluice_preemptions_total", "counter", "sequences preempted for lack of KV blocks",
-         static_cast<double>(s.stats.preemptions));
-  metric(o, "sluice_prompt_tokens_computed_total", "counter", "prompt positions computed (cache hits excluded)",
-         static_cast<double>(s.stats.prompt_tokens_computed));
-  metric(o, "sluice_prefix_cache_queries_total", "counter", "prompt positions looked up in the prefix cache",
-         static_cast<double>(s.stats.prefix_query_tokens));
-  metric(o, "sluice_prefix_cache_hits_total", "counter", "prompt positions served from the prefix cache",
-         static_cast<double>(s.stats.prefix_hit_tokens));
-  metric(o, "sluice_spec_drafted_tokens_total", "counter", "drafted tokens verified (--spec)",
-         static_cast<double>(s.stats.drafted_tokens));
-  metric(o, "sluice_spec_accepted_tokens_total", "counter", "drafted tokens the model agreed with and kept",
-         static_cast<double>(s.stats.accepted_tokens));
+  counter(o, "sluice_engine_steps_total", "engine steps (one forward each)", s.stats.steps);
+  counter(o, "sluice_preemptions_total", "sequences preempted for lack of KV blocks", s.stats.preemptions);
+  counter(o, "sluice_prompt_tokens_computed_total", "prompt positions computed (cache hits excluded)",
+          s.stats.prompt_tokens_computed);
+  counter(o, "sluice_prefix_cache_queries_total", "prompt positions looked up in the prefix cache",
+          s.stats.prefix_query_tokens);
+  counter(o, "sluice_prefix_cache_hits_total", "prompt positions served from the prefix cache",
+          s.stats.prefix_hit_tokens);
+  counter(o, "sluice_spec_drafted_tokens_total", "drafted tokens verified (--spec)", s.stats.drafted_tokens);
+  counter(o, "sluice_spec_accepted_tokens_total", "drafted tokens the model agreed with and kept",
+          s.stats.accepted_tokens);
   per_position(o, "sluice_spec_drafted_position_total", "verifications with a draft at this position (1 = first)",
                s.stats.drafted_at);
   per_position(o, "sluice_spec_accepted_position_total", "drafts accepted at this position (1 = first)",

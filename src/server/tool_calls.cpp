@@ -1,9 +1,8 @@
 #include "server/tool_calls.h"
 
 #include <cctype>
-#include <cstdio>
-#include <mutex>
-#include <random>
+
+#include "server/openai_responses.h"
 
 namespace sluice::server {
 
@@ -21,6 +20,29 @@ constexpr int kMaxDepth = 64;
 std::string compact(const ojson& v) { return v.dump(-1, ' ', false, ojson::error_handler_t::replace); }
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r'; }
+
+// The <|"|>-quoted string that starts at s[i]: its text into out, i past the closing marker
+// (false: unterminated).
+bool read_native_string(std::string_view s, size_t& i, std::string& out) {
+  const size_t end = s.find(kQuote, i + kQuote.size());
+  if (end == std::string_view::npos) return false;
+  out.assign(s.substr(i + kQuote.size(), end - i - kQuote.size()));
+  i = end + kQuote.size();
+  return true;
+}
+
+// The JSON string literal that starts at s[i] (a '"'): its decoded value into out, i past the
+// closing quote (false: unterminated or not a valid JSON string).
+bool read_json_string(std::string_view s, size_t& i, std::string& out) {
+  size_t j = i + 1;
+  while (j < s.size() && s[j] != '"') j += s[j] == '\\' ? 2 : 1;
+  if (j >= s.size()) return false;
+  const ojson v = ojson::parse(s.substr(i, j + 1 - i), nullptr, false);
+  if (!v.is_string()) return false;
+  out = v.get<std::string>();
+  i = j + 1;
+  return true;
+}
 
 // Recursive descent over the native syntax: values as in JSON, except strings between
 // <|"|> markers and object keys bare (or quoted either way).
@@ -40,24 +62,8 @@ class NativeReader {
   }
   bool at(std::string_view t) const { return s_.substr(i_, t.size()) == t; }
 
-  bool native_string(std::string& out) {
-    const size_t end = s_.find(kQuote, i_ + kQuote.size());
-    if (end == std::string_view::npos) return false;
-    out.assign(s_.substr(i_ + kQuote.size(), end - i_ - kQuote.size()));
-    i_ = end + kQuote.size();
-    return true;
-  }
-
-  bool json_string(std::string& out) {
-    size_t j = i_ + 1;
-    while (j < s_.size() && s_[j] != '"') j += s_[j] == '\\' ? 2 : 1;
-    if (j >= s_.size()) return false;
-    const ojson v = ojson::parse(s_.substr(i_, j + 1 - i_), nullptr, false);
-    if (!v.is_string()) return false;
-    out = v.get<std::string>();
-    i_ = j + 1;
-    return true;
-  }
+  bool native_string(std::string& out) { return read_native_string(s_, i_, out); }
+  bool json_string(std::string& out) { return read_json_string(s_, i_, out); }
 
   bool key(std::string& out) {
     skip_ws();
@@ -211,20 +217,7 @@ class PrefixConverter {
     if (s_[i_] == '}' && just_opened_) return close('}');
     std::string k;
     if (s_[i_] == '"' || s_.substr(i_, kQuote.size()) == kQuote) {  // a quoted key, either way
-      if (s_[i_] == '"') {
-        size_t j = i_ + 1;
-        while (j < s_.size() && s_[j] != '"') j += s_[j] == '\\' ? 2 : 1;
-        if (j >= s_.size()) return false;
-        const ojson v = ojson::parse(s_.substr(i_, j + 1 - i_), nullptr, false);
-        if (!v.is_string()) return false;
-        k = v.get<std::string>();
-        i_ = j + 1;
-      } else {
-        const size_t end = s_.find(kQuote, i_ + kQuote.size());
-        if (end == std::string_view::npos) return false;
-        k.assign(s_.substr(i_ + kQuote.size(), end - i_ - kQuote.size()));
-        i_ = end + kQuote.size();
-      }
+      if (!(s_[i_] == '"' ? read_json_string(s_, i_, k) : read_native_string(s_, i_, k))) return false;
       while (i_ < s_.size() && is_space(s_[i_])) ++i_;
       if (i_ >= s_.size() || s_[i_] != ':') return false;
     } else {
@@ -336,20 +329,7 @@ class PrefixConverter {
 
 std::string native_json_prefix(std::string_view text) { return PrefixConverter(text).run(); }
 
-std::string new_tool_call_id() {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
-  uint64_t a, b;
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    a = rng();
-    b = rng();
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b & 0xffffffffull));
-  return std::string("call_") + buf;
-}
+std::string new_tool_call_id() { return new_response_id("call_"); }
 
 std::optional<ojson> native_value_to_json(std::string_view text) {
   ojson v;

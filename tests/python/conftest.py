@@ -2,6 +2,7 @@
 with implementations we did not write (the PyPI `gguf` package, later transformers)."""
 import os
 import pathlib
+import re
 import subprocess
 
 import pytest
@@ -55,3 +56,16 @@ def gemma3_path():
 def run(args, **kw):
     """Run a command, returning CompletedProcess; never raises on a non-zero exit."""
     return subprocess.run([str(a) for a in args], capture_output=True, text=True, **kw)
+
+
+SPEC_LINE = re.compile(r"\[spec: drafted (\d+), accepted (\d+) ")
+
+
+def run_spec(args, spec, timeout):
+    """`sluice run` with `--spec spec` among args, which must succeed: (stdout, (drafted,
+    accepted)) from its [spec: ...] stderr line, None when spec is "none" (no such line)."""
+    r = run(args, timeout=timeout)
+    assert r.returncode == 0, r.stderr
+    m = SPEC_LINE.search(r.stderr)
+    assert (m is not None) == (spec != "none"), r.stderr
+    return r.stdout, (int(m.group(1)), int(m.group(2))) if m else None

@@ -4,6 +4,8 @@ Every server is started on 127.0.0.1 with --port 0 (the port is read from its lo
 for on /health, and stopped with SIGTERM; stop() returns the exit code and the log. With
 SLUICE_ASAN=1 (make test-server-asan) the binary is the ASan build and LeakSanitizer runs
 at exit: a leak makes the exit code non-zero and the log mention LeakSanitizer."""
+import concurrent.futures
+import json
 import os
 import re
 import signal
@@ -77,6 +79,17 @@ class Server:
         self.log.close()
         os.unlink(self.log_path)
         return self.proc.returncode, out
+
+
+def completion_texts(server, bodies, timeout=300):
+    """The choices[0].text of each /v1/completions body, all sent at once (a thread each)."""
+    def ask(body):
+        req = urllib.request.Request(server.base_url + "/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return json.load(r)["choices"][0]["text"]
+    with concurrent.futures.ThreadPoolExecutor(len(bodies)) as ex:
+        return list(ex.map(ask, bodies))
 
 
 def assert_clean_exit(server):

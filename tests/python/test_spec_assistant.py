@@ -3,18 +3,16 @@ assistant (tests/data/golden, `make fixtures`): `sluice run` prints byte for byt
 `--spec none` prints, greedy and seeded-sampled, for K in {1, 3, 8}, with a prompt longer
 than the sliding window (16); a mismatched or missing drafter is a clear error."""
 import functools
-import re
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT, run, run_spec
 
 GOLDEN = ROOT / "tests/data/golden"
 TARGET = GOLDEN / "tiny-gemma4.f32.gguf"
 ASSISTANT = GOLDEN / "tiny-gemma4-assistant.f32.gguf"
 PROMPT = "the quick brown fox jumps over the lazy dog, then the dog jumps over the fox again"
 SETTINGS = {"greedy": ["--temp", "0"], "sampled": ["--temp", "0.8", "--seed", "3"]}
-SPEC_LINE = re.compile(r"\[spec: drafted (\d+), accepted (\d+) ")
 
 
 @functools.lru_cache(maxsize=None)
@@ -23,11 +21,7 @@ def generate(sluice_bin, setting, spec, k, head="centroid"):
             *SETTINGS[setting]]
     if spec != "none":
         args += ["--draft-max", k, "--draft", ASSISTANT, "--draft-head", head]
-    r = run(args, timeout=300)
-    assert r.returncode == 0, r.stderr
-    m = SPEC_LINE.search(r.stderr)
-    assert (m is not None) == (spec != "none"), r.stderr
-    return r.stdout, (int(m.group(1)), int(m.group(2))) if m else None
+    return run_spec(args, spec, timeout=300)
 
 
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
@@ -57,30 +51,17 @@ def test_bad_drafters_are_clear_errors(sluice_bin):
 def test_serve_with_the_assistant_returns_the_plain_servers_text(sluice_bin):
     """Four concurrent requests (greedy and seeded-sampled, two prompts) to `serve --spec
     assistant` and to `serve --spec none`: the same texts, drafts counted, KV blocks free."""
-    import concurrent.futures
-    import json
-    import urllib.request
-
-    from server_util import Server, assert_clean_exit
+    from server_util import Server, assert_clean_exit, completion_texts
 
     bodies = [{"model": "m", "prompt": p, "max_tokens": 32, "temperature": t, "seed": 3}
               for p in (PROMPT, "Count: one, two, three, four, five, six,") for t in (0, 0.8)]
-
-    def texts(server):
-        def ask(body):
-            req = urllib.request.Request(server.base_url + "/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(req, timeout=300) as r:
-                return json.load(r)["choices"][0]["text"]
-        with concurrent.futures.ThreadPoolExecutor(len(bodies)) as ex:
-            return list(ex.map(ask, bodies))
 
     results = {}
     for spec in ("none", "assistant"):
         s = Server(sluice_bin, TARGET, "--alias", "m", "-t", "2", "-P", "4", "--spec", spec, "--draft-max", "3",
                    "--draft", ASSISTANT)
         try:
-            results[spec] = texts(s)
+            results[spec] = completion_texts(s, bodies)
             drafted = s.metric("sluice_spec_drafted_tokens_total")
             assert s.wait_blocks_free()
         finally:

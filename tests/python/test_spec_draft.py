@@ -2,13 +2,10 @@
 --kv-memory budget shared by both: four concurrent requests (greedy and seeded-sampled at temperature 1.5) get
 the texts a `--spec none` server gives, the draft's cache is carved out of the budget, and
 the drafted/accepted counters move."""
-import concurrent.futures
-import json
 import re
-import urllib.request
 
 from conftest import ROOT
-from server_util import Server, assert_clean_exit
+from server_util import Server, assert_clean_exit, completion_texts
 
 GOLDEN = ROOT / "tests/data/golden"
 
@@ -18,22 +15,13 @@ def test_serve_spec_draft_returns_the_plain_servers_text(sluice_bin):
     bodies = [{"model": "m", "prompt": p, "max_tokens": 40, "temperature": t, "seed": 5}
               for p in ("the quick brown fox jumps over the lazy dog " * 3, "one two three") for t in (0, 1.5)]
 
-    def texts(server):
-        def ask(body):
-            req = urllib.request.Request(server.base_url + "/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(req, timeout=120) as r:
-                return json.load(r)["choices"][0]["text"]
-        with concurrent.futures.ThreadPoolExecutor(len(bodies)) as ex:
-            return list(ex.map(ask, bodies))
-
     results, logs = {}, {}
     for spec in ("none", "draft"):
         extra = ["--draft", draft, "--draft-max", "3"] if spec == "draft" else []
         s = Server(sluice_bin, target, "--alias", "m", "-t", "1", "-P", "4", "-c", "512", "--kv-memory", "4M",
                    "--spec", spec, *extra)
         try:
-            results[spec] = texts(s)
+            results[spec] = completion_texts(s, bodies, timeout=120)
             drafted, accepted = s.metric("sluice_spec_drafted_tokens_total"), s.metric("sluice_spec_accepted_tokens_total")
             assert s.wait_blocks_free()
             logs[spec] = s.text()

@@ -2,18 +2,16 @@
 print byte for byte what `--spec none` prints, greedy and seeded-sampled, for several draft
 lengths, on a prompt whose continuation copies text (so drafts are accepted and rejected)."""
 import functools
-import re
 
 import pytest
 
-from conftest import ROOT, run
+from conftest import ROOT, run, run_spec
 
 PROMPT = ROOT / "bench/spec_grounded_prompt.txt"
 # "untruncated" samples the whole distribution at T = 1: its tokens depend on the random
 # number at nearly every position, so a verification keyed at the wrong position shows there.
 SETTINGS = {"greedy": ["--temp", "0"], "sampled": ["--temp", "0.8", "--seed", "3"],
             "untruncated": ["--temp", "1", "--top-k", "0", "--top-p", "1", "--min-p", "0", "--seed", "3"]}
-SPEC_LINE = re.compile(r"\[spec: drafted (\d+), accepted (\d+) ")
 
 
 @functools.lru_cache(maxsize=None)
@@ -22,11 +20,7 @@ def generate(sluice_bin, model, setting, spec, k):
             *SETTINGS[setting]]
     if spec != "none":
         args += ["--draft-max", k]
-    r = run(args, timeout=600)
-    assert r.returncode == 0, r.stderr
-    m = SPEC_LINE.search(r.stderr)
-    assert (m is not None) == (spec != "none"), r.stderr
-    return r.stdout, (int(m.group(1)), int(m.group(2))) if m else None
+    return run_spec(args, spec, timeout=600)
 
 
 @pytest.mark.parametrize("setting", sorted(SETTINGS))
@@ -51,30 +45,17 @@ def test_serve_with_ngram_returns_the_plain_servers_text_among_concurrent_reques
     """Four requests at once (greedy and seeded-sampled, two prompts) to `serve --spec ngram`
     and to `serve --spec none`: the same texts; the drafted/accepted counters move only on
     the speculative server, and its KV blocks are all free afterwards."""
-    import concurrent.futures
-    import json
-    import urllib.request
-
-    from server_util import Server, assert_clean_exit
+    from server_util import Server, assert_clean_exit, completion_texts
 
     copy = PROMPT.read_text()
     bodies = [{"model": "m", "prompt": p, "max_tokens": 64, "temperature": t, "seed": 3}
               for p in (copy, "Count: one, two, three, four, five, six,") for t in (0, 0.8)]
 
-    def texts(server):
-        def ask(body):
-            req = urllib.request.Request(server.base_url + "/completions", data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
-            with urllib.request.urlopen(req, timeout=300) as r:
-                return json.load(r)["choices"][0]["text"]
-        with concurrent.futures.ThreadPoolExecutor(len(bodies)) as ex:
-            return list(ex.map(ask, bodies))
-
     results = {}
     for spec in ("none", "ngram"):
         s = Server(sluice_bin, gemma3_path, "--alias", "m", "-t", "2", "-P", "4", "--spec", spec, "--draft-max", "4")
         try:
-            results[spec] = texts(s)
+            results[spec] = completion_texts(s, bodies)
             drafted, accepted = s.metric("sluice_spec_drafted_tokens_total"), s.metric("sluice_spec_accepted_tokens_total")
             assert s.wait_blocks_free()
         finally:

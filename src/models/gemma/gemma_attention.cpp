@@ -86,10 +86,7 @@ void GemmaModel::store_kv(KvCache& kv, const LayerSpec& ls, BlockId blk, int32_t
   }
 }
 
-// o[T × H·hd] from the queries in qkv_ and the K/V rows of the layer's cache slot (its own,
-// or its source layer's when it reads shared K/V).
-void GemmaModel::paged_attention(int il, const ForwardBatch& b, KvCache& kv) {
-  const LayerSpec& ls = spec_.layers[il];
+kernels::PagedLayer paged_layer(const LayerSpec& ls, KvCache& kv) {
   const KvCache::Layout lay = kv.layout(ls.kv_group);
   kernels::PagedLayer pl;
   pl.n_head = ls.n_head;
@@ -107,6 +104,14 @@ void GemmaModel::paged_attention(int il, const ForwardBatch& b, KvCache& kv) {
   pl.elem = kv.type() == KvType::F32   ? kernels::KvElem::kF32
             : kv.type() == KvType::F16 ? kernels::KvElem::kF16
                                        : kernels::KvElem::kBF16;
+  return pl;
+}
+
+// o[T × H·hd] from the queries in qkv_ and the K/V rows of the layer's cache slot (its own,
+// or its source layer's when it reads shared K/V).
+void GemmaModel::paged_attention(int il, const ForwardBatch& b, KvCache& kv) {
+  const LayerSpec& ls = spec_.layers[il];
+  const kernels::PagedLayer pl = paged_layer(ls, kv);
   grow(attn_tok_, static_cast<size_t>(T_));
   for (int64_t t = 0; t < T_; ++t) attn_tok_[t] = {b.seqs[ref_[t].seq].block_tables[ls.kv_group].data(), ref_[t].pos};
   const int64_t qw = static_cast<int64_t>(ls.n_head) * ls.head_dim;

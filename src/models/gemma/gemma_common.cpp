@@ -50,8 +50,11 @@ void assign_kv_groups(ModelSpec& spec) {
 }
 
 GemmaLayerWeights bind_gemma_layer(const WeightBinder& b, const ModelSpec& spec, int il) {
-  const LayerSpec& ls = spec.layers[il];
-  const int64_t d = spec.n_embd, hd = ls.head_dim, qw = int64_t(ls.n_head) * hd, kvw = int64_t(ls.n_head_kv) * hd;
+  return bind_gemma_layer(b, spec.n_embd, spec.layers[il], il);
+}
+
+GemmaLayerWeights bind_gemma_layer(const WeightBinder& b, int64_t n_embd, const LayerSpec& ls, int il) {
+  const int64_t d = n_embd, hd = ls.head_dim, qw = int64_t(ls.n_head) * hd, kvw = int64_t(ls.n_head_kv) * hd;
   const std::string p = "blk." + std::to_string(il) + ".";
   GemmaLayerWeights w;
   w.attn_norm = b.vector_f32(p + "attn_norm.weight", d);

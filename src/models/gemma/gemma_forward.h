@@ -37,6 +37,10 @@ struct RopeConfig {
   int64_t offset = 0;  // floats before this config's table in a token's row of rope_cs_
 };
 
+// Paged-attention geometry of layer ls over its slot in kv, with the layer's own scale and
+// window (callers with another masking convention override them).
+kernels::PagedLayer paged_layer(const LayerSpec& ls, KvCache& kv);
+
 template <class T>
 void grow(std::vector<T>& v, size_t n) {
   if (v.size() < n) v.resize(n);

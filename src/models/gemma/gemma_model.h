@@ -43,6 +43,20 @@ void assign_kv_groups(ModelSpec& spec);
 // Binds the tensors every Gemma layer has (norms, q/k/v/o, FFN); arch files add the rest.
 GemmaLayerWeights bind_gemma_layer(const WeightBinder& b, const ModelSpec& spec, int il);
 
+// The same for a layer of width n_embd described by ls (models without a ModelSpec).
+GemmaLayerWeights bind_gemma_layer(const WeightBinder& b, int64_t n_embd, const LayerSpec& ls, int il);
+
+// Per-layer shapes of a Gemma 4 file's decoder layers (gemma4.md §1), keys under `a` ("<arch>."):
+// heads, head dim, FFN width, window (sliding_window, default max_window, on sliding layers),
+// RoPE base and width, proportional RoPE on global layers when the file has rope_freqs.
+struct Gemma4Layers {
+  std::vector<LayerSpec> layers;  // the fields above set; K/V sharing and scales left at defaults
+  std::vector<bool> swa;          // [n_layer] sliding-window layer
+  int32_t rot_full = 0;           // rotary width of global layers
+  bool has_rope_freqs = false;
+};
+Gemma4Layers read_gemma4_layers(const gguf::GgufFile& f, const std::string& a, int32_t n_layer, int32_t max_window);
+
 std::unique_ptr<Model> make_gemma_model(ModelSpec spec, GemmaWeights w, const LoadOptions& opt);
 
 // Architecture entry points (registry.cpp).

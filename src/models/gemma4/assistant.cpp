@@ -14,6 +14,8 @@
 #include "kernels/linear.h"
 #include "kernels/ops.h"
 #include "kernels/paged_attention.h"
+#include "models/gemma/gemma_forward.h"
+#include "models/gemma/gemma_model.h"
 #include "tensor/weights.h"
 #include "threading/thread_pool.h"
 
@@ -23,10 +25,8 @@ namespace {
 
 using kernels::Linear;
 
-struct AsstLayer {
-  std::vector<float> attn_norm, q_norm, post_attn_norm, ffn_norm, post_ffw_norm;
-  Mat wq, wo, gate, up, down;
-  float out_scale = 1.0f;
+// The weights of a Gemma layer without K/V (bind_gemma_layer) and their fused matmuls.
+struct AsstLayer : GemmaLayerWeights {
   Linear q, o, gate_up, ffn_down;
 };
 
@@ -53,7 +53,6 @@ const char* require(const gguf::GgufFile& f, std::initializer_list<const char*> 
 
 AssistantSpec read_spec(const gguf::GgufFile& f, const std::string& arch) {
   const std::string a = arch + ".";
-  const char* fn = f.name().c_str();
   AssistantSpec s;
   s.arch = arch;
   s.name = std::string(f.get_string_or("general.name", arch));
@@ -61,37 +60,9 @@ AssistantSpec read_spec(const gguf::GgufFile& f, const std::string& arch) {
   s.n_embd = static_cast<int32_t>(f.get_uint(a + "embedding_length", 1 << 20));
   s.n_embd_target = static_cast<int32_t>(f.get_uint(a + "embedding_length_out", 1 << 20));
   s.eps = static_cast<float>(f.get_float_or(a + "attention.layer_norm_rms_epsilon", 1e-6));
-  const auto n_ff = f.get_uint_per_layer(a + "feed_forward_length", s.n_layer, 1 << 20);
-  const auto n_head = f.get_uint_per_layer(a + "attention.head_count", s.n_layer, 4096);
-  const auto n_head_kv = f.get_uint_per_layer(a + "attention.head_count_kv", s.n_layer, 4096);
-  const int32_t window = static_cast<int32_t>(f.get_uint(a + "attention.sliding_window", INT32_MAX - 1));
-  const auto& pattern = f.get_array(a + "attention.sliding_window_pattern", gguf::ValueType::BOOL);
-  if (pattern.count != static_cast<uint64_t>(s.n_layer))
-    fail("%s: key '%sattention.sliding_window_pattern' has %llu entries, expected %d", fn, a.c_str(),
-         static_cast<unsigned long long>(pattern.count), s.n_layer);
-  const int32_t hd_full = static_cast<int32_t>(f.get_uint(a + "attention.key_length", 4096));
-  const int32_t hd_swa = static_cast<int32_t>(f.get_uint(a + "attention.key_length_swa", 4096));
-  const int32_t rot_full = static_cast<int32_t>(f.get_uint_or(a + "rope.dimension_count", hd_full, 4096));
-  const int32_t rot_swa = static_cast<int32_t>(f.get_uint_or(a + "rope.dimension_count_swa", hd_swa, 4096));
-  const float base = static_cast<float>(f.get_float_or(a + "rope.freq_base", 1e6));
-  const float base_swa = static_cast<float>(f.get_float_or(a + "rope.freq_base_swa", 10000.0));
-  const bool has_rope_freqs = f.find_tensor("rope_freqs.weight") != nullptr;
-  for (int l = 0; l < s.n_layer; ++l) {
-    const bool swa = pattern.data[l] != 0;
-    LayerSpec ls;
-    ls.n_head = static_cast<int32_t>(n_head[l]);
-    ls.n_head_kv = static_cast<int32_t>(n_head_kv[l]);
-    if (ls.n_head_kv == 0 || ls.n_head % ls.n_head_kv != 0)
-      fail("%s: layer %d has %d query heads and %d KV heads", fn, l, ls.n_head, ls.n_head_kv);
-    ls.head_dim = swa ? hd_swa : hd_full;
-    ls.n_ff = static_cast<int32_t>(n_ff[l]);
-    ls.window = swa ? window : 0;
-    ls.rope_base = swa ? base_swa : base;
-    ls.n_rot = swa ? rot_swa : rot_full;
-    ls.rope_freq_factors = !swa && has_rope_freqs;
-    ls.has_kv = false;
-    s.layers.push_back(ls);
-  }
+  Gemma4Layers g = read_gemma4_layers(f, a, s.n_layer, INT32_MAX - 1);
+  s.layers = std::move(g.layers);
+  for (LayerSpec& ls : s.layers) ls.has_kv = false;
   return s;
 }
 
@@ -143,19 +114,9 @@ AsstWeights bind_weights(const gguf::GgufFile& f, AssistantSpec& s) {
   bind_centroids(f, s, w);
   for (int il = 0; il < s.n_layer; ++il) {
     const LayerSpec& ls = s.layers[il];
-    const int64_t d = s.n_embd, qw = int64_t(ls.n_head) * ls.head_dim;
     const std::string p = "blk." + std::to_string(il) + ".";
     AsstLayer l;
-    l.attn_norm = b.vector_f32(p + "attn_norm.weight", d);
-    l.wq = b.matrix(p + "attn_q.weight", d, qw);
-    l.q_norm = b.vector_f32(p + "attn_q_norm.weight", ls.head_dim);
-    l.wo = b.matrix(p + "attn_output.weight", qw, d);
-    l.post_attn_norm = b.vector_f32(p + "post_attention_norm.weight", d);
-    l.ffn_norm = b.vector_f32(p + "ffn_norm.weight", d);
-    l.gate = b.matrix(p + "ffn_gate.weight", d, ls.n_ff);
-    l.up = b.matrix(p + "ffn_up.weight", d, ls.n_ff);
-    l.down = b.matrix(p + "ffn_down.weight", ls.n_ff, d);
-    l.post_ffw_norm = b.vector_f32(p + "post_ffw_norm.weight", d);
+    static_cast<GemmaLayerWeights&>(l) = bind_gemma_layer(b, s.n_embd, ls, il);
     if (b.has(p + "layer_output_scale.weight")) l.out_scale = b.vector_f32(p + "layer_output_scale.weight", 1)[0];
     w.layers.push_back(std::move(l));
   }
@@ -267,23 +228,9 @@ void AssistantImpl::input(std::span<const DraftRow> rows) {
 // last window+1 of them, transformers' bidirectional |q − kv| <= window then flipped).
 void AssistantImpl::attend(int il, std::span<const DraftRow> rows, KvCache& kv) {
   const LayerSpec& ls = s_.layers[il];
-  const KvCache::Layout lay = kv.layout(ls.kv_group);
-  kernels::PagedLayer pl;
-  pl.n_head = ls.n_head;
-  pl.n_head_kv = ls.n_head_kv;
-  pl.head_dim = ls.head_dim;
+  kernels::PagedLayer pl = paged_layer(ls, kv);
   pl.scale = 1.0f;  // QK-norm replaces 1/sqrt(d)
   pl.window = ls.window > 0 ? ls.window + 1 : 0;
-  pl.base = lay.base;
-  pl.block_stride = lay.block_stride;
-  pl.k_off = static_cast<uint64_t>(ls.kv_index) * lay.layer_stride;
-  pl.v_off = pl.k_off + lay.kv_stride;
-  pl.slot_stride = lay.slot_stride;
-  pl.elem_bytes = kv_type_size(kv.type());
-  pl.block_tokens = kv.block_tokens();
-  pl.elem = kv.type() == KvType::F32   ? kernels::KvElem::kF32
-            : kv.type() == KvType::F16 ? kernels::KvElem::kF16
-                                       : kernels::KvElem::kBF16;
   toks_.resize(static_cast<size_t>(R_));
   for (int64_t r = 0; r < R_; ++r) toks_[r] = {rows[r].block_tables[ls.kv_group].data(), rows[r].pos - 1};
   const int64_t cap = static_cast<int64_t>(kv.pool(ls.kv_group).n_total()) * kv.block_tokens();

@@ -16,6 +16,7 @@
 
 #include "engine/assistant_drafter.h"
 #include "engine/engine_core.h"
+#include "engine_drive.h"
 #include "gguf/reader.h"
 #include "kv/sequence_kv.h"
 #include "threading/thread_pool.h"
@@ -50,11 +51,9 @@ Models& models_once() {
   return m;
 }
 
-// The target's post-norm hidden state at position n − 1 of `tokens`, from a fresh cache.
-std::vector<float> target_hidden(Models& m, std::span<const int32_t> tokens, int32_t n) {
-  const auto& groups = m.target->spec().kv_groups;
-  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 64), KvType::F32);
-  SequenceKv seq(kv);
+// The target's post-norm hidden state at position n − 1 of `tokens`, computing positions
+// 0 .. n−1 into seq's blocks of kv.
+std::vector<float> prefill_hidden(Models& m, KvCache& kv, SequenceKv& seq, std::span<const int32_t> tokens, int32_t n) {
   EXPECT_TRUE(seq.reserve(n));
   models::ForwardBatch b;
   models::SeqSlice s;
@@ -67,6 +66,14 @@ std::vector<float> target_hidden(Models& m, std::span<const int32_t> tokens, int
   return h;
 }
 
+// The same from a fresh cache.
+std::vector<float> target_hidden(Models& m, std::span<const int32_t> tokens, int32_t n) {
+  const auto& groups = m.target->spec().kv_groups;
+  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 64), KvType::F32);
+  SequenceKv seq(kv);
+  return prefill_hidden(m, kv, seq, tokens, n);
+}
+
 // The drafts for a sequence whose first n tokens are computed and whose token n is sampled,
 // from scratch: a fresh cache, the target's hidden state at n − 1, k assistant steps.
 std::vector<int32_t> reference_drafts(Models& m, std::span<const int32_t> tokens, int32_t n, int32_t k,
@@ -74,15 +81,7 @@ std::vector<int32_t> reference_drafts(Models& m, std::span<const int32_t> tokens
   const auto& groups = m.target->spec().kv_groups;
   KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 64), KvType::F32);
   SequenceKv seq(kv);
-  EXPECT_TRUE(seq.reserve(n));
-  models::ForwardBatch b;
-  models::SeqSlice s;
-  s.tokens = tokens.first(static_cast<size_t>(n));
-  for (int g = 0; g < kv.n_groups(); ++g) s.block_tables[g] = seq.table(g);
-  b.seqs.push_back(s);
-  std::vector<float> h(static_cast<size_t>(m.target->spec().n_embd)), logits(m.target->spec().n_vocab);
-  b.hidden = h.data();
-  m.target->forward(b, kv, logits.data());
+  std::vector<float> h = prefill_hidden(m, kv, seq, tokens, n);
   models::DraftRow r;
   r.token = tokens[n];
   r.hidden = h.data();
@@ -105,15 +104,6 @@ struct Outcome {
   EngineStats stats;
   int64_t rounds_checked = 0;
 };
-
-EngineRequest greedy(RequestId id, std::vector<int32_t> prompt, int32_t max_tokens) {
-  EngineRequest r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  return r;
-}
 
 // check_rounds: the first that many proposals are compared with reference_drafts.
 Outcome run(const std::vector<EngineRequest>& reqs, int32_t k, models::DraftHead head, int check_rounds = 0,
@@ -139,12 +129,7 @@ Outcome run(const std::vector<EngineRequest>& reqs, int32_t k, models::DraftHead
   }
   {
     EngineCore core(*m.target, kv, cfg);
-    for (const EngineRequest& q : reqs) core.add(q);
-    for (int i = 0; i < 20000 && core.has_work(); ++i)
-      for (const TokenOutput& o : core.step())
-        if (o.token >= 0) r.tokens[o.id].push_back(o.token);
-    EXPECT_FALSE(core.has_work());
-    EXPECT_EQ(core.blocks().n_used_all(), 0) << "target blocks leaked";
+    run_to_end(core, reqs, r.tokens);
     r.stats = core.stats();
   }
   return r;
@@ -154,7 +139,7 @@ TEST(AssistantEngine, ProposalsAreTheReferenceDrafts) {
   Models& m = models_once();
   const auto ids = m.ids();
   const std::vector<int32_t> prompt(ids.begin(), ids.begin() + 40);
-  const Outcome o = run({greedy(1, prompt, 24)}, 4, models::DraftHead::kCentroid, 1000);
+  const Outcome o = run({greedy_request(1, prompt, 24)}, 4, models::DraftHead::kCentroid, 1000);
   EXPECT_GT(o.rounds_checked, 3);
   // Round one from transformers: the golden "long" case drafts from the same prompt.
   for (const auto& c : m.man["assistants"]["tiny-gemma4-assistant"]["cases"])
@@ -173,7 +158,7 @@ std::vector<EngineRequest> eight(const std::vector<int32_t>& ids) {
   for (int i = 0; i < 8; ++i) {
     // Shared prefixes of 16 (a block) for odd ids; prompts 9 .. 58 tokens.
     std::vector<int32_t> p(ids.begin() + (i % 2 ? 0 : 3 + i), ids.begin() + (i % 2 ? 16 : 3 + i) + 9 + 5 * i);
-    reqs.push_back(greedy(static_cast<RequestId>(i + 1), p, 8 + i));
+    reqs.push_back(greedy_request(static_cast<RequestId>(i + 1), p, 8 + i));
   }
   return reqs;
 }
@@ -181,7 +166,7 @@ std::vector<EngineRequest> eight(const std::vector<int32_t>& ids) {
 TEST(AssistantEngine, GreedyOutputIsThePlainOutput) {
   Models& m = models_once();
   const auto ids = m.ids();
-  const std::vector<EngineRequest> alone = {greedy(1, std::vector<int32_t>(ids.begin(), ids.begin() + 40), 30)};
+  const std::vector<EngineRequest> alone = {greedy_request(1, std::vector<int32_t>(ids.begin(), ids.begin() + 40), 30)};
   const std::vector<EngineRequest> many = eight(ids);
   const Outcome plain_alone = run(alone, 0, models::DraftHead::kCentroid);
   const Outcome plain_many = run(many, 0, models::DraftHead::kCentroid);
@@ -244,7 +229,7 @@ class OracleAssistant final : public models::Gemma4Assistant {
 TEST(AssistantEngine, AcceptedDraftsKeepTheOutputPlain) {
   Models& m = models_once();
   const auto ids = m.ids();
-  const std::vector<EngineRequest> alone = {greedy(1, std::vector<int32_t>(ids.begin(), ids.begin() + 40), 30)};
+  const std::vector<EngineRequest> alone = {greedy_request(1, std::vector<int32_t>(ids.begin(), ids.begin() + 40), 30)};
   for (const auto& reqs : {alone, eight(ids)}) {
     const Outcome plain = run(reqs, 0, models::DraftHead::kCentroid);
     std::vector<std::vector<int32_t>> seqs;

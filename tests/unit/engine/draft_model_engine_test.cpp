@@ -85,12 +85,7 @@ Outcome run(const std::vector<EngineRequest>& reqs, Mode mode, int32_t k, int32_
   Outcome r;
   {
     EngineCore core(model, kv, cfg);
-    for (const EngineRequest& q : reqs) core.add(q);
-    for (int i = 0; i < 20000 && core.has_work(); ++i)
-      for (const TokenOutput& o : core.step())
-        if (o.token >= 0) r.tokens[o.id].push_back(o.token);
-    EXPECT_FALSE(core.has_work());
-    EXPECT_EQ(core.blocks().n_used_all(), 0) << "target blocks leaked";
+    run_to_end(core, reqs, r.tokens);
     EXPECT_EQ(drafter.blocks().n_used_all(), 0) << "draft blocks leaked";
     r.stats = core.stats();
   }

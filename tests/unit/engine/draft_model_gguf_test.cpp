@@ -15,6 +15,7 @@
 #include "base/error.h"
 #include "engine/draft_model_drafter.h"
 #include "engine/engine_core.h"
+#include "engine_drive.h"
 #include "gguf/reader.h"
 #include "models/model.h"
 #include "threading/thread_pool.h"
@@ -74,12 +75,7 @@ Outcome run(const std::string& target, const std::string& draft, int32_t k, cons
   Outcome r;
   {
     EngineCore core(tm, kv, cfg);
-    for (const EngineRequest& q : reqs) core.add(q);
-    for (int i = 0; i < 5000 && core.has_work(); ++i)
-      for (const TokenOutput& o : core.step())
-        if (o.token >= 0) r.tokens[o.id].push_back(o.token);
-    EXPECT_FALSE(core.has_work());
-    EXPECT_EQ(core.blocks().n_used_all(), 0) << "target blocks leaked";
+    run_to_end(core, reqs, r.tokens, 5000);
     if (drafter) {
       EXPECT_EQ(drafter->blocks().n_used_all(), 0) << "draft blocks leaked";
     }

@@ -1,5 +1,5 @@
-// What the engine tests share: the fake model's vocabulary and KV layout, and greedy requests,
-// whose every token the fake model's oracle predicts.
+// What the engine tests share: the fake model's vocabulary and KV layout, and greedy requests
+// (engine_drive.h), whose every token the fake model's oracle predicts.
 #pragma once
 
 #include <cstdint>
@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "engine_drive.h"
 #include "fake_model.h"
 
 namespace sluice::engine {
@@ -18,15 +19,5 @@ inline constexpr int32_t kVocab = 97;
 
 // Global group + sliding group (window 8).
 inline std::vector<KvGroupSpec> rig_groups() { return {{1, 1, 2, 0}, {1, 1, 2, 8}}; }
-
-// Temperature 0: the output is the oracle's greedy continuation.
-inline EngineRequest greedy_request(RequestId id, std::vector<int32_t> prompt, int32_t max_tokens) {
-  EngineRequest r;
-  r.id = id;
-  r.prompt = std::move(prompt);
-  r.max_tokens = max_tokens;
-  r.sampling.temperature = 0;
-  return r;
-}
 
 }  // namespace sluice::engine

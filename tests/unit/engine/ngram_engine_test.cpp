@@ -7,6 +7,7 @@
 #include <map>
 
 #include "engine/engine_core.h"
+#include "engine_drive.h"
 #include "fake_model.h"
 
 namespace sluice::engine {
@@ -35,12 +36,7 @@ Outcome run_ngram(const std::vector<EngineRequest>& reqs, int32_t k, int32_t blo
   Outcome r;
   {
     EngineCore core(model, kv, cfg);
-    for (const EngineRequest& q : reqs) core.add(q);
-    for (int i = 0; i < 20000 && core.has_work(); ++i)
-      for (const TokenOutput& o : core.step())
-        if (o.token >= 0) r.tokens[o.id].push_back(o.token);
-    EXPECT_FALSE(core.has_work());
-    EXPECT_EQ(core.blocks().n_used_all(), 0) << "blocks leaked";
+    run_to_end(core, reqs, r.tokens);
     r.stats = core.stats();
   }
   EXPECT_EQ(model.errors, 0) << "a query read a wrong or missing key";

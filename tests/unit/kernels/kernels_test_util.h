@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "base/dtype.h"
 #include "base/fp16.h"
 #include "quant/blocks.h"
 #include "quant/quant.h"
+#include "tensor/weights.h"
 #include "unit/quant/quant_test_util.h"
 
 namespace sluice::kernels::testing {
@@ -117,6 +119,33 @@ inline std::vector<double> act_error_bound(DType act, const float* x, int64_t n)
     }
   }
   return b;
+}
+
+// A [rows × cols] weight matrix of type t, row r from weight_row(seed + r, sane), and the
+// bytes it points into.
+struct Weights {
+  std::vector<uint8_t> data;
+  Mat mat;
+};
+
+inline Weights make_weights(DType t, int64_t rows, uint64_t seed, int64_t cols) {
+  Weights w;
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = weight_row(t, cols, seed + static_cast<uint64_t>(r), /*sane=*/true);
+    w.data.insert(w.data.end(), row.begin(), row.end());
+  }
+  w.mat = Mat{"w" + std::to_string(seed), t, w.data.data(), cols, rows, dtype_row_bytes(t, cols)};
+  return w;
+}
+
+// m activation rows of cols floats, row i from act_row(seed + i), outliers on odd rows.
+inline std::vector<float> activations(int64_t m, uint64_t seed, int64_t cols) {
+  std::vector<float> x;
+  for (int64_t i = 0; i < m; ++i) {
+    const auto row = act_row(cols, seed + static_cast<uint64_t>(i), i % 2 == 1);
+    x.insert(x.end(), row.begin(), row.end());
+  }
+  return x;
 }
 
 }  // namespace sluice::kernels::testing

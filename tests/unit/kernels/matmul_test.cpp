@@ -26,28 +26,14 @@ namespace {
 
 constexpr int64_t kCols = 512;  // two K-quant super-blocks
 
-struct Weights {
-  std::vector<uint8_t> data;
-  Mat mat;
-};
+using testing::Weights;
 
 Weights make_weights(DType t, int64_t rows, uint64_t seed, int64_t cols = kCols) {
-  Weights w;
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto row = testing::weight_row(t, cols, seed + static_cast<uint64_t>(r), /*sane=*/true);
-    w.data.insert(w.data.end(), row.begin(), row.end());
-  }
-  w.mat = Mat{"w" + std::to_string(seed), t, w.data.data(), cols, rows, dtype_row_bytes(t, cols)};
-  return w;
+  return testing::make_weights(t, rows, seed, cols);
 }
 
 std::vector<float> activations(int64_t m, uint64_t seed, int64_t cols = kCols) {
-  std::vector<float> x;
-  for (int64_t i = 0; i < m; ++i) {
-    const auto row = testing::act_row(cols, seed + static_cast<uint64_t>(i), i % 2 == 1);
-    x.insert(x.end(), row.begin(), row.end());
-  }
-  return x;
+  return testing::activations(m, seed, cols);
 }
 
 // The definition: dot_ref on the activation quantized as dot_ref's format; f32/f16/bf16
