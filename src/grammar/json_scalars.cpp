@@ -11,12 +11,15 @@ namespace {
 
 // The formats as anchored patterns over the decoded string. Dates have per-month day
 // ranges (February stops at 28: leap days are never generated) and years 1000-9999.
+// Fractional seconds stop at 9 digits (nanoseconds). An email has a local part of at most
+// 64 octets (RFC 5321) and 2-4 domain labels of at most 63 octets each (RFC 1035), so the
+// domain stays within 255.
 const char* const kDate =
     "[1-9]\\d{3}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|"
     "2[0-8]))";
-const char* const kTime = "(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d+)?(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)";
+const char* const kTime = "(?:[01]\\d|2[0-3]):[0-5]\\d:[0-5]\\d(?:\\.\\d{1,9})?(?:Z|[+-](?:[01]\\d|2[0-3]):[0-5]\\d)";
 const char* const kUuid = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
-const char* const kEmail = "[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\\.[A-Za-z0-9-]+)+";
+const char* const kEmail = "[A-Za-z0-9._%+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\\.[A-Za-z0-9-]{1,63}){1,3}";
 const char* const kIpv4 = "(?:(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)\\.){3}(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)";
 
 uint32_t length_of(const Json& s, const char* key, const std::string& path, size_t limit) {
@@ -149,9 +152,14 @@ std::optional<Expr> SchemaCompiler::magnitude(uint64_t a, bool a_open, std::opti
     return digits_range(a, b.value_or(0), !b);
   }
   const Expr digit = digit_range('0', '9');
-  const Expr frac_any = opt(seq({lit("."), plus(digit)}));
-  const Expr frac_zero = opt(seq({lit("."), plus(lit("0"))}));
-  const Expr frac_nonzero = seq({lit("."), star(digit), digit_range('1', '9'), star(digit)});
+  const Expr frac_any = opt(seq({lit("."), repeat(digit, 1, kMaxFractionDigits)}));
+  const Expr frac_zero = opt(seq({lit("."), repeat(lit("0"), 1, kMaxFractionDigits)}));
+  // A non-zero fraction: k zeros, a non-zero digit, then any digits up to the cap.
+  std::vector<Expr> nonzero;
+  for (uint32_t k = 0; k < kMaxFractionDigits; ++k)
+    nonzero.push_back(
+        seq({repeat(lit("0"), k, k), digit_range('1', '9'), repeat(digit, 0, kMaxFractionDigits - 1 - k)}));
+  const Expr frac_nonzero = seq({lit("."), alt(std::move(nonzero))});
   if (b && a == *b) {
     if (a_open || b_open) return std::nullopt;
     return seq({lit(digits_of(a)), frac_zero});

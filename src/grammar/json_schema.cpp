@@ -133,7 +133,7 @@ void SchemaCompiler::common_rules() {
   str_char_ = b_.add("char", char_);
   rx_ = RegexContext{&b_, !native_, char_, utf8};
   string_ = b_.add("string", quoted(star(ref(str_char_))));
-  const Expr digits = plus(bytes(ByteSet::range('0', '9')));
+  const Expr digit = bytes(ByteSet::range('0', '9'));
   ByteSet e;
   e.add('e');
   e.add('E');
@@ -142,7 +142,8 @@ void SchemaCompiler::common_rules() {
   sign.add('-');
   number_ = b_.add("number",
                    seq({opt(lit("-")), alt({lit("0"), seq({ref(digit1_), star(bytes(ByteSet::range('0', '9')))})}),
-                        opt(seq({lit("."), digits})), opt(seq({bytes(e), opt(bytes(sign)), digits}))}));
+                        opt(seq({lit("."), repeat(digit, 1, kMaxFractionDigits)})),
+                        opt(seq({bytes(e), opt(bytes(sign)), repeat(digit, 1, kMaxExponentDigits)}))}));
   value_ = b_.declare("value");
   // Keys of members the schema does not name: any string, or in native syntax an identifier.
   ByteSet id0 = ByteSet::range('a', 'z');

@@ -12,6 +12,13 @@
 
 namespace sluice::grammar::detail {
 
+// Number digits the grammar allows (stricter than JSON, which has no limit): a double holds
+// at most 17 significant digits, and the shortest round-trip form (Python repr) writes at
+// most 3 zeros after the point before them (below 1e-4 it switches to an exponent). A
+// double's decimal exponent has at most 3 digits (1e308).
+constexpr uint32_t kMaxFractionDigits = 20;
+constexpr uint32_t kMaxExponentDigits = 3;
+
 using Json = nlohmann::ordered_json;
 
 class SchemaCompiler {

@@ -161,5 +161,29 @@ TEST(JsonSchema, NumberBoundsAreExact) {
   for (const char* bad : {"-16", "120", "1000", "-0", "1.0"}) EXPECT_FALSE(schema_matches(i, bad)) << bad;
 }
 
+// Caps stricter than the schema (docs/structured-output.md): what a double, RFC 3339
+// nanoseconds and RFC 5321/1035 allow. One past each cap is rejected.
+TEST(JsonSchema, DigitsAndFormatsStopAtRealWorldLimits) {
+  const std::string f20 = "0." + std::string(19, '0') + "1", f21 = "0." + std::string(20, '0') + "1";
+  for (const char* s : {R"({"type":"number"})", R"({"type":"number","minimum":0,"maximum":1})",
+                        R"({"type":"number","exclusiveMinimum":0})"}) {
+    EXPECT_TRUE(schema_matches(s, f20)) << s;
+    EXPECT_FALSE(schema_matches(s, f21)) << s;
+  }
+  EXPECT_TRUE(schema_matches(R"({"type":"number","minimum":0,"maximum":1})", "0." + std::string(20, '0')));
+  EXPECT_FALSE(schema_matches(R"({"type":"number","minimum":0,"maximum":1})", "0." + std::string(21, '0')));
+  EXPECT_TRUE(schema_matches(R"({"type":"number"})", "1.5e-308"));
+  EXPECT_FALSE(schema_matches(R"({"type":"number"})", "1.5e-0308"));
+  const std::string t = R"({"type":"string","format":"time"})";
+  EXPECT_TRUE(schema_matches(t, R"("12:00:00.123456789Z")"));
+  EXPECT_FALSE(schema_matches(t, R"("12:00:00.1234567890Z")"));
+  const std::string e = R"({"type":"string","format":"email"})";
+  const std::string l63(63, 'a'), l64(64, 'a');
+  EXPECT_TRUE(schema_matches(e, "\"" + l64 + "@" + l63 + "." + l63 + "." + l63 + "." + l63 + "\""));
+  EXPECT_FALSE(schema_matches(e, "\"" + l64 + "x@b.co\""));
+  EXPECT_FALSE(schema_matches(e, "\"a@" + l64 + ".co\""));
+  EXPECT_FALSE(schema_matches(e, R"("a@b.c.d.e.f")"));  // five labels
+}
+
 }  // namespace
 }  // namespace sluice::grammar
