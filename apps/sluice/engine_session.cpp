@@ -11,6 +11,20 @@
 
 namespace sluice::app {
 
+namespace {
+
+// The tuning cache's curve (relative cost at T = 1, 2, 4, ... 32 tokens) as the policy's
+// points (made non-decreasing, as the policy requires); past 32 tokens the policy extends its
+// last segment.
+spec::StepCostCurve policy_curve(const tune::StepCostCurve& measured) {
+  spec::StepCostCurve c;
+  for (size_t i = 0; i < tune::kCurveTokens.size(); ++i)
+    c.points.emplace_back(tune::kCurveTokens[i], std::max(measured.relative[i], i ? c.points.back().second : 0.0));
+  return c;
+}
+
+}  // namespace
+
 EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
   const auto t0 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "loading %s ...\n", opt.model_path.c_str());
@@ -43,7 +57,7 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   cfg.sched.token_budget = static_cast<int32_t>(budget);
   cfg.sched.ctx_size = ctx_size_;
   cfg.prefix_caching = opt.prefix_caching;
-  apply_spec_options(opt, cfg, draft_);
+  apply_spec_options(opt, cfg, draft_, &tuning_.record.curve);
   assistant_ = make_model_drafter(opt, *pool_, *file_, *model_, *kv_, cfg);
   if (opt.drafter) {
     cfg.sched.drafter = opt.drafter;
@@ -83,7 +97,8 @@ DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_fi
   return d;
 }
 
-void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft) {
+void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft,
+                        const tune::StepCostCurve* measured) {
   if (opt.spec == "none") {
     cfg.spec = engine::SpecMethod::kNone;
     cfg.sched.draft_max = 0;
@@ -96,7 +111,10 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, co
   if (opt.spec_policy != "adaptive" && opt.spec_policy != "fixed")
     fail("--spec-policy '%s': expected adaptive or fixed", opt.spec_policy.c_str());
   cfg.sched.policy.adaptive = opt.spec_policy == "adaptive";
+  // One calibration for both: unless --spec-cost names a curve, the policy prices steps with
+  // this host's measured one (sluice tune), else its built-in one.
   if (!opt.spec_cost.empty()) cfg.sched.policy.curve = spec::StepCostCurve::parse(opt.spec_cost);
+  else if (measured && measured->measured()) cfg.sched.policy.curve = policy_curve(*measured);
   if (opt.spec == "ngram") {
     cfg.spec = engine::SpecMethod::kNgram;
     return;

@@ -74,8 +74,10 @@ DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_fi
                       ThreadPool& pool, engine::KvBudget& budget);
 
 // Sets cfg's proposer and draft length from --spec / --draft-max (and the draft model's hook
-// for --spec draft); a bad value is an Error.
-void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft = {});
+// for --spec draft), and the policy's step-cost curve (--spec-cost, else `measured` when the
+// tuning cache has one); a bad value is an Error.
+void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft = {},
+                        const tune::StepCostCurve* measured = nullptr);
 // One line on the draft model (stderr), when there is one.
 void print_draft_summary(const DraftParts& draft);
 
