@@ -92,15 +92,29 @@ int32_t ModelRunner::sample_constrained(Sequence& s, float* l, std::span<const i
       if (vocab.is_eog(id) && id < V && l[id] > -std::numeric_limits<float>::infinity()) return id;
   mask_.resize(vocab.mask_words());
   s.matcher->fill_mask(mask_);
-  // The allowed ids, ascending: the set bits below both vocabularies' ends.
+  // Few allowed ids (a digit, a key, a bracket): walk them. Many (inside a string): mask the
+  // row in place, cheaper than listing them; both give the same distribution.
   const int32_t n_known = std::min(V, vocab.n_vocab());  // ids past the grammar's vocabulary: never
-  allowed_.clear();
-  for (size_t w = 0; w < mask_.size(); ++w)
-    for (uint64_t bits = mask_[w]; bits != 0; bits &= bits - 1) {
-      const int32_t id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
-      if (id < n_known) allowed_.push_back(id);
+  size_t n_allowed = 0;
+  for (uint64_t w : mask_) n_allowed += static_cast<size_t>(std::popcount(w));
+  std::span<const TokenProb> dist;
+  if (n_allowed * 8 < static_cast<size_t>(V)) {
+    allowed_.clear();
+    for (size_t w = 0; w < mask_.size(); ++w)
+      for (uint64_t bits = mask_[w]; bits != 0; bits &= bits - 1) {
+        const int32_t id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+        if (id < n_known) allowed_.push_back(id);
+      }
+    dist = s.sampler.distribution_over(l, allowed_, history, SamplerWorkspace::for_this_thread());
+  } else {
+    bool any = false;
+    for (int32_t i = 0; i < V; ++i) {
+      const bool allowed = i < n_known && ((mask_[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1);
+      if (!allowed) l[i] = -std::numeric_limits<float>::infinity();
+      else any = any || l[i] > -std::numeric_limits<float>::infinity();
     }
-  const auto dist = s.sampler.distribution_over(l, allowed_, history, SamplerWorkspace::for_this_thread());
+    if (any) dist = s.sampler.distribution(l, history, SamplerWorkspace::for_this_thread());
+  }
   if (dist.empty())
     fail("no token is allowed after %zu constrained tokens (the grammar's tokens are all banned)",
          s.matcher->n_tokens());
