@@ -14,17 +14,16 @@
 // sample first from the row as above and ask the matcher whether it accepts the token; only
 // when it does not, compute the full allowed-token mask and redraw, with the sampler's kGrammar
 // number at the same position, from the row as it was before the penalties with every token
-// outside the mask at -inf (Sampler::distribution_over walks the allowed ids only, the same
-// distribution as the dense masked row): greedy gets the masked argmax; sampling gets the masked distribution
-// (exactly without truncation samplers; with top-k/top-p the first draw truncates the
-// unmasked row). Where the grammar is complete (with stop_when_complete) a rejected draw
-// instead ends the value with the first allowed end-of-generation stop id: every token
-// outside the grammar counts as an end token, so a model that wants a newline after `42`
-// stops rather than being pushed into more digits. Every choice is keyed by (seed, position), so batching, preemption
-// and speculation do not change the tokens. The matcher advances on each token as it is sampled: in verification only
-// the target's own tokens advance it, which are the drafts up to the first mismatch, so a rejected draft never enters
-// it. A matcher error (no token allowed, a grammar limit hit by a deferred analysis) ends that request with kError; the
-// step goes on.
+// outside the mask at -inf (few allowed ids: Sampler::distribution_over walks them only; many:
+// the row is masked in place; the same distribution either way): greedy gets the masked argmax; sampling gets the
+// masked distribution (exactly without truncation samplers; with top-k/top-p the first draw truncates the unmasked
+// row). Where the grammar is complete (with stop_when_complete) a rejected draw instead ends the value with the first
+// allowed end-of-generation stop id: every token outside the grammar counts as an end token, so a model that wants a
+// newline after `42` stops rather than being pushed into more digits. Every choice is keyed by (seed, position), so
+// batching, preemption and speculation do not change the tokens. The matcher advances on each token as it is sampled:
+// in verification only the target's own tokens advance it, which are the drafts up to the first mismatch, so a rejected
+// draft never enters it. A matcher error (no token allowed, a grammar limit hit by a deferred analysis) ends that
+// request with kError; the step goes on.
 #pragma once
 
 #include <cstdint>
