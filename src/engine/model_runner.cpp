@@ -1,6 +1,7 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -75,28 +76,48 @@ SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32
 
 int32_t ModelRunner::sample_constrained(Sequence& s, float* l, std::span<const int32_t> history) {
   const int32_t V = model_.spec().n_vocab;
-  masked_.assign(l, l + V);  // the sampler applies penalties in place
+  // The sampler penalises the row in place; a redraw starts again from the row before, so only
+  // the logits the penalties touch are saved (the row itself is not needed after this call).
+  saved_.clear();
+  for (int32_t id : s.sampler.penalized(history))
+    if (id >= 0 && id < V) saved_.push_back({id, l[id]});
   const int32_t first = s.sampler.sample(l, history);
   if (s.matcher->accepts(first)) return first;
+  for (const TokenProb& e : saved_) l[e.token] = e.prob;  // a repeated id saved the same value
   const grammar::TokenVocab& vocab = s.matcher->compiled().vocab();
   // The value could end here and the model wants something outside the grammar (a newline,
   // a code fence, its own end-of-turn variant): that is the end of the value.
   if (s.req.constraint->stop_when_complete && s.matcher->is_complete())
     for (int32_t id : s.req.stop_ids)
-      if (vocab.is_eog(id) && id < V && masked_[id] > -std::numeric_limits<float>::infinity()) return id;
+      if (vocab.is_eog(id) && id < V && l[id] > -std::numeric_limits<float>::infinity()) return id;
   mask_.resize(vocab.mask_words());
   s.matcher->fill_mask(mask_);
+  // Few allowed ids (a digit, a key, a bracket): walk them. Many (inside a string): mask the
+  // row in place, cheaper than listing them; both give the same distribution.
   const int32_t n_known = std::min(V, vocab.n_vocab());  // ids past the grammar's vocabulary: never
-  bool any = false;
-  for (int32_t i = 0; i < V; ++i) {
-    const bool allowed = i < n_known && ((mask_[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1);
-    if (!allowed) masked_[i] = -std::numeric_limits<float>::infinity();
-    else any = any || masked_[i] > -std::numeric_limits<float>::infinity();
+  size_t n_allowed = 0;
+  for (uint64_t w : mask_) n_allowed += static_cast<size_t>(std::popcount(w));
+  std::span<const TokenProb> dist;
+  if (n_allowed * 8 < static_cast<size_t>(V)) {
+    allowed_.clear();
+    for (size_t w = 0; w < mask_.size(); ++w)
+      for (uint64_t bits = mask_[w]; bits != 0; bits &= bits - 1) {
+        const int32_t id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
+        if (id < n_known) allowed_.push_back(id);
+      }
+    dist = s.sampler.distribution_over(l, allowed_, history, SamplerWorkspace::for_this_thread());
+  } else {
+    bool any = false;
+    for (int32_t i = 0; i < V; ++i) {
+      const bool allowed = i < n_known && ((mask_[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1);
+      if (!allowed) l[i] = -std::numeric_limits<float>::infinity();
+      else any = any || l[i] > -std::numeric_limits<float>::infinity();
+    }
+    if (any) dist = s.sampler.distribution(l, history, SamplerWorkspace::for_this_thread());
   }
-  if (!any)
+  if (dist.empty())
     fail("no token is allowed after %zu constrained tokens (the grammar's tokens are all banned)",
          s.matcher->n_tokens());
-  const auto dist = s.sampler.distribution(masked_.data(), history, SamplerWorkspace::for_this_thread());
   return Sampler::draw(dist, s.sampler.uniform(static_cast<int64_t>(history.size()), RandomStream::kGrammar));
 }
 

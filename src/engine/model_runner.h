@@ -12,18 +12,18 @@
 //
 // Grammar constraints (EngineRequest::constraint), per sequence inside the batched step:
 // sample first from the row as above and ask the matcher whether it accepts the token; only
-// when it does not, compute the full allowed-token mask, set the others to -inf in a copy of
-// the row taken before sampling, and redraw from it with the sampler's kGrammar number at the
-// same position: greedy gets the masked argmax; sampling gets the masked distribution
-// (exactly without truncation samplers; with top-k/top-p the first draw truncates the
-// unmasked row). Where the grammar is complete (with stop_when_complete) a rejected draw
-// instead ends the value with the first allowed end-of-generation stop id: every token
-// outside the grammar counts as an end token, so a model that wants a newline after `42`
-// stops rather than being pushed into more digits. Every choice is keyed by (seed, position), so batching, preemption
-// and speculation do not change the tokens. The matcher advances on each token as it is sampled: in verification only
-// the target's own tokens advance it, which are the drafts up to the first mismatch, so a rejected draft never enters
-// it. A matcher error (no token allowed, a grammar limit hit by a deferred analysis) ends that request with kError; the
-// step goes on.
+// when it does not, compute the full allowed-token mask and redraw, with the sampler's kGrammar
+// number at the same position, from the row as it was before the penalties with every token
+// outside the mask at -inf (few allowed ids: Sampler::distribution_over walks them only; many:
+// the row is masked in place; the same distribution either way): greedy gets the masked argmax; sampling gets the
+// masked distribution (exactly without truncation samplers; with top-k/top-p the first draw truncates the unmasked
+// row). Where the grammar is complete (with stop_when_complete) a rejected draw instead ends the value with the first
+// allowed end-of-generation stop id: every token outside the grammar counts as an end token, so a model that wants a
+// newline after `42` stops rather than being pushed into more digits. Every choice is keyed by (seed, position), so
+// batching, preemption and speculation do not change the tokens. The matcher advances on each token as it is sampled:
+// in verification only the target's own tokens advance it, which are the drafts up to the first mismatch, so a rejected
+// draft never enters it. A matcher error (no token allowed, a grammar limit hit by a deferred analysis) ends that
+// request with kError; the step goes on.
 #pragma once
 
 #include <cstdint>
@@ -57,7 +57,8 @@ class ModelRunner {
   std::vector<float> raw_;         // one row before sampling touched it
   models::ForwardBatch fb_;        // reused: a step allocates nothing for it
   std::vector<int32_t> verified_;  // verify()'s token list, reused
-  std::vector<float> masked_;      // a constrained row before sampling, masked on a rejection
+  std::vector<TokenProb> saved_;   // a constrained row's logits before the penalties: (id, logit)
+  std::vector<int32_t> allowed_;   // the grammar's allowed ids on a rejection, ascending
   std::vector<uint64_t> mask_;     // the allowed-token bitset
   bool export_hidden_ = false;
   std::vector<float> hidden_;       // [rows, n_embd] when export_hidden_

@@ -106,17 +106,21 @@ int32_t Sampler::argmax(const float* x, int32_t n) {
   return argmax_scalar(x, n);
 }
 
+std::span<const int32_t> Sampler::penalized(std::span<const int32_t> history) const {
+  if (p_.repeat_penalty == 1.0f && p_.presence_penalty == 0.0f && p_.frequency_penalty == 0.0f) return {};
+  if (p_.penalty_last_n >= 0 && history.size() > static_cast<size_t>(p_.penalty_last_n))
+    return history.subspan(history.size() - static_cast<size_t>(p_.penalty_last_n));
+  return history;
+}
+
 void Sampler::apply_penalties(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const {
-  if (p_.repeat_penalty == 1.0f && p_.presence_penalty == 0.0f && p_.frequency_penalty == 0.0f) return;
+  const std::span<const int32_t> window = penalized(history);
+  if (window.empty()) return;
   std::vector<int32_t>& counts = ws.counts_;
   if (counts.size() < static_cast<size_t>(n_vocab_)) counts.resize(static_cast<size_t>(n_vocab_), 0);
-  size_t start = 0;
-  if (p_.penalty_last_n >= 0 && history.size() > static_cast<size_t>(p_.penalty_last_n))
-    start = history.size() - p_.penalty_last_n;
-  for (size_t i = start; i < history.size(); ++i)
-    if (history[i] >= 0 && history[i] < n_vocab_) ++counts[history[i]];
-  for (size_t i = start; i < history.size(); ++i) {
-    const int32_t t = history[i];
+  for (int32_t t : window)
+    if (t >= 0 && t < n_vocab_) ++counts[t];
+  for (int32_t t : window) {
     if (t < 0 || t >= n_vocab_ || counts[t] == 0) continue;  // each token once; counts end all zero
     float& l = logits[t];
     l = l > 0 ? l / p_.repeat_penalty : l * p_.repeat_penalty;
@@ -191,6 +195,39 @@ std::span<const TokenProb> Sampler::distribution(float* logits, std::span<const 
     c.push_back({argmax(logits, n_vocab_), 1.0f});
     return c;
   }
+  return process(c, mx);
+}
+
+// The candidate list of the dense call is the row's drawable entries in id order; collecting
+// them from `ids` only (ascending) gives the list the dense call gets from a row whose other
+// entries are -inf, and the same chain after it, so the same distribution bit for bit.
+std::span<const TokenProb> Sampler::distribution_over(float* logits, std::span<const int32_t> ids,
+                                                      std::span<const int32_t> history, SamplerWorkspace& ws) const {
+  apply_penalties(logits, history, ws);
+  std::vector<TokenProb>& c = ws.cand_;
+  c.clear();
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  float mx = -kInf;
+  int32_t best = -1;
+  for (int32_t i : ids) {
+    if (i < 0 || i >= n_vocab_) continue;
+    const float l = logits[i];
+    if (!(l > -kInf)) continue;  // -inf (banned) and NaN are never drawn
+    if (best < 0 || l > logits[best]) best = i;
+    if (!greedy()) c.push_back({i, l});
+    mx = std::max(mx, l);
+  }
+  if (best < 0) return {};
+  if (greedy()) {
+    c.push_back({best, 1.0f});
+    return c;
+  }
+  return process(c, mx);
+}
+
+// temperature → top-k → top-p → min-p over the candidates c (logits in .prob, mx their largest).
+std::span<const TokenProb> Sampler::process(std::vector<TokenProb>& c, float mx) const {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
   if (mx == kInf) {  // softmax's limit: the +inf logits share the mass equally
     size_t k = 0;
     for (const TokenProb& e : c)

@@ -90,6 +90,12 @@ class Sampler {
   // place first). Greedy: one entry {argmax, 1}. Never empty: a row whose every logit is -inf
   // or NaN gives {argmax, 1} too. Valid until ws is used again.
   std::span<const TokenProb> distribution(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const;
+  // The same distribution as `distribution` over a copy of logits whose entries outside `ids`
+  // are -inf, without touching those entries: ids ascending, each once (a grammar's allowed
+  // tokens). Greedy: {the allowed argmax, 1}, the lowest id among equals. Empty when no id
+  // has a logit above -inf (no NaN is drawn).
+  std::span<const TokenProb> distribution_over(float* logits, std::span<const int32_t> ids,
+                                               std::span<const int32_t> history, SamplerWorkspace& ws) const;
   // The entry of `dist` that u in [0, 1) falls into, walking the list in order (-1 if empty).
   static int32_t draw(std::span<const TokenProb> dist, double u);
   // This sampler's uniform number for position `position`.
@@ -101,10 +107,15 @@ class Sampler {
   const SamplingParams& params() const { return p_; }
   int32_t n_vocab() const { return n_vocab_; }
 
+  // The tokens of `history` whose logits the penalties change (empty when they are off): what
+  // a caller saves to undo the penalties on a row.
+  std::span<const int32_t> penalized(std::span<const int32_t> history) const;
+
   static int32_t argmax(const float* logits, int32_t n);
 
  private:
   void apply_penalties(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const;
+  std::span<const TokenProb> process(std::vector<TokenProb>& c, float mx) const;
   size_t cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total, bool sorted) const;
 
   SamplingParams p_;

@@ -4,6 +4,7 @@
 // the mask it would almost never produce grammar text. Every run checks the pool is empty.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <map>
 #include <regex>
 #include <string>
@@ -244,6 +245,59 @@ TEST(GrammarEngine, GrammarForAnotherVocabularyIsRejectedAtAdd) {
   EngineRequest r = constrained(request(1, 4, 4));
   for (int32_t& t : r.prompt) t %= 64;
   EXPECT_THROW(core.add(r), Error);
+}
+
+}  // namespace
+}  // namespace sluice::engine
+
+namespace sluice::engine {
+namespace {
+
+// The redraw's definition, written densely (a full copy of the row taken before the
+// penalties, -inf outside the mask, Sampler::distribution): the engine, which saves only the
+// penalised logits and walks the allowed ids, gives the same tokens. With penalties on, a
+// redraw from the penalised row (penalties twice) would differ.
+std::vector<int32_t> dense_reference(const EngineRequest& r) {
+  FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
+  grammar::Matcher m(r.constraint->grammar);
+  const Sampler s(r.sampling, kVocab);
+  std::vector<int32_t> seq = r.prompt, out;
+  std::vector<uint64_t> mask(vocab()->mask_words());
+  while (static_cast<int32_t>(out.size()) < r.max_tokens) {
+    std::vector<float> row = model.reference_logits(seq), copy = row;
+    const std::span<const int32_t> h(seq);
+    int32_t t = s.sample(row.data(), h);
+    if (!m.accepts(t)) {
+      if (m.is_complete()) return out;  // the engine ends the value with the stop id here
+      m.fill_mask(mask);
+      for (int32_t i = 0; i < kVocab; ++i)
+        if (!((mask[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1)) copy[i] = -std::numeric_limits<float>::infinity();
+      t = Sampler::draw(s.distribution(copy.data(), h, SamplerWorkspace::for_this_thread()),
+                        s.uniform(static_cast<int64_t>(seq.size()), RandomStream::kGrammar));
+    }
+    EXPECT_TRUE(m.advance(t));
+    out.push_back(t);
+    seq.push_back(t);
+    if (m.is_terminated() || m.only_end()) return out;
+  }
+  return out;
+}
+
+TEST(GrammarEngine, RedrawWithPenaltiesEqualsTheDenseMaskedDefinition) {
+  int compared = 0;
+  for (RequestId id = 1; id <= 6; ++id) {
+    // Digits repeat, so the penalties keep hitting allowed tokens.
+    EngineRequest r = constrained(request(id, 6 + static_cast<int>(id), 40, id % 3 == 0 ? 0.0f : 1.0f),
+                                  R"(root ::= [0-9]{24})");
+    r.sampling.repeat_penalty = 1.5f;
+    r.sampling.frequency_penalty = 0.7f;
+    r.sampling.penalty_last_n = -1;
+    const Outcome got = run({r});
+    const std::vector<int32_t> want = dense_reference(r);
+    EXPECT_EQ(got.tokens.at(id), want) << "request " << id;
+    compared += static_cast<int>(want.size());
+  }
+  EXPECT_GT(compared, 30);
 }
 
 }  // namespace
