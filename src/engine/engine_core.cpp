@@ -88,12 +88,11 @@ std::vector<TokenOutput> EngineCore::take_outputs() {
 
 void EngineCore::run_model_drafter() {
   candidates_.clear();
-  const SchedulerConfig& c = cfg_.sched;
   for (Sequence* s : sched_.running()) {
     if (!s->drafter || s->n_pending() != 1 || s->req.all_logits) continue;
-    // The scheduler's own cap (Scheduler::add_drafts) with the whole budget: an upper bound.
-    const int32_t k_max = std::min(
-        {c.draft_max, c.token_budget - 1, c.ctx_size - s->n_tokens() - 1, s->req.max_tokens - s->n_generated - 1});
+    // The scheduler's own room with the whole budget (the request's cap included): an upper
+    // bound on what it will take, so no draft pass runs for tokens it could never verify.
+    const int32_t k_max = sched_.draft_room(*s, cfg_.sched.token_budget);
     if (k_max > 0) candidates_.push_back({s, k_max});
   }
   if (!candidates_.empty()) cfg_.model_drafter->draft(candidates_);

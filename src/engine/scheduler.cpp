@@ -204,13 +204,14 @@ spec::StepPlanner Scheduler::plan_step() const {
   return spec::StepPlanner(cfg_.policy.curve, tokens, tokens);
 }
 
+int32_t Scheduler::draft_room(const Sequence& s, int32_t budget) const {
+  const int32_t cap = s.req.draft_max >= 0 ? std::min(s.req.draft_max, cfg_.draft_max) : cfg_.draft_max;
+  return std::min({cap, budget - 1, cfg_.ctx_size - s.n_tokens() - 1, s.req.max_tokens - s.n_generated - 1});
+}
+
 int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan) {
   if (cfg_.draft_max <= 0 || (!s->drafter && !cfg_.drafter) || s->n_pending() != 1 || s->req.all_logits) return 0;
-  // Room for the drafts and the target's own token after them: in the step's budget, the
-  // context, and the request's token limit; then the request's own cap and the policy.
-  const int32_t cap = s->req.draft_max >= 0 ? std::min(s->req.draft_max, cfg_.draft_max) : cfg_.draft_max;
-  int32_t k_max = std::min(
-      {cap, budget - 1, cfg_.ctx_size - s->n_tokens() - 1, s->req.max_tokens - s->n_generated - 1});
+  int32_t k_max = draft_room(*s, budget);
   if (plan && k_max > 0) k_max = plan->choose(s->acceptance.rate(), k_max);
   if (k_max <= 0) return 0;
   drafts_.clear();

@@ -127,6 +127,10 @@ class Scheduler {
   std::span<Sequence* const> running() const { return running_; }  // ascending arrival
   const SchedulerCounters& counters() const { return counters_; }
   const Sequence* find(RequestId id) const;
+  // Most drafts a decoding sequence may carry in a step with `budget` tokens left: room for
+  // them and the target's token after them in the budget, the context and the request's
+  // token limit, under the request's own cap and draft_max (the policy may take fewer).
+  int32_t draft_room(const Sequence& s, int32_t budget) const;
 
   // The K/V a keep_kv request left behind: its tokens with K/V and their blocks (moved out;
   // the caller owns them now). False when there are none under that id.
