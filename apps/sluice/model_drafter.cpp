@@ -29,7 +29,7 @@ ModelDrafter::ModelDrafter(const SessionOptions& opt, ThreadPool& pool, const gg
   }
   asst_ = models::load_gemma4_assistant(*file_, lo);
   asst_->bind_target(target_file, target.spec());
-  drafter_ = std::make_unique<engine::AssistantDrafter>(*asst_, target_kv, head);
+  drafter_ = std::make_unique<engine::AssistantDrafter>(*asst_, target_kv, head, opt.draft_p_min);
 }
 
 ModelDrafter::~ModelDrafter() = default;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/error.h"
+
 namespace sluice::engine {
 
 // One sequence: its tokens count (the spec::Drafter bookkeeping), the target's hidden state
@@ -39,8 +41,11 @@ class AssistantDrafter::SeqState final : public spec::Drafter {
   int64_t n_ = 0;
 };
 
-AssistantDrafter::AssistantDrafter(models::Gemma4Assistant& assistant, KvCache& target_kv, models::DraftHead head)
-    : asst_(assistant), kv_(target_kv), head_(head) {}
+AssistantDrafter::AssistantDrafter(models::Gemma4Assistant& assistant, KvCache& target_kv, models::DraftHead head,
+                                   float p_min)
+    : asst_(assistant), kv_(target_kv), head_(head), p_min_(p_min) {
+  if (!(p_min >= 0.0f && p_min <= 1.0f)) fail("--draft-p-min must be in [0, 1], got %g", p_min);
+}
 
 AssistantDrafter::~AssistantDrafter() = default;
 
@@ -85,6 +90,10 @@ void AssistantDrafter::draft(std::span<const DraftCandidate> candidates) {
     // Keep the rows that want more drafts, in order, with (draft, h') as their next input.
     size_t n = 0;
     for (size_t i = 0; i < rows_.size(); ++i) {
+      if (p_min_ > 0.0f && !(out_.argmax_probability(static_cast<int64_t>(i), asst_.spec().n_vocab) >= p_min_)) {
+        ++stats_.p_min_stops;
+        continue;
+      }
       row_seq_[i]->proposal.push_back(out_.argmax[i]);
       if (k + 1 >= row_kmax_[i]) continue;
       rows_[n] = rows_[i];

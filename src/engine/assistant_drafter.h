@@ -7,7 +7,9 @@
 // Per round, for every decoding sequence whose h is current (its position == n_computed):
 // step 1 drafts from (last sampled token t, h), steps 2..k_max from (previous draft, h'),
 // all at the constant position n_computed, batched across sequences; drafts are argmax
-// (the centroid head's by default). A sequence whose h is stale (just resumed after a
+// (the centroid head's by default). With p_min > 0 a sequence stops at the first draft its
+// head gives a probability below p_min (DraftStepOut::argmax_probability); that draft is not
+// proposed. A sequence whose h is stale (just resumed after a
 // preemption, a prefix-cache resume) proposes nothing this step; its next verified row
 // brings h back.
 #pragma once
@@ -31,12 +33,14 @@ struct AssistantDrafterStats {
   int64_t steps = 0;        // assistant passes
   int64_t rows = 0;         // Σ rows over the passes
   int64_t stale_skips = 0;  // candidates without a current hidden state
+  int64_t p_min_stops = 0;  // drafts withheld below p_min (each ends its sequence's round)
 };
 
 class AssistantDrafter final : public BatchDrafter {
  public:
-  // `target_kv` is the target's cache (the assistant reads it); `head` the draft head.
-  AssistantDrafter(models::Gemma4Assistant& assistant, KvCache& target_kv, models::DraftHead head);
+  // `target_kv` is the target's cache (the assistant reads it); `head` the draft head;
+  // `p_min` in [0, 1] (sluice::Error otherwise).
+  AssistantDrafter(models::Gemma4Assistant& assistant, KvCache& target_kv, models::DraftHead head, float p_min = 0.0f);
   ~AssistantDrafter() override;
 
   std::unique_ptr<spec::Drafter> make_drafter(const Sequence& s) override;
@@ -56,6 +60,7 @@ class AssistantDrafter final : public BatchDrafter {
   models::Gemma4Assistant& asst_;
   KvCache& kv_;
   models::DraftHead head_;
+  float p_min_;
   AssistantDrafterStats stats_;
   ProposalHook on_proposal_;
   std::vector<const Sequence*> row_owner_;  // per first-step row, for on_proposal_

@@ -364,6 +364,24 @@ std::vector<float> DraftStepOut::expand(int64_t r, int32_t n_vocab) const {
   return full;
 }
 
+double DraftStepOut::argmax_probability(int64_t r, int32_t n_vocab) const {
+  // p(best) = 1 / Σ_i exp(l_i − l_best), in double over the row's logits.
+  const auto sum_over = [](const float* l, int64_t n, double best) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) s += std::exp(static_cast<double>(l[i]) - best);
+    return s;
+  };
+  if (n_cand == 0) {
+    const float* l = &logits[r * n_vocab];
+    return 1.0 / sum_over(l, n_vocab, l[argmax[r]]);
+  }
+  const float* l = &cand_logits[r * n_cand];
+  double best = mask[r];
+  for (int32_t j = 0; j < n_cand; ++j) best = std::max(best, static_cast<double>(l[j]));
+  const double masked = static_cast<double>(n_vocab - n_cand) * std::exp(static_cast<double>(mask[r]) - best);
+  return 1.0 / (sum_over(l, n_cand, best) + masked);
+}
+
 std::unique_ptr<gguf::GgufFile> open_gemma4_assistant_file(const std::string& path) {
   gguf::ReadOptions o;
   o.allow_unsupported_types = true;

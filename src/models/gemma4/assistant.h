@@ -55,6 +55,9 @@ struct DraftStepOut {
   std::vector<float> centroid_scores;  // kCentroid: [rows × n_centroids]
   // The full-vocabulary logits of row r (kFull: a copy; kCentroid: the masked expansion).
   std::vector<float> expand(int64_t r, int32_t n_vocab) const;
+  // The probability softmax(expand(r)) gives argmax[r], without expanding: the centroid
+  // head's n_vocab − n_cand masked ids count at the mask logit. `--draft-p-min` reads it.
+  double argmax_probability(int64_t r, int32_t n_vocab) const;
 };
 
 class Gemma4Assistant {

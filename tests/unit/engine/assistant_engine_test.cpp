@@ -10,10 +10,13 @@
 //    sequences (shared prefixes: prefix-cache hits), full and centroid heads; pools end empty.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "base/error.h"
 #include "engine/assistant_drafter.h"
 #include "engine/engine_core.h"
 #include "engine_drive.h"
@@ -76,8 +79,20 @@ std::vector<float> target_hidden(Models& m, std::span<const int32_t> tokens, int
 
 // The drafts for a sequence whose first n tokens are computed and whose token n is sampled,
 // from scratch: a fresh cache, the target's hidden state at n − 1, k assistant steps.
+// The probability the head's distribution gives its draft, from the full-vocabulary logits
+// (softmax of DraftStepOut::expand, in double), checked against argmax_probability.
+double softmax_of_argmax(const models::DraftStepOut& o, int32_t n_vocab) {
+  const std::vector<float> l = o.expand(0, n_vocab);
+  const double best = *std::max_element(l.begin(), l.end());
+  double sum = 0;
+  for (float v : l) sum += std::exp(static_cast<double>(v) - best);
+  const double p = std::exp(static_cast<double>(l[static_cast<size_t>(o.argmax[0])]) - best) / sum;
+  EXPECT_NEAR(o.argmax_probability(0, n_vocab), p, 1e-9 * p);
+  return p;
+}
+
 std::vector<int32_t> reference_drafts(Models& m, std::span<const int32_t> tokens, int32_t n, int32_t k,
-                                      models::DraftHead head) {
+                                      models::DraftHead head, std::vector<double>* probs = nullptr) {
   const auto& groups = m.target->spec().kv_groups;
   KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 64), KvType::F32);
   SequenceKv seq(kv);
@@ -89,9 +104,11 @@ std::vector<int32_t> reference_drafts(Models& m, std::span<const int32_t> tokens
   for (int g = 0; g < kv.n_groups(); ++g) r.block_tables[g] = seq.table(g);
   std::vector<int32_t> out;
   models::DraftStepOut o;
+  if (probs) probs->clear();
   for (int32_t i = 0; i < k; ++i) {
     m.asst->step({&r, 1}, kv, head, o);
     out.push_back(o.argmax[0]);
+    if (probs) probs->push_back(softmax_of_argmax(o, m.asst->spec().n_vocab));
     h = o.next_hidden;
     r.token = o.argmax[0];
     r.hidden = h.data();
@@ -107,13 +124,15 @@ struct Outcome {
 
 // check_rounds: the first that many proposals are compared with reference_drafts.
 Outcome run(const std::vector<EngineRequest>& reqs, int32_t k, models::DraftHead head, int check_rounds = 0,
-            models::Gemma4Assistant* asst = nullptr) {
+            models::Gemma4Assistant* asst = nullptr, float p_min = 0.0f,
+            const AssistantDrafter::ProposalHook& on_proposal = nullptr) {
   Models& m = models_once();
   const auto& groups = m.target->spec().kv_groups;
   KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 128), KvType::F32);
-  AssistantDrafter drafter(asst ? *asst : *m.asst, kv, head);
+  AssistantDrafter drafter(asst ? *asst : *m.asst, kv, head, p_min);
   Outcome r;
   drafter.set_on_proposal([&](const Sequence& s, std::span<const int32_t> drafts) {
+    if (on_proposal) on_proposal(s, drafts);
     if (r.rounds_checked >= check_rounds) return;
     ++r.rounds_checked;
     EXPECT_EQ(std::vector<int32_t>(drafts.begin(), drafts.end()),
@@ -249,6 +268,50 @@ TEST(AssistantEngine, AcceptedDraftsKeepTheOutputPlain) {
                   static_cast<long long>(o.stats.drafted_tokens), static_cast<long long>(o.stats.accepted_tokens));
     }
   }
+}
+
+TEST(AssistantEngine, PMinEndsARoundAtTheFirstUnlikelyDraft) {
+  // p_min = the median probability the head gave its drafts in a run without it: every round
+  // then proposes the reference drafts up to (not including) the first one below p_min, the
+  // output stays plain, and fewer tokens are drafted, but some.
+  Models& m = models_once();
+  const auto ids = m.ids();
+  const std::vector<EngineRequest> alone = {greedy_request(1, std::vector<int32_t>(ids.begin(), ids.begin() + 40), 30)};
+  const Outcome plain = run(alone, 0, models::DraftHead::kCentroid);
+  for (models::DraftHead head : {models::DraftHead::kCentroid, models::DraftHead::kFull}) {
+    std::vector<double> seen;
+    const auto record = [&](const Sequence& s, std::span<const int32_t>) {
+      std::vector<double> p;
+      reference_drafts(m, s.tokens, s.n_computed, 4, head, &p);
+      seen.insert(seen.end(), p.begin(), p.end());
+    };
+    const Outcome free_run = run(alone, 4, head, 0, nullptr, 0.0f, record);
+    ASSERT_GT(seen.size(), 8u);
+    std::nth_element(seen.begin(), seen.begin() + static_cast<ptrdiff_t>(seen.size() / 2), seen.end());
+    const float p_min = static_cast<float>(seen[seen.size() / 2]);
+    int64_t rounds = 0, cut = 0;
+    const auto check = [&](const Sequence& s, std::span<const int32_t> drafts) {
+      std::vector<double> p;
+      std::vector<int32_t> want = reference_drafts(m, s.tokens, s.n_computed, 4, head, &p);
+      size_t keep = 0;
+      while (keep < want.size() && p[keep] >= p_min) ++keep;
+      want.resize(keep);
+      EXPECT_EQ(std::vector<int32_t>(drafts.begin(), drafts.end()), want) << "at position " << s.n_computed;
+      ++rounds;
+      cut += keep < 4;
+    };
+    const Outcome gated = run(alone, 4, head, 0, nullptr, p_min, check);
+    EXPECT_EQ(gated.tokens, plain.tokens);
+    EXPECT_GT(rounds, 3);
+    EXPECT_GT(cut, 0);
+    EXPECT_LT(gated.stats.drafted_tokens, free_run.stats.drafted_tokens);
+    EXPECT_GT(gated.stats.drafted_tokens, 0);
+    EXPECT_EQ(gated.tokens, plain.tokens);
+  }
+  Models& mm = models_once();
+  const auto& groups = mm.target->spec().kv_groups;
+  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 8), KvType::F32);
+  EXPECT_THROW(AssistantDrafter(*mm.asst, kv, models::DraftHead::kCentroid, 1.5f), Error);
 }
 
 }  // namespace
