@@ -74,7 +74,7 @@ void add_spec_options(CLI::App* cmd, SessionOptions& o) {
                   "drafter GGUF: a draft model (--spec draft, the target's vocabulary) or a gemma4-assistant "
                   "(--spec assistant)");
   cmd->add_option("--draft-p-min", o.draft_p_min,
-                  "--spec draft: stop drafting when the draft's top probability is below this")
+                  "--spec draft|assistant: stop drafting when the draft's top probability is below this")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--spec-policy", o.spec_policy,
@@ -82,7 +82,12 @@ void add_spec_options(CLI::App* cmd, SessionOptions& o) {
                   "--draft-max")
       ->capture_default_str();
   cmd->add_option("--spec-cost", o.spec_cost,
-                  "step-cost curve for the adaptive policy, TOKENS:COST,... (default: built-in)");
+                  "step-cost curve for the adaptive policy, TOKENS:COST,... (default: the host's from sluice "
+                  "tune, else built-in)");
+  cmd->add_option("--spec-margin", o.spec_margin,
+                  "adaptive policy: drafts' extra step cost counts (1 + M) times, so only clear gains draft")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 100.0));
 }
 
 CommandFn add_logits_command(CLI::App& app) {

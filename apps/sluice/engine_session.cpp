@@ -111,6 +111,7 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, co
   if (opt.spec_policy != "adaptive" && opt.spec_policy != "fixed")
     fail("--spec-policy '%s': expected adaptive or fixed", opt.spec_policy.c_str());
   cfg.sched.policy.adaptive = opt.spec_policy == "adaptive";
+  cfg.sched.policy.margin = opt.spec_margin;
   // One calibration for both: unless --spec-cost names a curve, the policy prices steps with
   // this host's measured one (sluice tune), else its built-in one.
   if (!opt.spec_cost.empty()) cfg.sched.policy.curve = spec::StepCostCurve::parse(opt.spec_cost);

@@ -45,9 +45,11 @@ struct SessionOptions {
   std::string draft_head = "centroid";
   // adaptive: each sequence's draft length follows its acceptance and the step's cost
   // (spec::DraftPolicy); fixed: always up to draft_max. spec_cost: "T:cost,..." points of
-  // the step-cost curve (empty: the built-in one).
+  // the step-cost curve (empty: the host's measured one, else the built-in one);
+  // spec_margin: the policy's m (drafts' extra cost counts 1 + m times).
   std::string spec_policy = "adaptive";
   std::string spec_cost;
+  double spec_margin = spec::DraftPolicy::kDefaultMargin;
   // A proposer outside the engine (sluice bench --spec-verify): when set, every decoding
   // sequence drafts through it, up to draft_max tokens a step, at a fixed length.
   engine::Drafter drafter;

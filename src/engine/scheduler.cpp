@@ -21,6 +21,7 @@ Scheduler::Scheduler(const SchedulerConfig& cfg, BlockManager& blocks) : cfg_(cf
   if (cfg.token_budget < 1) fail("scheduler: token budget must be >= 1");
   if (cfg.ctx_size < 2) fail("scheduler: context must hold at least 2 positions");
   if (cfg.policy.adaptive) cfg.policy.curve.validate();
+  if (!(cfg.policy.margin >= 0)) fail("--spec-margin must be >= 0, got %g", cfg.policy.margin);
   counters_.drafted_at.assign(static_cast<size_t>(std::max(cfg.draft_max, 0)), 0);
   counters_.accepted_at.assign(static_cast<size_t>(std::max(cfg.draft_max, 0)), 0);
 }
@@ -198,10 +199,17 @@ spec::StepPlanner Scheduler::plan_step() const {
   // The running sequences' own tokens (a decode is 1, a prefill chunk at most the budget),
   // each one token of work done: a prefill token is work the request needs as much as a
   // generated one. Sequences admitted later in the step are not known yet.
+  // The waiting sequences the step will likely admit (FIFO, while there are free slots and
+  // budget) count too: their prefill is added after the drafts are chosen, and a draft priced
+  // for a decode-only step costs a compute-bound one's rate. Prefix-cache hits are not known
+  // yet, so this errs toward drafting less.
   int32_t tokens = 0;
   for (const Sequence* s : running_) tokens += std::min(s->n_pending(), cfg_.token_budget);
+  int32_t slots = cfg_.max_running - n_running();
+  for (auto it = waiting_.begin(); it != waiting_.end() && slots > 0 && tokens < cfg_.token_budget; ++it, --slots)
+    tokens += (*it)->n_pending();
   tokens = std::min(tokens, cfg_.token_budget);
-  return spec::StepPlanner(cfg_.policy.curve, tokens, tokens);
+  return spec::StepPlanner(cfg_.policy.curve, tokens, tokens, cfg_.policy.margin);
 }
 
 int32_t Scheduler::draft_room(const Sequence& s, int32_t budget) const {
@@ -211,9 +219,14 @@ int32_t Scheduler::draft_room(const Sequence& s, int32_t budget) const {
 
 int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan) {
   if (cfg_.draft_max <= 0 || (!s->drafter && !cfg_.drafter) || s->n_pending() != 1 || s->req.all_logits) return 0;
-  int32_t k_max = draft_room(*s, budget);
+  const int32_t room = draft_room(*s, budget);
+  int32_t k_max = room;
   if (plan && k_max > 0) k_max = plan->choose(s->acceptance.rate(), k_max);
-  if (k_max <= 0) return 0;
+  if (k_max <= 0) {
+    if (room > 0) start_shadow(s, room);
+    return 0;
+  }
+  s->shadow.clear();  // a real verification scores this position instead
   drafts_.clear();
   if (s->drafter) propose_own(s, k_max);
   else cfg_.drafter(s->req.id, s->tokens, k_max, drafts_);
@@ -233,6 +246,12 @@ void Scheduler::propose_own(Sequence* s, int32_t k_max) {
   if (d.n_tokens() < n) d.observe(std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(d.n_tokens())));
   d.propose(k_max, draft_);
   drafts_.assign(draft_.tokens().begin(), draft_.tokens().end());
+}
+
+void Scheduler::start_shadow(Sequence* s, int32_t k) {
+  if (!s->drafter || !s->drafter->cheap() || s->shadow.pending()) return;
+  propose_own(s, k);
+  if (!drafts_.empty()) s->shadow.start(drafts_);
 }
 
 void Scheduler::drop_drafts(Sequence* s, int32_t n_draft) {
@@ -269,6 +288,7 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
     }
     ++s->n_generated;
     ++counters_.generated_tokens;
+    s->shadow.next(st.token, s->acceptance);
     TokenOutput o;
     o.id = s->req.id;
     o.token = st.token;

@@ -43,6 +43,7 @@ struct Sequence {
   // null while the sequence runs free (before the trigger, or disarmed in lazy mode).
   std::unique_ptr<grammar::Matcher> matcher;
   spec::AcceptanceEstimate acceptance;    // recent acceptance, for the adaptive draft length
+  spec::ShadowDraft shadow;               // a proposal scored but not verified (policy.h)
   int32_t n_drafted = 0, n_accepted = 0;  // drafts verified, of which kept (all steps)
   uint64_t arrival;                       // admission order: higher = newer
   SeqState state = SeqState::kWaiting;

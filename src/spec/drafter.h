@@ -55,6 +55,9 @@ class Drafter {
   virtual void truncate(int64_t n_tokens) = 0;
   virtual void reset() = 0;
   virtual int64_t n_tokens() const = 0;
+  // True when a proposal costs next to nothing (a lookup, no model pass): the scheduler may
+  // then take proposals it does not verify, to score them (spec::ShadowDraft).
+  virtual bool cheap() const { return false; }
 };
 
 }  // namespace sluice::spec

@@ -34,6 +34,7 @@ class NgramDrafter final : public Drafter {
   void truncate(int64_t n_tokens) override;
   void reset() override;
   int64_t n_tokens() const override { return static_cast<int64_t>(tokens_.size()); }
+  bool cheap() const override { return true; }
 
   // Length of the suffix the last propose() matched (0: none).
   int32_t last_match_n() const { return last_match_n_; }

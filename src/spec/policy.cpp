@@ -72,11 +72,26 @@ void AcceptanceEstimate::record(int32_t drafted, int32_t accepted) {
   trials_ = kDecay * trials_ + accepted + (accepted < drafted ? 1 : 0);
 }
 
+void ShadowDraft::start(std::span<const int32_t> drafts) {
+  drafts_.assign(drafts.begin(), drafts.end());
+  matched_ = 0;
+}
+
+void ShadowDraft::next(int32_t token, AcceptanceEstimate& e) {
+  if (drafts_.empty()) return;
+  const int32_t k = static_cast<int32_t>(drafts_.size());
+  if (token == drafts_[static_cast<size_t>(matched_)] && ++matched_ < k) return;
+  e.record(k, matched_);
+  drafts_.clear();
+}
+
 int32_t StepPlanner::choose(double a, int32_t cap) const {
   int32_t best = 0;
-  double best_rate = outputs_ / curve_.cost(tokens_);
+  const double c0 = curve_.cost(tokens_);
+  double best_rate = outputs_ / c0;
   for (int32_t k = 1; k <= cap; ++k) {
-    const double rate = (outputs_ + expected_tokens(a, k) - 1) / curve_.cost(tokens_ + k);
+    const double charged = c0 + (1 + margin_) * (curve_.cost(tokens_ + k) - c0);
+    const double rate = (outputs_ + expected_tokens(a, k) - 1) / charged;
     if (rate > best_rate * (1 + 1e-9)) {
       best = k;
       best_rate = rate;

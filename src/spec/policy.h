@@ -6,16 +6,21 @@
 //
 // The rule (docs/speculative.md "Policy"): a step that computes T tokens does N tokens of
 // work (N = T without drafts: a decode's token and a prefill chunk's tokens are all work the
-// requests need) and runs at N / cost(T). Sequence by sequence,
-// drafting K more tokens at per-token acceptance a is expected to yield
-// g(a, K) = E(a, K) − 1 = a(1 − a^K)/(1 − a) extra tokens, so K is the value in [0, cap] that
-// maximises (N + g(a, K)) / cost(T + K); K = 0 unless some K strictly beats it. The chosen
+// requests need) and runs at N / cost(T). Sequence by sequence, drafting K more tokens at
+// per-token acceptance a is expected to yield g(a, K) = E(a, K) − 1 = a(1 − a^K)/(1 − a) extra
+// tokens for the extra cost Δ = cost(T + K) − cost(T). K is the value in [0, cap] that
+// maximises (N + g(a, K)) / (cost(T) + (1 + m)·Δ): the drafts' extra cost is charged (1 + m)
+// times, a margin for what the model leaves out (proposing, verifying and rolling back, the
+// error of the acceptance estimate and of the curve), so drafts that would gain only a few
+// percent by the model are not made. K = 0 unless some K strictly beats it. The chosen
 // drafts then join T and N for the next sequence. Each choice keeps the step's expected
-// tokens per unit cost at least what it was, so under the model speculation never lowers the
-// aggregate throughput: when the step is compute-bound, K shrinks or drops to 0.
+// tokens per unit cost at least what it was (the charged cost is never below the true one),
+// so under the model speculation never lowers the aggregate throughput: when the step is
+// compute-bound, K shrinks or drops to 0.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -60,13 +65,32 @@ class AcceptanceEstimate {
   double hits_ = kPrior * kPriorWeight, trials_ = kPriorWeight;
 };
 
+// While the policy drafts nothing for a sequence whose proposer is cheap (Drafter::cheap),
+// the scheduler still takes a proposal and scores it against the tokens that follow, as a
+// verification would have: the estimate keeps learning while speculation is off, so a
+// sequence that turns to copying gets its drafts back, and one that never drafted starts
+// from what its text does rather than from the prior alone.
+class ShadowDraft {
+ public:
+  bool pending() const { return !drafts_.empty(); }
+  void start(std::span<const int32_t> drafts);
+  // The sequence's next final token. When it settles the proposal (a mismatch, or all of it
+  // matched), the outcome goes into `e` as a verification's would and the shadow clears.
+  void next(int32_t token, AcceptanceEstimate& e);
+  void clear() { drafts_.clear(); }
+
+ private:
+  std::vector<int32_t> drafts_;
+  int32_t matched_ = 0;
+};
+
 // One step's choices, sequence by sequence (see the file comment).
 class StepPlanner {
  public:
   // `tokens`: tokens the step computes without drafts; `outputs`: the work they do (the
-  // engine counts every one of them).
-  StepPlanner(const StepCostCurve& curve, int32_t tokens, double outputs)
-      : curve_(curve), tokens_(tokens), outputs_(outputs) {}
+  // engine counts every one of them); `margin`: m, the drafts' extra cost counts (1 + m) times.
+  StepPlanner(const StepCostCurve& curve, int32_t tokens, double outputs, double margin = 0)
+      : curve_(curve), tokens_(tokens), outputs_(outputs), margin_(margin) {}
   // The draft length in [0, cap] for a sequence at acceptance a.
   int32_t choose(double a, int32_t cap) const;
   // The sequence drafted k tokens (its proposer may give fewer than chosen).
@@ -78,12 +102,17 @@ class StepPlanner {
   const StepCostCurve& curve_;
   int32_t tokens_;
   double outputs_;
+  double margin_;
 };
 
-// The engine's policy settings (--spec-policy, --spec-cost).
+// The engine's policy settings (--spec-policy, --spec-cost, --spec-margin).
 struct DraftPolicy {
+  // The default m: on the 270M at 8 streams (docs/speculative.md "Measuring the policy") drafts
+  // the uncharged model priced at a few percent gain lost a few percent instead.
+  static constexpr double kDefaultMargin = 0.5;
   bool adaptive = false;  // false: every sequence drafts up to the cap
   StepCostCurve curve = StepCostCurve::builtin();
+  double margin = kDefaultMargin;  // >= 0
 };
 
 }  // namespace sluice::spec

@@ -95,14 +95,17 @@ TEST(NgramEngine, AdaptivePolicyKeepsTheTokensWhateverLengthItPicks) {
   spec::DraftPolicy steep;
   steep.adaptive = true;
   steep.curve = spec::StepCostCurve{{{1, 1.0}, {12, 1.1}, {20, 1.6}, {64, 30.0}}};
+  steep.margin = 0;  // the model alone, so that every length gets used
   const Outcome adaptive = run_ngram(reqs, 8, 256, steep);
   EXPECT_EQ(adaptive.tokens, plain.tokens);
   EXPECT_GT(adaptive.stats.accepted_tokens, 0);
   EXPECT_LT(adaptive.stats.drafted_tokens, fixed.stats.drafted_tokens);
   // Several lengths were used, and the deep positions less often than at a fixed K.
   ASSERT_EQ(adaptive.stats.drafted_at.size(), 8u);
-  EXPECT_GT(adaptive.stats.drafted_at[0], adaptive.stats.drafted_at[3]);
-  EXPECT_GT(adaptive.stats.drafted_at[3], 0);
+  // (Shadow proposals keep the estimate at this random text's low acceptance, so the lengths
+  // stay short: 1, 2 and 3 all occur.)
+  EXPECT_GT(adaptive.stats.drafted_at[0], adaptive.stats.drafted_at[2]);
+  EXPECT_GT(adaptive.stats.drafted_at[2], 0);
   EXPECT_LT(adaptive.stats.drafted_at[7], fixed.stats.drafted_at[7]);
   const Outcome preempted = run_ngram(reqs, 8, 36, steep);
   EXPECT_GT(preempted.stats.preemptions, 0);

@@ -131,5 +131,31 @@ TEST(SpecStep, RejectedDraftsNeverReachThePrefixCache) {
   EXPECT_EQ(core.blocks().n_used_all(), 0);
 }
 
+TEST(SpecStep, TheStepThatAdmitsAPrefillDraftsNothing) {
+  // An always-right drafter and a cost curve flat to 8 tokens, then steep: a sequence decoding
+  // alone drafts to the cap, but the step that admits a waiting 32-token prompt computes
+  // a prefill chunk, so its drafts would be priced at the compute-bound rate: none. The
+  // prompt is still waiting when the drafts are chosen (plan_step counts it anyway).
+  FakeModel model(kVocab, rig_groups());
+  KvCache kv(model.spec().kv_groups, 4, {64, 64}, KvType::F32);
+  SchedulerConfig sc{2, 64, 512};
+  sc.draft_max = 4;
+  sc.drafter = oracle_drafter(model, [](RequestId, size_t, int32_t) { return false; });
+  sc.policy.adaptive = true;
+  sc.policy.curve = spec::StepCostCurve{{{1, 1.0}, {8, 1.05}, {16, 9.0}}};
+  EngineCore core(model, kv, EngineConfig{sc, true});
+  core.add(req(1, make_prompt(6, kVocab, 3), 40));
+  for (int i = 0; i < 4; ++i) core.step();  // prefill, then decodes with drafts
+  ASSERT_EQ(model.tokens_per_call.back(), 5) << "alone: the token and 4 drafts";
+  core.add(req(2, make_prompt(32, kVocab, 4), 4));
+  const int64_t drafted = core.stats().drafted_tokens;
+  core.step();
+  EXPECT_EQ(model.tokens_per_call.back(), 1 + 32) << "the admitting step: request 1's token and the prompt";
+  EXPECT_EQ(core.stats().drafted_tokens, drafted);
+  while (core.has_work()) core.step();
+  EXPECT_EQ(model.errors, 0);
+  EXPECT_EQ(core.blocks().n_used_all(), 0);
+}
+
 }  // namespace
 }  // namespace sluice::engine
