@@ -194,6 +194,7 @@ CommandFn add_serve_command(CLI::App& app) {
     eo.core.sched.token_budget = a->batch_tokens;
     eo.core.sched.ctx_size = so.ctx_size;
     eo.core.prefix_caching = !a->no_prefix_cache;
+    eo.core.sample_pool = &pool;
     apply_spec_options(so, eo.core, draft, &tuned.record.curve);
     const auto assistant = make_model_drafter(so, pool, *file, *model, kv, eo.core);  // --spec assistant
     eo.max_waiting = a->max_queue;

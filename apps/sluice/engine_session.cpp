@@ -53,6 +53,7 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   tuning_ = apply_tuning(opt.retune ? TuneMode::kForce : tune_mode(opt.no_tune), *model_, *kv_, *pool_, *file_,
                          ctx_size_);
   engine::EngineConfig cfg;
+  cfg.sample_pool = pool_.get();
   cfg.sched.max_running = n_seqs;
   cfg.sched.token_budget = static_cast<int32_t>(budget);
   cfg.sched.ctx_size = ctx_size_;

@@ -7,7 +7,11 @@
 namespace sluice::engine {
 
 EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cfg)
-    : model_(model), cfg_(cfg), blocks_(kv, cfg.prefix_caching), sched_(cfg.sched, blocks_), runner_(model, kv) {
+    : model_(model),
+      cfg_(cfg),
+      blocks_(kv, cfg.prefix_caching),
+      sched_(cfg.sched, blocks_),
+      runner_(model, kv, cfg.sample_pool) {
   // A bad n range fails here, not at every request.
   if (cfg.spec == SpecMethod::kNgram) spec::NgramDrafter check(cfg.ngram);
   if (cfg.spec == SpecMethod::kModel && !cfg.model_drafter) fail("engine: speculation by a model without its drafter");

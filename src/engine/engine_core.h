@@ -29,6 +29,7 @@ struct EngineConfig {
   SpecMethod spec = SpecMethod::kNone;  // kNone: only sched.drafter, if set, drafts
   spec::NgramConfig ngram;
   BatchDrafter* model_drafter = nullptr;  // kModel: not owned, outlives the EngineCore
+  ThreadPool* sample_pool = nullptr;      // samples a step's sequences in parallel (ModelRunner); not owned
 };
 
 struct EngineStats {

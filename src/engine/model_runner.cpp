@@ -1,17 +1,20 @@
 #include "engine/model_runner.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <mutex>
 
 #include "base/error.h"
 #include "spec/verify.h"
 
 namespace sluice::engine {
 
-ModelRunner::ModelRunner(models::Model& model, KvCache& kv) : model_(model), kv_(kv) {
+ModelRunner::ModelRunner(models::Model& model, KvCache& kv, ThreadPool* pool)
+    : model_(model), kv_(kv), pool_(pool), scratch_(pool ? static_cast<size_t>(pool->size()) : 1) {
   if (kv.n_groups() > models::kMaxKvGroups)
     fail("model runner: %d KV groups, at most %d", kv.n_groups(), models::kMaxKvGroups);
 }
@@ -50,11 +53,11 @@ void ModelRunner::report_rows(Sequence& s, const ScheduledSlice& sl, const float
   s.n_logits_sent = end;
 }
 
-SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32_t n_before) {
+SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32_t n_before, Scratch& w) {
   const int32_t V = model_.spec().n_vocab;
   const float kNegInf = -std::numeric_limits<float>::infinity();
   const bool want_lp = s.req.top_logprobs >= 0;
-  if (want_lp) raw_.assign(l, l + V);
+  if (want_lp) w.raw.assign(l, l + V);
   if (s.n_generated + n_before < s.req.min_tokens)
     for (int32_t id : s.req.stop_ids)
       if (id >= 0 && id < V) l[id] = kNegInf;
@@ -63,53 +66,53 @@ SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32
   const std::span<const int32_t> history(s.tokens.data(), static_cast<size_t>(n_history));
   SampledToken st;
   try {
-    st.token = s.matcher ? sample_constrained(s, l, history) : s.sampler.sample(l, history);
+    st.token = s.matcher ? sample_constrained(s, l, history, w) : s.sampler.sample(l, history);
     track_constraint(s, st);
   } catch (const Error& e) {
     std::fprintf(stderr, "sluice: request %llu: grammar: %s\n", static_cast<unsigned long long>(s.req.id), e.what());
     st.error = true;
     return st;
   }
-  if (want_lp) logprobs_of(raw_.data(), V, st.token, s.req.top_logprobs, st);
+  if (want_lp) logprobs_of(w.raw.data(), V, st.token, s.req.top_logprobs, st);
   return st;
 }
 
-int32_t ModelRunner::sample_constrained(Sequence& s, float* l, std::span<const int32_t> history) {
+int32_t ModelRunner::sample_constrained(Sequence& s, float* l, std::span<const int32_t> history, Scratch& sc) {
   const int32_t V = model_.spec().n_vocab;
   // The sampler penalises the row in place; a redraw starts again from the row before, so only
   // the logits the penalties touch are saved (the row itself is not needed after this call).
-  saved_.clear();
+  sc.saved.clear();
   for (int32_t id : s.sampler.penalized(history))
-    if (id >= 0 && id < V) saved_.push_back({id, l[id]});
+    if (id >= 0 && id < V) sc.saved.push_back({id, l[id]});
   const int32_t first = s.sampler.sample(l, history);
   if (s.matcher->accepts(first)) return first;
-  for (const TokenProb& e : saved_) l[e.token] = e.prob;  // a repeated id saved the same value
+  for (const TokenProb& e : sc.saved) l[e.token] = e.prob;  // a repeated id saved the same value
   const grammar::TokenVocab& vocab = s.matcher->compiled().vocab();
   // The value could end here and the model wants something outside the grammar (a newline,
   // a code fence, its own end-of-turn variant): that is the end of the value.
   if (s.req.constraint->stop_when_complete && s.matcher->is_complete())
     for (int32_t id : s.req.stop_ids)
       if (vocab.is_eog(id) && id < V && l[id] > -std::numeric_limits<float>::infinity()) return id;
-  mask_.resize(vocab.mask_words());
-  s.matcher->fill_mask(mask_);
+  sc.mask.resize(vocab.mask_words());
+  s.matcher->fill_mask(sc.mask);
   // Few allowed ids (a digit, a key, a bracket): walk them. Many (inside a string): mask the
   // row in place, cheaper than listing them; both give the same distribution.
   const int32_t n_known = std::min(V, vocab.n_vocab());  // ids past the grammar's vocabulary: never
   size_t n_allowed = 0;
-  for (uint64_t w : mask_) n_allowed += static_cast<size_t>(std::popcount(w));
+  for (uint64_t w : sc.mask) n_allowed += static_cast<size_t>(std::popcount(w));
   std::span<const TokenProb> dist;
   if (n_allowed * 8 < static_cast<size_t>(V)) {
-    allowed_.clear();
-    for (size_t w = 0; w < mask_.size(); ++w)
-      for (uint64_t bits = mask_[w]; bits != 0; bits &= bits - 1) {
+    sc.allowed.clear();
+    for (size_t w = 0; w < sc.mask.size(); ++w)
+      for (uint64_t bits = sc.mask[w]; bits != 0; bits &= bits - 1) {
         const int32_t id = static_cast<int32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits)));
-        if (id < n_known) allowed_.push_back(id);
+        if (id < n_known) sc.allowed.push_back(id);
       }
-    dist = s.sampler.distribution_over(l, allowed_, history, SamplerWorkspace::for_this_thread());
+    dist = s.sampler.distribution_over(l, sc.allowed, history, SamplerWorkspace::for_this_thread());
   } else {
     bool any = false;
     for (int32_t i = 0; i < V; ++i) {
-      const bool allowed = i < n_known && ((mask_[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1);
+      const bool allowed = i < n_known && ((sc.mask[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1);
       if (!allowed) l[i] = -std::numeric_limits<float>::infinity();
       else any = any || l[i] > -std::numeric_limits<float>::infinity();
     }
@@ -143,7 +146,7 @@ void ModelRunner::track_constraint(Sequence& s, SampledToken& st) {
 // the token after the last draft) is the target's own. So the tokens are the plain path's
 // for the same seed, greedy or sampled, whatever the drafts (docs/speculative.md). A token
 // that closes the request's grammar (or fails it) ends the run like a mismatch.
-SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* rows) {
+SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* rows, Scratch& w) {
   const size_t V = static_cast<size_t>(model_.spec().n_vocab);
   const int32_t first = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;  // position of the last sampled token
   const std::span<const int32_t> drafts(s.tokens.data() + first + 1, static_cast<size_t>(sl.n_draft));
@@ -151,12 +154,39 @@ SliceSample ModelRunner::verify(Sequence& s, const ScheduledSlice& sl, float* ro
   spec::accept_matching(
       drafts,
       [&](int32_t j) {
-        out.tokens.push_back(sample(s, rows + static_cast<size_t>(j) * V, first + 1 + j, j));
+        out.tokens.push_back(sample(s, rows + static_cast<size_t>(j) * V, first + 1 + j, j, w));
         const SampledToken& st = out.tokens.back();
         return st.error || st.grammar_done ? -1 : st.token;  // -1 matches no draft: the run ends here
       },
-      verified_);
+      w.verified);
   return out;
+}
+
+void ModelRunner::sample_tasks(std::vector<SliceSample>& sampled) {
+  sampled.resize(tasks_.size());
+  const auto run_task = [&](size_t i, Scratch& w) {
+    const SampleTask& t = tasks_[i];
+    Sequence& s = *t.sl->seq;
+    sampled[i] = t.verify ? verify(s, *t.sl, t.rows, w) : SliceSample{{sample(s, t.rows, t.n_history, 0, w)}};
+  };
+  if (!pool_ || pool_->size() == 1 || tasks_.size() < 2) {
+    for (size_t i = 0; i < tasks_.size(); ++i) run_task(i, scratch_[0]);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  pool_->run([&](int ith, int) {
+    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < tasks_.size();) {
+      try {
+        run_task(i, scratch_[static_cast<size_t>(ith)]);
+      } catch (...) {  // ThreadPool jobs must not throw: hand it to the calling thread
+        std::lock_guard<std::mutex> lock(error_mu);
+        if (!error) error = std::current_exception();
+      }
+    }
+  });
+  if (error) std::rethrow_exception(error);
 }
 
 HiddenRows ModelRunner::hidden_rows() const {
@@ -193,21 +223,24 @@ std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::
   }
   model_.forward(fb_, kv_, logits_.data());
 
-  std::vector<SliceSample> sampled;
+  // all_logits rows go out here, before sampling touches them; the sampling waits in tasks_.
+  tasks_.clear();
   size_t row = 0;
   for (const ScheduledSlice& sl : batch.slices) {
     Sequence& s = *sl.seq;
     if (s.req.all_logits) {
       report_rows(s, sl, logits_.data() + row * V, out);
       row += static_cast<size_t>(sl.n_tokens);
-      if (sl.sample) sampled.push_back({{sample(s, logits_.data() + (row - 1) * V, s.n_tokens(), 0)}});
+      if (sl.sample) tasks_.push_back({&sl, logits_.data() + (row - 1) * V, s.n_tokens(), false});
     } else if (sl.n_draft > 0) {
-      sampled.push_back(verify(s, sl, logits_.data() + row * V));
+      tasks_.push_back({&sl, logits_.data() + row * V, 0, true});
       row += static_cast<size_t>(sl.n_tokens);
     } else if (sl.sample) {
-      sampled.push_back({{sample(s, logits_.data() + row++ * V, s.n_tokens(), 0)}});
+      tasks_.push_back({&sl, logits_.data() + row++ * V, s.n_tokens(), false});
     }
   }
+  std::vector<SliceSample> sampled;
+  sample_tasks(sampled);
   return sampled;
 }
 

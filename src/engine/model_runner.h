@@ -24,20 +24,29 @@
 // in verification only the target's own tokens advance it, which are the drafts up to the first mismatch, so a rejected
 // draft never enters it. A matcher error (no token allowed, a grammar limit hit by a deferred analysis) ends that
 // request with kError; the step goes on.
+//
+// Sampling is per sequence and independent (each has its own sampler, matcher and keyed
+// random numbers), so with a thread pool the step's sampling slices are shared out among the
+// pool's workers, one slice at a time: a sampled 262,144-entry row costs about a millisecond,
+// which eight streams would otherwise pay one after another on one core while the others
+// wait. The tokens do not depend on which worker samples which slice.
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <vector>
 
 #include "engine/batch_drafter.h"
 #include "engine/scheduler.h"
 #include "models/model.h"
+#include "threading/thread_pool.h"
 
 namespace sluice::engine {
 
 class ModelRunner {
  public:
-  ModelRunner(models::Model& model, KvCache& kv);
+  // `pool` (optional, outlives this): samples a step's slices in parallel.
+  ModelRunner(models::Model& model, KvCache& kv, ThreadPool* pool = nullptr);
 
   // One SliceSample per sampling slice, in slice order; all_logits rows are appended to `out`.
   std::vector<SliceSample> execute(const ScheduledBatch& batch, std::vector<TokenOutput>& out);
@@ -51,27 +60,44 @@ class ModelRunner {
   static void logprobs_of(const float* row, int32_t n_vocab, int32_t token, int32_t k, SampledToken& out);
 
  private:
+  // One worker's reused memory for sampling.
+  struct Scratch {
+    std::vector<float> raw;         // one row before sampling touched it
+    std::vector<int32_t> verified;  // verify()'s token list
+    std::vector<TokenProb> saved;   // a constrained row's logits before the penalties: (id, logit)
+    std::vector<int32_t> allowed;   // the grammar's allowed ids on a rejection, ascending
+    std::vector<uint64_t> mask;     // the allowed-token bitset
+  };
+  // One sampling slice of a step: where its rows start, and what to do with them.
+  struct SampleTask {
+    const ScheduledSlice* sl;
+    float* rows;
+    int32_t n_history;  // kLast: the history the row is sampled after
+    bool verify;        // its drafts are verified, else its one row is sampled
+  };
+
   models::Model& model_;
   KvCache& kv_;
-  std::vector<float> logits_;      // [rows, n_vocab], reused
-  std::vector<float> raw_;         // one row before sampling touched it
-  models::ForwardBatch fb_;        // reused: a step allocates nothing for it
-  std::vector<int32_t> verified_;  // verify()'s token list, reused
-  std::vector<TokenProb> saved_;   // a constrained row's logits before the penalties: (id, logit)
-  std::vector<int32_t> allowed_;   // the grammar's allowed ids on a rejection, ascending
-  std::vector<uint64_t> mask_;     // the allowed-token bitset
+  ThreadPool* pool_;
+  std::vector<float> logits_;     // [rows, n_vocab], reused
+  models::ForwardBatch fb_;       // reused: a step allocates nothing for it
+  std::vector<Scratch> scratch_;  // one per pool worker
+  std::vector<SampleTask> tasks_;
   bool export_hidden_ = false;
   std::vector<float> hidden_;       // [rows, n_embd] when export_hidden_
   std::vector<int64_t> first_row_;  // per slice: its first logits row
 
-  int32_t sample_constrained(Sequence& s, float* row, std::span<const int32_t> history);
+  int32_t sample_constrained(Sequence& s, float* row, std::span<const int32_t> history, Scratch& sc);
   void track_constraint(Sequence& s, SampledToken& st);
 
   void report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows, std::vector<TokenOutput>& out) const;
   // Samples one row given the sequence's first n_history tokens, n_before tokens after the
   // ones already generated (min_tokens counts them).
-  SampledToken sample(Sequence& s, float* row, int32_t n_history, int32_t n_before);
-  SliceSample verify(Sequence& s, const ScheduledSlice& sl, float* rows);
+  SampledToken sample(Sequence& s, float* row, int32_t n_history, int32_t n_before, Scratch& w);
+  SliceSample verify(Sequence& s, const ScheduledSlice& sl, float* rows, Scratch& w);
+  // Runs tasks_ into `sampled` (one per task, in order): on the pool when there is one and
+  // more than one task. An exception in a task reaches the caller after all have run.
+  void sample_tasks(std::vector<SliceSample>& sampled);
 };
 
 }  // namespace sluice::engine

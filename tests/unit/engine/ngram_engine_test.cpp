@@ -9,6 +9,7 @@
 #include "engine/engine_core.h"
 #include "engine_drive.h"
 #include "fake_model.h"
+#include "threading/thread_pool.h"
 
 namespace sluice::engine {
 namespace {
@@ -25,10 +26,12 @@ struct Outcome {
 };
 
 Outcome run_ngram(const std::vector<EngineRequest>& reqs, int32_t k, int32_t blocks_per_group,
-                  const spec::DraftPolicy& policy = {}) {
+                  const spec::DraftPolicy& policy = {}, ThreadPool* sample_pool = nullptr,
+                  std::map<RequestId, std::vector<float>>* logprobs = nullptr) {
   FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
   KvCache kv(model.spec().kv_groups, 4, {blocks_per_group, blocks_per_group}, KvType::F32);
   EngineConfig cfg;
+  cfg.sample_pool = sample_pool;
   cfg.sched = SchedulerConfig{8, 24, 512};
   cfg.sched.draft_max = k;
   cfg.sched.policy = policy;
@@ -36,7 +39,17 @@ Outcome run_ngram(const std::vector<EngineRequest>& reqs, int32_t k, int32_t blo
   Outcome r;
   {
     EngineCore core(model, kv, cfg);
-    run_to_end(core, reqs, r.tokens);
+    if (logprobs) {
+      for (const EngineRequest& q : reqs) core.add(q);
+      while (core.has_work())
+        for (const TokenOutput& o : core.step())
+          if (o.token >= 0) {
+            r.tokens[o.id].push_back(o.token);
+            if (o.logprob) (*logprobs)[o.id].push_back(o.logprob->logprob);
+          }
+    } else {
+      run_to_end(core, reqs, r.tokens);
+    }
     r.stats = core.stats();
   }
   EXPECT_EQ(model.errors, 0) << "a query read a wrong or missing key";
@@ -163,6 +176,24 @@ TEST(NgramEngine, PerPositionCountersAndTheRequestsOwnCap) {
   EXPECT_EQ(accepted, st.accepted_tokens);
   EXPECT_EQ(req_drafted, st.drafted_tokens);
   EXPECT_EQ(req_accepted, st.accepted_tokens);
+}
+
+TEST(NgramEngine, SamplingOnAPoolGivesTheSameTokens) {
+  // A step's sequences sampled on four workers (ModelRunner::sample_tasks): greedy, sampled,
+  // penalised, top-k and logprob requests, plain and with drafts verified, give the tokens and
+  // logprobs of sampling them one after another on the calling thread.
+  auto reqs = mixed_requests();
+  for (size_t i = 0; i < reqs.size(); i += 3) reqs[i].top_logprobs = 2;
+  ThreadPool pool(4);
+  for (int32_t k : {0, 3}) {
+    std::map<RequestId, std::vector<float>> lp_one, lp_pool;
+    const Outcome one = run_ngram(reqs, k, 256, {}, nullptr, &lp_one);
+    const Outcome many = run_ngram(reqs, k, 256, {}, &pool, &lp_pool);
+    EXPECT_EQ(many.tokens, one.tokens) << "k=" << k;
+    EXPECT_EQ(lp_pool, lp_one) << "k=" << k;
+    EXPECT_FALSE(lp_one.empty());
+    if (k > 0) EXPECT_GT(many.stats.accepted_tokens, 0);
+  }
 }
 
 }  // namespace
