@@ -6,10 +6,13 @@ copy, spelling edit, extraction, code rewrite; greedy) and on free text (story p
 temperature 0.8, seeded per request).
 
   python3 bench/spec_load.py [--sluice build/apps/sluice/sluice] [--model models/gemma-3-270m-q4_k_m.gguf]
-                             [--levels 1,2,4,8] [--repeats 3] [--max-tokens 80] [--json out.json]
+                             [--levels 1,2,4,8] [--repeats 3] [--max-tokens 128] [--json out.json]
 
 Rounds are interleaved — for each repeat, each concurrency, each prompt set: the plain server,
-then the speculative one — so a change in the machine's load hits both alike. Each line gives
+then the speculative one, the other way round in odd repeats — so a change in the machine's
+load, or a cost of going first, hits both alike. The default length, 128 tokens, lets a grounded
+output copy its source through (the texts are 80-120 words); much shorter rounds are mostly prefill,
+which speculation does not touch. Each line gives
 the median over the repeats of the aggregate tokens/s (generated tokens / wall time), the ratio
 speculative / plain (median of the per-repeat ratios), and from the speculative server's
 /metrics the drafts per generated token (0: the policy switched speculation off) and the
@@ -61,9 +64,10 @@ def main():
     ap.add_argument("--model", default=str(ROOT / "models/gemma-3-270m-q4_k_m.gguf"))
     ap.add_argument("--levels", default="1,2,4,8")
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--max-tokens", type=int, default=80)
+    ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--draft-max", type=int, default=4)
+    ap.add_argument("--spec-args", default="", help="more flags for the speculative server, e.g. '--spec-margin 0'")
     ap.add_argument("--json")
     a = ap.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
@@ -71,19 +75,32 @@ def main():
     sets = {"grounded": (grounded, 0.0), "free": (FREE, 0.8)}
     common = ["-t", a.threads, "-c", 1024, "--parallel", max(levels), "--max-queue", 64]
     plain = Server(a.sluice, a.model, *common)
-    spec = Server(a.sluice, a.model, *common, "--spec", "ngram", "--draft-max", a.draft_max)
+    spec = Server(a.sluice, a.model, *common, "--spec", "ngram", "--draft-max", a.draft_max, *a.spec_args.split())
     alias = json.loads(plain.get("/v1/models"))["data"][0]["id"]
     rows = []
+    probe = f"{a.sluice} bench --machine -t {a.threads} --json"
     try:
         for rep in range(a.repeats):
+            before = loadgen.probe_machine(probe)
             for c in levels:
                 for name, (prompts, temp) in sets.items():
-                    for label, server in (("none", plain), ("ngram", spec)):
+                    pair = (("none", plain), ("ngram", spec))
+                    for label, server in (pair if rep % 2 == 0 else pair[::-1]):
                         r = one_round(server, alias, prompts, temp, a, c)
                         r.update(repeat=rep, prompts=name, spec=label)
                         rows.append(r)
                         print(f"repeat {rep} c={c} {name:8} {label:5} {r['throughput_tok_s']:7.1f} tok/s "
                               f"drafted {r['drafted']:.0f} accepted {r['accepted']:.0f}", file=sys.stderr, flush=True)
+            # The VM moves its cores between placements (python/loadgen.py): one probe pair per
+            # repeat says which this repeat ran in (or "mixed").
+            place = {"probe": before, "probe_after": loadgen.probe_machine(probe)}
+            for r in rows:
+                if r["repeat"] == rep:
+                    r.update(place, placement=loadgen.placement(place))
+            print(f"repeat {rep}: placement {loadgen.placement(place)} (core round trip "
+                  f"{before['core_round_trip_ns']:.0f} / {place['probe_after']['core_round_trip_ns']:.0f} ns, bus "
+                  f"{before['bandwidth_gbs']:.1f} / {place['probe_after']['bandwidth_gbs']:.1f} GB/s)",
+                  file=sys.stderr, flush=True)
     finally:
         plain.stop()
         spec.stop()
@@ -91,6 +108,8 @@ def main():
 
 
 def report(rows, levels, a):
+    print("placements by repeat: " + ", ".join(f"{rep}: {next(r['placement'] for r in rows if r['repeat'] == rep)}"
+                                               for rep in sorted({r["repeat"] for r in rows})))
     print(f"{'prompts':9} {'conc':>4} {'none tok/s':>10} {'ngram tok/s':>11} {'ratio':>6} {'drafts/token':>12} "
           f"{'accepted':>8}  (medians of {a.repeats})")
     summary = []
