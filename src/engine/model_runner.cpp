@@ -173,13 +173,19 @@ void ModelRunner::sample_tasks(std::vector<SliceSample>& sampled) {
     for (size_t i = 0; i < tasks_.size(); ++i) run_task(i, scratch_[0]);
     return;
   }
+  // Longest first (a verification samples up to n_draft + 1 rows, a plain slice one), so a
+  // long task does not start last while the other workers have nothing left.
+  order_.resize(tasks_.size());
+  for (size_t i = 0; i < order_.size(); ++i) order_[i] = i;
+  const auto rows = [&](size_t i) { return tasks_[i].verify ? tasks_[i].sl->n_draft + 1 : 1; };
+  std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) { return rows(a) > rows(b); });
   std::atomic<size_t> next{0};
   std::exception_ptr error;
   std::mutex error_mu;
   pool_->run([&](int ith, int) {
-    for (size_t i; (i = next.fetch_add(1, std::memory_order_relaxed)) < tasks_.size();) {
+    for (size_t k; (k = next.fetch_add(1, std::memory_order_relaxed)) < order_.size();) {
       try {
-        run_task(i, scratch_[static_cast<size_t>(ith)]);
+        run_task(order_[k], scratch_[static_cast<size_t>(ith)]);
       } catch (...) {  // ThreadPool jobs must not throw: hand it to the calling thread
         std::lock_guard<std::mutex> lock(error_mu);
         if (!error) error = std::current_exception();

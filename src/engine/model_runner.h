@@ -83,6 +83,7 @@ class ModelRunner {
   models::ForwardBatch fb_;       // reused: a step allocates nothing for it
   std::vector<Scratch> scratch_;  // one per pool worker
   std::vector<SampleTask> tasks_;
+  std::vector<size_t> order_;  // tasks_ indices in the order the workers take them
   bool export_hidden_ = false;
   std::vector<float> hidden_;       // [rows, n_embd] when export_hidden_
   std::vector<int64_t> first_row_;  // per slice: its first logits row
