@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "base/error.h"
 
@@ -106,6 +107,24 @@ int32_t Sampler::argmax(const float* x, int32_t n) {
   return argmax_scalar(x, n);
 }
 
+// The largest logit above -inf (NaN never counts); -inf when there is none. Four lanes:
+// `a > m ? a : m` keeps m for -inf and NaN alike.
+float Sampler::drawable_max(const float* x, int32_t n) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  F4 m0 = F4{} - kInf, m1 = m0;
+  int32_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const F4 a = load4(x + i), b = load4(x + i + 4);
+    m0 = a > m0 ? a : m0;
+    m1 = b > m1 ? b : m1;
+  }
+  m0 = m1 > m0 ? m1 : m0;
+  float best = -kInf;
+  for (int j = 0; j < 4; ++j) best = m0[j] > best ? m0[j] : best;
+  for (; i < n; ++i) best = x[i] > best ? x[i] : best;
+  return best;
+}
+
 std::span<const int32_t> Sampler::penalized(std::span<const int32_t> history) const {
   if (p_.repeat_penalty == 1.0f && p_.presence_penalty == 0.0f && p_.frequency_penalty == 0.0f) return {};
   if (p_.penalty_last_n >= 0 && history.size() > static_cast<size_t>(p_.penalty_last_n))
@@ -138,8 +157,46 @@ constexpr auto by_logit = [](const TokenProb& a, const TokenProb& b) {
   return a.prob > b.prob || (a.prob == b.prob && a.token < b.token);
 };
 
-// exp((l - mx) / T) in double: finite l and mx cannot overflow, -inf never reaches here.
-double weight_of(float l, float mx, double t) { return std::exp((static_cast<double>(l) - mx) / t); }
+// e^x for x <= 0 in single precision (relative error a few 1e-7), exactly 0 below -87: such a
+// weight is under 1.7e-38 of the top token's and is dropped, as an underflowed one always was.
+// x = n·ln 2 + r with n an integer and |r| <= ln 2 / 2 (ln 2 split in two parts so n·ln 2 is
+// exact), e^r by a degree-7 polynomial (Cephes' expf coefficients), 2^n written into the
+// exponent bits. One template for a float and for 4 lanes: the same IEEE operations in the
+// same order (this module is built with -ffp-contract=off), so the weights are the same bits on
+// every host and whichever form computes them — a sampled token depends only on (seed,
+// position, logits).
+// (Its 8- and 16-lane instantiations are always inlined into their AVX2 / AVX-512 functions,
+// so no wide vector crosses a call; GCC warns about that ABI anyway.)
+#pragma GCC diagnostic ignored "-Wpsabi"
+template <class F, class I>
+__attribute__((always_inline)) inline F exp_nonpos_t(F x) {
+  constexpr float kLog2e = 1.44269504088896341f;
+  constexpr float kRound = 12582912.0f;  // 1.5 · 2^23: adding it rounds to an integer
+  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
+  const F lo = F{} - 87.0f;  // -87 in every lane
+  const auto in_range = x >= lo;
+  const F xc = in_range ? x : lo;
+  const F n = (xc * kLog2e + kRound) - kRound;
+  const F r = (xc - n * kLn2Hi) - n * kLn2Lo;
+  F p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const F e = p * (r * r) + r + 1.0f;
+  I bits;
+  if constexpr (std::is_same_v<F, float>) bits = (static_cast<int32_t>(n) + 127) << 23;
+  else bits = (__builtin_convertvector(n, I) + 127) << 23;
+  F scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return in_range ? e * scale : F{};
+}
+inline float exp_nonpos(float x) { return exp_nonpos_t<float, int32_t>(x); }
+inline F4 exp_nonpos4(F4 x) { return exp_nonpos_t<F4, I4>(x); }
+
+// The unnormalised weight exp((l − mx) / T) of logit l, top logit mx, 1/T = inv_t; the top
+// token's is exactly 1.
+inline float weight_of(float l, float mx, float inv_t) { return exp_nonpos((l - mx) * inv_t); }
 
 // Puts the candidates of rank [from, to) in c[from .. to), in order, given that c[0 .. from)
 // already holds the first `from` in order. A few ranks out of many: a partial sort, which
@@ -160,13 +217,13 @@ void sort_ranks(std::vector<TokenProb>& c, size_t from, size_t to, size_t n) {
 // whose mass reaches top_p. Sorted only as far as needed, in growing steps, each step selecting
 // and sorting the next ranks; the prefix is the one a full sort would give.
 size_t Sampler::cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total, bool sorted) const {
-  const double t = p_.temperature;
+  const float inv_t = inverse_temperature();
   double cum = 0;
   size_t done = 0;
   for (size_t k = std::min<size_t>(n, 256);; k = std::min(n, k * 8)) {
     if (!sorted) sort_ranks(c, done, k, n);
     for (; done < k; ++done) {
-      cum += weight_of(c[done].prob, mx, t) / total;
+      cum += weight_of(c[done].prob, mx, inv_t) / total;
       if (cum >= p_.top_p) return done + 1;
     }
     if (k == n) return n;
@@ -182,20 +239,127 @@ std::span<const TokenProb> Sampler::distribution(float* logits, std::span<const 
     c.push_back({argmax(logits, n_vocab_), 1.0f});
     return c;
   }
-  c.reserve(static_cast<size_t>(n_vocab_));
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  float mx = -kInf;
-  for (int32_t i = 0; i < n_vocab_; ++i) {
-    const float l = logits[i];
-    if (!(l > -kInf)) continue;  // -inf (masked) and NaN are never drawn
-    c.push_back({i, l});
-    mx = std::max(mx, l);
-  }
-  if (c.empty()) {  // everything masked: the greedy rule decides
+  const float mx = drawable_max(logits, n_vocab_);
+  if (mx == -kInf) {  // everything masked: the greedy rule decides
     c.push_back({argmax(logits, n_vocab_), 1.0f});
     return c;
   }
+  if (p_.top_k == 0 && p_.top_p >= 1.0f && mx < kInf) return dense(logits, mx, c);
+  // Every drawable entry in id order, without a branch per entry: each is written, and the
+  // count moves past it only when it is drawable (-inf, masked, and NaN are never drawn).
+  c.resize(static_cast<size_t>(n_vocab_));
+  size_t k = 0;
+  for (int32_t i = 0; i < n_vocab_; ++i) {
+    const float l = logits[i];
+    c[k] = {i, l};
+    k += l > -kInf ? 1 : 0;
+  }
+  c.resize(k);
   return process(c, mx);
+}
+
+// The weights exp((l − mx) / T) of logits[0 .. n) into out, W lanes at a time (n a multiple
+// of W): the same operations per lane whatever W, so the same bits. Instantiated at 4 lanes
+// for every host, and at 8 and 16 under AVX2 and AVX-512F where the CPU has them: the exp is
+// most of a sampled row's cost, and a row of 262,144 is 65,536 four-lane blocks.
+typedef float F8 __attribute__((vector_size(32)));
+typedef int32_t I8 __attribute__((vector_size(32)));
+typedef float F16 __attribute__((vector_size(64)));
+typedef int32_t I16 __attribute__((vector_size(64)));
+
+template <class FW, class IW>
+__attribute__((always_inline)) inline void weights_lanes(const float* logits, float mx, float inv_t, float* out,
+                                                         int32_t n) {
+  constexpr int32_t W = sizeof(FW) / sizeof(float);
+  const FW mxv = FW{} + mx, invv = FW{} + inv_t;
+  for (int32_t i = 0; i < n; i += W) {
+    FW l;
+    std::memcpy(&l, logits + i, sizeof l);
+    const FW x = (l - mxv) * invv;
+    const FW w = exp_nonpos_t<FW, IW>(x);
+    std::memcpy(out + i, &w, sizeof w);
+  }
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void weights_avx512(const float* l, float mx, float inv_t, float* out, int32_t n) {
+  weights_lanes<F16, I16>(l, mx, inv_t, out, n);
+}
+__attribute__((target("avx2"))) void weights_avx2(const float* l, float mx, float inv_t, float* out, int32_t n) {
+  weights_lanes<F8, I8>(l, mx, inv_t, out, n);
+}
+#endif
+
+// Weights of the whole 16-lane blocks of the row; returns how many were done.
+int32_t block_weights(const float* logits, float mx, float inv_t, float* out, int32_t n) {
+  const int32_t n16 = n / 16 * 16;
+#if defined(__x86_64__)
+  static const int isa = __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("avx2") ? 8 : 4;
+  if (isa == 16) return weights_avx512(logits, mx, inv_t, out, n16), n16;
+  if (isa == 8) return weights_avx2(logits, mx, inv_t, out, n16), n16;
+#endif
+  weights_lanes<F4, I4>(logits, mx, inv_t, out, n16);
+  return n16;
+}
+
+// The calling thread's buffer for dense()'s weights (grows to the vocabulary once).
+std::vector<float>& weights_scratch(size_t n) {
+  static thread_local std::vector<float> w;
+  if (w.size() < n) w.resize(n);
+  return w;
+}
+
+// Without top-k and top-p the chain needs no candidate list before the weights: they come
+// straight from the row, four lanes at a time, into the list process() would end with — the
+// same weights of the same drawable entries in id order, the same cut, the same four sums
+// (chain id & 3, each in id order) — so both give the same bits (the masked tests compare this
+// path with distribution_over's).
+std::span<const TokenProb> Sampler::dense(const float* logits, float mx, std::vector<TokenProb>& c) const {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const float inv_t = inverse_temperature(), floor = p_.min_p;
+  c.resize(static_cast<size_t>(n_vocab_));
+  double sums[4] = {0, 0, 0, 0};
+  size_t m = 0;
+  const F4 floor4 = F4{} + floor, ninf4 = F4{} - kInf, zero4 = F4{};
+  // Pass 1: the weights of whole blocks, a loop of independent vector work; pass 2: the cut,
+  // the sums and the list.
+  std::vector<float>& wbuf = weights_scratch(static_cast<size_t>(n_vocab_));
+  const int32_t n_blocks = block_weights(logits, mx, inv_t, wbuf.data(), n_vocab_);
+  int32_t i = 0;
+  for (; i + 4 <= n_blocks; i += 4) {
+    const F4 l = load4(logits + i);
+    const F4 w = load4(wbuf.data() + i);
+    const I4 keep = (l > ninf4) & (w > zero4) & (w >= floor4);  // -1 where kept
+    const F4 wk = keep ? w : zero4;
+    sums[0] += wk[0];  // i is a multiple of 4: lane j is id & 3
+    sums[1] += wk[1];
+    sums[2] += wk[2];
+    sums[3] += wk[3];
+    if ((keep[0] & keep[1] & keep[2] & keep[3]) != 0) {  // the usual block: all four kept
+      const I4 ids = I4{0, 1, 2, 3} + i;
+      I4 wbits;
+      std::memcpy(&wbits, &w, sizeof w);
+      const I4 lo = __builtin_shufflevector(ids, wbits, 0, 4, 1, 5),
+               hi = __builtin_shufflevector(ids, wbits, 2, 6, 3, 7);
+      std::memcpy(&c[m], &lo, sizeof lo);  // TokenProb is {int32 token, float prob}
+      std::memcpy(&c[m + 2], &hi, sizeof hi);
+      m += 4;
+      continue;
+    }
+    for (int j = 0; j < 4; ++j) {
+      c[m] = {i + j, wk[j]};
+      m -= static_cast<size_t>(static_cast<int64_t>(keep[j]));
+    }
+  }
+  for (; i < n_vocab_; ++i) {
+    const float l = logits[i], w = weight_of(l, mx, inv_t);
+    const bool keep = l > -kInf && w > 0.0f && w >= floor;
+    c[m] = {i, w};
+    m += keep ? 1 : 0;
+    sums[i & 3] += keep ? w : 0.0f;
+  }
+  return normalize(c, m, sums);
 }
 
 // The candidate list of the dense call is the row's drawable entries in id order; collecting
@@ -235,7 +399,7 @@ std::span<const TokenProb> Sampler::process(std::vector<TokenProb>& c, float mx)
     c.resize(k);
     mx = 0.0f;
   }
-  const double t = p_.temperature;
+  const float inv_t = inverse_temperature();
   size_t n = c.size();
   const bool top_k = p_.top_k > 0 && static_cast<size_t>(p_.top_k) < n;
   if (top_k) {
@@ -244,36 +408,79 @@ std::span<const TokenProb> Sampler::process(std::vector<TokenProb>& c, float mx)
   }
   if (p_.top_p < 1.0f) {
     double total = 0;
-    for (size_t i = 0; i < n; ++i) total += weight_of(c[i].prob, mx, t);
+    for (size_t i = 0; i < n; ++i) total += weight_of(c[i].prob, mx, inv_t);
     n = cut_top_p(c, n, mx, total, top_k);
   }
-  // Weights, then min-p (relative to the top token, whose weight is exactly 1) and the drop
-  // of weights that underflowed; the top token always stays.
-  double sum = 0;
+  c.resize(n);
+  // Weights in place, four at a time, then min-p (relative to the top token, whose weight is
+  // exactly 1) and the drop of weights that underflowed, compacting without a branch; the top
+  // token always stays. The sum runs in four double chains (by token id & 3, each in list
+  // order), not one long chain of dependent additions.
+  const F4 mx4 = F4{} + mx, inv4 = F4{} + inv_t;
+  size_t i4 = 0;
+  for (; i4 + 4 <= n; i4 += 4) {
+    TokenProb* e = &c[i4];
+    const F4 w = exp_nonpos4((F4{e[0].prob, e[1].prob, e[2].prob, e[3].prob} - mx4) * inv4);
+    for (int j = 0; j < 4; ++j) e[j].prob = w[j];
+  }
+  for (; i4 < n; ++i4) c[i4].prob = weight_of(c[i4].prob, mx, inv_t);
+  const float floor = p_.min_p;
+  double sums[4] = {0, 0, 0, 0};
   size_t m = 0;
   for (size_t i = 0; i < n; ++i) {
-    const float w = static_cast<float>(weight_of(c[i].prob, mx, t));
-    if (w > 0.0f && w >= p_.min_p) {
-      c[m++] = {c[i].token, w};
-      sum += w;
-    }
+    const TokenProb e = c[i];
+    const bool keep = e.prob > 0.0f && e.prob >= floor;
+    c[m] = e;
+    m += keep ? 1 : 0;
+    sums[e.token & 3] += keep ? e.prob : 0.0f;
   }
+  return normalize(c, m, sums);
+}
+
+// The kept weights c[0 .. m), divided by their sum (its four chains added in a fixed order).
+std::span<const TokenProb> Sampler::normalize(std::vector<TokenProb>& c, size_t m, const double (&sums)[4]) {
   c.resize(m);
-  for (TokenProb& e : c) e.prob = static_cast<float>(e.prob / sum);
+  const double inv_sum = 1.0 / ((sums[0] + sums[1]) + (sums[2] + sums[3]));
+  for (TokenProb& e : c) e.prob = static_cast<float>(e.prob * inv_sum);
   return c;
 }
 
 int32_t Sampler::draw(std::span<const TokenProb> dist, double u) {
+  // The inverse CDF in list order: the first entry whose running sum passes u · total. Sums
+  // go block by block (64 entries, four interleaved chains each), then entry by entry only
+  // inside the block where the running sum passes, so a 262,144-entry list is not one chain of
+  // dependent additions. Entries that are not > 0 (none in a processed distribution) count 0.
+  constexpr size_t kBlock = 64;
+  const size_t n = dist.size();
+  const auto weight = [&](size_t i) { return dist[i].prob > 0.0f ? static_cast<double>(dist[i].prob) : 0.0; };
+  const auto block_sum = [&](size_t b0, size_t b1) {
+    double s[4] = {0, 0, 0, 0};
+    for (size_t i = b0; i < b1; ++i) s[i & 3] += weight(i);
+    return (s[0] + s[1]) + (s[2] + s[3]);
+  };
   double total = 0;
-  for (const TokenProb& e : dist) total += e.prob;
+  for (size_t b = 0; b < n; b += kBlock) total += block_sum(b, std::min(n, b + kBlock));
   const double r = u * total;
   double cum = 0;
   int32_t last = -1;
-  for (const TokenProb& e : dist) {
-    if (!(e.prob > 0.0f)) continue;
-    cum += e.prob;
-    last = e.token;
-    if (r < cum) return e.token;
+  for (size_t b = 0; b < n; b += kBlock) {
+    const size_t end = std::min(n, b + kBlock);
+    const double s = block_sum(b, end);
+    if (!(r < cum + s) && end < n) {
+      cum += s;
+      for (size_t i = end; i-- > b;)
+        if (weight(i) > 0) {
+          last = dist[i].token;
+          break;
+        }
+      continue;
+    }
+    for (size_t i = b; i < end; ++i) {
+      if (!(weight(i) > 0)) continue;
+      cum += weight(i);
+      last = dist[i].token;
+      if (r < cum) return dist[i].token;
+    }
   }
   return last;  // u * total rounded up to the total
 }

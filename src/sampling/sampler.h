@@ -46,6 +46,7 @@ struct TokenProb {
   int32_t token;
   float prob;
 };
+static_assert(sizeof(TokenProb) == 8, "sampler.cpp stores entries as (id, weight) lane pairs");
 
 // Independent uses of the random numbers at one position.
 enum class RandomStream : uint32_t {
@@ -116,7 +117,11 @@ class Sampler {
  private:
   void apply_penalties(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const;
   std::span<const TokenProb> process(std::vector<TokenProb>& c, float mx) const;
+  std::span<const TokenProb> dense(const float* logits, float mx, std::vector<TokenProb>& c) const;
+  static std::span<const TokenProb> normalize(std::vector<TokenProb>& c, size_t m, const double (&sums)[4]);
+  static float drawable_max(const float* logits, int32_t n);
   size_t cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total, bool sorted) const;
+  float inverse_temperature() const { return static_cast<float>(1.0 / static_cast<double>(p_.temperature)); }
 
   SamplingParams p_;
   int32_t n_vocab_;

@@ -4,6 +4,8 @@
 // not grow with the number of requests.
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -270,6 +272,34 @@ TEST(SamplerDistribution, WorkspaceIsBoundedAndReusedAcrossRequests) {
     EXPECT_EQ(ws.bytes_reserved(), after_first) << req;
   }
   EXPECT_LE(after_first, static_cast<size_t>(n) * 12 + 4096);  // 8 bytes a candidate + 4 a count
+}
+
+TEST(SamplerDistribution, AWeightIsTheSameBitsWhereverItsLogitSits) {
+  // The weights of a dense row come in vector blocks (up to 16 lanes on this host) and a
+  // scalar tail; the masked path's in 4-lane blocks of its candidates. Equal logits must get
+  // equal probabilities wherever they sit, and the temperature-only row must stay the chain's
+  // definition (EqualsTheChainsDefinition covers the values).
+  constexpr int32_t n = 16 * 40 + 13;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 4.0f);
+  std::vector<float> row(n);
+  for (auto& v : row) v = nd(rng);
+  for (int32_t j = 0; j < 13; ++j) row[n - 1 - j] = row[static_cast<size_t>(j * 37)];  // tail copies of block entries
+  row[100] = row[n - 1] + 60.0f;  // weights down to e^-60 and below: the underflow edge too
+  SamplerWorkspace ws;
+  for (float t : {0.3f, 1.0f, 2.0f}) {
+    Sampler s({t}, n);
+    auto l = row;
+    const auto d = s.distribution(l.data(), {}, ws);
+    std::vector<float> p(n, -1.0f);
+    for (const TokenProb& e : d) p[static_cast<size_t>(e.token)] = e.prob;
+    for (int32_t j = 0; j < 13; ++j)
+      EXPECT_EQ(std::memcmp(&p[static_cast<size_t>(n - 1 - j)], &p[static_cast<size_t>(j * 37)], sizeof(float)), 0)
+          << "T " << t << " logit " << row[static_cast<size_t>(j * 37)];
+    double sum = 0;
+    for (const TokenProb& e : d) sum += e.prob;
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+  }
 }
 
 }  // namespace
