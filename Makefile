@@ -23,7 +23,7 @@ APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 
   libxxhash-dev:arm64
 ARM64_BUILD := $(BUILD)-arm64
 # Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
-ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sluice
+ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test sluice
 
 .PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
   e2b-model e2b-assistant e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset \

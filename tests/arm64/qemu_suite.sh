@@ -7,7 +7,8 @@
 #                    tests and the model tests' ISA test run every set themselves), the
 #                    dispatch picking i8mm; the tiny golden tests again with each other set
 #                    forced (SLUICE_ISA); then `sluice run -n 8 --temp 0` on the real model,
-#                    whose text must equal the x86 build's, with each ARM set
+#                    whose text must equal the x86 build's, with each ARM set, and once
+#                    sampled (--temp 0.8 --seed 3)
 #   -cpu cortex-a76  (dotprod, no i8mm): the dispatch picks dotprod; the tiny golden tests
 #   -cpu cortex-a72  (Armv8.0 NEON):     the dispatch picks neon;    the tiny golden tests
 set -euo pipefail
@@ -33,6 +34,7 @@ qrun max -- "$T/threading/threading_test" "${brief[@]}"
 qrun max -- "$T/quant/quant_test" "${brief[@]}"
 qrun max SLUICE_EXPECT_ISA=i8mm -- "$T/kernels/kernels_test" "${brief[@]}"
 qrun max -- "$T/models/models_test" "${brief[@]}"
+qrun max -- "$T/sampling/sampling_test" "${brief[@]}"
 golden='*Golden*'
 for isa in scalar neon dotprod; do
   qrun max SLUICE_ISA=$isa -- "$T/models/models_test" "${brief[@]}" --gtest_filter="$golden"
@@ -59,6 +61,17 @@ for isa in neon dotprod i8mm; do
     exit 1
   fi
 done
+# Sampled decoding: the sampler's weights (4 NEON lanes here, 16 AVX-512 lanes on most x86
+# hosts) must be the same bits, so the same seed draws the same tokens.
+sargs=(run -m "$MODEL" -p "The river begins high in the mountains, where" -n 8 --temp 0.8 --seed 3 -t 2)
+want=$("$X86/apps/sluice/sluice" "${sargs[@]}" 2>/dev/null)
+got=$(QEMU_CPU=max "$QEMU" -cpu max "$ARM/apps/sluice/sluice" "${sargs[@]}" 2>/dev/null)
+echo "== sampled, x86: $want"
+echo "== sampled, qemu -cpu max: $got"
+if [ "$got" != "$want" ]; then
+  echo "FAIL: arm64 sampled text differs from x86 (same seed)" >&2
+  exit 1
+fi
 # Stronger: the logits of a short sequence, bit for bit (the default set, i8mm).
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
