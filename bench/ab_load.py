@@ -15,16 +15,8 @@ import statistics
 import sys
 import types
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "python"))
-sys.path.insert(0, str(ROOT / "tests/python"))
-import loadgen  # noqa: E402
-from server_util import Server  # noqa: E402
-
-FREE = ["Once upon a time, in a small village by the mountains, there lived",
-        "Write a short essay about why people enjoy travelling to new places.",
-        "The history of the bicycle begins in the early nineteenth century, when",
-        "Here is a letter to a friend describing a summer holiday by the sea:"]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from spec_load import FREE, ROOT, Server, loadgen  # noqa: E402  (spec_load puts python/ and tests/python/ on the path)
 
 
 def main():
