@@ -97,6 +97,10 @@ GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const Comple
   st.spec = sess.core().config().spec != engine::SpecMethod::kNone;
   st.drafted = after.drafted_tokens - before.drafted_tokens;
   st.accepted = after.accepted_tokens - before.accepted_tokens;
+  st.drafted_prompt = after.drafted_prompt - before.drafted_prompt;
+  st.accepted_prompt = after.accepted_prompt - before.accepted_prompt;
+  st.drafted_output = after.drafted_output - before.drafted_output;
+  st.accepted_output = after.accepted_output - before.accepted_output;
   return st;
 }
 
@@ -106,9 +110,14 @@ void print_stats(const GenerationStats& s) {
       s.n_prompt, s.prompt_seconds > 0 ? s.n_prompt / s.prompt_seconds : 0.0, s.n_generated,
       s.gen_seconds > 0 ? s.n_generated / s.gen_seconds : 0.0,
       s.n_generated > 0 ? 1e3 * s.gen_seconds / s.n_generated : 0.0, s.stop_reason.c_str());
-  if (s.spec)
-    std::fprintf(stderr, "[spec: drafted %lld, accepted %lld (%.1f%%)]\n", static_cast<long long>(s.drafted),
-                 static_cast<long long>(s.accepted), s.drafted > 0 ? 100.0 * s.accepted / s.drafted : 0.0);
+  if (!s.spec) return;
+  std::fprintf(stderr, "[spec: drafted %lld, accepted %lld (%.1f%%)", static_cast<long long>(s.drafted),
+               static_cast<long long>(s.accepted), s.drafted > 0 ? 100.0 * s.accepted / s.drafted : 0.0);
+  if (s.drafted_prompt + s.drafted_output > 0)
+    std::fprintf(stderr, "; copied from the prompt %lld/%lld, from the output %lld/%lld",
+                 static_cast<long long>(s.accepted_prompt), static_cast<long long>(s.drafted_prompt),
+                 static_cast<long long>(s.accepted_output), static_cast<long long>(s.drafted_output));
+  std::fprintf(stderr, "]\n");
 }
 
 }  // namespace sluice::app

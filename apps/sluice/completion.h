@@ -41,9 +41,11 @@ GenerationOptions resolve_sampling(const SamplingFlags& f, const gguf::GgufFile&
 struct GenerationStats {
   int n_prompt = 0, n_generated = 0;  // n_prompt: prompt tokens computed (reused ones excluded)
   double prompt_seconds = 0, gen_seconds = 0;
-  std::string stop_reason;            // "eog", "length", "context", "interrupted"
-  bool spec = false;                  // speculative decoding was on (--spec)
-  int64_t drafted = 0, accepted = 0;  // drafts verified for this request, and accepted
+  std::string stop_reason;                          // "eog", "length", "context", "interrupted"
+  bool spec = false;                                // speculative decoding was on (--spec)
+  int64_t drafted = 0, accepted = 0;                // drafts verified for this request, and accepted
+  int64_t drafted_prompt = 0, accepted_prompt = 0;  // of those, copied from the prompt (n-gram)
+  int64_t drafted_output = 0, accepted_output = 0;  // and from the output (self-repetition)
 };
 
 struct CompletionRequest {

@@ -128,6 +128,10 @@ EngineStats EngineCore::stats() const {
   st.generated_tokens = c.generated_tokens;
   st.drafted_tokens = c.drafted_tokens;
   st.accepted_tokens = c.accepted_tokens;
+  st.drafted_prompt = c.drafted_prompt;
+  st.accepted_prompt = c.accepted_prompt;
+  st.drafted_output = c.drafted_output;
+  st.accepted_output = c.accepted_output;
   st.drafted_at = c.drafted_at;
   st.accepted_at = c.accepted_at;
   const auto& p = blocks_.prefix_stats();

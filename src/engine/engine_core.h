@@ -38,7 +38,9 @@ struct EngineStats {
   int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
   int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
   int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative steps (EngineConfig::spec, SchedulerConfig::drafter)
-  std::vector<int64_t> drafted_at, accepted_at;     // per draft position (SchedulerCounters)
+  // Of those, the drafts n-gram lookup copied from the prompt, and from the output (self-repetition).
+  int64_t drafted_prompt = 0, accepted_prompt = 0, drafted_output = 0, accepted_output = 0;
+  std::vector<int64_t> drafted_at, accepted_at;  // per draft position (SchedulerCounters)
 };
 
 class EngineCore {

@@ -169,7 +169,8 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
       }
       continue;  // running_[i] is now the next sequence, if any
     }
-    batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens(), n_draft});
+    batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens(), n_draft,
+                            n_draft > 0 ? last_origin_ : ScheduledSlice::DraftOrigin::kOther});
     batch.n_tokens += n;
     budget -= n;
     ++i;
@@ -228,6 +229,7 @@ int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* pl
   }
   s->shadow.clear();  // a real verification scores this position instead
   drafts_.clear();
+  last_origin_ = ScheduledSlice::DraftOrigin::kOther;
   if (s->drafter) propose_own(s, k_max);
   else cfg_.drafter(s->req.id, s->tokens, k_max, drafts_);
   const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(drafts_.size()));
@@ -246,6 +248,8 @@ void Scheduler::propose_own(Sequence* s, int32_t k_max) {
   if (d.n_tokens() < n) d.observe(std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(d.n_tokens())));
   d.propose(k_max, draft_);
   drafts_.assign(draft_.tokens().begin(), draft_.tokens().end());
+  using O = ScheduledSlice::DraftOrigin;
+  last_origin_ = draft_.source < 0 ? O::kOther : draft_.source < s->n_prompt() ? O::kPrompt : O::kOutput;
 }
 
 void Scheduler::start_shadow(Sequence* s, int32_t k) {
@@ -267,6 +271,13 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
   const int32_t last = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;  // the last sampled token's position
   counters_.drafted_tokens += sl.n_draft;
   counters_.accepted_tokens += n_tok - 1;
+  if (sl.draft_origin == ScheduledSlice::DraftOrigin::kPrompt) {
+    counters_.drafted_prompt += sl.n_draft;
+    counters_.accepted_prompt += n_tok - 1;
+  } else if (sl.draft_origin == ScheduledSlice::DraftOrigin::kOutput) {
+    counters_.drafted_output += sl.n_draft;
+    counters_.accepted_output += n_tok - 1;
+  }
   for (int32_t i = 0; i < sl.n_draft && i < static_cast<int32_t>(counters_.drafted_at.size()); ++i) {
     ++counters_.drafted_at[static_cast<size_t>(i)];
     if (i < n_tok - 1) ++counters_.accepted_at[static_cast<size_t>(i)];

@@ -67,6 +67,9 @@ struct ScheduledSlice {
   int32_t n_tokens = 0;
   bool sample = false;  // the slice reaches the sequence's last token: sample the next
   int32_t n_draft = 0;  // its last n_draft tokens are drafts (appended to seq->tokens) to verify
+  // Where a copying proposer (n-gram lookup) copied the drafts from: the prompt, or the
+  // sequence's own output (self-repetition); kOther for proposers that do not copy.
+  enum class DraftOrigin : uint8_t { kOther, kPrompt, kOutput } draft_origin = DraftOrigin::kOther;
 };
 
 struct ScheduledBatch {
@@ -101,6 +104,8 @@ struct SchedulerCounters {
   int64_t generated_tokens = 0;
   int64_t drafted_tokens = 0;   // drafts verified
   int64_t accepted_tokens = 0;  // of which the target agreed with
+  // The same for the drafts a copying proposer took from the prompt, and from the output.
+  int64_t drafted_prompt = 0, accepted_prompt = 0, drafted_output = 0, accepted_output = 0;
   // Per draft position i = 1 .. draft_max (index i − 1): how often a draft stood there, and
   // how often it was accepted.
   std::vector<int64_t> drafted_at, accepted_at;
@@ -145,6 +150,7 @@ class Scheduler {
   void insert_running(Sequence* s);
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
   int32_t add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan);
+  ScheduledSlice::DraftOrigin last_origin_ = ScheduledSlice::DraftOrigin::kOther;  // of add_drafts' drafts
   spec::StepPlanner plan_step() const;  // the step before drafts: the tokens it will compute
   // With no drafts this step and a cheap proposer: take a proposal of up to k to score.
   void start_shadow(Sequence* s, int32_t k);

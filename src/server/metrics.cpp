@@ -75,6 +75,12 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
   counter(o, "sluice_spec_drafted_tokens_total", "drafted tokens verified (--spec)", s.stats.drafted_tokens);
   counter(o, "sluice_spec_accepted_tokens_total", "drafted tokens the model agreed with and kept",
           s.stats.accepted_tokens);
+  counter(o, "sluice_spec_prompt_copy_drafted_tokens_total", "drafts n-gram lookup copied from the prompt",
+          s.stats.drafted_prompt);
+  counter(o, "sluice_spec_prompt_copy_accepted_tokens_total", "of those, accepted", s.stats.accepted_prompt);
+  counter(o, "sluice_spec_output_copy_drafted_tokens_total", "drafts n-gram lookup copied from the output",
+          s.stats.drafted_output);
+  counter(o, "sluice_spec_output_copy_accepted_tokens_total", "of those, accepted", s.stats.accepted_output);
   per_position(o, "sluice_spec_drafted_position_total", "verifications with a draft at this position (1 = first)",
                s.stats.drafted_at);
   per_position(o, "sluice_spec_accepted_position_total", "drafts accepted at this position (1 = first)",

@@ -33,8 +33,13 @@ def complete(server, **kw):
     return r.json()
 
 
-def per_position(server, name):
-    return {int(p): float(v) for p, v in re.findall(rf'^{name}{{position="(\d+)"}} (\S+)$', server.get("/metrics"), re.M)}
+def per_position(server, name, text=None):
+    text = server.get("/metrics") if text is None else text
+    return {int(p): float(v) for p, v in re.findall(rf'^{name}{{position="(\d+)"}} (\S+)$', text, re.M)}
+
+
+def total(text, name):
+    return float(re.search(rf"^{re.escape(name)} (\S+)$", text, re.M).group(1))
 
 
 def test_timings_count_this_requests_drafts(server):
@@ -57,8 +62,10 @@ def test_override_off_and_caps_keep_the_text(server):
         assert r["timings"]["draft_n"] == 0, off
     r = complete(server, **{"speculative.n_max": 0})  # llama-server's flat spelling
     assert r["timings"]["draft_n"] == 0
+    server.wait_blocks_free()  # /metrics is the engine's snapshot after a step: let it catch up
     before = per_position(server, "sluice_spec_drafted_position_total")
     one = complete(server, speculative={"n_max": 1})
+    server.wait_blocks_free()
     after = per_position(server, "sluice_spec_drafted_position_total")
     assert one["choices"][0]["text"] == base["choices"][0]["text"]
     assert 0 < one["timings"]["draft_n"] == after[1] - before[1]
@@ -105,11 +112,18 @@ def test_streams_carry_timings_in_the_last_chunk(server):
 
 def test_metrics_count_acceptance_per_position(server):
     complete(server)
-    drafted = per_position(server, "sluice_spec_drafted_position_total")
-    accepted = per_position(server, "sluice_spec_accepted_position_total")
+    server.wait_blocks_free()  # /metrics is the engine's snapshot after a step: let it catch up
+    text = server.get("/metrics")  # one snapshot for every counter compared
+    drafted = per_position(server, "sluice_spec_drafted_position_total", text)
+    accepted = per_position(server, "sluice_spec_accepted_position_total", text)
     assert sorted(drafted) == sorted(accepted) == [1, 2, 3, 4]
-    assert sum(drafted.values()) == server.metric("sluice_spec_drafted_tokens_total")
-    assert sum(accepted.values()) == server.metric("sluice_spec_accepted_tokens_total") > 0
+    assert sum(drafted.values()) == total(text, "sluice_spec_drafted_tokens_total")
+    assert sum(accepted.values()) == total(text, "sluice_spec_accepted_tokens_total") > 0
+    # Every n-gram draft is a copy, from the prompt or from the output.
+    assert (total(text, "sluice_spec_prompt_copy_drafted_tokens_total")
+            + total(text, "sluice_spec_output_copy_drafted_tokens_total")) == total(text, "sluice_spec_drafted_tokens_total")
+    assert (total(text, "sluice_spec_prompt_copy_accepted_tokens_total")
+            + total(text, "sluice_spec_output_copy_accepted_tokens_total")) == total(text, "sluice_spec_accepted_tokens_total")
     for i in range(1, 5):
         assert accepted[i] <= drafted[i]
         if i > 1:  # a draft is accepted only after every one before it was

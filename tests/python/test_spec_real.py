@@ -2,6 +2,7 @@
 print byte for byte what `--spec none` prints, greedy and seeded-sampled, for several draft
 lengths, on a prompt whose continuation copies text (so drafts are accepted and rejected)."""
 import functools
+import re
 
 import pytest
 
@@ -32,6 +33,21 @@ def test_ngram_output_is_byte_identical_to_plain_decoding(sluice_bin, gemma3_pat
     assert len(plain) > 200
     assert accepted > 0, "the prompt is copied: some drafts must be accepted"
     assert spec == plain
+
+
+def test_run_splits_acceptance_into_prompt_copies_and_self_repetition(sluice_bin, gemma3_path):
+    # Every n-gram draft is a copy: from the prompt (this prompt's output copies a paragraph)
+    # or from the output itself; the two parts add up to the totals.
+    r = run([sluice_bin, "run", "-m", gemma3_path, "-t", "2", "-n", "96", "-f", PROMPT, "--spec", "ngram",
+             *SETTINGS["greedy"]], timeout=600)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"\[spec: drafted (\d+), accepted (\d+) \([\d.]+%\); copied from the prompt (\d+)/(\d+), "
+                  r"from the output (\d+)/(\d+)\]", r.stderr)
+    assert m, r.stderr
+    drafted, accepted, acc_p, dr_p, acc_o, dr_o = map(int, m.groups())
+    print(f"prompt copies {acc_p}/{dr_p}, self-repetition {acc_o}/{dr_o}")
+    assert dr_p + dr_o == drafted and acc_p + acc_o == accepted
+    assert acc_p > 0, "the output copies the prompt's paragraph"
 
 
 def test_spec_flags_reject_bad_values(sluice_bin, gemma3_path):

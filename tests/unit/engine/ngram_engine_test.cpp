@@ -85,6 +85,12 @@ TEST(NgramEngine, OutputIsBitwiseThePlainOutputAmongEightSequences) {
     EXPECT_EQ(spec.tokens, plain.tokens) << "k=" << k;
     EXPECT_GT(spec.stats.accepted_tokens, 0) << "k=" << k;
     EXPECT_LT(spec.stats.accepted_tokens, spec.stats.drafted_tokens) << "k=" << k;
+    // Every n-gram draft is a copy, from the prompt or from the output; both occur here.
+    const EngineStats& st = spec.stats;
+    EXPECT_EQ(st.drafted_prompt + st.drafted_output, st.drafted_tokens) << "k=" << k;
+    EXPECT_EQ(st.accepted_prompt + st.accepted_output, st.accepted_tokens) << "k=" << k;
+    EXPECT_GT(st.drafted_prompt, 0) << "k=" << k;
+    EXPECT_GT(st.drafted_output, 0) << "k=" << k;
   }
 }
 
