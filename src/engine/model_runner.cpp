@@ -167,7 +167,7 @@ void ModelRunner::sample_tasks(std::vector<SliceSample>& sampled) {
   const auto run_task = [&](size_t i, Scratch& w) {
     const SampleTask& t = tasks_[i];
     Sequence& s = *t.sl->seq;
-    sampled[i] = t.verify ? verify(s, *t.sl, t.rows, w) : SliceSample{{sample(s, t.rows, t.n_history, 0, w)}};
+    sampled[i] = t.verify ? verify(s, *t.sl, t.rows, w) : SliceSample{{sample(s, t.rows, s.n_tokens(), 0, w)}};
   };
   if (!pool_ || pool_->size() == 1 || tasks_.size() < 2) {
     for (size_t i = 0; i < tasks_.size(); ++i) run_task(i, scratch_[0]);
@@ -237,12 +237,12 @@ std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::
     if (s.req.all_logits) {
       report_rows(s, sl, logits_.data() + row * V, out);
       row += static_cast<size_t>(sl.n_tokens);
-      if (sl.sample) tasks_.push_back({&sl, logits_.data() + (row - 1) * V, s.n_tokens(), false});
+      if (sl.sample) tasks_.push_back({&sl, logits_.data() + (row - 1) * V, false});
     } else if (sl.n_draft > 0) {
-      tasks_.push_back({&sl, logits_.data() + row * V, 0, true});
+      tasks_.push_back({&sl, logits_.data() + row * V, true});
       row += static_cast<size_t>(sl.n_tokens);
     } else if (sl.sample) {
-      tasks_.push_back({&sl, logits_.data() + row++ * V, s.n_tokens(), false});
+      tasks_.push_back({&sl, logits_.data() + row++ * V, false});
     }
   }
   std::vector<SliceSample> sampled;

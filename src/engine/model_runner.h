@@ -72,8 +72,7 @@ class ModelRunner {
   struct SampleTask {
     const ScheduledSlice* sl;
     float* rows;
-    int32_t n_history;  // kLast: the history the row is sampled after
-    bool verify;        // its drafts are verified, else its one row is sampled
+    bool verify;  // its drafts are verified, else its one row is sampled after the whole sequence
   };
 
   models::Model& model_;

@@ -170,7 +170,7 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
       continue;  // running_[i] is now the next sequence, if any
     }
     batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens(), n_draft,
-                            n_draft > 0 ? last_origin_ : ScheduledSlice::DraftOrigin::kOther});
+                            n_draft > 0 ? draft_origin(*s) : ScheduledSlice::DraftOrigin::kOther});
     batch.n_tokens += n;
     budget -= n;
     ++i;
@@ -199,8 +199,7 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
 spec::StepPlanner Scheduler::plan_step() const {
   // The running sequences' own tokens (a decode is 1, a prefill chunk at most the budget),
   // each one token of work done: a prefill token is work the request needs as much as a
-  // generated one. Sequences admitted later in the step are not known yet.
-  // The waiting sequences the step will likely admit (FIFO, while there are free slots and
+  // generated one. The waiting sequences the step will likely admit (FIFO, while there are free slots and
   // budget) count too: their prefill is added after the drafts are chosen, and a draft priced
   // for a decode-only step costs a compute-bound one's rate. Prefix-cache hits are not known
   // yet, so this errs toward drafting less.
@@ -229,7 +228,7 @@ int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* pl
   }
   s->shadow.clear();  // a real verification scores this position instead
   drafts_.clear();
-  last_origin_ = ScheduledSlice::DraftOrigin::kOther;
+  draft_.clear();  // no copy source unless the sequence's own proposer says so
   if (s->drafter) propose_own(s, k_max);
   else cfg_.drafter(s->req.id, s->tokens, k_max, drafts_);
   const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(drafts_.size()));
@@ -248,8 +247,11 @@ void Scheduler::propose_own(Sequence* s, int32_t k_max) {
   if (d.n_tokens() < n) d.observe(std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(d.n_tokens())));
   d.propose(k_max, draft_);
   drafts_.assign(draft_.tokens().begin(), draft_.tokens().end());
+}
+
+ScheduledSlice::DraftOrigin Scheduler::draft_origin(const Sequence& s) const {
   using O = ScheduledSlice::DraftOrigin;
-  last_origin_ = draft_.source < 0 ? O::kOther : draft_.source < s->n_prompt() ? O::kPrompt : O::kOutput;
+  return draft_.source < 0 ? O::kOther : draft_.source < s.n_prompt() ? O::kPrompt : O::kOutput;
 }
 
 void Scheduler::start_shadow(Sequence* s, int32_t k) {

@@ -150,12 +150,13 @@ class Scheduler {
   void insert_running(Sequence* s);
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
   int32_t add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan);
-  ScheduledSlice::DraftOrigin last_origin_ = ScheduledSlice::DraftOrigin::kOther;  // of add_drafts' drafts
   spec::StepPlanner plan_step() const;  // the step before drafts: the tokens it will compute
   // With no drafts this step and a cheap proposer: take a proposal of up to k to score.
   void start_shadow(Sequence* s, int32_t k);
   void drop_drafts(Sequence* s, int32_t n_draft);
   void propose_own(Sequence* s, int32_t k_max);  // s->drafter's proposal into drafts_
+  // Where the drafts add_drafts just gave s were copied from (draft_.source).
+  ScheduledSlice::DraftOrigin draft_origin(const Sequence& s) const;
   // Applies one slice's verified tokens; false when the sequence finished.
   bool accept(const ScheduledSlice& sl, const SliceSample& ss, std::vector<TokenOutput>& out);
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "base/cpu_features.h"
 #include "base/error.h"
 
 namespace sluice {
@@ -233,16 +234,13 @@ size_t Sampler::cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double 
 std::span<const TokenProb> Sampler::distribution(float* logits, std::span<const int32_t> history,
                                                  SamplerWorkspace& ws) const {
   apply_penalties(logits, history, ws);
+  // c is not cleared first: the paths below overwrite it, and resizing a list that is already
+  // long (the previous row's) does not zero a vocabulary's worth of entries again.
   std::vector<TokenProb>& c = ws.cand_;
-  c.clear();
-  if (greedy()) {
-    c.push_back({argmax(logits, n_vocab_), 1.0f});
-    return c;
-  }
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const float mx = drawable_max(logits, n_vocab_);
-  if (mx == -kInf) {  // everything masked: the greedy rule decides
-    c.push_back({argmax(logits, n_vocab_), 1.0f});
+  const float mx = greedy() ? -kInf : drawable_max(logits, n_vocab_);
+  if (mx == -kInf) {  // greedy, or everything masked (then the greedy rule decides): one entry
+    c.assign(1, {argmax(logits, n_vocab_), 1.0f});
     return c;
   }
   if (p_.top_k == 0 && p_.top_p >= 1.0f && mx < kInf) return dense(logits, mx, c);
@@ -291,23 +289,16 @@ __attribute__((target("avx2"))) void weights_avx2(const float* l, float mx, floa
 }
 #endif
 
-// Weights of the whole 16-lane blocks of the row; returns how many were done.
+// Weights of the whole 16-lane blocks of logits[0 .. n); returns how many were done.
 int32_t block_weights(const float* logits, float mx, float inv_t, float* out, int32_t n) {
   const int32_t n16 = n / 16 * 16;
 #if defined(__x86_64__)
-  static const int isa = __builtin_cpu_supports("avx512f") ? 16 : __builtin_cpu_supports("avx2") ? 8 : 4;
-  if (isa == 16) return weights_avx512(logits, mx, inv_t, out, n16), n16;
-  if (isa == 8) return weights_avx2(logits, mx, inv_t, out, n16), n16;
+  const CpuFeatures& cpu = cpu_features();
+  if (cpu.avx512f) return weights_avx512(logits, mx, inv_t, out, n16), n16;
+  if (cpu.avx2) return weights_avx2(logits, mx, inv_t, out, n16), n16;
 #endif
   weights_lanes<F4, I4>(logits, mx, inv_t, out, n16);
   return n16;
-}
-
-// The calling thread's buffer for dense()'s weights (grows to the vocabulary once).
-std::vector<float>& weights_scratch(size_t n) {
-  static thread_local std::vector<float> w;
-  if (w.size() < n) w.resize(n);
-  return w;
 }
 
 // Without top-k and top-p the chain needs no candidate list before the weights: they come
@@ -322,37 +313,38 @@ std::span<const TokenProb> Sampler::dense(const float* logits, float mx, std::ve
   double sums[4] = {0, 0, 0, 0};
   size_t m = 0;
   const F4 floor4 = F4{} + floor, ninf4 = F4{} - kInf, zero4 = F4{};
-  // Pass 1: the weights of whole blocks, a loop of independent vector work; pass 2: the cut,
-  // the sums and the list.
-  std::vector<float>& wbuf = weights_scratch(static_cast<size_t>(n_vocab_));
-  const int32_t n_blocks = block_weights(logits, mx, inv_t, wbuf.data(), n_vocab_);
+  // A chunk at a time: its weights first (independent vector work, 4 KB on the stack), then
+  // the cut, the sums and the list over them. Chunks start at multiples of 16, so lane j of a
+  // 4-block is id & 3.
+  constexpr int32_t kChunk = 1024;
+  alignas(64) float wbuf[kChunk];
   int32_t i = 0;
-  for (; i + 4 <= n_blocks; i += 4) {
-    const F4 l = load4(logits + i);
-    const F4 w = load4(wbuf.data() + i);
-    const I4 keep = (l > ninf4) & (w > zero4) & (w >= floor4);  // -1 where kept
-    const F4 wk = keep ? w : zero4;
-    sums[0] += wk[0];  // i is a multiple of 4: lane j is id & 3
-    sums[1] += wk[1];
-    sums[2] += wk[2];
-    sums[3] += wk[3];
-    if ((keep[0] & keep[1] & keep[2] & keep[3]) != 0) {  // the usual block: all four kept
-      const I4 ids = I4{0, 1, 2, 3} + i;
-      I4 wbits;
-      std::memcpy(&wbits, &w, sizeof w);
-      const I4 lo = __builtin_shufflevector(ids, wbits, 0, 4, 1, 5),
-               hi = __builtin_shufflevector(ids, wbits, 2, 6, 3, 7);
-      std::memcpy(&c[m], &lo, sizeof lo);  // TokenProb is {int32 token, float prob}
-      std::memcpy(&c[m + 2], &hi, sizeof hi);
-      m += 4;
-      continue;
-    }
-    for (int j = 0; j < 4; ++j) {
-      c[m] = {i + j, wk[j]};
-      m -= static_cast<size_t>(static_cast<int64_t>(keep[j]));
+  for (int32_t n_blocks = kChunk; n_blocks == kChunk; i += n_blocks) {
+    n_blocks = block_weights(logits + i, mx, inv_t, wbuf, std::min(kChunk, n_vocab_ - i));
+    for (int32_t j = 0; j < n_blocks; j += 4) {
+      const int32_t id = i + j;
+      const F4 l = load4(logits + id), w = load4(wbuf + j);
+      const I4 keep = (l > ninf4) & (w > zero4) & (w >= floor4);  // -1 where kept
+      const F4 wk = keep ? w : zero4;
+      for (int k = 0; k < 4; ++k) sums[k] += wk[k];
+      if ((keep[0] & keep[1] & keep[2] & keep[3]) != 0) {  // the usual block: all four kept
+        I4 wbits;
+        std::memcpy(&wbits, &w, sizeof w);
+        const I4 ids = I4{0, 1, 2, 3} + id;
+        const I4 lo = __builtin_shufflevector(ids, wbits, 0, 4, 1, 5),
+                 hi = __builtin_shufflevector(ids, wbits, 2, 6, 3, 7);
+        std::memcpy(&c[m], &lo, sizeof lo);  // TokenProb is {int32 token, float prob}
+        std::memcpy(&c[m + 2], &hi, sizeof hi);
+        m += 4;
+        continue;
+      }
+      for (int k = 0; k < 4; ++k) {
+        c[m] = {id + k, wk[k]};
+        m -= static_cast<size_t>(static_cast<int64_t>(keep[k]));
+      }
     }
   }
-  for (; i < n_vocab_; ++i) {
+  for (; i < n_vocab_; ++i) {  // fewer than 16 left
     const float l = logits[i], w = weight_of(l, mx, inv_t);
     const bool keep = l > -kInf && w > 0.0f && w >= floor;
     c[m] = {i, w};
@@ -462,27 +454,22 @@ int32_t Sampler::draw(std::span<const TokenProb> dist, double u) {
   for (size_t b = 0; b < n; b += kBlock) total += block_sum(b, std::min(n, b + kBlock));
   const double r = u * total;
   double cum = 0;
-  int32_t last = -1;
   for (size_t b = 0; b < n; b += kBlock) {
     const size_t end = std::min(n, b + kBlock);
     const double s = block_sum(b, end);
     if (!(r < cum + s) && end < n) {
       cum += s;
-      for (size_t i = end; i-- > b;)
-        if (weight(i) > 0) {
-          last = dist[i].token;
-          break;
-        }
       continue;
     }
     for (size_t i = b; i < end; ++i) {
-      if (!(weight(i) > 0)) continue;
       cum += weight(i);
-      last = dist[i].token;
-      if (r < cum) return dist[i].token;
+      if (weight(i) > 0 && r < cum) return dist[i].token;
     }
   }
-  return last;  // u * total rounded up to the total
+  // u * total rounded up to the total: the last entry that has weight.
+  for (size_t i = n; i-- > 0;)
+    if (weight(i) > 0) return dist[i].token;
+  return -1;
 }
 
 int32_t Sampler::sample(float* logits, std::span<const int32_t> history) const {
