@@ -47,6 +47,7 @@
 #include "apps/sluice/engine_session.h"
 #include "apps/sluice/tuner.h"
 #include "base/error.h"
+#include "base/process_memory.h"
 #include "kernels/cpu_kernels.h"
 #include "models/weight_accounting.h"
 
@@ -368,6 +369,29 @@ void print_verify(const BenchArgs& a, const BenchResult& r) {
   }
 }
 
+// Resident memory (bytes, /proc/self/status) when the session was ready and the peak of the
+// whole run so far (VmHWM: the load, the prefills and the decodes), beside the file's size.
+nlohmann::json memory_json(const EngineSession& sess) {
+  const ProcessMemory now = process_memory();
+  if (!now.known) return nullptr;
+  return {{"file_bytes", sess.file().file_size()},
+          {"rss_after_load", sess.memory_after_load().rss},
+          {"peak_rss_after_load", sess.memory_after_load().peak_rss},
+          {"peak_rss", now.peak_rss}};
+}
+
+void print_memory(const EngineSession& sess, uint64_t probe_bytes) {
+  const ProcessMemory now = process_memory();
+  if (!now.known) return;
+  const double file = static_cast<double>(sess.file().file_size());
+  const ProcessMemory& l = sess.memory_after_load();
+  std::printf(
+      "memory: resident after load %.1f MiB (%.2fx the file), peak by then %.1f MiB (%.2fx), peak of the run %.1f MiB "
+      "(%.2fx, the %.0f MiB bandwidth probe included)\n",
+      l.rss / 1048576.0, l.rss / file, l.peak_rss / 1048576.0, l.peak_rss / file, now.peak_rss / 1048576.0,
+      now.peak_rss / file, probe_bytes / 1048576.0);
+}
+
 // The JSON contract of python/README.md "Benchmarks" (python/bench.py reads it).
 nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
   const double pre_s = median(r.prefill_s);
@@ -397,6 +421,7 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
   j["decode"] = nlohmann::json::array();
   for (const DecodeResult& d : r.dec) j["decode"].push_back(decode_json(a, r, d));
   if (!a.spec_verify.empty()) j["spec_verify"] = verify_json(a, r);
+  j["memory"] = memory_json(sess);
   return j;
 }
 
@@ -431,6 +456,7 @@ void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
   for (const DecodeResult& d : r.dec)
     if (d.draft_k == 0) print_decode(a, r, d);
   if (!a.spec_verify.empty()) print_verify(a, r);
+  print_memory(sess, r.probe_bytes);
 }
 
 int run_bench(BenchArgs& a) {

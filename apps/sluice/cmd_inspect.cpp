@@ -1,8 +1,11 @@
-// `sluice inspect FILE [--json]`: everything a GGUF file says, and what one decoded token
-// must stream. Exit 0 for a valid file; 1 with the reader's error on stderr otherwise.
+// `sluice inspect FILE [--json] [--load]`: everything a GGUF file says, and what one decoded
+// token must stream; with --load, the model is loaded (repacked) too and the process's resident
+// memory after the load and its peak are reported beside the file's size. Exit 0 for a valid
+// file; 1 with the reader's (or the loader's) error on stderr otherwise.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -10,8 +13,11 @@
 #include <string>
 
 #include "apps/sluice/commands.h"
+#include "base/process_memory.h"
 #include "gguf/reader.h"
+#include "models/model.h"
 #include "models/weight_accounting.h"
+#include "threading/thread_pool.h"
 
 namespace sluice::app {
 
@@ -26,6 +32,8 @@ struct InspectArgs {
   std::string path;
   bool json = false;
   bool no_tensors = false;
+  bool load = false;
+  int threads = 0;
 };
 
 json scalar_json(ValueType t, const uint8_t* p) {
@@ -219,6 +227,38 @@ void print_text(const GgufFile& f, const models::StreamAccount& acc, const json&
               acc.streamed_bytes / 30e9 * 1e3);
 }
 
+// Loads the model as every command does and measures the process around it. The model is
+// dropped before returning: what stays is the measurement.
+json load_json(const GgufFile& f, int threads) {
+  const ProcessMemory before = process_memory();
+  ThreadPool pool(threads > 0 ? threads : ThreadPool::default_threads());
+  models::LoadOptions lo;
+  lo.pool = &pool;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::unique_ptr<models::Model> m = models::load_model(f, lo);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const ProcessMemory after = process_memory();
+  json j{{"ms", ms}, {"threads", pool.size()}, {"weights", m->describe_weights()}};
+  if (after.known)
+    j["memory"] = {{"file_bytes", f.file_size()},
+                   {"rss_before", before.rss},
+                   {"rss_after_load", after.rss},
+                   {"peak_rss", after.peak_rss}};
+  return j;
+}
+
+void print_load(const json& l, uint64_t file_size) {
+  std::printf("\nload          %.0f ms, %d threads", l["ms"].get<double>(), l["threads"].get<int>());
+  if (l.contains("memory")) {
+    const json& m = l["memory"];
+    const double rss = m["rss_after_load"].get<double>(), peak = m["peak_rss"].get<double>();
+    std::printf(" | resident after load %s (%.2fx the file), peak %s (%.2fx)",
+                human_bytes(static_cast<uint64_t>(rss)).c_str(), rss / file_size,
+                human_bytes(static_cast<uint64_t>(peak)).c_str(), peak / file_size);
+  }
+  std::printf("\n");
+}
+
 }  // namespace
 
 CommandFn add_inspect_command(CLI::App& app) {
@@ -227,16 +267,22 @@ CommandFn add_inspect_command(CLI::App& app) {
   cmd->add_option("file", args->path, "GGUF file")->required();
   cmd->add_flag("--json", args->json, "machine-readable output with every metadata value in full");
   cmd->add_flag("--no-tensors", args->no_tensors, "omit the tensor table");
+  cmd->add_flag("--load", args->load, "also load (repack) the model and report resident memory and its peak");
+  cmd->add_option("-t,--threads", args->threads, "threads for --load (default: the machine's)");
   return [args]() {
     gguf::ReadOptions opt;
     opt.allow_unsupported_types = true;  // show files we cannot run too
     auto f = GgufFile::open(args->path, opt);
+    // Loaded first, so the peak it reports is the load's and not the JSON's.
+    const json load = args->load ? load_json(*f, args->threads) : json();
     const models::StreamAccount acc = models::account_decode_stream(*f);
-    const json j = inspect_json(*f, acc, !args->no_tensors);
+    json j = inspect_json(*f, acc, !args->no_tensors);
+    if (args->load) j["load"] = load;
     if (args->json) {
       std::printf("%s\n", j.dump(1, ' ', false, json::error_handler_t::replace).c_str());
     } else {
       print_text(*f, acc, j, !args->no_tensors);
+      if (args->load) print_load(load, f->file_size());
     }
     return 0;
   };

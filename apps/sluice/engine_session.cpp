@@ -67,6 +67,7 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (tuning_.source == "calibrated") load_ms_ -= tuning_.record.calibration_s * 1e3;  // reported on its own
+  loaded_memory_ = process_memory();
 }
 
 EngineSession::~EngineSession() = default;
@@ -170,9 +171,13 @@ void EngineSession::print_summary() const {
   const auto& s = model_->spec();
   std::fprintf(
       stderr,
-      "%s: %s (%s), %d layers, vocab %d | weights %.1f MiB mapped | KV cache %.1f MiB (%s, %d positions) | %d threads | loaded in %.0f ms\n",
+      "%s: %s (%s), %d layers, vocab %d | file %.1f MiB | KV cache %.1f MiB (%s, %d positions) | %d threads | loaded in %.0f ms\n",
       file_->name().c_str(), s.name.c_str(), s.arch.c_str(), s.n_layer, s.n_vocab, file_->file_size() / 1048576.0,
       kv_->bytes() / 1048576.0, kv_type_name(kv_->type()), ctx_size_, pool_->size(), load_ms_);
+  if (loaded_memory_.known)
+    std::fprintf(stderr, "resident after load %.1f MiB, peak %.1f MiB (%.2fx / %.2fx the file)\n",
+                 loaded_memory_.rss / 1048576.0, loaded_memory_.peak_rss / 1048576.0,
+                 loaded_memory_.rss / double(file_->file_size()), loaded_memory_.peak_rss / double(file_->file_size()));
   print_draft_summary(draft_);
   std::fprintf(stderr, "%s\n", describe_outcome(tuning_).c_str());
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "apps/sluice/tuner.h"
+#include "base/process_memory.h"
 #include "engine/draft_model_drafter.h"
 #include "engine/engine_core.h"
 #include "engine/kv_budget.h"
@@ -99,6 +100,8 @@ class EngineSession {
   engine::RequestId next_id() { return ++last_id_; }
   void print_summary() const;  // memory and threads, to stderr
   const TuneOutcome& tuning() const { return tuning_; }
+  // The process's resident memory when the session was ready (weights, KV cache, tuning done).
+  const ProcessMemory& memory_after_load() const { return loaded_memory_; }
   // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
   engine::RequestId add_scoring(std::vector<int32_t> prompt);
 
@@ -118,6 +121,7 @@ class EngineSession {
   int ctx_size_;
   TuneOutcome tuning_;
   double load_ms_ = 0;
+  ProcessMemory loaded_memory_;
   engine::RequestId last_id_ = 0;
 };
 

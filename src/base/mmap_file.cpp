@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
@@ -48,6 +49,18 @@ void prefault(const void* p, size_t n) {
   if (::madvise(reinterpret_cast<void*>(begin), len, MADV_POPULATE_READ) == 0) return;
 #endif
   ::madvise(reinterpret_cast<void*>(begin), len, MADV_WILLNEED);
+}
+
+void MmapFile::release(const void* p, size_t n) const {
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(data_), hi = lo + size_;
+  uintptr_t b = reinterpret_cast<uintptr_t>(p);
+  if (data_ == nullptr || n == 0 || b >= hi || b + n <= lo) return;
+  uintptr_t e = std::min<uintptr_t>(b + n, hi);
+  b = std::max(b, lo);
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  b &= ~(page - 1);                                             // the map starts on a page boundary: b stays inside it
+  e = (e + page - 1) & ~(page - 1);                             // the map's last page is whole in memory
+  ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);  // a hint: failures leave pages resident
 }
 
 MmapFile::~MmapFile() {

@@ -1,4 +1,7 @@
-// A read-only memory map of a whole file (RAII). Weights are used in place from the map.
+// A read-only memory map of a whole file (RAII). Weights read in place (embedding tables,
+// types without a repacked layout) are used from the map; the pages of weights that were
+// copied elsewhere (repacked at load) are handed back with release(), so that the process
+// holds each weight once (docs/architecture.md, "One copy of the weights").
 #pragma once
 
 #include <cstddef>
@@ -19,6 +22,11 @@ class MmapFile {
   const std::string& path() const { return path_; }
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
   size_t size() const { return size_; }
+  // Drops this process's pages of [p, p + n) ∩ the map (MADV_DONTNEED, the range widened to
+  // whole pages): they leave its resident set. The bytes stay readable: the map is read-only
+  // and private, so the next touch reads the page back from the file (or the page cache),
+  // never zeros. Ranges outside the map are ignored, so a caller may pass any pointer.
+  void release(const void* p, size_t n) const;
 
  private:
   std::string path_;

@@ -320,6 +320,10 @@ std::unique_ptr<GgufFile> GgufFile::parse(std::span<const uint8_t> bytes, std::s
   return f;
 }
 
+void GgufFile::release_pages(const uint8_t* p, uint64_t n) const {
+  if (map_) map_->release(p, static_cast<size_t>(n));
+}
+
 const KeyValue* GgufFile::find(std::string_view key) const {
   auto it = kv_index_.find(key);
   return it == kv_index_.end() ? nullptr : &kvs_[it->second];

@@ -93,6 +93,11 @@ class GgufFile {
   const TensorInfo* find_tensor(std::string_view name) const;
   const TensorInfo& tensor(std::string_view name) const;  // throws "missing tensor 'X'"
 
+  // Drops the mapped pages of [p, p + n) from this process's memory once their bytes have been
+  // copied elsewhere (MmapFile::release): they stay readable, a later touch reads them back.
+  // No-op for bytes the file does not map (parse(): caller-owned bytes, or any other pointer).
+  void release_pages(const uint8_t* p, uint64_t n) const;
+
  private:
   GgufFile() = default;
   class Parser;

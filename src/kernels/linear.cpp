@@ -17,15 +17,47 @@ namespace sluice::kernels {
 namespace {
 constexpr int64_t kEpilogueUnits = 16;  // row groups per epilogue span (run with `post`)
 
-// A packed matrix of `rows` rows from the stacked sources, repacked by all threads.
+// Source bytes repacked between two releases (with a ReleasePages): the load holds at most this
+// much of a matrix twice, its file pages and its repacked bytes, at once.
+constexpr uint64_t kReleaseSlabBytes = uint64_t{32} << 20;
+
+// Hands `release` the bytes of rows [r0, r1) of the stacked sources, adjacent runs merged (the
+// interleaved gate|up sources of build_glu are two runs per slab, not one per 16 rows).
+void release_rows(const std::vector<PackSource>& src, int64_t r0, int64_t r1, const ReleasePages& release) {
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> runs;
+  int64_t base = 0;
+  for (const PackSource& s : src) {
+    const int64_t a = std::max(r0, base), b = std::min(r1, base + s.rows);
+    if (a < b)
+      runs.emplace_back(s.data + static_cast<uint64_t>(a - base) * s.row_bytes,
+                        s.data + static_cast<uint64_t>(b - base) * s.row_bytes);
+    base += s.rows;
+  }
+  std::sort(runs.begin(), runs.end());
+  for (size_t i = 0; i < runs.size();) {
+    const uint8_t *b = runs[i].first, *e = runs[i].second;
+    for (++i; i < runs.size() && runs[i].first <= e; ++i) e = std::max(e, runs[i].second);
+    release(b, static_cast<uint64_t>(e - b));
+  }
+}
+
+// A packed matrix of `rows` rows from the stacked sources, repacked by all threads. With
+// `release`, slab by slab, each slab's source bytes released once it is packed.
 PackedMatrix pack_all(ThreadPool& pool, DType t, int64_t rows, int64_t cols, PackedFormat f,
-                      const std::vector<PackSource>& src, ByteArena* arena) {
+                      const std::vector<PackSource>& src, ByteArena* arena, const ReleasePages& release) {
   PackedMatrix pm = pack_alloc(t, rows, cols, f, arena);
-  pool.run([&](int ith, int nth) {
-    int64_t g0, g1;
-    split_range(pm.groups, ith, nth, &g0, &g1);
-    pack_groups(pm, src.data(), static_cast<int>(src.size()), g0, g1);
-  });
+  const uint64_t group_src_bytes = src.empty() ? 1 : std::max<uint64_t>(1, src[0].row_bytes * kGroupRows);
+  const int64_t slab = release ? std::max<int64_t>(1, static_cast<int64_t>(kReleaseSlabBytes / group_src_bytes))
+                               : pm.groups;
+  for (int64_t s0 = 0; s0 < pm.groups; s0 += slab) {
+    const int64_t s1 = std::min(pm.groups, s0 + slab);
+    pool.run([&](int ith, int nth) {
+      int64_t g0, g1;
+      split_range(s1 - s0, ith, nth, &g0, &g1);
+      pack_groups(pm, src.data(), static_cast<int>(src.size()), s0 + g0, s0 + g1);
+    });
+    if (release) release_rows(src, s0 * kGroupRows, std::min(rows, s1 * kGroupRows), release);
+  }
   return pm;
 }
 
@@ -70,7 +102,8 @@ uint8_t* ActScratch::get(ActSlot slot, uint64_t bytes) {
   return b.data();
 }
 
-Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string name, bool wide_q6_k, ByteArena* arena) {
+Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string name, bool wide_q6_k, ByteArena* arena,
+                     const ReleasePages& release) {
   Linear l;
   l.name_ = std::move(name);
   if (parts.empty()) return l;
@@ -107,7 +140,7 @@ Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string n
       }
       p.packed = pack_all(pool, first.type, p.rows, l.cols_,
                           wide_q6_k && first.type == DType::Q6_K ? PackedFormat::kQ6_K8 : PackedFormat::kNone, src,
-                          arena);
+                          arena, release);
       p.bytes = p.packed.group_bytes * static_cast<uint64_t>(p.packed.groups);
       l.file_bytes_ += p.packed.file_bytes;
       i = j;
@@ -122,6 +155,11 @@ Linear Linear::build(std::span<const Mat> parts, ThreadPool& pool, std::string n
     l.units_ += p.units;
   }
   return l;
+}
+
+const PackedMatrix* Linear::packed_whole() const {
+  if (glu_ || parts_.size() != 1 || parts_[0].packed.format == PackedFormat::kNone) return nullptr;
+  return &parts_[0].packed;
 }
 
 std::string Linear::describe() const {
@@ -292,7 +330,8 @@ void Linear::run_units(const CpuKernels& k, const Acts& my, int64_t m, int64_t b
   }
 }
 
-Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::string name, ByteArena* arena) {
+Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::string name, ByteArena* arena,
+                         const ReleasePages& release) {
   if (gate.type != up.type || gate.rows != up.rows || gate.cols != up.cols)
     fail("cannot fuse '%s' [%lld, %lld] (%s) with '%s' [%lld, %lld] (%s)", gate.name.c_str(),
          static_cast<long long>(gate.cols), static_cast<long long>(gate.rows),
@@ -302,7 +341,7 @@ Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::
   if (f == PackedFormat::kNone || gate.cols % packed_block_elems(f) != 0 || gate.rows % kGroupRows != 0) {
     // No packed layout to interleave: the plain [gate | up] matmul, GELU as a second pass.
     const Mat parts[2] = {gate, up};
-    Linear l = build(parts, pool, std::move(name), false, arena);
+    Linear l = build(parts, pool, std::move(name), false, arena, release);
     l.glu_ff_ = gate.rows;
     return l;
   }
@@ -320,7 +359,7 @@ Linear Linear::build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::
   l.glu_ff_ = gate.rows;
   Part p;
   p.rows = l.rows_;
-  p.packed = pack_all(pool, gate.type, p.rows, l.cols_, PackedFormat::kNone, src, arena);
+  p.packed = pack_all(pool, gate.type, p.rows, l.cols_, PackedFormat::kNone, src, arena, release);
   p.bytes = p.packed.group_bytes * static_cast<uint64_t>(p.packed.groups);
   p.units = p.packed.groups / 2;  // a unit is a (gate, up) pair of groups
   l.units_ = p.units;

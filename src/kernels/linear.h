@@ -68,8 +68,10 @@ class Linear {
   // Repacks `parts` (all with the same cols) using the pool. `name` is for messages/profiles.
   // `wide_q6_k`: Q6_K parts get the byte-code layout (PackedFormat::kQ6_K8) instead.
   // `arena`: where the repacked bytes go (it must outlive the Linear); default: their own.
+  // `release`: told the file bytes of the parts that were repacked, slab by slab as they are
+  // (parts of the generic path are read in place: never released).
   static Linear build(std::span<const Mat> parts, ThreadPool& pool, std::string name, bool wide_q6_k = false,
-                      ByteArena* arena = nullptr);
+                      ByteArena* arena = nullptr, const ReleasePages& release = {});
 
   bool empty() const { return rows_ == 0; }
   int64_t rows() const { return rows_; }
@@ -91,7 +93,10 @@ class Linear {
   // act[m × ff] = gelu_tanh(x·Wgateᵀ) ⊙ (x·Wupᵀ). Bit-identical to the two matmuls followed by
   // the row op. (Types without a packed layout: the plain fused matmul, then a GELU pass.)
   static Linear build_glu(const Mat& gate, const Mat& up, ThreadPool& pool, std::string name,
-                          ByteArena* arena = nullptr);
+                          ByteArena* arena = nullptr, const ReleasePages& release = {});
+  // The matrix when it is exactly one packed part (not a fusion, not generic); nullptr otherwise.
+  // The tied embedding reads its rows from the packed lm_head through it (unpack_row).
+  const PackedMatrix* packed_whole() const;
   // With `q` (format kA8_32, k = ff, row i at q->base + i·q->stride, ff a multiple of 32),
   // act's rows are also quantized into q as they are produced, while in L1: the input of a
   // following FFN down matrix that reads kA8_32 (run_quantized), so that call quantizes

@@ -1,5 +1,6 @@
-// Load-time repacking into the x16 layouts of packed.h. Portable scalar code: it runs once
-// per weight at load, split over the thread pool by groups.
+// Load-time repacking into the x16 layouts of packed.h, and its inverse for one row (the tied
+// embedding's lookups). Portable scalar code: the repacking runs once per weight at load, split
+// over the thread pool by groups.
 #include "kernels/packed.h"
 
 #include <cstdlib>
@@ -230,6 +231,99 @@ void pack_row_block(PackedFormat f, uint8_t* dst, int i, const uint8_t* row, int
   }
 }
 
+// The inverse of pack_row_block: row i's block b of the file layout, from the group's block at src.
+void unpack_row_block(PackedFormat f, const uint8_t* src, int i, uint8_t* row, int64_t b) {
+  switch (f) {
+    case PackedFormat::kQ4_0: {
+      uint8_t* blk = row + 18 * b;
+      std::memcpy(blk, src + 2 * i, 2);
+      for (int c = 0; c < 4; ++c) std::memcpy(blk + 2 + 4 * c, src + 32 + 64 * c + 4 * i, 4);
+      break;
+    }
+    case PackedFormat::kQ5_0: {
+      BlockQ5_0 x{};
+      x.d = load_u16(src + 2 * i);
+      for (int c = 0; c < 4; ++c) std::memcpy(x.qs + 4 * c, src + 32 + 64 * c + 4 * i, 4);
+      uint32_t qh = 0;
+      for (int j = 0; j < 8; ++j) {
+        uint64_t mask;
+        std::memcpy(&mask, src + 32 + 256 + 8 * j, 8);
+        const int e0 = j < 4 ? 4 * j : 16 + 4 * (j - 4);
+        for (int t = 0; t < 4; ++t)
+          if ((mask >> (4 * i + t)) & 1) qh |= uint32_t{1} << (e0 + t);
+      }
+      store_u32(x.qh, qh);
+      store_block(row, b, x);
+      break;
+    }
+    case PackedFormat::kQ8_0: {
+      uint8_t* blk = row + 34 * b;
+      std::memcpy(blk, src + 2 * i, 2);
+      for (int c = 0; c < 8; ++c) store_u32(blk + 2 + 4 * c, load_u32(src + 32 + 64 * c + 4 * i) ^ 0x80808080u);
+      break;
+    }
+    case PackedFormat::kQ4_K: {
+      BlockQ4_K x{};
+      x.d = load_u16(src + 2 * i);
+      x.dmin = load_u16(src + 32 + 2 * i);
+      uint8_t sc[8], mn[8];
+      for (int s = 0; s < 8; ++s) {
+        sc[s] = src[64 + 16 * s + i];
+        mn[s] = src[192 + 16 * s + i];
+        // sub-block s's 32 codes: chunk c byte 4i+t holds codes 4c+t (low) and 16+4c+t (high);
+        // in the file, code e of sub-block s is a nibble of qs[32·(s/2) + e], high for odd s.
+        const uint8_t* chunks = src + 320 + 256 * s;
+        for (int c = 0; c < 4; ++c)
+          for (int t = 0; t < 4; ++t) {
+            const uint8_t byte = chunks[64 * c + 4 * i + t];
+            const int shift = (s & 1) * 4;
+            x.qs[32 * (s / 2) + 4 * c + t] |= static_cast<uint8_t>((byte & 15) << shift);
+            x.qs[32 * (s / 2) + 16 + 4 * c + t] |= static_cast<uint8_t>((byte >> 4) << shift);
+          }
+      }
+      pack_scale_min_k4(sc, mn, x.scales);
+      store_block(row, b, x);
+      break;
+    }
+    case PackedFormat::kQ6_K:
+    case PackedFormat::kQ6_K8: {
+      BlockQ6_K x{};
+      x.d = load_u16(src + 2 * i);
+      uint8_t q[kQK_K];
+      for (int g = 0; g < 16; ++g) {
+        x.scales[g] = static_cast<int8_t>(src[32 + 16 * g + i]);
+        uint8_t* c = q + 16 * g;
+        if (f == PackedFormat::kQ6_K8) {
+          for (int e = 0; e < 16; ++e) c[e] = src[288 + 256 * g + 64 * (e / 4) + 4 * i + e % 4];
+          continue;
+        }
+        const uint8_t* sub = src + 288 + 192 * g;
+        for (int t = 0; t < 4; ++t) {
+          for (int ch = 0; ch < 2; ++ch) {
+            const uint8_t lo = sub[64 * ch + 4 * i + t];
+            c[4 * ch + t] = lo & 15;
+            c[8 + 4 * ch + t] = lo >> 4;
+          }
+          const uint8_t hi = sub[128 + 4 * i + t];
+          for (int k = 0; k < 4; ++k) c[4 * k + t] |= static_cast<uint8_t>(((hi >> (2 * k)) & 3) << 4);
+        }
+      }
+      // q6_k_codes inverted: code e's low nibble in ql, its top 2 bits in qh.
+      for (int e = 0; e < kQK_K; ++e) {
+        const int h = e / 128, k = (e % 128) / 32, l = e % 32;
+        x.ql[64 * h + 32 * (k & 1) + l] |= static_cast<uint8_t>((q[e] & 15) << (k < 2 ? 0 : 4));
+        x.qh[32 * h + l] |= static_cast<uint8_t>((q[e] >> 4) << (2 * k));
+      }
+      store_block(row, b, x);
+      break;
+    }
+    case PackedFormat::kF32: std::memcpy(row + 4 * b, src + 4 * i, 4); break;
+    case PackedFormat::kF16:
+    case PackedFormat::kBF16: std::memcpy(row + 2 * b, src + 2 * i, 2); break;
+    case PackedFormat::kNone: break;
+  }
+}
+
 }  // namespace
 
 void pack_groups(PackedMatrix& m, const PackSource* sources, int n_sources, int64_t first_group, int64_t last_group) {
@@ -246,6 +340,13 @@ void pack_groups(PackedMatrix& m, const PackSource* sources, int n_sources, int6
       for (int64_t b = 0; b < nb; ++b) pack_row_block(m.format, dst + b * bb, i, row, b);
     }
   }
+}
+
+void unpack_row(const PackedMatrix& m, int64_t r, uint8_t* row) {
+  const int64_t be = packed_block_elems(m.format), bb = packed_block_bytes(m.format), nb = m.cols / be;
+  const uint8_t* group = m.group(r / kGroupRows);
+  const int i = static_cast<int>(r % kGroupRows);
+  for (int64_t b = 0; b < nb; ++b) unpack_row_block(m.format, group + b * bb, i, row, b);
 }
 
 }  // namespace sluice::kernels

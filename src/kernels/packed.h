@@ -93,4 +93,10 @@ inline void pack_groups(PackedMatrix& m, const uint8_t* src, uint64_t src_row_by
   pack_groups(m, &s, 1, first_group, last_group);
 }
 
+// Row r of the matrix in the file's layout, dtype_row_bytes(m.type, m.cols) bytes at `row`: the
+// bytes it was packed from, exactly, for every format (Q6_K8 gives back Q6_K). r must be in
+// [0, m.rows) (unchecked: a step's tokens are checked before its lookups). The tied embedding
+// reads its rows this way from the packed lm_head, so the file's copy of the table can go.
+void unpack_row(const PackedMatrix& m, int64_t r, uint8_t* row);
+
 }  // namespace sluice::kernels

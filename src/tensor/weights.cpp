@@ -8,6 +8,10 @@ namespace sluice {
 
 bool WeightBinder::has(const std::string& name) const { return f_.find_tensor(name) != nullptr; }
 
+ReleasePages WeightBinder::release_pages() const {
+  return [&f = f_](const uint8_t* p, uint64_t n) { f.release_pages(p, n); };
+}
+
 Mat WeightBinder::matrix(const std::string& name, int64_t cols, int64_t rows) const {
   const gguf::TensorInfo* t = f_.find_tensor(name);
   if (!t)

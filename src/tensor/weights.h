@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,11 @@ struct Mat {
   const uint8_t* row(int64_t r) const { return data + static_cast<uint64_t>(r) * row_bytes; }
 };
 
+// Told the bytes [p, p + n) of Mats once they have been copied elsewhere (repacked), so that
+// their owner can drop them from memory (gguf::GgufFile::release_pages); the bytes must stay
+// readable. Empty: nothing is released.
+using ReleasePages = std::function<void(const uint8_t* p, uint64_t n)>;
+
 // Binds tensors of one file, checking presence, shape and type with errors that name them.
 class WeightBinder {
  public:
@@ -39,6 +45,8 @@ class WeightBinder {
   // A required F32 vector of n elements (norm weights), returned dequantized.
   std::vector<float> vector_f32(const std::string& name, int64_t n) const;
   bool has(const std::string& name) const;
+  // Releases pages of this file's map (it must outlive the function).
+  ReleasePages release_pages() const;
 
  private:
   const gguf::GgufFile& f_;

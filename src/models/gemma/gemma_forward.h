@@ -124,6 +124,7 @@ class GemmaModel final : public Model {
   void build_layer_ops();
   void build_rope_configs();
   Linear build_lm_head(LmHeadFormat f);
+  void keep_file_tables();
   // Step (gemma_model.cpp).
   void check_batch(const ForwardBatch& b, const KvCache& kv) const;
   void reserve_attention(const KvCache& kv);
@@ -164,6 +165,9 @@ class GemmaModel final : public Model {
   ByteArena arena_;
   std::vector<LayerOps> layer_ops_;
   Linear lm_head_, ple_model_proj_;
+  // Tied embeddings: the token embedding rows come from the packed lm_head (unpack_row), and
+  // the file's copy of the table leaves memory; nullptr: they are read from the file's rows.
+  const kernels::PackedMatrix* embd_packed_ = nullptr;
   std::vector<RopeConfig> ropes_;
   std::vector<int> layer_rope_;  // config index per layer
   int64_t rope_row_ = 0;         // floats of all configs' tables for one token
@@ -178,6 +182,7 @@ class GemmaModel final : public Model {
   std::vector<TokenRef> ref_;
   std::vector<int64_t> out_rows_;  // tokens whose logits the batch wants, in slice order
   std::vector<float> x_, xn_, qkv_, v_, o_, att_, act_, ple_, pg_, rope_cs_, ple_row_;
+  std::vector<uint8_t> embd_raw_;              // embd_packed_'s rows of the step, in the file layout
   std::vector<uint8_t> act_q_;                 // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
   std::vector<kernels::PagedToken> attn_tok_;  // the step's tokens for the paged attention
   kernels::PagedAttention attn_;

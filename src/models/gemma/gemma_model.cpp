@@ -28,21 +28,33 @@ GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const k
       fail("layer %d: head dim %d / %d query heads per KV head exceed what the attention kernel supports", il,
            ls.head_dim, ls.n_head / ls.n_head_kv);
   }
-  // The embedding tables stay in the file map, read a row per token: map their pages now, so
-  // that a step's row lookups do not pay a page fault each (docs/performance.md §2).
-  for (const Mat* t : {&w_.tok_embd, &w_.ple_tok})
-    if (!t->empty()) prefault(t->data, static_cast<size_t>(t->rows) * t->row_bytes);
   build_layer_ops();
   lm_head_ = build_lm_head(lm_head);
   if (spec_.ple_dim > 0)
-    ple_model_proj_ = Linear::build({&w_.ple_model_proj, 1}, pool_, "per_layer_model_proj", false, &arena_);
+    ple_model_proj_ = Linear::build({&w_.ple_model_proj, 1}, pool_, "per_layer_model_proj", false, &arena_, w_.release);
+  keep_file_tables();
+  w_.release = nullptr;  // the file may go before the model: nothing more is released
   build_rope_configs();
   tail_start_ = spec_.n_layer;
   while (tail_start_ > 0 && !spec_.layers[tail_start_ - 1].has_kv) --tail_start_;
 }
 
-// Repacks and fuses every matrix once (the file's own rows stay mapped for embedding lookups).
+// The tables read a row per token from the file (the PLE table; the token embeddings unless
+// they come from the packed lm_head): their pages are mapped now, after the repacking dropped
+// the pages of everything else, so that a step's row lookups do not pay a page fault each
+// (docs/performance.md §2).
+void GemmaModel::keep_file_tables() {
+  const bool tied = w_.lm_head.data == w_.tok_embd.data;
+  embd_packed_ = tied && lm_head_.packed_whole() && lm_head_.packed_whole()->type == w_.tok_embd.type
+                     ? lm_head_.packed_whole()
+                     : nullptr;
+  if (!embd_packed_) prefault(w_.tok_embd.data, static_cast<size_t>(w_.tok_embd.rows) * w_.tok_embd.row_bytes);
+  if (!w_.ple_tok.empty()) prefault(w_.ple_tok.data, static_cast<size_t>(w_.ple_tok.rows) * w_.ple_tok.row_bytes);
+}
+
+// Repacks and fuses every matrix once, releasing the file's pages of each as it goes.
 void GemmaModel::build_layer_ops() {
+  const ReleasePages& rel = w_.release;
   for (int il = 0; il < spec_.n_layer; ++il) {
     const GemmaLayerWeights& lw = w_.layers[il];
     const std::string p = "blk." + std::to_string(il) + ".";
@@ -50,16 +62,17 @@ void GemmaModel::build_layer_ops() {
     if (spec_.layers[il].has_kv) {
       const Mat qkv[3] = {lw.wq, lw.wk, lw.wv};
       const bool k_eq_v = spec_.layers[il].k_eq_v;
-      ops.qkv = Linear::build({qkv, k_eq_v ? 2u : 3u}, pool_, p + (k_eq_v ? "attn_qk" : "attn_qkv"), false, &arena_);
+      ops.qkv = Linear::build({qkv, k_eq_v ? 2u : 3u}, pool_, p + (k_eq_v ? "attn_qk" : "attn_qkv"), false, &arena_,
+                              rel);
     } else {
-      ops.qkv = Linear::build({&lw.wq, 1}, pool_, p + "attn_q", false, &arena_);
+      ops.qkv = Linear::build({&lw.wq, 1}, pool_, p + "attn_q", false, &arena_, rel);
     }
-    ops.o = Linear::build({&lw.wo, 1}, pool_, p + "attn_output", false, &arena_);
-    ops.gate_up = Linear::build_glu(lw.gate, lw.up, pool_, p + "ffn_gate_up", &arena_);
-    ops.down = Linear::build({&lw.down, 1}, pool_, p + "ffn_down", false, &arena_);
+    ops.o = Linear::build({&lw.wo, 1}, pool_, p + "attn_output", false, &arena_, rel);
+    ops.gate_up = Linear::build_glu(lw.gate, lw.up, pool_, p + "ffn_gate_up", &arena_, rel);
+    ops.down = Linear::build({&lw.down, 1}, pool_, p + "ffn_down", false, &arena_, rel);
     if (spec_.ple_dim > 0) {
-      ops.inp_gate = Linear::build({&lw.inp_gate, 1}, pool_, p + "inp_gate", false, &arena_);
-      ops.proj = Linear::build({&lw.proj, 1}, pool_, p + "proj", false, &arena_);
+      ops.inp_gate = Linear::build({&lw.inp_gate, 1}, pool_, p + "inp_gate", false, &arena_, rel);
+      ops.proj = Linear::build({&lw.proj, 1}, pool_, p + "proj", false, &arena_, rel);
     }
     layer_ops_.push_back(std::move(ops));
   }
@@ -92,11 +105,15 @@ void GemmaModel::build_rope_configs() {
   }
 }
 
+// The tied table's file pages are released with the rest only when its embedding rows can come
+// from the packed lm_head (keep_file_tables); a requantized head leaves them to the embeddings.
 Linear GemmaModel::build_lm_head(LmHeadFormat f) {
   const Mat& m = w_.lm_head;
+  const bool tied = m.data == w_.tok_embd.data;
   if (f == LmHeadFormat::kPacked || (f == LmHeadFormat::kQ4_0 && m.type == DType::Q4_0))
-    return Linear::build({&m, 1}, pool_, "lm_head", false, &arena_);
-  if (f == LmHeadFormat::kInt8) return Linear::build({&m, 1}, pool_, "lm_head", /*wide_q6_k=*/true, &arena_);
+    return Linear::build({&m, 1}, pool_, "lm_head", false, &arena_, w_.release);
+  if (f == LmHeadFormat::kInt8)
+    return Linear::build({&m, 1}, pool_, "lm_head", /*wide_q6_k=*/true, &arena_, w_.release);
   // Q4_0: every row decoded and requantized (ggml's reference quantizer), then packed.
   if (m.cols % 32 != 0)
     fail("--lm-head q4_0: rows of %lld columns are not a multiple of 32", static_cast<long long>(m.cols));
@@ -113,6 +130,7 @@ Linear GemmaModel::build_lm_head(LmHeadFormat f) {
       quant::quantize_ref(DType::Q4_0, row, q.data() + static_cast<uint64_t>(r) * rb, m.cols);
     }
   });
+  if (!tied && w_.release) w_.release(m.data, m.row_bytes * static_cast<uint64_t>(m.rows));
   const Mat mq{"lm_head (q4_0 requantized)", DType::Q4_0, q.data(), m.cols, m.rows, rb};
   return Linear::build({&mq, 1}, pool_, "lm_head", false, &arena_);
 }
@@ -208,13 +226,23 @@ void GemmaModel::forward(const ForwardBatch& b, KvCache& kv, float* logits) {
   if (T_ > 0) output(logits, b.hidden);
 }
 
-// x[T × d] = token_embd[t] · embed_scale
+// x[T × d] = token_embd[t] · embed_scale (tied: the row unpacked from the lm_head to the file's
+// bytes, then decoded as the file's row would be: the same floats)
 void GemmaModel::embed() {
   const int64_t d = spec_.n_embd;
   grow(x_, static_cast<size_t>(T_ * d));
+  const uint64_t rb = w_.tok_embd.row_bytes;
+  if (embd_packed_) grow(embd_raw_, static_cast<size_t>(T_) * rb);
+  const auto to_f32 = quant::traits(w_.tok_embd.type)->to_f32_ref;
   for_rows(pool_, T_, d * kCostCopy, [&](int64_t t) {
     float* row = x_.data() + t * d;
-    kernels::dequant_row(w_.tok_embd, tok_[t], row);
+    if (embd_packed_) {
+      uint8_t* raw = embd_raw_.data() + static_cast<uint64_t>(t) * rb;
+      kernels::unpack_row(*embd_packed_, tok_[t], raw);
+      to_f32(raw, row, d);
+    } else {
+      kernels::dequant_row(w_.tok_embd, tok_[t], row);
+    }
     ops_.scale(row, d, spec_.embed_scale);
   });
 }

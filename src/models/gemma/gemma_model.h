@@ -30,6 +30,10 @@ struct GemmaWeights {
   Mat ple_model_proj;                // [n_embd, n_layer·ple]
   std::vector<float> ple_proj_norm;  // [ple]
   std::vector<GemmaLayerWeights> layers;
+  // Told the file bytes of each matrix once it is repacked, so the file's pages of it leave
+  // memory as the load goes (WeightBinder::release_pages): the weights are held once, and the
+  // load never holds two copies of more than a slab (docs/architecture.md). Empty: kept.
+  ReleasePages release;
 };
 
 // The hyper-parameters every Gemma file has under "<arch>.": layers, width, context,

@@ -73,6 +73,7 @@ std::unique_ptr<Model> load_gemma3(const gguf::GgufFile& f, const LoadOptions& o
   w.lm_head = b.has("output.weight") ? b.matrix("output.weight", s.n_embd, s.n_vocab) : w.tok_embd;
   w.output_norm = b.vector_f32("output_norm.weight", s.n_embd);
   for (int l = 0; l < s.n_layer; ++l) w.layers.push_back(bind_gemma_layer(b, s, l));
+  w.release = b.release_pages();
   return make_gemma_model(std::move(s), std::move(w), opt);
 }
 

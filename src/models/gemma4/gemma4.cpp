@@ -112,6 +112,7 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
     if (b.has(p + "layer_output_scale.weight")) lw.out_scale = b.vector_f32(p + "layer_output_scale.weight", 1)[0];
     w.layers.push_back(std::move(lw));
   }
+  w.release = b.release_pages();
   return make_gemma_model(std::move(s), std::move(w), opt);
 }
 

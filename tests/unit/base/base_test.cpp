@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "base/dtype.h"
 #include "base/error.h"
 #include "base/mmap_file.h"
+#include "base/process_memory.h"
 
 namespace sluice {
 namespace {
@@ -103,6 +105,42 @@ TEST(MmapFile, MapsAndReportsErrors) {
     EXPECT_NE(std::string(e.what()).find("not a regular file"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
+}
+
+// release() takes the pages of a range out of the resident set and they read back the same;
+// a pointer outside the map is left alone (MADV_DONTNEED would zero anonymous memory).
+TEST(MmapFile, ReleaseDropsPagesAndKeepsBytes) {
+  const ProcessMemory m0 = process_memory();
+  if (!m0.known) GTEST_SKIP() << "no /proc/self/status";
+  const auto dir = std::filesystem::temp_directory_path() / "sluice_base_release_test";
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / "f.bin").string();
+  constexpr size_t kBytes = size_t{16} << 20;
+  std::vector<uint8_t> want(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) want[i] = static_cast<uint8_t>(i * 2654435761u >> 13);
+  { std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(want.data()), kBytes); }
+  {
+    MmapFile m(path);
+    const uint8_t* p = m.bytes().data();
+    ASSERT_EQ(std::memcmp(p, want.data(), kBytes), 0);  // every page of the map touched
+    const uint64_t touched = process_memory().rss;
+    m.release(p + 1, kBytes - 1);  // widened to whole pages: the first one too
+    const uint64_t released = process_memory().rss;
+    EXPECT_GE(touched, released + (kBytes * 3 / 4)) << touched << " -> " << released;
+    EXPECT_EQ(std::memcmp(p, want.data(), kBytes), 0);
+    // Outside the map: heap bytes stay as they are.
+    std::vector<uint8_t> heap(size_t{1} << 20, 0x5A);
+    m.release(heap.data(), heap.size());
+    EXPECT_EQ(std::count(heap.begin(), heap.end(), 0x5A), static_cast<std::ptrdiff_t>(heap.size()));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ProcessMemory, ReadsRssAndPeak) {
+  const ProcessMemory m = process_memory();
+  if (!m.known) GTEST_SKIP() << "no /proc/self/status";
+  EXPECT_GT(m.rss, 0u);
+  EXPECT_GE(m.peak_rss, m.rss);
 }
 
 TEST(CpuFeatures, AreConsistent) {

@@ -5,6 +5,7 @@
 // offsets; the activation scratch is reused across calls without leaking state.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -133,6 +134,73 @@ TEST(LinearFusion, MixedPartsLandAtTheirRowOffsets) {
   auto rb = [](DType t) { return dtype_row_bytes(t, kCols); };
   EXPECT_EQ(lin.file_bytes(), 48 * rb(DType::Q5_0) + 24 * rb(DType::Q8_0) + 5 * rb(DType::Q4_1));
   EXPECT_EQ(lin.stream_bytes(), 48 * rb(DType::Q5_0) + 32 * rb(DType::Q8_0) + 5 * rb(DType::Q4_1));
+}
+
+// The byte ranges a build hands to its ReleasePages, merged, as [begin, end) pairs.
+struct Released {
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> runs;
+  int calls = 0;
+  ReleasePages fn() {
+    return [this](const uint8_t* p, uint64_t n) {
+      runs.emplace_back(p, p + n);
+      ++calls;
+    };
+  }
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> merged() const {
+    auto r = runs;
+    std::sort(r.begin(), r.end());
+    std::vector<std::pair<const uint8_t*, const uint8_t*>> out;
+    for (const auto& x : r) {
+      EXPECT_TRUE(out.empty() || x.first >= out.back().second) << "a byte released twice";
+      if (!out.empty() && x.first == out.back().second) out.back().second = x.second;
+      else out.push_back(x);
+    }
+    return out;
+  }
+};
+
+std::pair<const uint8_t*, const uint8_t*> span_of(const Mat& m) {
+  return {m.data, m.data + m.row_bytes * static_cast<uint64_t>(m.rows)};
+}
+
+// With a ReleasePages, a build hands back every byte of the rows it repacked, once, and none
+// of a part it reads in place (the generic path): the file's pages of the repacked copy may go.
+// The results are those of a build without it.
+TEST(LinearRelease, ReleasesRepackedRowsOnceAndNoOthers) {
+  const Weights q = make_weights(DType::Q8_0, 40, 1), g = make_weights(DType::Q4_1, 5, 2);
+  const Mat parts[2] = {q.mat, g.mat};
+  ThreadPool two(2);
+  Released rel;
+  const Linear lin = Linear::build(parts, two, "mixed", false, nullptr, rel.fn());
+  EXPECT_EQ(rel.merged(), (std::vector{span_of(q.mat)}));
+  const Linear plain = Linear::build(parts, two, "mixed");
+  const std::vector<float> x = activations(3, 5);
+  std::vector<float> y1(3 * lin.rows()), y2(3 * lin.rows());
+  ActScratch scratch;
+  lin.run(two, x.data(), 3, y1.data(), scratch);
+  plain.run(two, x.data(), 3, y2.data(), scratch);
+  EXPECT_EQ(std::memcmp(y1.data(), y2.data(), 4 * y1.size()), 0);
+
+  // gate|up interleaved by 16 rows: both matrices, whole.
+  const Weights gate = make_weights(DType::Q4_0, 48, 3), up = make_weights(DType::Q4_0, 48, 4);
+  Released rg;
+  (void)Linear::build_glu(gate.mat, up.mat, two, "gate_up", nullptr, rg.fn());
+  auto want = std::vector{span_of(gate.mat), span_of(up.mat)};
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(rg.merged(), want);
+}
+
+// A matrix of more than one release slab (32 MiB of rows) is released in several calls, as it
+// is packed, so the load never holds all of it twice.
+TEST(LinearRelease, LargeMatrixGoesSlabBySlab) {
+  const int64_t cols = 4096, rows = 4200;  // F16: 8 KiB rows, 34.4 MB
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * cols * 2), 0);
+  const Mat big{"big", DType::F16, bytes.data(), cols, rows, static_cast<uint64_t>(cols * 2)};
+  ThreadPool two(2);
+  Released rel;
+  (void)Linear::build({&big, 1}, two, "big", false, nullptr, rel.fn());
+  EXPECT_GE(rel.calls, 2);
+  EXPECT_EQ(rel.merged(), (std::vector{span_of(big)}));
 }
 
 // An epilogue is applied exactly once to every output, wherever the call's spans fall: the
