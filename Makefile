@@ -226,8 +226,8 @@ bench: deps build e2b-model e4b-model model bench-venv
 
 # The 31B-shaped file, sluice alone (a benchmark of size: ~17.6 GB of weights a token, so a short
 # prompt and few steps), with the peak RSS of the run in the table and in bench-31b.json. The
-# repacked weights are anonymous memory about the size of the file (an E4B run peaked at 8.8 GB
-# RSS for its 5.2 GB file, the mapped file included): it needs a machine with RAM to match.
+# weights are held once (docs/architecture.md, "One copy of the weights"): the run peaks at about
+# the file's size, so it needs a machine with that much RAM free (it ran on a 24 GB one).
 BENCH_31B_ARGS ?= --prompt 16 --n-decode 4 --depths 0 --rounds 1
 bench-31b: deps build 31b-model
 	$(PY) python/bench.py --model $(G31B_MODEL) --skip llama.cpp --out bench-31b.json $(BENCH_31B_ARGS)

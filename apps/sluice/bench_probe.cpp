@@ -50,15 +50,44 @@ const char* placement_words(double rt_ns) {
   return rt_ns < kCloseRoundTripNs ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)";
 }
 
-BandwidthProbe::BandwidthProbe(ThreadPool& pool, uint64_t bytes)
+BandwidthProbe::BandwidthProbe(ThreadPool& pool, uint64_t bytes, const std::vector<std::span<const uint8_t>>& over)
     : pool_(pool), bytes_(bytes / (256 * 64) * (256 * 64)) {
-  buf_ = AlignedBytes::alloc(bytes_);
-  pool_.run([&](int ith, int nth) {
-    int64_t a, b;
-    split_range(static_cast<int64_t>(bytes_ / 8), ith, nth, &a, &b);
-    auto* w = reinterpret_cast<uint64_t*>(buf_.data());
-    for (int64_t i = a; i < b; ++i) w[i] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
-  });
+  uint64_t have = 0;
+  for (const auto& s : over) have += s.size() / 256 * 256;
+  if (have >= bytes_ && bytes_ > 0) {
+    for (uint64_t left = bytes_; const auto& s : over) {
+      const uint64_t n = std::min<uint64_t>(left, s.size() / 256 * 256);
+      if (n > 0) spans_.emplace_back(s.data(), n);
+      left -= n;
+      if (left == 0) break;
+    }
+  } else {
+    buf_ = AlignedBytes::alloc(bytes_);
+    pool_.run([&](int ith, int nth) {
+      int64_t a, b;
+      split_range(static_cast<int64_t>(bytes_ / 8), ith, nth, &a, &b);
+      auto* w = reinterpret_cast<uint64_t*>(buf_.data());
+      for (int64_t i = a; i < b; ++i) w[i] = static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;
+    });
+    spans_.emplace_back(buf_.data(), bytes_);
+  }
+  first_chunk_.push_back(0);
+  for (const auto& s : spans_) first_chunk_.push_back(first_chunk_.back() + static_cast<int64_t>(s.size() / 256));
+}
+
+uint64_t BandwidthProbe::sum_chunks(const kernels::CpuKernels& k, int64_t c0, int64_t c1) const {
+  uint64_t sum = 0;
+  size_t i = static_cast<size_t>(std::upper_bound(first_chunk_.begin(), first_chunk_.end(), c0) -
+                                 first_chunk_.begin()) -
+             1;
+  for (; c0 < c1 && i < spans_.size(); ++i) {
+    const int64_t e = std::min(c1, first_chunk_[i + 1]);
+    if (e > c0)
+      sum += kernels::cpu_stream_sum(k, spans_[i].data() + (c0 - first_chunk_[i]) * 256,
+                                     static_cast<uint64_t>(e - c0) * 256);
+    c0 = std::max(c0, e);
+  }
+  return sum;
 }
 
 double BandwidthProbe::measure(int streams) {
@@ -71,8 +100,7 @@ double BandwidthProbe::measure(int streams) {
     int64_t a, b;
     split_range(static_cast<int64_t>(chunks), ith, nth, &a, &b);
     if (streams <= 1) {
-      sums[static_cast<size_t>(ith)] = kernels::cpu_stream_sum(k, buf_.data() + a * 256,
-                                                               static_cast<uint64_t>(b - a) * 256);
+      sums[static_cast<size_t>(ith)] = sum_chunks(k, a, b);
       return;
     }
     // `streams` contiguous parts of the thread's share, read kRun chunks of each in turn.
@@ -81,7 +109,7 @@ double BandwidthProbe::measure(int streams) {
     for (int64_t off = 0; off < part; off += kRun)
       for (int j = 0; j < streams; ++j) {
         const int64_t c0 = a + j * part + off, c1 = std::min({c0 + kRun, a + (j + 1) * part, b});
-        if (c1 > c0) sum += kernels::cpu_stream_sum(k, buf_.data() + c0 * 256, static_cast<uint64_t>(c1 - c0) * 256);
+        if (c1 > c0) sum += sum_chunks(k, c0, c1);
       }
     sums[static_cast<size_t>(ith)] = sum;
   });

@@ -6,10 +6,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/aligned_bytes.h"
 #include "threading/thread_pool.h"
+
+namespace sluice::kernels {
+struct CpuKernels;
+}
 
 namespace sluice::app {
 
@@ -39,20 +44,28 @@ const char* placement_words(double rt_ns);
 
 // A plain streaming read of `bytes` bytes split over the pool's threads, each summing its
 // contiguous share with the ISA set's widest loads (kernels::cpu_stream_sum); returns GB/s
-// (1e9 bytes per second). The buffer is 2 MiB aligned (transparent huge pages where the
+// (1e9 bytes per second). It reads the first `bytes` of `over` (a model's repacked weights,
+// Model::weight_memory) when they hold that many, so the probe costs no memory beside the
+// weights; otherwise a buffer of its own, 2 MiB aligned (transparent huge pages where the
 // system allows them, as for the repacked weights) and written once so every page is resident.
 class BandwidthProbe {
  public:
-  BandwidthProbe(ThreadPool& pool, uint64_t bytes);
+  BandwidthProbe(ThreadPool& pool, uint64_t bytes, const std::vector<std::span<const uint8_t>>& over = {});
   // streams > 1: each thread reads its share as that many contiguous parts, 16 KiB of each in
   // turn (the access pattern of kernels::Tuning::streams), to find what the bus gives best.
   double measure(int streams = 1);
   uint64_t bytes() const { return bytes_; }
+  bool reads_weights() const { return buf_.size == 0; }
 
  private:
+  // Σ of 256-byte chunks [c0, c1) of the spans taken end to end.
+  uint64_t sum_chunks(const kernels::CpuKernels& k, int64_t c0, int64_t c1) const;
+
   ThreadPool& pool_;
   uint64_t bytes_;
   AlignedBytes buf_;
+  std::vector<std::span<const uint8_t>> spans_;  // each a multiple of 256 bytes, 64-byte aligned
+  std::vector<int64_t> first_chunk_;             // [spans + 1]: chunk index where each span starts
   uint64_t sink_ = 0;
 };
 

@@ -129,6 +129,7 @@ struct BenchResult {
   std::vector<DecodeResult> dec;
   std::vector<double> bw, rt;  // every probe of the run
   uint64_t probe_bytes = 0;
+  bool probe_reads_weights = false;  // the probe read the repacked weights, not a buffer of its own
   models::StreamAccount acct;
   double bandwidth() const { return median(bw); }
   double floor_ms() const { return static_cast<double>(acct.streamed_bytes) / (bandwidth() * 1e9) * 1e3; }
@@ -144,7 +145,7 @@ class Measurer {
       : a_(a),
         sess_(s),
         vd_(vd),
-        probe_(s.pool(), static_cast<uint64_t>(a.bandwidth_gib * (1ull << 30))),
+        probe_(s.pool(), static_cast<uint64_t>(a.bandwidth_gib * (1ull << 30)), s.model().weight_memory()),
         handoff_(s.pool()) {}
 
   // Every depth is measured at each draft length in `ks` ({0}: plain decode only).
@@ -152,6 +153,7 @@ class Measurer {
     BenchResult r;
     r.acct = models::account_decode_stream(sess_.file());
     r.probe_bytes = probe_.bytes();
+    r.probe_reads_weights = probe_.reads_weights();
     probe_.measure();  // warm-up
     probe_all(r);
     warm_up();
@@ -380,16 +382,17 @@ nlohmann::json memory_json(const EngineSession& sess) {
           {"peak_rss", now.peak_rss}};
 }
 
-void print_memory(const EngineSession& sess, uint64_t probe_bytes) {
+void print_memory(const EngineSession& sess, const BenchResult& r) {
   const ProcessMemory now = process_memory();
   if (!now.known) return;
   const double file = static_cast<double>(sess.file().file_size());
   const ProcessMemory& l = sess.memory_after_load();
   std::printf(
-      "memory: resident after load %.1f MiB (%.2fx the file), peak by then %.1f MiB (%.2fx), peak of the run %.1f MiB "
-      "(%.2fx, the %.0f MiB bandwidth probe included)\n",
+      "memory: resident after load %.1f MiB (%.2fx the file), peak by then %.1f MiB (%.2fx), peak of the run %.1f MiB (%.2fx",
       l.rss / 1048576.0, l.rss / file, l.peak_rss / 1048576.0, l.peak_rss / file, now.peak_rss / 1048576.0,
-      now.peak_rss / file, probe_bytes / 1048576.0);
+      now.peak_rss / file);
+  if (r.probe_reads_weights) std::printf(")\n");
+  else std::printf(", the bandwidth probe's %.0f MiB buffer included)\n", r.probe_bytes / 1048576.0);
 }
 
 // The JSON contract of python/README.md "Benchmarks" (python/bench.py reads it).
@@ -412,6 +415,7 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
   j["bandwidth_gbs"] = r.bandwidth();
   j["bandwidth_samples_gbs"] = r.bw;
   j["bandwidth_probe_bytes"] = r.probe_bytes;
+  j["bandwidth_probe_reads_weights"] = r.probe_reads_weights;
   j["core_round_trip_ns"] = median(r.rt);
   j["core_round_trip_samples_ns"] = r.rt;
   j["bytes_per_token"] = r.acct.streamed_bytes;
@@ -442,9 +446,9 @@ void print_decode(const BenchArgs& a, const BenchResult& r, const DecodeResult& 
 
 void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
   std::printf(
-      "\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
-      r.bandwidth(), r.bw.size(), r.probe_bytes / double(1ull << 30), sess.threads(), r.acct.streamed_bytes / 1e6,
-      r.floor_ms(), kernels::cpu_kernels().isa);
+      "\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB%s, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
+      r.bandwidth(), r.bw.size(), r.probe_bytes / double(1ull << 30), r.probe_reads_weights ? " of the weights" : "",
+      sess.threads(), r.acct.streamed_bytes / 1e6, r.floor_ms(), kernels::cpu_kernels().isa);
   std::printf("cpu %s | %s\n", sess.tuning().record.key.cpu_model.c_str(), describe_outcome(sess.tuning()).c_str());
   if (sess.threads() > 1) {
     const auto [lo, hi] = std::minmax_element(r.rt.begin(), r.rt.end());
@@ -456,7 +460,7 @@ void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
   for (const DecodeResult& d : r.dec)
     if (d.draft_k == 0) print_decode(a, r, d);
   if (!a.spec_verify.empty()) print_verify(a, r);
-  print_memory(sess, r.probe_bytes);
+  print_memory(sess, r);
 }
 
 int run_bench(BenchArgs& a) {

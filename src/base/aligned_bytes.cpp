@@ -37,12 +37,20 @@ uint8_t* ByteArena::take(uint64_t bytes) {
     chunks_.push_back(AlignedBytes::alloc(std::max(n, chunk_bytes_)));
     next_ = chunks_.back().data();
     left_ = chunks_.back().size;
+    chunk_used_.push_back(0);
   }
   uint8_t* p = next_;
   next_ += n;
   left_ -= n;
   used_ += n;
+  chunk_used_.back() += n;
   return p;
+}
+
+std::vector<std::span<const uint8_t>> ByteArena::spans() const {
+  std::vector<std::span<const uint8_t>> out;
+  for (size_t i = 0; i < chunks_.size(); ++i) out.emplace_back(chunks_[i].data(), chunk_used_[i]);
+  return out;
 }
 
 AlignedBytes AlignedBytes::alloc(uint64_t bytes) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace sluice {
@@ -43,11 +44,14 @@ class ByteArena {
   // `bytes` zeroed bytes that live as long as the arena.
   uint8_t* take(uint64_t bytes);
   uint64_t used() const { return used_; }
+  // The bytes handed out so far, one span per chunk (its front part: the rest was never touched).
+  std::vector<std::span<const uint8_t>> spans() const;
 
  private:
   uint64_t chunk_bytes_, used_ = 0, left_ = 0;
   uint8_t* next_ = nullptr;
   std::vector<AlignedBytes> chunks_;
+  std::vector<uint64_t> chunk_used_;  // bytes handed out of each chunk
 };
 
 }  // namespace sluice

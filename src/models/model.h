@@ -122,6 +122,9 @@ class Model {
   virtual void set_tap(Tap tap) { (void)tap; }
   // Human-readable lines describing the repacked weights (formats, fused matrices, bytes).
   virtual std::vector<std::string> describe_weights() const { return {}; }
+  // The memory the repacked weights occupy (resident since the load): `sluice bench` reads it to
+  // measure the bus, with no buffer of its own beside the weights. Empty: none.
+  virtual std::vector<std::span<const uint8_t>> weight_memory() const { return {}; }
 };
 
 // How the (tied or separate) lm_head is held in memory (docs/performance.md has the numbers

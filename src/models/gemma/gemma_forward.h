@@ -113,6 +113,7 @@ class GemmaModel final : public Model {
   void set_profile(StepProfile* p) override { prof_.set(p); }
   void set_tap(Tap tap) override { tap_ = std::move(tap); }
   std::vector<std::string> describe_weights() const override;
+  std::vector<std::span<const uint8_t>> weight_memory() const override { return arena_.spans(); }
 
  private:
   struct TokenRef {
