@@ -8,6 +8,7 @@
 #include "apps/sluice/model_drafter.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
+#include "tokenizer/same_vocabulary.h"
 
 namespace sluice::app {
 
@@ -78,7 +79,7 @@ DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_fi
   if (opt.draft_path.empty()) fail("--spec draft needs --draft FILE (a model with the target's vocabulary)");
   std::fprintf(stderr, "loading draft %s ...\n", opt.draft_path.c_str());
   d.file = gguf::GgufFile::open(opt.draft_path);
-  engine::check_same_vocabulary(target_file, *d.file);
+  tok::check_same_vocabulary(target_file, *d.file);
   models::LoadOptions lo;
   lo.pool = &pool;
   lo.lm_head = models::parse_lm_head_format(opt.lm_head);

@@ -21,16 +21,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <string>
 #include <vector>
 
 #include "engine/batch_drafter.h"
 #include "kv/block_manager.h"
 #include "models/model.h"
-
-namespace sluice::gguf {
-class GgufFile;
-}
 
 namespace sluice::engine {
 
@@ -49,7 +44,8 @@ struct DraftModelStats {
 class DraftModelDrafter final : public BatchDrafter {
  public:
   // `draft` and `kv` (laid out for draft.spec().kv_groups) outlive this object; the target's
-  // vocabulary size must be the draft's (the texts: check_same_vocabulary).
+  // vocabulary size must be the draft's (the texts: tok::check_same_vocabulary, which the
+  // caller runs on the two files).
   DraftModelDrafter(models::Model& draft, KvCache& kv, int32_t target_n_vocab, const DraftModelConfig& cfg);
   ~DraftModelDrafter() override;
 
@@ -81,12 +77,5 @@ class DraftModelDrafter final : public BatchDrafter {
   models::ForwardBatch fb_;
   std::vector<float> logits_;
 };
-
-// The first token id whose text differs between the two lists, or -1 when they are equal
-// (a shorter list differs at its end).
-int64_t first_vocab_difference(std::span<const std::string_view> a, std::span<const std::string_view> b);
-// Throws sluice::Error unless both files hold the same tokenizer.ggml.tokens (count and every
-// text), naming the first differing id and both texts.
-void check_same_vocabulary(const gguf::GgufFile& target, const gguf::GgufFile& draft);
 
 }  // namespace sluice::engine

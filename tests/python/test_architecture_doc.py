@@ -1,24 +1,11 @@
 """docs/architecture.md's module table is the build's module list: one row per
 `sluice_add_module` target under src/ (plus apps), its folder, and a "may use" column equal to
 the target's DEPS; the diagram above it names every module."""
-import pathlib
 import re
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
+from module_graph import ROOT, cmake_modules
+
 DOC = ROOT / "docs" / "architecture.md"
-ADD_MODULE = re.compile(r"sluice_add_module\(\s*sluice_(\w+)(.*?)\)", re.S)
-
-
-def cmake_modules(src=ROOT / "src"):
-    """{module: set of modules in its DEPS} from every src/<module>/CMakeLists.txt."""
-    out = {}
-    for cm in sorted(src.glob("*/CMakeLists.txt")):
-        for name, body in ADD_MODULE.findall(cm.read_text()):
-            deps = re.search(r"\bDEPS\b(.*)", body, re.S)
-            words = deps.group(1).split() if deps else []
-            out[name] = {w[len("sluice_"):] for w in words if w.startswith("sluice_")}
-            assert cm.parent.name == name, f"{cm}: module sluice_{name} outside src/{name}/"
-    return out
 
 
 def doc_table(text):

@@ -163,11 +163,7 @@ TEST(DraftModelEngine, PMinStopsDraftingBelowTheDraftsConfidence) {
   EXPECT_EQ(low.tokens, plain.tokens);
 }
 
-TEST(DraftModelEngine, VocabularyDifferenceNamesTheFirstId) {
-  const std::vector<std::string_view> a = {"<pad>", "a", "b", "c"}, b = {"<pad>", "a", "x", "c"};
-  EXPECT_EQ(first_vocab_difference(a, a), -1);
-  EXPECT_EQ(first_vocab_difference(a, b), 2);
-  EXPECT_EQ(first_vocab_difference(a, std::span(a).first(3)), 3);
+TEST(DraftModelEngine, AVocabularyOfAnotherSizeIsRefused) {
   FakeModel target(kVocab, rig_groups()), small(kVocab - 1, rig_groups());
   KvCache kv(small.spec().kv_groups, 4, {8, 8}, KvType::F32);
   EXPECT_THROW(DraftModelDrafter(small, kv, kVocab, {}), Error);

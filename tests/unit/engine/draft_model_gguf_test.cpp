@@ -19,6 +19,7 @@
 #include "gguf/reader.h"
 #include "models/model.h"
 #include "threading/thread_pool.h"
+#include "tokenizer/same_vocabulary.h"
 
 namespace sluice::engine {
 namespace {
@@ -63,7 +64,7 @@ Outcome run(const std::string& target, const std::string& draft, int32_t k, cons
   cfg.sched.token_budget = 64;
   cfg.sched.ctx_size = 512;
   if (!draft.empty()) {
-    check_same_vocabulary(*load(target).file, *load(draft).file);
+    tok::check_same_vocabulary(*load(target).file, *load(draft).file);
     models::Model& dm = *load(draft).model;
     dkv = std::make_unique<KvCache>(dm.spec().kv_groups, 16, std::vector<int32_t>(dm.spec().kv_groups.size(), 96),
                                     KvType::F32);
@@ -175,14 +176,14 @@ TEST(DraftModelGguf, AVocabularyMismatchNamesTheFirstDifferentId) {
   uint64_t id = 0;
   while (toks.string_at(id) != "<unused0>") ++id;
   try {
-    check_same_vocabulary(target, *bad);
+    tok::check_same_vocabulary(target, *bad);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("first difference at id " + std::to_string(id) + ","), std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("'<unusee0>'"), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(check_same_vocabulary(target, *load("tiny-gemma3-draft.f32.gguf").file));
+  EXPECT_NO_THROW(tok::check_same_vocabulary(target, *load("tiny-gemma3-draft.f32.gguf").file));
   std::filesystem::remove(path);
 }
 
