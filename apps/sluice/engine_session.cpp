@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <utility>
 
-#include "apps/sluice/model_drafter.h"
+#include "apps/sluice/assistant_parts.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 #include "tokenizer/same_vocabulary.h"
@@ -74,9 +74,9 @@ EngineStack::EngineStack(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
   config_.sched.ctx_size = ctx_size_;
   config_.prefix_caching = opt.prefix_caching;
   apply_spec_options(opt, config_, draft_, &tuning_.record.curve);
-  assistant_ = make_model_drafter(opt, *pool_, *file_, *model_, *kv_, config_);
-  if (opt.drafter) {
-    config_.sched.drafter = opt.drafter;
+  assistant_ = make_assistant(opt, *pool_, *file_, *model_, *kv_, config_);
+  if (opt.draft_hook) {
+    config_.sched.draft_hook = opt.draft_hook;
     config_.sched.draft_max = opt.draft_max;
   }
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -115,7 +115,7 @@ DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_fi
   engine::DraftModelConfig dc;
   dc.chunk = budget.chunk;
   dc.p_min = opt.draft_p_min;
-  d.drafter = std::make_unique<engine::DraftModelDrafter>(*d.model, *d.kv, target.n_vocab, dc);
+  d.proposer = std::make_unique<engine::DraftModelProposer>(*d.model, *d.kv, target.n_vocab, dc);
   return d;
 }
 
@@ -143,9 +143,9 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, co
     return;
   }
   cfg.spec = engine::SpecMethod::kModel;
-  if (opt.spec == "assistant") return;  // make_model_drafter sets cfg.model_drafter
-  if (!draft.drafter) fail("--spec draft: the draft model is not loaded");
-  cfg.model_drafter = draft.drafter.get();
+  if (opt.spec == "assistant") return;  // make_assistant sets cfg.model_proposer
+  if (!draft.proposer) fail("--spec draft: the draft model is not loaded");
+  cfg.model_proposer = draft.proposer.get();
 }
 
 }  // namespace

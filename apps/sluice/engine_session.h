@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "apps/sluice/tuner.h"
-#include "engine/draft_model_drafter.h"
+#include "engine/draft_model_proposer.h"
 #include "engine/engine_core.h"
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"
@@ -25,7 +25,7 @@
 
 namespace sluice::app {
 
-class ModelDrafter;
+class AssistantParts;
 
 struct SessionOptions {
   std::string model_path;
@@ -56,7 +56,7 @@ struct SessionOptions {
   double spec_margin = spec::DraftPolicy::kDefaultMargin;
   // A proposer outside the engine (sluice bench --spec-verify): when set, every decoding
   // sequence drafts through it, up to draft_max tokens a step, at a fixed length.
-  engine::Drafter drafter;
+  engine::DraftHook draft_hook;
   // Kernel tuning (tuner.h): the host's cached parameters, calibrated at first use; no_tune:
   // the defaults; retune: calibrate even when cached (`sluice tune`).
   bool no_tune = false;
@@ -64,12 +64,12 @@ struct SessionOptions {
 };
 
 // --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a
-// target. Must outlive the EngineCore that uses `drafter`.
+// target. Must outlive the EngineCore that uses `proposer`.
 struct DraftParts {
   std::unique_ptr<gguf::GgufFile> file;
   std::unique_ptr<models::Model> model;
   std::unique_ptr<KvCache> kv;
-  std::unique_ptr<engine::DraftModelDrafter> drafter;
+  std::unique_ptr<engine::DraftModelProposer> proposer;
 };
 // One line on the draft model (stderr), when there is one.
 void print_draft_summary(const DraftParts& draft);
@@ -103,8 +103,8 @@ class EngineStack {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<KvCache> kv_;
-  DraftParts draft_;                         // outlives the engine built over config_
-  std::unique_ptr<ModelDrafter> assistant_;  // --spec assistant; outlives the engine
+  DraftParts draft_;                           // outlives the engine built over config_
+  std::unique_ptr<AssistantParts> assistant_;  // --spec assistant; outlives the engine
   engine::EngineConfig config_;
   int ctx_size_;
   TuneOutcome tuning_;

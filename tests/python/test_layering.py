@@ -94,3 +94,20 @@ def test_a_server_file_naming_an_engine_type_through_api_fails(tmp_path):
                                                            "peek2.h:1: using namespace sluice::engine"]
     write(tmp_path / "api" / "engine.h", "using engine::TokenOutput;\nusing engine::Scheduler;\n")
     assert not api_exports(tmp_path / "api") <= API_EXPORTS
+
+
+# Speculation runs one way (src/engine/proposer.h): a proposer finds its per-sequence state by
+# the sequence, never by casting Sequence::proposer back to its own type.
+STATE_CAST = re.compile(r"\b(?:dynamic|static|reinterpret)_cast<[^>]*\*>\s*\([^;]*\bproposer\b|\bdynamic_cast<")
+
+
+def state_casts(folder):
+    return [f"{f.name}:{i}" for f in sources(folder)
+            for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1) if STATE_CAST.search(line)]
+
+
+def test_the_engine_never_casts_proposer_state(tmp_path):
+    assert not state_casts(ROOT / "src" / "engine")
+    write(tmp_path / "engine" / "p.cpp", "auto* st = static_cast<SeqKv*>(c.seq->proposer.get());\n"
+          "auto* d = dynamic_cast<Foo*>(x);\nauto n = static_cast<int32_t>(s.size());\n")
+    assert state_casts(tmp_path / "engine") == ["p.cpp:1", "p.cpp:2"]

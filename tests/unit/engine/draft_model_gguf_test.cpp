@@ -13,7 +13,7 @@
 #include <map>
 
 #include "base/error.h"
-#include "engine/draft_model_drafter.h"
+#include "engine/draft_model_proposer.h"
 #include "engine/engine_core.h"
 #include "engine_drive.h"
 #include "gguf/reader.h"
@@ -58,7 +58,7 @@ Outcome run(const std::string& target, const std::string& draft, int32_t k, cons
   models::Model& tm = *load(target).model;
   KvCache kv(tm.spec().kv_groups, 16, std::vector<int32_t>(tm.spec().kv_groups.size(), 96), KvType::F32);
   std::unique_ptr<KvCache> dkv;
-  std::unique_ptr<DraftModelDrafter> drafter;
+  std::unique_ptr<DraftModelProposer> drafter;
   EngineConfig cfg;
   cfg.sched.max_running = 8;
   cfg.sched.token_budget = 64;
@@ -68,9 +68,9 @@ Outcome run(const std::string& target, const std::string& draft, int32_t k, cons
     models::Model& dm = *load(draft).model;
     dkv = std::make_unique<KvCache>(dm.spec().kv_groups, 16, std::vector<int32_t>(dm.spec().kv_groups.size(), 96),
                                     KvType::F32);
-    drafter = std::make_unique<DraftModelDrafter>(dm, *dkv, tm.spec().n_vocab, DraftModelConfig{64, 0.0f});
+    drafter = std::make_unique<DraftModelProposer>(dm, *dkv, tm.spec().n_vocab, DraftModelConfig{64, 0.0f});
     cfg.spec = SpecMethod::kModel;
-    cfg.model_drafter = drafter.get();
+    cfg.model_proposer = drafter.get();
     cfg.sched.draft_max = k;
   }
   Outcome r;
