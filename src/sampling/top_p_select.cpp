@@ -74,6 +74,14 @@ struct Histogram {
   Bin bin[kBuckets];  // a bin's mass and count in one cache line
 };
 
+// The logits of c[i0 .. i0 + len) into lb and their weights (the chain's bits) into wb.
+void chunk_weights(const std::vector<TokenProb>& c, size_t i0, int32_t len, float mx, float inv_t, float* lb,
+                   float* wb) {
+  for (int32_t j = 0; j < len; ++j) lb[j] = c[i0 + static_cast<size_t>(j)].prob;
+  int32_t j = block_weights(lb, mx, inv_t, wb, len);
+  for (; j < len; ++j) wb[j] = weight_of(lb[j], mx, inv_t);
+}
+
 // Step 1: the weights of c[0 .. n) in blocks, their total in list order, and the histogram.
 double weigh(const std::vector<TokenProb>& c, size_t n, float mx, float inv_t, const Bucketing& bucket, Histogram& h) {
   std::fill(h.bin, h.bin + kBuckets, Histogram::Bin{0.0, 0});
@@ -83,15 +91,13 @@ double weigh(const std::vector<TokenProb>& c, size_t n, float mx, float inv_t, c
   double total = 0;
   for (size_t i0 = 0; i0 < n; i0 += kChunk) {
     const int32_t len = static_cast<int32_t>(std::min<size_t>(kChunk, n - i0));
-    for (int32_t j = 0; j < len; ++j) lb[j] = c[i0 + j].prob;
-    int32_t j = block_weights(lb, mx, inv_t, wb, len);
-    for (; j < len; ++j) wb[j] = weight_of(lb[j], mx, inv_t);
-    for (j = len; j % 4 != 0; ++j) lb[j] = mx;  // a partial last block's lanes: never counted
-    for (j = 0; j < len; j += 4) {
+    chunk_weights(c, i0, len, mx, inv_t, lb, wb);
+    for (int32_t j = len; j % 4 != 0; ++j) lb[j] = mx;  // a partial last block's lanes: never counted
+    for (int32_t j = 0; j < len; j += 4) {
       const I4 b = bucket(load4(lb + j));
       std::memcpy(bb + j, &b, sizeof b);
     }
-    for (j = 0; j < len; ++j) {
+    for (int32_t j = 0; j < len; ++j) {
       total += wb[j];
       ++h.bin[bb[j]].count;
       h.bin[bb[j]].mass += wb[j];
@@ -157,10 +163,8 @@ TopPCut walk(const std::vector<TokenProb>& c, size_t m, float mx, float inv_t, f
   double cum = 0;
   for (size_t i0 = 0; i0 < m; i0 += kChunk) {
     const int32_t len = static_cast<int32_t>(std::min<size_t>(kChunk, m - i0));
-    for (int32_t j = 0; j < len; ++j) lb[j] = c[i0 + j].prob;
-    int32_t j = block_weights(lb, mx, inv_t, wb, len);
-    for (; j < len; ++j) wb[j] = weight_of(lb[j], mx, inv_t);
-    for (j = 0; j < len; ++j) {
+    chunk_weights(c, i0, len, mx, inv_t, lb, wb);
+    for (int32_t j = 0; j < len; ++j) {
       cum += wb[j] / total;
       if (cum >= top_p) return {i0 + static_cast<size_t>(j) + 1, i0 + static_cast<size_t>(j) + 1, cum, total};
     }
