@@ -359,7 +359,8 @@ std::span<const TokenProb> Sampler::process(SamplerWorkspace& ws, float mx) cons
     n = static_cast<size_t>(p_.top_k);
   }
   if (p_.top_p < 1.0f) n = cut_top_p(c, n, mx, top_k, ws);
-  c.resize(n);
+  // c keeps its length past n (the distribution is a span of it): shrinking it here would
+  // have the next row's resize zero the vocabulary's worth again.
   // Weights in place, four at a time, then min-p (relative to the top token, whose weight is
   // exactly 1) and the drop of weights that underflowed, compacting without a branch; the top
   // token always stays. The sum runs in four double chains (by token id & 3, each in list
@@ -385,12 +386,12 @@ std::span<const TokenProb> Sampler::process(SamplerWorkspace& ws, float mx) cons
   return normalize(c, m, sums);
 }
 
-// The kept weights c[0 .. m), divided by their sum (its four chains added in a fixed order).
+// The kept weights c[0 .. m), divided by their sum (its four chains added in a fixed order);
+// the distribution is that prefix (c itself keeps its length for the next row).
 std::span<const TokenProb> Sampler::normalize(std::vector<TokenProb>& c, size_t m, const double (&sums)[4]) {
-  c.resize(m);
   const double inv_sum = 1.0 / ((sums[0] + sums[1]) + (sums[2] + sums[3]));
-  for (TokenProb& e : c) e.prob = static_cast<float>(e.prob * inv_sum);
-  return c;
+  for (size_t i = 0; i < m; ++i) c[i].prob = static_cast<float>(c[i].prob * inv_sum);
+  return {c.data(), m};
 }
 
 int32_t Sampler::draw(std::span<const TokenProb> dist, double u) {
