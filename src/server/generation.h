@@ -29,7 +29,8 @@ struct ChoiceEvent {
   TextDelta text;
   std::vector<LogprobItem> logprobs;
   std::optional<std::string> finish_reason;  // "stop" | "length" | "tool_calls" on the choice's last event
-  bool aborted = false;                      // the engine ended it (shutdown, failed step)
+  bool aborted = false;                      // the engine ended it (shutting down)
+  std::optional<std::string> error;          // generation failed (a grammar, the engine step): why
 };
 
 // What a chat request with tools adds to its generation.
