@@ -227,7 +227,9 @@ Reply OpenAiService::chat_completions(const std::string& body) {
       tools.single_call = !req.tools.parallel;
     }
     tools.constraint = tool_constraint(req.tools, fmt, model_, req.enable_thinking);
-    tools.incremental = tools.constraint.grammar != nullptr;
+    // Gemma 4's calls stream as they are generated, enforced or not (as llama-server and vLLM
+    // stream them); the JSON convention's go out whole once they parse.
+    tools.incremental = fmt == ToolFormat::kGemma4Native;
     if (tools.constraint.grammar && req.gen.grammar)
       throw ApiError(
           400,
