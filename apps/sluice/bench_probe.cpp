@@ -52,6 +52,10 @@ double placement_round_trip(const std::vector<double>& samples_ns) {
 
 const char* placement_class(double rt_ns) { return rt_ns < kCloseRoundTripNs ? "close" : "far"; }
 
+const char* placement_of(int threads, const std::vector<double>& samples_ns) {
+  return threads < 2 || samples_ns.empty() ? "one thread" : placement_class(placement_round_trip(samples_ns));
+}
+
 const char* placement_words(double rt_ns) {
   return rt_ns < kCloseRoundTripNs ? "the cores share a cache" : "the cores are far apart (hand-offs cost more)";
 }
@@ -119,7 +123,7 @@ int run_machine_probe(int threads, double bandwidth_gib, bool json) {
     j["bandwidth_probe_bytes"] = probe.bytes();
     j["core_round_trip_ns"] = median(rt);
     j["core_round_trip_samples_ns"] = rt;
-    if (pool.size() > 1) j["placement"] = placement_class(placement_round_trip(rt));
+    j["placement"] = placement_of(pool.size(), rt);
     for (int s = 0; s < 3; ++s) j["bandwidth_streams_gbs"][std::to_string(1 << s)] = median(pattern[s]);
     j["bandwidth_best_gbs"] = best;
     std::printf("%s\n", j.dump(1).c_str());

@@ -40,7 +40,10 @@ class HandoffProbe {
 inline constexpr double kCloseRoundTripNs = 220;
 double placement_round_trip(const std::vector<double>& samples_ns);  // the fastest; 0 when none
 const char* placement_class(double rt_ns);                           // "close" | "far"
-const char* placement_words(double rt_ns);                           // the same, for people
+// The placement a pool of `threads` threads has: "one thread", else the class of the fastest
+// of `samples_ns` (what the tuning cache's key holds and bench's JSON reports).
+const char* placement_of(int threads, const std::vector<double>& samples_ns);
+const char* placement_words(double rt_ns);  // the same, for people
 
 // A plain streaming read of `bytes` bytes split over the pool's threads, each summing its
 // contiguous share with the ISA set's widest loads (kernels::cpu_stream_sum); returns GB/s

@@ -390,7 +390,7 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
   j["bandwidth_probe_bytes"] = r.probe_bytes;
   j["core_round_trip_ns"] = median(r.rt);
   j["core_round_trip_samples_ns"] = r.rt;
-  if (!r.rt.empty()) j["placement"] = placement_class(placement_round_trip(r.rt));
+  j["placement"] = placement_of(sess.threads(), r.rt);
   j["bytes_per_token"] = r.acct.streamed_bytes;
   j["floor_ms"] = r.floor_ms();
   j["prefill"] = {

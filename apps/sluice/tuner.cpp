@@ -246,15 +246,13 @@ tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf:
   k.cpu_model = tune::cpu_model_name();
   k.isa = kernels::cpu_kernels().isa;
   k.threads = pool.size();
-  if (pool.size() < 2) {
-    k.placement = "one thread";
-  } else {
-    // The class bench prints (bench_probe.h): the fastest of a few probes against one line.
+  // The placement bench reports (bench_probe.h): the fastest of a few probes against one line.
+  std::vector<double> rt;
+  if (pool.size() > 1) {
     HandoffProbe probe(pool);
-    std::vector<double> rt;
     for (int i = 0; i < 5; ++i) rt.push_back(probe.measure());
-    k.placement = placement_class(placement_round_trip(rt));
   }
+  k.placement = placement_of(pool.size(), rt);
   k.model = strfmt("%s %llu B/token", model.spec().arch.c_str(),
                    static_cast<unsigned long long>(models::account_decode_stream(file).streamed_bytes));
   return k;

@@ -46,6 +46,7 @@ def test_tune_writes_a_record_that_bench_reads_from_the_cache(sluice_bin, tmp_pa
     assert j["tuning"]["source"] == "cache" and j["tuning"]["from_cache"] is True
     assert j["tuning"]["tuning"] == rec["tuning"]
     assert j["cpu_model"] == rec["key"]["cpu_model"] != ""
+    assert j["placement"] == rec["key"]["placement"]  # bench and the cache key classify alike
     assert "tuning the kernels" not in b.stderr
 
 
