@@ -17,7 +17,7 @@ AssistantParts::AssistantParts(const SessionOptions& opt, ThreadPool& pool, cons
   models::LoadOptions lo;
   lo.pool = &pool;
   // The centroid head's step is a few MB of small matmuls: on the calling thread alone it
-  // costs less than a pool hand-off per matmul (E2B-shaped, docs/speculative.md: 6.3 ms
+  // costs less than a pool hand-off per matmul (E2B-shaped, docs/perf-log.md: 6.3 ms
   // against 14.9 ms on two threads of a loaded host). The full head streams the whole
   // embedding and keeps the session's pool.
   // A file without the centroid head (no use_ordered_embeddings) drafts with the full one.

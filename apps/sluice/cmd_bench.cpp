@@ -390,6 +390,7 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
   j["bandwidth_probe_bytes"] = r.probe_bytes;
   j["core_round_trip_ns"] = median(r.rt);
   j["core_round_trip_samples_ns"] = r.rt;
+  j["placement"] = placement_of(sess.threads(), r.rt);
   j["bytes_per_token"] = r.acct.streamed_bytes;
   j["floor_ms"] = r.floor_ms();
   j["prefill"] = {
@@ -424,7 +425,7 @@ void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
   if (sess.threads() > 1) {
     const auto [lo, hi] = std::minmax_element(r.rt.begin(), r.rt.end());
     std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(r.rt), r.rt.size(),
-                *lo, *hi, placement_words(median(r.rt)));
+                *lo, *hi, placement_words(placement_round_trip(r.rt)));
   }
   const double pre_s = median(r.prefill_s);
   std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", a.prompt, pre_s * 1e3, a.prompt / pre_s);

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -38,10 +39,9 @@ using clock_type = std::chrono::steady_clock;
 using kernels::PackedFormat;
 using kernels::Tuning;
 
-constexpr double kMinGain = 0.02;             // a candidate must be this much faster to replace the incumbent
-constexpr int kCalibCtx = 128;                // positions the calibration's sequences use at most
-constexpr int kMinCtx = 64;                   // the 32-token steps need 33 positions, and room to decode
-constexpr double kKeyCloseRoundTripNs = 220;  // "close" in the cache key below this round trip
+constexpr double kMinGain = 0.02;  // a candidate must be this much faster to replace the incumbent
+constexpr int kCalibCtx = 128;     // positions the calibration's sequences use at most
+constexpr int kMinCtx = 64;        // the 32-token steps need 33 positions, and room to decode
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -257,18 +257,13 @@ tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf:
   k.cpu_model = tune::cpu_model_name();
   k.isa = kernels::cpu_kernels().isa;
   k.threads = pool.size();
-  if (pool.size() < 2) {
-    k.placement = "one thread";
-  } else {
-    // The fastest of a few probes: a loaded host's preempted threads only ever lengthen a
-    // round trip, and the key must not flip with the load. The line sits between the slowest
-    // shared-cache pair and the fastest split pair our hosts show (docs/performance.md §4,
-    // docs/perf-log.md), further from both than bench's wording line.
+  // The placement bench reports (bench_probe.h): the fastest of a few probes against one line.
+  std::vector<double> rt;
+  if (pool.size() > 1) {
     HandoffProbe probe(pool);
-    double rt = probe.measure();
-    for (int i = 0; i < 4; ++i) rt = std::min(rt, probe.measure());
-    k.placement = rt < kKeyCloseRoundTripNs ? "close" : "far";
+    for (int i = 0; i < 5; ++i) rt.push_back(probe.measure());
   }
+  k.placement = placement_of(pool.size(), rt);
   k.model = strfmt("%s %llu B/token", model.spec().arch.c_str(),
                    static_cast<unsigned long long>(models::account_decode_stream(file).streamed_bytes));
   return k;
@@ -302,6 +297,30 @@ tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFi
 
 }  // namespace
 
+namespace {
+
+// SLUICE_TUNE_BUDGET_S overrides the calibration's budget (seconds; tests force a failure with
+// a tiny one, a slow host may allow more).
+double budget_from_environment(double budget_s) {
+  const char* env = std::getenv("SLUICE_TUNE_BUDGET_S");
+  if (env == nullptr || *env == 0) return budget_s;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (end == env || *end != 0 || !(v > 0) || !std::isfinite(v))
+    fail("SLUICE_TUNE_BUDGET_S must be a positive number of seconds, got '%s'", env);
+  return v;
+}
+
+void save_quietly(const std::string& path, const tune::TuneRecord& r) {
+  try {
+    tune::save_record(path, r);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "warning: %s\n", e.what());
+  }
+}
+
+}  // namespace
+
 TuneMode tune_mode(bool no_tune) {
   const char* env = std::getenv("SLUICE_NO_TUNE");
   if (no_tune || (env && *env && std::string(env) != "0")) return TuneMode::kOff;
@@ -328,8 +347,13 @@ TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, Threa
   if (mode == TuneMode::kAuto) {
     std::string warning;
     if (auto r = tune::load_record(o.path, o.record.key, &warning)) {
-      kernels::set_tuning(r->tuning);
       o.record = *r;
+      if (!r->failed.empty()) {  // remembered: the defaults, without spending the budget again
+        o.record.tuning = Tuning{};
+        o.source = "defaults (calibration failed here before: " + r->failed + "; `sluice tune --force` retries)";
+        return o;
+      }
+      kernels::set_tuning(r->tuning);
       o.source = "cache";
       return o;
     }
@@ -340,25 +364,28 @@ TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, Threa
     o.source = strfmt("defaults (a context of %d is too small to calibrate)", ctx_size);
     return o;
   }
+  budget_s = budget_from_environment(budget_s);
   std::fprintf(stderr, "tuning the kernels for this host (once; --no-tune skips it) ...\n");
   tune::TuneRecord r = calibrate(model, kv, file, ctx_size, budget_s);
   r.key = o.record.key;
   o.record = r;
   o.source = "calibrated";
   if (!r.curve.measured()) {
-    // Steps too slow for the budget (a loaded or slow host): nothing is cached, a later run
-    // tries again.
-    std::fprintf(stderr, "warning: calibration ran out of time (a step takes %.0f ms); not cached\n", r.curve.t1_ms);
-    o.source = "defaults (calibration ran out of time)";
+    // Steps too slow for the budget (a loaded or slow host): the defaults, and the failure is
+    // cached with its reason so that the next run does not spend the budget again.
+    o.record.failed = strfmt("calibration ran out of its %.0f s budget (a step takes %.0f ms)", budget_s,
+                             r.curve.t1_ms);
     o.record.tuning = Tuning{};
+    o.record.curve = tune::StepCostCurve{};
+    o.record.default_step_ms = o.record.tuned_step_ms = 0;
     kernels::set_tuning(o.record.tuning);
+    o.source = "defaults (" + o.record.failed + ")";
+    std::fprintf(stderr, "warning: %s; using the defaults, remembered in %s (`sluice tune --force` retries)\n",
+                 o.record.failed.c_str(), o.path.c_str());
+    save_quietly(o.path, o.record);
     return o;
   }
-  try {
-    tune::save_record(o.path, r);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "warning: %s\n", e.what());
-  }
+  save_quietly(o.path, r);
   return o;
 }
 
@@ -367,7 +394,8 @@ std::string describe_outcome(const TuneOutcome& o) {
   if (o.record.tuned_step_ms > 0)
     s += strfmt(", calibrated step %.2f ms vs %.2f ms with the defaults", o.record.tuned_step_ms,
                 o.record.default_step_ms);
-  else if (o.record.calibration_s > 0) s += ": the defaults held (or the budget allowed no search on this host)";
+  else if (o.record.calibration_s > 0 && o.record.failed.empty())
+    s += ": the defaults held (or the budget allowed no search on this host)";
   return s;
 }
 

@@ -56,8 +56,9 @@ struct SampledToken {
   // ends the request with kStop, the token kept as text.
   bool grammar_done = false;
   // The constraint failed at this step (no allowed token, a grammar limit): the request ends
-  // with kError before this token, which is not output.
+  // with kError before this token, which is not output; `why` says what failed.
   bool error = false;
+  std::string why;
   std::optional<TokenLogprob> logprob;
   std::vector<TokenLogprob> top;
 };

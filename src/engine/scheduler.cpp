@@ -280,6 +280,7 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
       s->tokens.resize(static_cast<size_t>(last + 1 + j));
       if (s->n_computed > last + 1 + j) s->n_computed = blocks_.truncate(s->blocks, last + 1 + j);
       finish(s, FinishReason::kError, out);
+      out.back().error = st.why;
       return false;
     }
     ++s->n_generated;
