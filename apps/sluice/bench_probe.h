@@ -37,10 +37,18 @@ class HandoffProbe {
   alignas(64) std::atomic<int> flag_{0};
 };
 
-// Below this round trip the two cores share a cache ("close"); above, they are "far".
-inline constexpr double kCloseRoundTripNs = 150;
-// What a round trip says of the placement (python/loadgen.py's CLOSE_NS is the same line).
-const char* placement_words(double rt_ns);
+// Where the pool's cores sit, as bench's line and the tuning cache's key (tuner.cpp) both say
+// it: the fastest of a few round trips (a loaded host's preempted threads only ever lengthen
+// one, so the class must not flip with the load) against one line, between the slowest
+// shared-cache pair (~90 ns) and the fastest split pair (~300 ns) our hosts show
+// (docs/performance.md §4). python/loadgen.py's CLOSE_NS is the same line.
+inline constexpr double kCloseRoundTripNs = 220;
+double placement_round_trip(const std::vector<double>& samples_ns);  // the fastest; 0 when none
+const char* placement_class(double rt_ns);                           // "close" | "far"
+// The placement a pool of `threads` threads has: "one thread", else the class of the fastest
+// of `samples_ns` (what the tuning cache's key holds and bench's JSON reports).
+const char* placement_of(int threads, const std::vector<double>& samples_ns);
+const char* placement_words(double rt_ns);  // the same, for people
 
 // A plain streaming read of `bytes` bytes split over the pool's threads, each summing its
 // contiguous share with the ISA set's widest loads (kernels::cpu_stream_sum); returns GB/s

@@ -418,6 +418,7 @@ nlohmann::json to_json(const BenchArgs& a, EngineSession& sess, const BenchResul
   j["bandwidth_probe_reads_weights"] = r.probe_reads_weights;
   j["core_round_trip_ns"] = median(r.rt);
   j["core_round_trip_samples_ns"] = r.rt;
+  j["placement"] = placement_of(sess.threads(), r.rt);
   j["bytes_per_token"] = r.acct.streamed_bytes;
   j["floor_ms"] = r.floor_ms();
   j["prefill"] = {
@@ -453,7 +454,7 @@ void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
   if (sess.threads() > 1) {
     const auto [lo, hi] = std::minmax_element(r.rt.begin(), r.rt.end());
     std::printf("core-to-core round trip %.0f ns (median of %zu probes, %.0f-%.0f): %s\n", median(r.rt), r.rt.size(),
-                *lo, *hi, placement_words(median(r.rt)));
+                *lo, *hi, placement_words(placement_round_trip(r.rt)));
   }
   const double pre_s = median(r.prefill_s);
   std::printf("prefill %d tokens: %.1f ms, %.1f tokens/s\n", a.prompt, pre_s * 1e3, a.prompt / pre_s);
@@ -487,7 +488,7 @@ int run_bench(BenchArgs& a) {
   if (k_top > 0) {
     a.session.spec = "none";
     a.session.draft_max = k_top;
-    a.session.drafter = [vd](engine::RequestId, std::span<const int32_t>, int32_t k_max, std::vector<int32_t>& out) {
+    a.session.draft_hook = [vd](engine::RequestId, std::span<const int32_t>, int32_t k_max, std::vector<int32_t>& out) {
       for (int i = 0; i < std::min(vd->k, k_max); ++i)
         out.push_back(static_cast<int32_t>(16 + vd->rng() % static_cast<uint64_t>(std::max(1, vd->n_vocab - 16))));
     };

@@ -20,6 +20,7 @@ namespace {
 struct TuneArgs {
   SessionOptions session;
   bool json = false;
+  bool force = false;  // what `sluice tune` always does; spelled out to retry a cached failure
 };
 
 int run_tune(TuneArgs& a) {
@@ -51,6 +52,8 @@ CommandFn add_tune_command(CLI::App& app) {
                                      "do it at first use)");
   add_session_options(cmd, args->session);
   cmd->add_flag("--json", args->json, "print the cache record (JSON) instead of text");
+  cmd->add_flag("--force", args->force,
+                "calibrate whatever is cached, a calibration that failed here included (tune always does)");
   return [args]() { return run_tune(*args); };
 }
 

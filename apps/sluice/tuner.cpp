@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -38,10 +39,9 @@ using clock_type = std::chrono::steady_clock;
 using kernels::PackedFormat;
 using kernels::Tuning;
 
-constexpr double kMinGain = 0.02;             // a candidate must be this much faster to replace the incumbent
-constexpr int kCalibCtx = 128;                // positions the calibration's sequences use at most
-constexpr int kMinCtx = 64;                   // the 32-token steps need 33 positions, and room to decode
-constexpr double kKeyCloseRoundTripNs = 220;  // "close" in the cache key below this round trip
+constexpr double kMinGain = 0.02;  // a candidate must be this much faster to replace the incumbent
+constexpr int kCalibCtx = 128;     // positions the calibration's sequences use at most
+constexpr int kMinCtx = 64;        // the 32-token steps need 33 positions, and room to decode
 
 double seconds_since(clock_type::time_point t0) {
   return std::chrono::duration<double>(clock_type::now() - t0).count();
@@ -57,8 +57,8 @@ class StepTimer {
     cfg.sched.token_budget = 2 * tune::kCurveTokens.back();
     cfg.sched.ctx_size = ctx;
     cfg.sched.draft_max = tune::kCurveTokens.back() - 1;
-    cfg.sched.drafter = [this](engine::RequestId, std::span<const int32_t> toks, int32_t k_max,
-                               std::vector<int32_t>& drafts) {
+    cfg.sched.draft_hook = [this](engine::RequestId, std::span<const int32_t> toks, int32_t k_max,
+                                  std::vector<int32_t>& drafts) {
       // Random ids, as `sluice bench --spec-verify` drafts: the target rejects them at once, so
       // every step computes its T tokens and samples one row, whatever the model predicts (a
       // repeated token, which a small model may accept, made steps longer by the rows it samples).
@@ -72,17 +72,17 @@ class StepTimer {
   }
   ~StepTimer() { end_live(); }
 
-  // Milliseconds of one step verifying `tokens` tokens of the live sequence.
-  double step_ms(int tokens) {
-    // Room for this step's tokens before the sequence's limit; else a fresh sequence.
-    if (live_ == 0 || used_ + tokens + 1 >= ctx_) restart();
-    drafts_ = tokens - 1;
+  // Milliseconds of one step verifying `tokens` tokens of the live sequence. A step's drafts
+  // are proposed at the end of the step before it, so the caller names the next step's tokens
+  // too; a step whose drafts were proposed for another count gets an untimed step first.
+  double step_ms(int tokens, int next) {
+    // Room for this step's tokens (and that untimed one) before the sequence's limit; else a
+    // fresh sequence.
+    if (live_ == 0 || used_ + proposed_ + tokens + 1 >= ctx_) restart(tokens);
+    if (proposed_ != tokens) step(tokens);
     const auto t0 = clock_type::now();
-    core_->step();
-    const double ms = seconds_since(t0) * 1e3;
-    drafts_ = 0;
-    used_ += tokens;  // at most: rejected drafts are rolled back
-    return ms;
+    step(next);
+    return seconds_since(t0) * 1e3;
   }
 
  private:
@@ -93,8 +93,17 @@ class StepTimer {
     core_->take_outputs();
     live_ = 0;
   }
-  // A sequence of one random token, its first step (the prompt) untimed.
-  void restart() {
+  // One step of the live sequence: it verifies the drafts proposed before it, and its end
+  // proposes next − 1 drafts for the step after it.
+  void step(int next) {
+    drafts_ = next - 1;
+    core_->step();
+    used_ += proposed_;  // at most: rejected drafts are rolled back
+    proposed_ = next;
+  }
+  // A sequence of one random token, its first step (the prompt) untimed; it proposes `first` − 1
+  // drafts for the step after it.
+  void restart(int first) {
     end_live();
     engine::EngineRequest req;
     req.id = live_ = ++last_id_;
@@ -102,14 +111,16 @@ class StepTimer {
     req.sampling.temperature = 0;
     req.max_tokens = ctx_ - 2;
     core_->add(std::move(req));
-    drafts_ = 0;
+    drafts_ = first - 1;
     core_->step();
     used_ = 2;
+    proposed_ = first;
   }
 
   std::unique_ptr<engine::EngineCore> core_;
   int vocab_, ctx_;
-  int drafts_ = 0;
+  int drafts_ = 0;    // what the next proposal holds
+  int proposed_ = 1;  // tokens the next step verifies: its drafts (proposed) + 1
   engine::RequestId live_ = 0, last_id_ = 0;
   int used_ = 0;
   std::mt19937_64 rng_{99};
@@ -125,7 +136,7 @@ std::vector<double> compare(StepTimer& st, const std::vector<Tuning>& cands, int
   for (int r = 0; r < rounds && (r == 0 || left_s() > 0); ++r)
     for (size_t c = 0; c < cands.size(); ++c) {
       kernels::set_tuning(cands[c]);
-      for (int s = 0; s < steps; ++s) ms[c].push_back(st.step_ms(1));
+      for (int s = 0; s < steps; ++s) ms[c].push_back(st.step_ms(1, 1));
     }
   std::vector<double> med;
   for (auto& v : ms) med.push_back(median(v));
@@ -233,7 +244,7 @@ tune::StepCostCurve measure_curve(StepTimer& st, int rounds, const Budget& left_
   for (int r = 0; r < rounds && (r == 0 || left_s() > 0); ++r)
     for (size_t i = 0; i < T.size(); ++i) {
       if (left_s() <= 0 && r == 0) return {};
-      ms[i].push_back(st.step_ms(T[i]));
+      ms[i].push_back(st.step_ms(T[i], T[(i + 1) % T.size()]));
     }
   tune::StepCostCurve c;
   c.t1_ms = median(ms[0]);
@@ -246,18 +257,13 @@ tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf:
   k.cpu_model = tune::cpu_model_name();
   k.isa = kernels::cpu_kernels().isa;
   k.threads = pool.size();
-  if (pool.size() < 2) {
-    k.placement = "one thread";
-  } else {
-    // The fastest of a few probes: a loaded host's preempted threads only ever lengthen a
-    // round trip, and the key must not flip with the load. The line sits between the slowest
-    // shared-cache pair and the fastest split pair our hosts show (docs/performance.md §4,
-    // docs/perf-log.md), further from both than bench's wording line.
+  // The placement bench reports (bench_probe.h): the fastest of a few probes against one line.
+  std::vector<double> rt;
+  if (pool.size() > 1) {
     HandoffProbe probe(pool);
-    double rt = probe.measure();
-    for (int i = 0; i < 4; ++i) rt = std::min(rt, probe.measure());
-    k.placement = rt < kKeyCloseRoundTripNs ? "close" : "far";
+    for (int i = 0; i < 5; ++i) rt.push_back(probe.measure());
   }
+  k.placement = placement_of(pool.size(), rt);
   k.model = strfmt("%s %llu B/token", model.spec().arch.c_str(),
                    static_cast<unsigned long long>(models::account_decode_stream(file).streamed_bytes));
   return k;
@@ -273,7 +279,7 @@ tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFi
   StepTimer st(model, kv, std::min(ctx, kCalibCtx));
   kernels::set_tuning(Tuning{});
   std::vector<double> warm;
-  for (int i = 0; i < 3; ++i) warm.push_back(st.step_ms(1));  // first touch, threads spun up
+  for (int i = 0; i < 3; ++i) warm.push_back(st.step_ms(1, 1));  // first touch, threads spun up
   const double t1_s = median(warm) * 1e-3;
   double curve_units = 0;  // one round of the curve, in one-token steps (about T/8 + 1 each)
   for (int t : tune::kCurveTokens) curve_units += 1 + t / 8.0;
@@ -287,6 +293,30 @@ tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFi
   if (!r.curve.measured()) r.curve.t1_ms = t1_s * 1e3;  // out of time: not cached (apply_tuning)
   r.calibration_s = seconds_since(t0);
   return r;
+}
+
+}  // namespace
+
+namespace {
+
+// SLUICE_TUNE_BUDGET_S overrides the calibration's budget (seconds; tests force a failure with
+// a tiny one, a slow host may allow more).
+double budget_from_environment(double budget_s) {
+  const char* env = std::getenv("SLUICE_TUNE_BUDGET_S");
+  if (env == nullptr || *env == 0) return budget_s;
+  char* end = nullptr;
+  const double v = std::strtod(env, &end);
+  if (end == env || *end != 0 || !(v > 0) || !std::isfinite(v))
+    fail("SLUICE_TUNE_BUDGET_S must be a positive number of seconds, got '%s'", env);
+  return v;
+}
+
+void save_quietly(const std::string& path, const tune::TuneRecord& r) {
+  try {
+    tune::save_record(path, r);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "warning: %s\n", e.what());
+  }
 }
 
 }  // namespace
@@ -317,8 +347,13 @@ TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, Threa
   if (mode == TuneMode::kAuto) {
     std::string warning;
     if (auto r = tune::load_record(o.path, o.record.key, &warning)) {
-      kernels::set_tuning(r->tuning);
       o.record = *r;
+      if (!r->failed.empty()) {  // remembered: the defaults, without spending the budget again
+        o.record.tuning = Tuning{};
+        o.source = "defaults (calibration failed here before: " + r->failed + "; `sluice tune --force` retries)";
+        return o;
+      }
+      kernels::set_tuning(r->tuning);
       o.source = "cache";
       return o;
     }
@@ -329,25 +364,28 @@ TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, Threa
     o.source = strfmt("defaults (a context of %d is too small to calibrate)", ctx_size);
     return o;
   }
+  budget_s = budget_from_environment(budget_s);
   std::fprintf(stderr, "tuning the kernels for this host (once; --no-tune skips it) ...\n");
   tune::TuneRecord r = calibrate(model, kv, file, ctx_size, budget_s);
   r.key = o.record.key;
   o.record = r;
   o.source = "calibrated";
   if (!r.curve.measured()) {
-    // Steps too slow for the budget (a loaded or slow host): nothing is cached, a later run
-    // tries again.
-    std::fprintf(stderr, "warning: calibration ran out of time (a step takes %.0f ms); not cached\n", r.curve.t1_ms);
-    o.source = "defaults (calibration ran out of time)";
+    // Steps too slow for the budget (a loaded or slow host): the defaults, and the failure is
+    // cached with its reason so that the next run does not spend the budget again.
+    o.record.failed = strfmt("calibration ran out of its %.0f s budget (a step takes %.0f ms)", budget_s,
+                             r.curve.t1_ms);
     o.record.tuning = Tuning{};
+    o.record.curve = tune::StepCostCurve{};
+    o.record.default_step_ms = o.record.tuned_step_ms = 0;
     kernels::set_tuning(o.record.tuning);
+    o.source = "defaults (" + o.record.failed + ")";
+    std::fprintf(stderr, "warning: %s; using the defaults, remembered in %s (`sluice tune --force` retries)\n",
+                 o.record.failed.c_str(), o.path.c_str());
+    save_quietly(o.path, o.record);
     return o;
   }
-  try {
-    tune::save_record(o.path, r);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "warning: %s\n", e.what());
-  }
+  save_quietly(o.path, r);
   return o;
 }
 
@@ -356,7 +394,8 @@ std::string describe_outcome(const TuneOutcome& o) {
   if (o.record.tuned_step_ms > 0)
     s += strfmt(", calibrated step %.2f ms vs %.2f ms with the defaults", o.record.tuned_step_ms,
                 o.record.default_step_ms);
-  else if (o.record.calibration_s > 0) s += ": the defaults held (or the budget allowed no search on this host)";
+  else if (o.record.calibration_s > 0 && o.record.failed.empty())
+    s += ": the defaults held (or the budget allowed no search on this host)";
   return s;
 }
 

@@ -239,6 +239,7 @@ void Engine::loop() {
         TokenOutput o;
         o.id = id;
         o.finish = FinishReason::kError;
+        o.error = std::string("rejected by the engine: ") + e.what();
         outs.push_back(o);
       }
     }
@@ -253,10 +254,14 @@ void Engine::loop() {
       std::fprintf(stderr, "sluice: engine step failed: %s; ending all requests\n", e.what());
       core_.abort_all(FinishReason::kError);
       std::vector<TokenOutput> rest = core_.take_outputs();
+      for (TokenOutput& o : rest)
+        if (o.finish == FinishReason::kError && o.error.empty())
+          o.error = std::string("engine step failed: ") + e.what();
       outs.insert(outs.end(), rest.begin(), rest.end());
     }
-    dispatch(outs);
+    // The stats first: a client that reads /metrics as soon as its request ended sees it ended.
     publish_stats();
+    dispatch(outs);
     {
       std::lock_guard<std::mutex> lk(inbox_->mu);
       inbox_->n_queued = core_.scheduler().n_waiting() + static_cast<int32_t>(inbox_->adds.size());

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "engine/scheduler.h"
 #include "spec/verify.h"
 
 namespace sluice::engine {
@@ -71,6 +72,7 @@ SampledToken ModelRunner::sample(Sequence& s, float* l, int32_t n_history, int32
   } catch (const Error& e) {
     std::fprintf(stderr, "sluice: request %llu: grammar: %s\n", static_cast<unsigned long long>(s.req.id), e.what());
     st.error = true;
+    st.why = std::string("grammar: ") + e.what();
     return st;
   }
   if (want_lp) logprobs_of(w.raw.data(), V, st.token, s.req.top_logprobs, st);

@@ -1,11 +1,12 @@
 // What goes into the engine and what comes out of it: token ids and numbers only, never
-// JSON or text (style.md §5.7). The HTTP layer turns a request into an EngineRequest on its
+// JSON or text (docs/conventions.md §5). The HTTP layer turns a request into an EngineRequest on its
 // own thread; the engine thread answers with TokenOutputs.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -76,6 +77,7 @@ struct TokenOutput {
   std::optional<TokenLogprob> logprob;  // the chosen token's, when asked for
   std::vector<TokenLogprob> top;        // best alternatives, when asked for
   std::optional<FinishReason> finish;   // set on the last output of a request
+  std::string error;                    // kError: what failed, in words a client may read
   int32_t n_prompt = 0;                 // prompt tokens
   int32_t n_cached = 0;                 // of which came from the prefix cache (first admission)
   int32_t n_generated = 0;              // tokens generated so far, this one included

@@ -8,8 +8,12 @@
 
 #include "base/cpu_features.h"
 #include "base/error.h"
+#include "sampling/top_p_select.h"
+#include "sampling/weights.h"
 
 namespace sluice {
+
+using namespace sampling_detail;
 
 void Sampler::validate(const SamplingParams& p) {
   if (!(p.top_p > 0.0f && p.top_p <= 1.0f)) fail("top_p must be in (0, 1], got %g", p.top_p);
@@ -60,16 +64,6 @@ int32_t argmax_scalar(const float* x, int32_t n) {
   for (int32_t i = 1; i < n; ++i)
     if (x[i] > x[best]) best = i;
   return best;
-}
-
-// 4 float lanes in GCC/Clang vector extensions: SSE2 on any x86-64, NEON on ARM, no ISA
-// dispatch needed for a loop that reads one row of logits from cache.
-typedef float F4 __attribute__((vector_size(16)));
-typedef int32_t I4 __attribute__((vector_size(16)));
-inline F4 load4(const float* p) {
-  F4 v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
 }
 
 }  // namespace
@@ -151,54 +145,6 @@ void Sampler::apply_penalties(float* logits, std::span<const int32_t> history, S
 
 namespace {
 
-// Candidate order: higher logit first, the lower id among equals. A strict total order, so a
-// selection's first k, sorted, are exactly a full sort's first k. (A function object, not a
-// function pointer, so the sorts inline it.)
-constexpr auto by_logit = [](const TokenProb& a, const TokenProb& b) {
-  return a.prob > b.prob || (a.prob == b.prob && a.token < b.token);
-};
-
-// e^x for x <= 0 in single precision (relative error a few 1e-7), exactly 0 below -87: such a
-// weight is under 1.7e-38 of the top token's and is dropped, as an underflowed one always was.
-// x = n·ln 2 + r with n an integer and |r| <= ln 2 / 2 (ln 2 split in two parts so n·ln 2 is
-// exact), e^r by a degree-7 polynomial (Cephes' expf coefficients), 2^n written into the
-// exponent bits. One template for a float and for 4 lanes: the same IEEE operations in the
-// same order (this module is built with -ffp-contract=off), so the weights are the same bits on
-// every host and whichever form computes them — a sampled token depends only on (seed,
-// position, logits).
-// (Its 8- and 16-lane instantiations are always inlined into their AVX2 / AVX-512 functions,
-// so no wide vector crosses a call; GCC warns about that ABI anyway.)
-#pragma GCC diagnostic ignored "-Wpsabi"
-template <class F, class I>
-__attribute__((always_inline)) inline F exp_nonpos_t(F x) {
-  constexpr float kLog2e = 1.44269504088896341f;
-  constexpr float kRound = 12582912.0f;  // 1.5 · 2^23: adding it rounds to an integer
-  constexpr float kLn2Hi = 0.693359375f, kLn2Lo = -2.12194440e-4f;
-  const F lo = F{} - 87.0f;  // -87 in every lane
-  const auto in_range = x >= lo;
-  const F xc = in_range ? x : lo;
-  const F n = (xc * kLog2e + kRound) - kRound;
-  const F r = (xc - n * kLn2Hi) - n * kLn2Lo;
-  F p = r * 1.9875691500e-4f + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  const F e = p * (r * r) + r + 1.0f;
-  I bits;
-  if constexpr (std::is_same_v<F, float>) bits = (static_cast<int32_t>(n) + 127) << 23;
-  else bits = (__builtin_convertvector(n, I) + 127) << 23;
-  F scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  return in_range ? e * scale : F{};
-}
-inline float exp_nonpos(float x) { return exp_nonpos_t<float, int32_t>(x); }
-inline F4 exp_nonpos4(F4 x) { return exp_nonpos_t<F4, I4>(x); }
-
-// The unnormalised weight exp((l − mx) / T) of logit l, top logit mx, 1/T = inv_t; the top
-// token's is exactly 1.
-inline float weight_of(float l, float mx, float inv_t) { return exp_nonpos((l - mx) * inv_t); }
-
 // Puts the candidates of rank [from, to) in c[from .. to), in order, given that c[0 .. from)
 // already holds the first `from` in order. A few ranks out of many: a partial sort, which
 // dismisses most candidates with one comparison against its heap's top. Many: a linear
@@ -214,14 +160,13 @@ void sort_ranks(std::vector<TokenProb>& c, size_t from, size_t to, size_t n) {
 
 }  // namespace
 
-// top-p over c[0 .. n) (logits, in order when top-k ran): the smallest prefix in logit order
-// whose mass reaches top_p. Sorted only as far as needed, in growing steps, each step selecting
-// and sorting the next ranks; the prefix is the one a full sort would give.
-size_t Sampler::cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total, bool sorted) const {
+// The rest of top-p by the reference rule: c[0 .. done) already in logit order with its
+// running mass in cum; sorts the next ranks in growing steps and adds them on until the mass
+// reaches top_p. The prefix is the one a full sort would give.
+size_t Sampler::cut_top_p_sorting(std::vector<TokenProb>& c, size_t done, size_t n, float mx, double total, double cum,
+                                  bool sorted) const {
   const float inv_t = inverse_temperature();
-  double cum = 0;
-  size_t done = 0;
-  for (size_t k = std::min<size_t>(n, 256);; k = std::min(n, k * 8)) {
+  for (size_t k = std::min(n, std::max<size_t>(done, 256));; k = std::min(n, std::max<size_t>(k, 1) * 8)) {
     if (!sorted) sort_ranks(c, done, k, n);
     for (; done < k; ++done) {
       cum += weight_of(c[done].prob, mx, inv_t) / total;
@@ -229,6 +174,21 @@ size_t Sampler::cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double 
     }
     if (k == n) return n;
   }
+}
+
+// top-p over c[0 .. n) (logits; in order when top-k ran, else in token-id order): the smallest
+// prefix in logit order whose mass reaches top_p, its running sum taken in that order. A list
+// in order is walked; a long one in id order goes through the selection (top_p_select.cpp),
+// which gives the same prefix without sorting what lies outside it.
+size_t Sampler::cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, bool sorted, SamplerWorkspace& ws) const {
+  const float inv_t = inverse_temperature();
+  if (!sorted && n >= kTopPSelectMin && !sorted_top_p_) {
+    const TopPCut r = select_top_p(c, n, mx, inv_t, p_.top_p, ws.spare_);
+    return r.cut > 0 ? r.cut : cut_top_p_sorting(c, r.sorted, n, mx, r.total, r.cum, false);
+  }
+  double total = 0;  // in list order: the sum the running mass is divided by
+  for (size_t i = 0; i < n; ++i) total += weight_of(c[i].prob, mx, inv_t);
+  return cut_top_p_sorting(c, 0, n, mx, total, 0.0, sorted);
 }
 
 std::span<const TokenProb> Sampler::distribution(float* logits, std::span<const int32_t> history,
@@ -254,7 +214,7 @@ std::span<const TokenProb> Sampler::distribution(float* logits, std::span<const 
     k += l > -kInf ? 1 : 0;
   }
   c.resize(k);
-  return process(c, mx);
+  return process(ws, mx);
 }
 
 // The weights exp((l − mx) / T) of logits[0 .. n) into out, W lanes at a time (n a multiple
@@ -289,8 +249,7 @@ __attribute__((target("avx2"))) void weights_avx2(const float* l, float mx, floa
 }
 #endif
 
-// Weights of the whole 16-lane blocks of logits[0 .. n); returns how many were done.
-int32_t block_weights(const float* logits, float mx, float inv_t, float* out, int32_t n) {
+int32_t sampling_detail::block_weights(const float* logits, float mx, float inv_t, float* out, int32_t n) {
   const int32_t n16 = n / 16 * 16;
 #if defined(__x86_64__)
   const CpuFeatures& cpu = cpu_features();
@@ -378,11 +337,12 @@ std::span<const TokenProb> Sampler::distribution_over(float* logits, std::span<c
     c.push_back({best, 1.0f});
     return c;
   }
-  return process(c, mx);
+  return process(ws, mx);
 }
 
 // temperature → top-k → top-p → min-p over the candidates c (logits in .prob, mx their largest).
-std::span<const TokenProb> Sampler::process(std::vector<TokenProb>& c, float mx) const {
+std::span<const TokenProb> Sampler::process(SamplerWorkspace& ws, float mx) const {
+  std::vector<TokenProb>& c = ws.cand_;
   constexpr float kInf = std::numeric_limits<float>::infinity();
   if (mx == kInf) {  // softmax's limit: the +inf logits share the mass equally
     size_t k = 0;
@@ -398,12 +358,9 @@ std::span<const TokenProb> Sampler::process(std::vector<TokenProb>& c, float mx)
     sort_ranks(c, 0, static_cast<size_t>(p_.top_k), n);
     n = static_cast<size_t>(p_.top_k);
   }
-  if (p_.top_p < 1.0f) {
-    double total = 0;
-    for (size_t i = 0; i < n; ++i) total += weight_of(c[i].prob, mx, inv_t);
-    n = cut_top_p(c, n, mx, total, top_k);
-  }
-  c.resize(n);
+  if (p_.top_p < 1.0f) n = cut_top_p(c, n, mx, top_k, ws);
+  // c keeps its length past n (the distribution is a span of it): shrinking it here would
+  // have the next row's resize zero the vocabulary's worth again.
   // Weights in place, four at a time, then min-p (relative to the top token, whose weight is
   // exactly 1) and the drop of weights that underflowed, compacting without a branch; the top
   // token always stays. The sum runs in four double chains (by token id & 3, each in list
@@ -429,12 +386,12 @@ std::span<const TokenProb> Sampler::process(std::vector<TokenProb>& c, float mx)
   return normalize(c, m, sums);
 }
 
-// The kept weights c[0 .. m), divided by their sum (its four chains added in a fixed order).
+// The kept weights c[0 .. m), divided by their sum (its four chains added in a fixed order);
+// the distribution is that prefix (c itself keeps its length for the next row).
 std::span<const TokenProb> Sampler::normalize(std::vector<TokenProb>& c, size_t m, const double (&sums)[4]) {
-  c.resize(m);
   const double inv_sum = 1.0 / ((sums[0] + sums[1]) + (sums[2] + sums[3]));
-  for (TokenProb& e : c) e.prob = static_cast<float>(e.prob * inv_sum);
-  return c;
+  for (size_t i = 0; i < m; ++i) c[i].prob = static_cast<float>(c[i].prob * inv_sum);
+  return {c.data(), m};
 }
 
 int32_t Sampler::draw(std::span<const TokenProb> dist, double u) {

@@ -13,8 +13,9 @@
 // not depend on how many draws came before — a preempted, recomputed or speculated sequence
 // gets the same tokens as one decoded plainly with the same seed.
 //
-// Memory: a Sampler is its parameters only. The scratch of one call (a candidate list and a
-// count per vocabulary entry, 12 bytes a token) lives in a SamplerWorkspace that its owner reuses — an
+// Memory: a Sampler is its parameters only. The scratch of one call (a candidate list, a
+// count per vocabulary entry and, for a wide top-p, a second list of the nucleus: 12 to 20
+// bytes a token) lives in a SamplerWorkspace that its owner reuses — an
 // engine slot, or the calling thread's own (`SamplerWorkspace::for_this_thread`), so no
 // request allocates vocabulary-sized buffers of its own.
 #pragma once
@@ -68,12 +69,15 @@ class SamplerWorkspace {
   SamplerWorkspace& operator=(const SamplerWorkspace&) = delete;
   // The calling thread's workspace (what the calls without a workspace argument use).
   static SamplerWorkspace& for_this_thread();
-  size_t bytes_reserved() const { return cand_.capacity() * sizeof(TokenProb) + counts_.capacity() * sizeof(int32_t); }
+  size_t bytes_reserved() const {
+    return (cand_.capacity() + spare_.capacity()) * sizeof(TokenProb) + counts_.capacity() * sizeof(int32_t);
+  }
 
  private:
   friend class Sampler;
-  std::vector<TokenProb> cand_;  // candidates: .prob holds the logit while sorting, then the probability
-  std::vector<int32_t> counts_;  // per token id, all zero between calls: repeats in the penalty window
+  std::vector<TokenProb> cand_;   // candidates: .prob holds the logit while sorting, then the probability
+  std::vector<int32_t> counts_;   // per token id, all zero between calls: repeats in the penalty window
+  std::vector<TokenProb> spare_;  // top-p's selection: the nucleus before it is sorted into cand_
 };
 
 class Sampler {
@@ -114,17 +118,24 @@ class Sampler {
 
   static int32_t argmax(const float* logits, int32_t n);
 
+  // Tests: cut top-p by sorting the candidates in growing steps, the implementation the
+  // selection replaced, kept as the reference the selection must match bit for bit.
+  void use_sorted_top_p(bool on) { sorted_top_p_ = on; }
+
  private:
   void apply_penalties(float* logits, std::span<const int32_t> history, SamplerWorkspace& ws) const;
-  std::span<const TokenProb> process(std::vector<TokenProb>& c, float mx) const;
+  std::span<const TokenProb> process(SamplerWorkspace& ws, float mx) const;
   std::span<const TokenProb> dense(const float* logits, float mx, std::vector<TokenProb>& c) const;
   static std::span<const TokenProb> normalize(std::vector<TokenProb>& c, size_t m, const double (&sums)[4]);
   static float drawable_max(const float* logits, int32_t n);
-  size_t cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, double total, bool sorted) const;
+  size_t cut_top_p(std::vector<TokenProb>& c, size_t n, float mx, bool sorted, SamplerWorkspace& ws) const;
+  size_t cut_top_p_sorting(std::vector<TokenProb>& c, size_t done, size_t n, float mx, double total, double cum,
+                           bool sorted) const;
   float inverse_temperature() const { return static_cast<float>(1.0 / static_cast<double>(p_.temperature)); }
 
   SamplingParams p_;
   int32_t n_vocab_;
+  bool sorted_top_p_ = false;
 };
 
 // The probability of `token` in a processed distribution (0 when absent). Linear in its size.

@@ -133,6 +133,7 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
       switch (*o.finish) {
         case api::FinishReason::kStop: ev.finish_reason = "stop"; break;
         case api::FinishReason::kLength: ev.finish_reason = "length"; break;
+        case api::FinishReason::kError: ev.error = o.error.empty() ? "generation failed" : o.error; break;
         default:
           ev.finish_reason = "abort";
           ev.aborted = true;
@@ -143,7 +144,7 @@ void Generation::absorb(int32_t index, std::vector<api::TokenOutput>& outs, std:
   if (c.finished && --n_alive_ == 0) t_done_ = std::chrono::steady_clock::now();
   if (ev.finish_reason == "stop" && c.n_calls > 0) ev.finish_reason = "tool_calls";
   if (!ev.text.content.empty() || !ev.text.reasoning.empty() || !ev.text.tool_calls.empty() || !ev.logprobs.empty() ||
-      ev.finish_reason)
+      ev.finish_reason || ev.error || ev.aborted)
     events.push_back(std::move(ev));
 }
 

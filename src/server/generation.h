@@ -21,7 +21,7 @@ namespace sluice::server {
 struct LogprobItem {
   int32_t token = 0;
   float logprob = 0;
-  std::vector<engine::TokenLogprob> top;
+  std::vector<api::TokenLogprob> top;
 };
 
 struct ChoiceEvent {
@@ -29,7 +29,8 @@ struct ChoiceEvent {
   TextDelta text;
   std::vector<LogprobItem> logprobs;
   std::optional<std::string> finish_reason;  // "stop" | "length" | "tool_calls" on the choice's last event
-  bool aborted = false;                      // the engine ended it (shutdown, failed step)
+  bool aborted = false;                      // the engine ended it (shutting down)
+  std::optional<std::string> error;          // generation failed (a grammar, the engine step): why
 };
 
 // What a chat request with tools adds to its generation.
@@ -37,7 +38,7 @@ struct ToolGeneration {
   std::optional<ToolFormat> format;  // parse calls in this format out of the content
   bool single_call = false;          // parallel_tool_calls false: a choice ends after its first call
   ToolConstraint constraint;         // tool_choice enforced by a grammar, banned opener
-  bool incremental = false;          // stream arguments as they come (the grammar keeps calls well-formed)
+  bool incremental = false;          // stream arguments as they come (Gemma 4's native calls)
 };
 
 // llama-server's per-request `timings`, measured on the HTTP thread as outputs arrive:

@@ -40,7 +40,10 @@ std::string sse_error(const std::string& message) {
 
 constexpr auto kPoll = 1000ms;  // with no output for this long, a stream writes a keep-alive
                                 // comment, which is also how a vanished client is noticed
-constexpr const char* kEndedByServer = "the request was ended by the server (shutting down or failed)";
+constexpr const char* kEndedByServer = "the request was ended by the server (shutting down)";
+
+// A generation that failed (a grammar or the engine step): 500 naming the cause.
+std::string failed_message(const std::string& why) { return "generation failed: " + why; }
 
 json envelope(const ResponseMeta& m, const char* object, json choices) {
   return {{"id", m.id},
@@ -61,6 +64,7 @@ struct Collected {
 std::vector<Collected> collect(Generation& gen) {
   std::vector<Collected> got(gen.n_choices());
   bool aborted = false;
+  std::optional<std::string> error;
   while (!gen.done())
     for (ChoiceEvent& ev : gen.poll(kPoll)) {
       Collected& c = got[ev.index];
@@ -73,7 +77,9 @@ std::vector<Collected> collect(Generation& gen) {
       c.logprobs.insert(c.logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
       if (ev.finish_reason) c.finish = *ev.finish_reason;
       aborted |= ev.aborted;
+      if (ev.error && !error) error = ev.error;
     }
+  if (error) throw ApiError(500, failed_message(*error), "server_error");
   if (aborted) throw ApiError(503, kEndedByServer, "server_error");
   return got;
 }
@@ -221,7 +227,9 @@ Reply OpenAiService::chat_completions(const std::string& body) {
       tools.single_call = !req.tools.parallel;
     }
     tools.constraint = tool_constraint(req.tools, fmt, model_, req.enable_thinking);
-    tools.incremental = tools.constraint.grammar != nullptr;
+    // Gemma 4's calls stream as they are generated, enforced or not (as llama-server and vLLM
+    // stream them); the JSON convention's go out whole once they parse.
+    tools.incremental = fmt == ToolFormat::kGemma4Native;
     if (tools.constraint.grammar && req.gen.grammar)
       throw ApiError(
           400,
@@ -277,8 +285,8 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
       std::vector<ChoiceEvent> evs = gen->poll(kPoll);
       if (evs.empty() && !write(": keep-alive\n\n")) return;  // client gone: ~Generation cancels
       for (ChoiceEvent& ev : evs) {
-        if (ev.aborted) {
-          write(sse_error(kEndedByServer));
+        if (ev.error || ev.aborted) {
+          write(sse_error(ev.error ? failed_message(*ev.error) : kEndedByServer));
           return;
         }
         std::vector<json> chunks = delta_choices(ev, shape, gp, tok, offset[ev.index], n_calls[ev.index]);

@@ -59,7 +59,7 @@ struct ToolDelta {
 
 class ToolCallParser {
  public:
-  // `incremental` (native format, for calls a grammar enforces): a call's first piece goes out
+  // `incremental` (native format): a call's first piece goes out
   // once `call:NAME{` is seen and its arguments follow as they arrive; otherwise a call goes
   // out whole once it has parsed, and one that does not parse becomes content.
   explicit ToolCallParser(ToolFormat f, bool incremental = false)

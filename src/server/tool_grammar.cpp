@@ -29,9 +29,15 @@ bool allowed(const ToolsParams& t, const ToolSpec& s) { return t.choice != ToolC
 // A markup token by id when the vocabulary has it, else its text.
 Expr markup(int32_t id, const char* text) { return id >= 0 ? grammar::token(id) : grammar::lit(text); }
 
+// Several calls in a row: an eager grammar under parallel_tool_calls (a lazy one re-arms per call).
+bool several_calls(const ToolsParams& t, bool lazy) { return !lazy && t.parallel; }
+
 std::string cache_key(const ToolsParams& t, ToolFormat f, bool lazy, const MarkupTokens& ids) {
-  ojson k = {
-      {"f", static_cast<int>(f)}, {"lazy", lazy}, {"ids", {ids.open, ids.close, ids.quote}}, {"tools", ojson::array()}};
+  ojson k = {{"f", static_cast<int>(f)},
+             {"lazy", lazy},
+             {"several", several_calls(t, lazy)},
+             {"ids", {ids.open, ids.close, ids.quote}},
+             {"tools", ojson::array()}};
   for (const ToolSpec& s : t.tools)
     if (allowed(t, s)) k["tools"].push_back({s.name, s.strict, s.parameters});
   return "tools:" + k.dump();
@@ -70,7 +76,9 @@ grammar::Grammar tool_call_grammar(const ToolsParams& t, ToolFormat f, bool lazy
           grammar::seq({grammar::lit("{\"tool_call\":{\"name\":" + nlohmann::json(s.name).dump() + ",\"arguments\":"),
                         grammar::ref(args), grammar::lit("}}")}));
   }
-  return b.finish(b.add("tool_call", grammar::alt(std::move(calls))));
+  const uint32_t call = b.add("tool_call", grammar::alt(std::move(calls)));
+  if (!several_calls(t, lazy)) return b.finish(call);
+  return b.finish(b.add("tool_calls", grammar::plus(grammar::ref(call))));
 }
 
 ToolConstraint tool_constraint(const ToolsParams& t, ToolFormat f, const ModelContext& m, bool thinking) {

@@ -1,7 +1,8 @@
 // tool_choice enforced while decoding (docs/tools.md): the grammar a chat request with tools
 // hands the engine, and the tokens it bans.
 //
-//   required / named  from the first generated token, one call:
+//   required / named  from the first generated token, one call (with parallel_tool_calls, the
+//                     default: one or more in a row, the model ending the list):
 //                     Gemma 4  `<|tool_call>call:NAME{args}<tool_call|>`, args in the native
 //                              syntax (grammar/json_schema.h, kGemmaNative) of NAME's schema;
 //                     Gemma 3  `{"tool_call":{"name":"NAME","arguments":ARGS}}`, ARGS as JSON;
@@ -47,9 +48,9 @@ struct MarkupTokens {
   int32_t quote = -1;  // <|"|>
 };
 
-// The grammar for `t` (which names the tools to allow): eager (from the opener) or lazy (the
-// body after `<|tool_call>`). Throws ApiError (400) naming a tool whose schema the grammar
-// cannot express.
+// The grammar for `t` (which names the tools to allow): eager (from the opener; one call, or
+// one or more with t.parallel) or lazy (the body after `<|tool_call>`, one call a time). Throws ApiError (400) naming a
+// tool whose schema the grammar cannot express.
 grammar::Grammar tool_call_grammar(const ToolsParams& t, ToolFormat f, bool lazy, const MarkupTokens& ids);
 
 // What the request needs; ApiError (400) naming the tool whose parameters cannot be compiled.

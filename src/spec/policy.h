@@ -4,7 +4,7 @@
 // step is compute-bound, every token costs its share. Drafts are worth adding only while the
 // tokens they are expected to yield outweigh what they add to the step.
 //
-// The rule (docs/speculative.md "Policy"): a step that computes T tokens does N tokens of
+// The rule (docs/spec-policy.md "The rule"): a step that computes T tokens does N tokens of
 // work (N = T without drafts: a decode's token and a prefill chunk's tokens are all work the
 // requests need) and runs at N / cost(T). Sequence by sequence, drafting K more tokens at
 // per-token acceptance a is expected to yield g(a, K) = E(a, K) − 1 = a(1 − a^K)/(1 − a) extra
@@ -39,7 +39,7 @@ struct StepCostCurve {
   double cost(int32_t tokens) const;
   void validate() const;  // sluice::Error naming the problem
   // The built-in model (relative to a 1-token step), from `sluice bench --spec-verify` with
-  // Gemma 3 270M on a 2-core Intel Xeon host (docs/speculative.md): nearly flat to a few
+  // Gemma 3 270M on a 2-core Intel Xeon host (docs/spec-policy.md): nearly flat to a few
   // tokens, then close to linear. A small model turns compute-bound early, so for larger
   // ones it is conservative: it switches speculation off sooner than they need.
   static StepCostCurve builtin();
@@ -107,7 +107,7 @@ class StepPlanner {
 
 // The engine's policy settings (--spec-policy, --spec-cost, --spec-margin).
 struct DraftPolicy {
-  // The default m (docs/speculative.md "Measuring the policy"): a hedge for the model's error.
+  // The default m (docs/spec-policy.md "Measuring the policy"): a hedge for the model's error.
   // On the 270M under load, 0.2 let drafts on sampled free text cost 2-6% at 4 streams that 0.5
   // does not, for 4% more at 8 grounded streams.
   static constexpr double kDefaultMargin = 0.5;

@@ -111,6 +111,7 @@ std::string to_json_text(const TuneRecord& r) {
             {"tuned_step_ms", r.tuned_step_ms},
             {"calibration_s", r.calibration_s},
             {"created", r.created.empty() ? utc_now() : r.created}};
+  if (!r.failed.empty()) j["failed"] = r.failed;
   return j.dump(1) + "\n";
 }
 
@@ -152,6 +153,7 @@ std::optional<TuneRecord> from_json_text(const std::string& text, std::string* e
     r.tuned_step_ms = j.at("tuned_step_ms").get<double>();
     r.calibration_s = j.at("calibration_s").get<double>();
     r.created = j.at("created").get<std::string>();
+    r.failed = j.value("failed", std::string());
     return r;
   } catch (const json::exception& e) {
     *error = e.what();

@@ -3,7 +3,8 @@
 // ($XDG_CACHE_HOME/sluice, else ~/.cache/sluice), written atomically (a temporary file in the
 // same directory, then rename). A file that cannot be read or parsed, or that holds another
 // key or out-of-range values, is ignored with a warning (the caller re-tunes or uses the
-// defaults). Format: docs/performance.md "Tuning".
+// defaults). A calibration that could not finish is cached too, with its reason (`failed`). Format: docs/performance.md
+// "Tuning".
 #pragma once
 
 #include <array>
@@ -50,6 +51,10 @@ struct TuneRecord {
   double tuned_step_ms = 0;    // the same with `tuning`, interleaved with it
   double calibration_s = 0;
   std::string created;  // UTC, ISO 8601
+  // Not empty: the calibration could not finish here (why, e.g. it ran out of its budget).
+  // The record then holds the defaults and no curve, and is kept so that the next run on this
+  // host does not spend the budget again; `sluice tune --force` calibrates anew.
+  std::string failed;
   bool operator==(const TuneRecord&) const = default;
 };
 

@@ -73,8 +73,9 @@ def test_required_and_named_return_a_valid_call(client4, seed):
     r = ask(client4, tool_choice="required", seed=seed)
     c = r.choices[0]
     assert c.finish_reason == "tool_calls", c
-    assert len(c.message.tool_calls) == 1 and not c.message.content
-    check_call(c.message.tool_calls[0], SCHEMAS)
+    assert len(c.message.tool_calls) >= 1 and not c.message.content  # parallel_tool_calls: one or more
+    for call in c.message.tool_calls:
+        check_call(call, SCHEMAS)
     named = ask(client4, tool_choice={"type": "function", "function": {"name": "search"}}, seed=seed)
     assert named.choices[0].finish_reason == "tool_calls"
     assert check_call(named.choices[0].message.tool_calls[0], {"search"})[0] == "search"
@@ -107,6 +108,66 @@ def test_streamed_call_reassembles_to_the_non_streamed_one(client4):
     assert fragments > 2  # an enforced call's arguments stream as they are generated
     assert [(c["name"], c["arguments"]) for c in calls.values()] == [
         (t.function.name, t.function.arguments) for t in whole]
+
+
+def stream_calls(chunks):
+    """The calls of a streamed reply ({index: {id, name, arguments}}), how many deltas carried
+    argument text, and the finish reason."""
+    calls, finish, fragments = {}, None, 0
+    for ch in chunks:
+        d = ch.choices[0].delta if ch.choices else None
+        if d is not None:
+            for tc in d.tool_calls or []:
+                if tc.id:
+                    calls[tc.index] = {"id": tc.id, "name": tc.function.name, "arguments": ""}
+                calls[tc.index]["arguments"] += tc.function.arguments or ""
+                fragments += bool(tc.function.arguments)
+        if ch.choices and ch.choices[0].finish_reason:
+            finish = ch.choices[0].finish_reason
+    return calls, fragments, finish
+
+
+def test_required_with_parallel_calls_makes_several(client4):
+    """The grammar of `required` under parallel_tool_calls allows a list of calls. The random
+    model is scripted into a second one by min_tokens (longer than any one call): while it holds, the end is
+    banned, so once the first call closes the only way on is another call. Each call is valid
+    and has its own id. With parallel_tool_calls false the grammar ends after one call, so
+    the same request makes exactly one."""
+    for seed in range(4):
+        kw = dict(tool_choice="required", seed=seed, max_tokens=600, extra_body={"min_tokens": 120})
+        r = ask(client4, parallel_tool_calls=True, **kw)
+        c = r.choices[0]
+        assert c.finish_reason == "tool_calls", c
+        assert len(c.message.tool_calls) >= 2, c.message.tool_calls
+        for call in c.message.tool_calls:
+            check_call(call, SCHEMAS)
+        assert len({call.id for call in c.message.tool_calls}) == len(c.message.tool_calls)
+        one = ask(client4, parallel_tool_calls=False, **kw).choices[0]
+        assert one.finish_reason == "tool_calls" and len(one.message.tool_calls) == 1
+        check_call(one.message.tool_calls[0], SCHEMAS)
+
+
+NOTE = {"type": "function", "function": {
+    "name": "note", "description": "Write a note down",
+    "parameters": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}}}
+LONG = "the quick brown fox jumps over the lazy dog, then naps in the warm afternoon sun"
+
+
+def test_an_unenforced_call_streams_its_arguments_as_they_come(client4):
+    """tool_choice auto with a non-strict tool enforces nothing (and the tiny vocabulary has no
+    <|tool_call> token): the model's text is forced through a plain `grammar` instead, a native
+    call with a long argument. Its arguments arrive in many deltas that concatenate to the
+    non-streamed reply's arguments."""
+    gbnf = 'root ::= "<|tool_call>call:note{text:<|\\"|>' + LONG + '<|\\"|>}<tool_call|>"'
+    kw = dict(model="tiny-gemma4", messages=MSGS, tools=[NOTE], max_tokens=300, seed=3, extra_body={"grammar": gbnf})
+    whole = client4.chat.completions.create(**kw).choices[0]
+    assert whole.finish_reason == "tool_calls", whole
+    [call] = whole.message.tool_calls
+    assert call.function.name == "note" and json.loads(call.function.arguments) == {"text": LONG}
+    calls, fragments, finish = stream_calls(client4.chat.completions.create(stream=True, **kw))
+    assert finish == "tool_calls"
+    assert fragments >= 2, fragments  # incremental, not one piece at the end
+    assert [(c["name"], c["arguments"]) for c in calls.values()] == [("note", call.function.arguments)]
 
 
 def test_n_choices_and_single_call(client4):

@@ -1,6 +1,7 @@
 """`sluice tune` and the tuning cache (apps/sluice/tuner.h, src/tune/tune_cache.h): the record
 is written atomically under XDG_CACHE_HOME, bench reads it back and says so, a corrupt file is
-ignored with a warning and replaced, and --no-tune / SLUICE_NO_TUNE=1 keep the defaults and
+ignored with a warning and replaced, a calibration that ran out of its budget is remembered
+(the next run does not calibrate) until `tune --force`, and --no-tune / SLUICE_NO_TUNE=1 keep the defaults and
 write nothing. One thread, so the cache key's placement is the same in every run. No timing
 is asserted: the tiny model only exercises the machinery."""
 import json
@@ -45,6 +46,7 @@ def test_tune_writes_a_record_that_bench_reads_from_the_cache(sluice_bin, tmp_pa
     assert j["tuning"]["source"] == "cache" and j["tuning"]["from_cache"] is True
     assert j["tuning"]["tuning"] == rec["tuning"]
     assert j["cpu_model"] == rec["key"]["cpu_model"] != ""
+    assert j["placement"] == rec["key"]["placement"]  # bench and the cache key classify alike
     assert "tuning the kernels" not in b.stderr
 
 
@@ -95,3 +97,36 @@ def test_a_forward_is_bit_identical_under_cached_non_default_parameters(sluice_b
     b = run([sluice_bin, *BENCH], env=env_for(tmp_path), timeout=120)
     assert json.loads(b.stdout)["tuning"]["tuning"]["streams"] == 3  # the edited record was used
     assert len(outs[0]) > 0 and outs[0] == outs[1]
+
+
+def test_a_calibration_out_of_time_is_remembered_until_tune_force(sluice_bin, tmp_path):
+    """A forced budget (SLUICE_TUNE_BUDGET_S) too small for one round: the run uses the defaults
+    and caches the failure with its reason; the next run, with the normal budget, starts
+    without calibrating; `sluice tune --force` calibrates and replaces the record."""
+    starved = {**env_for(tmp_path), "SLUICE_TUNE_BUDGET_S": "0.000001"}
+    b = run([sluice_bin, *BENCH], env=starved, timeout=120)
+    assert b.returncode == 0, b.stderr
+    assert "tuning the kernels" in b.stderr and "ran out of its 0 s budget" in b.stderr, b.stderr
+    assert json.loads(b.stdout)["tuning"]["source"].startswith("defaults (calibration ran out")
+    files = cache_files(tmp_path)
+    assert len(files) == 1, files
+    rec = json.loads((tmp_path / "sluice" / files[0]).read_text())
+    assert "budget" in rec["failed"] and rec["key"]["placement"] == "one thread"
+
+    again = run([sluice_bin, *BENCH], env=env_for(tmp_path), timeout=120)
+    assert again.returncode == 0, again.stderr
+    assert "tuning the kernels" not in again.stderr, again.stderr
+    t = json.loads(again.stdout)["tuning"]
+    assert "failed here before" in t["source"] and "--force" in t["source"] and t["from_cache"] is False
+
+    r = run([sluice_bin, "tune", "-m", MODEL, "-t", "1", "--force", "--json"], env=env_for(tmp_path), timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "failed" not in json.loads(r.stdout)
+    assert "failed" not in json.loads((tmp_path / "sluice" / files[0]).read_text())
+    last = run([sluice_bin, *BENCH], env=env_for(tmp_path), timeout=120)
+    assert json.loads(last.stdout)["tuning"]["source"] == "cache"
+
+
+def test_a_bad_budget_is_a_clear_error(sluice_bin, tmp_path):
+    b = run([sluice_bin, *BENCH], env={**env_for(tmp_path), "SLUICE_TUNE_BUDGET_S": "soon"}, timeout=120)
+    assert b.returncode != 0 and "SLUICE_TUNE_BUDGET_S must be a positive number" in b.stderr, b.stderr

@@ -68,6 +68,27 @@ TEST(ApiEngine, StreamsTheSameTokensAsTheOracle) {
   EXPECT_EQ(snap.itl.count, 6u);
 }
 
+// A step that throws ends the requests of that step with kError and the cause, in words a
+// client can be shown; the engine keeps serving.
+TEST(ApiEngine, AFailedStepEndsItsRequestsWithTheCause) {
+  Service s;
+  s.model.throw_on_call = 3;  // set before any request: the engine thread has not called forward()
+  auto r = s.engine->submit(s.req(make_prompt(9, kVocab, 2), 20));
+  ASSERT_EQ(r.status, SubmitStatus::kOk);
+  const auto [toks, last] = Service::drain(*r.handle);
+  ASSERT_TRUE(last.finish);
+  EXPECT_EQ(*last.finish, FinishReason::kError);
+  EXPECT_EQ(last.error, "engine step failed: fake model: forward failed");
+  EXPECT_LT(toks.size(), 20u);
+  auto next = s.engine->submit(s.req(make_prompt(9, kVocab, 3), 5));
+  ASSERT_EQ(next.status, SubmitStatus::kOk);
+  const auto [toks2, last2] = Service::drain(*next.handle);
+  ASSERT_TRUE(last2.finish);
+  EXPECT_EQ(*last2.finish, FinishReason::kLength);
+  EXPECT_TRUE(last2.error.empty());
+  EXPECT_EQ(toks2.size(), 5u);
+}
+
 TEST(ApiEngine, InvalidRequestsAreRefusedOnTheCallersThread) {
   Service s;
   EXPECT_EQ(s.engine->submit(s.req({}, 5)).status, SubmitStatus::kInvalid);

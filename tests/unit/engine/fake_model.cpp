@@ -1,6 +1,7 @@
 #include "fake_model.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <thread>
 
 namespace sluice::test {
@@ -64,6 +65,11 @@ std::vector<int32_t> FakeModel::reference_greedy(std::vector<int32_t> prompt, in
 
 void FakeModel::forward(const models::ForwardBatch& batch, KvCache& kv, float* logits) {
   if (delay.count() > 0) std::this_thread::sleep_for(delay);
+  if (static_cast<int64_t>(tokens_per_call.size()) == throw_on_call) {
+    tokens_per_call.push_back(0);  // counted, so the next call goes through
+    seqs_per_call.push_back(0);
+    throw std::runtime_error("fake model: forward failed");
+  }
   tokens_per_call.push_back(batch.n_tokens());
   seqs_per_call.push_back(static_cast<int64_t>(batch.seqs.size()));
   const int32_t bt = kv.block_tokens();

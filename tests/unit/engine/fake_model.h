@@ -1,4 +1,4 @@
-// A model with no weights, for scheduler and block-manager tests (style.md §7.5).
+// A model with no weights, for scheduler and block-manager tests (docs/conventions.md §6.3).
 //
 // forward() writes every new token and its position into the KV cache as the K row of layer
 // 0 of each group, then, for each query that wants logits, reads back every key the query
@@ -32,6 +32,7 @@ class FakeModel : public models::Model {
   std::vector<float> reference_logits(const std::vector<int32_t>& tokens) const;
 
   std::chrono::microseconds delay{0};    // per forward(), to make steps take time
+  int64_t throw_on_call = -1;            // this forward() call (0-based) throws: a failed step
   int64_t errors = 0;                    // keys that held the wrong position, missing blocks
   std::vector<int64_t> tokens_per_call;  // one entry per forward()
   std::vector<int64_t> seqs_per_call;

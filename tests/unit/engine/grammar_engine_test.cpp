@@ -71,6 +71,7 @@ EngineRequest constrained(EngineRequest r, const char* gbnf = kRecord) {
 struct Outcome {
   std::map<RequestId, std::vector<int32_t>> tokens;
   std::map<RequestId, FinishReason> finish;
+  std::map<RequestId, std::string> error;  // what an error finish says
   std::map<RequestId, bool> stop_token;
   EngineStats stats;
 };
@@ -91,6 +92,7 @@ Outcome run(const std::vector<EngineRequest>& reqs, int32_t draft_max = 0, int32
         if (o.token >= 0 && !o.is_stop_token) r.tokens[o.id].push_back(o.token);
         if (o.finish) {
           r.finish[o.id] = *o.finish;
+          if (!o.error.empty()) r.error[o.id] = o.error;
           r.stop_token[o.id] = o.is_stop_token;
         }
       }
@@ -230,6 +232,8 @@ TEST(GrammarEngine, NoAllowedTokenEndsThatRequestWithAnErrorOnly) {
   for (int32_t id = 257; id < kVocab; ++id) bad.banned_ids.push_back(id);
   const Outcome got = run({bad, request(2, 12, 20), constrained(request(3, 9, 40))});
   EXPECT_EQ(got.finish.at(1), FinishReason::kError);
+  EXPECT_EQ(got.error.at(1).rfind("grammar: no token is allowed after 1 constrained tokens", 0), 0u) << got.error.at(1);
+  EXPECT_EQ(got.error.count(2) + got.error.count(3), 0u);  // the others end without one
   EXPECT_EQ(text_of(got.tokens.at(1)), "{");
   EXPECT_EQ(got.finish.at(2), FinishReason::kLength);
   EXPECT_EQ(got.tokens.at(2).size(), 20u);

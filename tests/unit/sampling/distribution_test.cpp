@@ -268,10 +268,13 @@ TEST(SamplerDistribution, WorkspaceIsBoundedAndReusedAcrossRequests) {
     const Sampler s(p, n);
     auto l = row;
     s.sample(l.data(), history, ws);
-    if (req == 0) after_first = ws.bytes_reserved();
-    EXPECT_EQ(ws.bytes_reserved(), after_first) << req;
+    if (req == 1) after_first = ws.bytes_reserved();  // after a row of each kind
+    if (req >= 1) {
+      EXPECT_EQ(ws.bytes_reserved(), after_first) << req;
+    }
   }
-  EXPECT_LE(after_first, static_cast<size_t>(n) * 12 + 4096);  // 8 bytes a candidate + 4 a count
+  // 8 bytes a candidate, 4 a count, 8 a nucleus entry (top-p's selection)
+  EXPECT_LE(after_first, static_cast<size_t>(n) * 20 + 4096);
 }
 
 TEST(SamplerDistribution, AWeightIsTheSameBitsWhereverItsLogitSits) {

@@ -104,6 +104,33 @@ TEST(ToolGrammar, LazyBodyFollowsStrictSchemasOnly) {
   EXPECT_FALSE(accepts(t, ToolFormat::kGemma4Native, ids, "<|tool_call>call:search{}<tool_call|>", true));
 }
 
+// parallel_tool_calls (ToolsParams::parallel, on by default): an eager grammar takes a list of
+// one or more calls, each valid; off: exactly one. A lazy grammar is one call a time either way.
+TEST(ToolGrammar, ParallelCallsAreAListOfOneOrMore) {
+  const MarkupTokens ids{kOpen, kClose, kQuote};
+  ToolsParams t = weather_and_search();
+  ASSERT_TRUE(t.parallel);
+  const std::string a = "<|tool_call>call:get_weather{city:<|\"|>Oslo<|\"|>,days:3}<tool_call|>",
+                    b = "<|tool_call>call:search{q:<|\"|>x<|\"|>}<tool_call|>";
+  for (ToolFormat f : {ToolFormat::kGemma4Native}) {
+    EXPECT_TRUE(accepts(t, f, ids, a));
+    EXPECT_TRUE(accepts(t, f, ids, a + b));
+    EXPECT_TRUE(accepts(t, f, ids, a + b + a));
+    EXPECT_FALSE(accepts(t, f, ids, ""));
+    EXPECT_FALSE(accepts(t, f, ids, a + "<|tool_call>call:search{q:1}<tool_call|>"));  // the second one invalid
+  }
+  const std::string ja = R"({"tool_call":{"name":"search","arguments":{"q":"x"}}})";
+  EXPECT_TRUE(accepts(t, ToolFormat::kJson, {}, ja + ja));
+  t.parallel = false;
+  EXPECT_TRUE(accepts(t, ToolFormat::kGemma4Native, ids, a));
+  EXPECT_FALSE(accepts(t, ToolFormat::kGemma4Native, ids, a + b));
+  EXPECT_FALSE(accepts(t, ToolFormat::kJson, {}, ja + ja));
+  ToolsParams lazy = weather_and_search();
+  lazy.choice = ToolChoice::kAuto;
+  EXPECT_FALSE(
+      accepts(lazy, ToolFormat::kGemma4Native, ids, "call:search{q:1}<tool_call|>call:search{q:2}<tool_call|>", true));
+}
+
 TEST(ToolGrammar, JsonConvention) {
   const ToolsParams t = weather_and_search();
   EXPECT_TRUE(accepts(t, ToolFormat::kJson, {}, R"({"tool_call":{"name":"search","arguments":{"q":"x"}}})"));

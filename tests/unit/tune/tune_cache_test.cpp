@@ -64,6 +64,20 @@ TEST(TuneCache, JsonRoundTripIsExact) {
   EXPECT_EQ(*back, r);
 }
 
+// A calibration that could not finish is kept with its reason; a finished one has no field.
+TEST(TuneCache, AFailedCalibrationKeepsItsReason) {
+  TuneRecord r = sample();
+  EXPECT_EQ(to_json_text(r).find("\"failed\""), std::string::npos);
+  r.failed = "calibration ran out of its 15 s budget (a step takes 900 ms)";
+  r.curve = StepCostCurve{};
+  std::string err;
+  const auto back = from_json_text(to_json_text(r), &err);
+  ASSERT_TRUE(back) << err;
+  EXPECT_EQ(back->failed, r.failed);
+  EXPECT_FALSE(back->curve.measured());
+  EXPECT_EQ(*back, r);
+}
+
 TEST(TuneCache, FileRoundTripAndAtomicReplace) {
   TempDir d;
   const std::string path = (d.path / "sub" / "tune-x.json").string();  // the directory is created
