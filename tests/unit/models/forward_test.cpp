@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <random>
 
@@ -296,6 +298,43 @@ TEST(Forward, KvSharedLayersRunOnlyForTokensWithLogits) {
   EXPECT_EQ(all.layer_tokens, 10 * 20);
   ASSERT_EQ(one.size(), static_cast<size_t>(V));
   EXPECT_TRUE(std::equal(one.begin(), one.end(), every.end() - V)) << "skipping rows must not change the last row";
+}
+
+// The weights are held once (docs/architecture.md, "One copy of the weights"): a tied table's
+// embedding rows come from the packed lm_head, an untied file's from the file's rows, and a
+// file opened from disk has the pages of what it repacks released as it loads. None of it
+// changes a bit of a logit: a tied file, the same values untied (output.weight a copy of
+// token_embd), each parsed in memory or opened from disk, for a quantized and a float table.
+TEST(Forward, OneCopyLoadingChangesNoLogit) {
+  const auto dir = std::filesystem::temp_directory_path() / "sluice_one_copy_test";
+  std::filesystem::create_directories(dir);
+  const std::vector<int32_t> toks = random_tokens(24, 96, 11);
+  for (DType t : {DType::Q8_0, DType::Q4_0, DType::F32}) {
+    std::vector<float> want;
+    for (bool untied : {false, true})
+      for (bool from_disk : {false, true}) {
+        test::TinyConfig c;
+        c.matrix_type = t;
+        c.output_copy = untied;
+        const std::vector<uint8_t> bytes = test::make_tiny_gguf(c);
+        const std::string path = (dir / "m.gguf").string();
+        if (from_disk)
+          std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+        const auto f = from_disk ? gguf::GgufFile::open(path) : gguf::GgufFile::parse(bytes, "tiny");
+        ASSERT_EQ(f->find_tensor("output.weight") != nullptr, untied);
+        ThreadPool pool(2);
+        models::LoadOptions lo;
+        lo.pool = &pool;
+        const auto m = models::load_model(*f, lo);
+        auto kv = make_cache(*m, 16);
+        const std::vector<float> got = run_chunked(*m, *kv, toks, {5});
+        if (want.empty()) want = got;
+        ASSERT_EQ(got.size(), want.size());
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), 4 * got.size()), 0)
+            << dtype_name(t) << (untied ? " untied" : " tied") << (from_disk ? " from disk" : " parsed");
+      }
+  }
+  std::filesystem::remove_all(dir);
 }
 
 TEST(Forward, RejectsBadBatches) {

@@ -65,6 +65,8 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
     w.add_u32(a + "attention.value_length", c.hd_swa);
   }
 
+  DType last_type = DType::F32;  // the last tensor add() wrote, for output_copy
+  std::vector<uint8_t> last_data;
   auto add = [&](const std::string& name, std::vector<uint64_t> ne, float scale, float mean = 0.0f) {
     if (c.omit.count(name)) return;
     if (name == c.wrong_shape) ne[0] += 1;
@@ -76,13 +78,18 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
       std::vector<uint8_t> q(dtype_row_bytes(c.matrix_type, ne[0]) * ne[1]);
       quant::quantize_ref(c.matrix_type, reinterpret_cast<const float*>(data.data()), q.data(),
                           static_cast<int64_t>(n));
+      last_type = c.matrix_type;
+      last_data = q;
       w.add_tensor(name, c.matrix_type, ne, std::move(q));
       return;
     }
+    last_type = DType::F32;
+    last_data = data;
     w.add_tensor(name, DType::F32, ne, std::move(data));
   };
   const uint64_t d = c.n_embd;
   add("token_embd.weight", {d, uint64_t(c.n_vocab)}, 0.3f);
+  if (c.output_copy) w.add_tensor("output.weight", last_type, {d, uint64_t(c.n_vocab)}, last_data);
   add("output_norm.weight", {d}, 0.1f, 1.0f);
   if (g4) {
     const uint64_t LP = uint64_t(c.n_layer) * c.ple;

@@ -20,6 +20,7 @@ struct TinyConfig {
   bool k_eq_v = false;  // Gemma 4: global layers without attn_v (31B)
   int n_expert = 0;     // Gemma 4: writes expert_count when > 0 (MoE files)
   float softcap = 30.0f;
+  bool output_copy = false;    // writes output.weight, a copy of token_embd: untied, the same values
   std::set<std::string> omit;  // tensor names to leave out
   std::string wrong_shape;     // tensor name to write with a wrong shape
   uint64_t seed = 1;
