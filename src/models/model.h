@@ -43,6 +43,9 @@ struct LayerSpec {
   float attn_scale = 1.0f;  // multiplies q·k
   bool v_norm = false;      // weightless RMSNorm on V (Gemma 4)
   bool k_eq_v = false;      // no V projection: V is the raw K projection (Gemma 4 31B global layers)
+  // Mixture-of-experts FFN beside the dense one (Gemma 4 26B-A4B, gemma4.md §2.9): n_expert
+  // experts of width n_ff_exp, n_expert_used of them per token. 0: a dense layer.
+  int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 };
 
 struct ModelSpec {

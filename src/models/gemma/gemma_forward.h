@@ -26,6 +26,17 @@ using kernels::Linear;
 struct LayerOps {
   Linear qkv;  // [q | k | v] (KV-owning layers) or q alone
   Linear o, gate_up, down, inp_gate, proj;
+  // MoE layers (gemma_moe.cpp): the router [d -> E] and each expert's fused gate|up and down.
+  Linear router;
+  std::vector<Linear> exp_gate_up, exp_down;
+};
+
+// One token's choice of an expert in a MoE layer: its row in the step, its weight, and the row
+// of the expert-grouped buffers that holds the token's input and output for that expert.
+struct ExpertRoute {
+  int32_t expert = 0;
+  float weight = 0.0f;
+  int64_t row = 0;
 };
 
 // One distinct RoPE configuration (layers share them): inv[i] = scale·base^(−2i/n_rot)/ff[i].
@@ -140,6 +151,13 @@ class GemmaModel final : public Model {
   void paged_attention(int il, const ForwardBatch& b, KvCache& kv);
   // FFN step (gemma_ffn.cpp).
   void ffn(int il);
+  void gated_mlp(const Linear& gate_up, const Linear& down, const float* x, int64_t m, float* y);
+  // MoE FFN step (gemma_moe.cpp): the routed experts beside the dense FFN, att_ → the layer's
+  // FFN output before post_ffw_norm.
+  void build_expert_ops(int il, LayerOps& ops);
+  void moe(int il);
+  void route(int il);
+  void run_experts(int il);
   // Per-layer embeddings (gemma_ple.cpp).
   void per_layer_inputs();
   void ple_block(int il);
@@ -178,7 +196,12 @@ class GemmaModel final : public Model {
   std::vector<TokenRef> ref_;
   std::vector<int64_t> out_rows_;  // tokens whose logits the batch wants, in slice order
   std::vector<float> x_, xn_, qkv_, v_, o_, att_, act_, ple_, pg_, rope_cs_, ple_row_;
-  std::vector<uint8_t> act_q_;                 // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
+  std::vector<uint8_t> act_q_;  // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
+  // MoE step: router input and logits [T × d], [T × E]; the k routes of each token [T × k];
+  // per expert the first grouped row and the count; grouped expert inputs and outputs [T·k × d].
+  std::vector<float> moe_in_, moe_logits_, moe_xg_, moe_yg_, moe_y_, moe_tap_;
+  std::vector<ExpertRoute> routes_;
+  std::vector<int64_t> expert_row0_, expert_rows_, expert_fill_;
   std::vector<kernels::PagedToken> attn_tok_;  // the step's tokens for the paged attention
   kernels::PagedAttention attn_;
   kernels::ActScratch scratch_;

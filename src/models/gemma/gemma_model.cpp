@@ -57,6 +57,7 @@ void GemmaModel::build_layer_ops() {
     ops.o = Linear::build({&lw.wo, 1}, pool_, p + "attn_output", false, &arena_);
     ops.gate_up = Linear::build_glu(lw.gate, lw.up, pool_, p + "ffn_gate_up", &arena_);
     ops.down = Linear::build({&lw.down, 1}, pool_, p + "ffn_down", false, &arena_);
+    if (spec_.layers[il].n_expert > 0) build_expert_ops(il, ops);
     if (spec_.ple_dim > 0) {
       ops.inp_gate = Linear::build({&lw.inp_gate, 1}, pool_, p + "inp_gate", false, &arena_);
       ops.proj = Linear::build({&lw.proj, 1}, pool_, p + "proj", false, &arena_);
@@ -119,9 +120,13 @@ Linear GemmaModel::build_lm_head(LmHeadFormat f) {
 
 std::vector<std::string> GemmaModel::describe_weights() const {
   std::vector<std::string> out;
-  for (const LayerOps& l : layer_ops_)
-    for (const Linear* m : {&l.qkv, &l.o, &l.gate_up, &l.down, &l.inp_gate, &l.proj})
+  for (const LayerOps& l : layer_ops_) {
+    for (const Linear* m : {&l.qkv, &l.o, &l.gate_up, &l.down, &l.router, &l.inp_gate, &l.proj})
       if (!m->empty()) out.push_back(m->describe());
+    // Experts: one line per kind, for the first expert (all share shape and format).
+    for (const std::vector<Linear>* v : {&l.exp_gate_up, &l.exp_down})
+      if (!v->empty()) out.push_back(std::to_string(v->size()) + " experts × " + v->front().describe());
+  }
   if (!ple_model_proj_.empty()) out.push_back(ple_model_proj_.describe());
   out.push_back(lm_head_.describe());
   return out;

@@ -85,7 +85,22 @@ struct Variant {
   std::string arch;
   DType type;
   bool k_eq_v = false;  // Gemma 4 31B-style global layers (V from the K projection)
+  bool moe = false;     // Gemma 4 26B-A4B-style: mixture-of-experts FFN, per-layer KV heads
 };
+
+// A 26B-A4B-shaped tiny config: every layer a MoE FFN (8 experts, 2 per token) beside the
+// dense one, K=V global layers with fewer KV heads, no KV sharing, no PLE.
+test::TinyConfig moe_config(test::TinyConfig c) {
+  c.n_expert = 8;
+  c.n_expert_used = 2;
+  c.n_shared = 0;
+  c.ple = 0;
+  c.double_wide = false;
+  c.k_eq_v = true;
+  c.n_head_kv = 2;
+  c.n_head_kv_global = 1;
+  return c;
+}
 
 class Forward : public ::testing::TestWithParam<Variant> {
  protected:
@@ -94,7 +109,7 @@ class Forward : public ::testing::TestWithParam<Variant> {
     c.arch = GetParam().arch;
     c.matrix_type = GetParam().type;
     c.k_eq_v = GetParam().k_eq_v;
-    return c;
+    return GetParam().moe ? moe_config(c) : c;
   }
 };
 
@@ -215,14 +230,15 @@ TEST(ForwardKv, LowPrecisionKvStaysClose) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, Forward,
-                         ::testing::Values(Variant{"gemma4", DType::F32}, Variant{"gemma3", DType::F32},
-                                           Variant{"gemma4", DType::Q4_0}, Variant{"gemma3", DType::Q8_0},
-                                           Variant{"gemma4", DType::Q8_0, true}),
-                         [](const auto& p) {
-                           const std::string t(dtype_name(p.param.type));
-                           return p.param.arch + "_" + t + (p.param.k_eq_v ? "_k_eq_v" : "");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Arch, Forward,
+    ::testing::Values(Variant{"gemma4", DType::F32}, Variant{"gemma3", DType::F32}, Variant{"gemma4", DType::Q4_0},
+                      Variant{"gemma3", DType::Q8_0}, Variant{"gemma4", DType::Q8_0, true},
+                      Variant{"gemma4", DType::F32, false, true}, Variant{"gemma4", DType::Q4_0, false, true}),
+    [](const auto& p) {
+      const std::string t(dtype_name(p.param.type));
+      return p.param.arch + "_" + t + (p.param.k_eq_v ? "_k_eq_v" : "") + (p.param.moe ? "_moe" : "");
+    });
 
 // The same file on every ISA set this CPU runs: bitwise identical logits (the optimized
 // kernels compute exactly what the scalar references do), for every weight format.
@@ -231,11 +247,22 @@ TEST(ForwardIsa, EveryIsaSetGivesTheScalarReferenceLogits) {
     std::string arch;
     DType type;
     int n_embd, n_ff;
+    bool moe = false;
   };
-  const Case cases[] = {{"gemma4", DType::F32, 64, 128},  {"gemma4", DType::Q4_0, 64, 128},
-                        {"gemma4", DType::Q8_0, 64, 128}, {"gemma4", DType::BF16, 64, 128},
-                        {"gemma3", DType::Q5_0, 64, 128}, {"gemma3", DType::F16, 64, 128},
-                        {"gemma4", DType::Q6_K, 256, 256}};
+  const Case cases[] = {{"gemma4", DType::F32, 64, 128},
+                        {"gemma4", DType::Q4_0, 64, 128},
+                        {"gemma4", DType::Q8_0, 64, 128},
+                        {"gemma4", DType::BF16, 64, 128},
+                        {"gemma3", DType::Q5_0, 64, 128},
+                        {"gemma3", DType::F16, 64, 128},
+                        {"gemma4", DType::Q6_K, 256, 256},
+                        // MoE: the experts in every format the dense FFN takes.
+                        {"gemma4", DType::F32, 64, 128, true},
+                        {"gemma4", DType::Q4_0, 64, 128, true},
+                        {"gemma4", DType::Q8_0, 64, 128, true},
+                        {"gemma4", DType::BF16, 64, 128, true},
+                        {"gemma4", DType::Q4_K, 256, 256, true},
+                        {"gemma4", DType::Q6_K, 256, 256, true}};
   const auto sets = kernels::runnable_cpu_kernels();
   for (const Case& cs : cases) {
     test::TinyConfig c;
@@ -243,6 +270,10 @@ TEST(ForwardIsa, EveryIsaSetGivesTheScalarReferenceLogits) {
     c.matrix_type = cs.type;
     c.n_embd = cs.n_embd;
     c.n_ff = cs.n_ff;
+    if (cs.moe) {
+      c = moe_config(c);
+      c.n_ff_exp = cs.n_ff;  // K-quant experts need rows of 256 in their down matrix
+    }
     const auto bytes = test::make_tiny_gguf(c);
     auto file = gguf::GgufFile::parse(bytes, "tiny");
     const auto toks = random_tokens(3 * c.window + 3, c.n_vocab, 21);
