@@ -146,6 +146,13 @@ def test_text_output_and_errors(sluice_bin, gemma3_path, tmp_path):
     assert r.returncode == 1 and "cannot open" in r.stderr
 
 
+def finish(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def test_gemma4_stream_accounting(sluice_bin, tmp_path):
     """KV-shared layers' k/v tensors are excluded; embedding tables stream one row."""
     n_layer, shared, d, ple = 4, 2, 32, 8
@@ -159,10 +166,7 @@ def test_gemma4_stream_accounting(sluice_bin, tmp_path):
         for name, shape in [("attn_q", (d, d)), ("attn_k", (8, d)), ("attn_v", (8, d)),
                             ("attn_k_norm", (8,)), ("ffn_down", (d, 2 * d))]:
             w.add_tensor(f"blk.{l}.{name}.weight", z(*shape))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     doc = inspect_json(sluice_bin, tmp_path / "g4.gguf")
     by = {t["name"]: t["bytes"] for t in doc["tensors"]}
     unused = sum(by[f"blk.{l}.{n}.weight"] for l in range(n_layer - shared, n_layer)
@@ -195,10 +199,7 @@ def test_moe_stream_accounting(sluice_bin, tmp_path):
             w.add_tensor(f"blk.{l}.{n}.weight", z(*shape))
             experts.append(f"blk.{l}.{n}.weight")
         w.add_tensor(f"blk.{l}.ffn_down_exps.scale", z(n_exp))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     doc = inspect_json(sluice_bin, tmp_path / "moe.gguf")
     by = {t["name"]: t["bytes"] for t in doc["tensors"]}
     expert_bytes = sum(by[n] for n in experts)

@@ -88,20 +88,6 @@ struct Variant {
   bool moe = false;     // Gemma 4 26B-A4B-style: mixture-of-experts FFN, per-layer KV heads
 };
 
-// A 26B-A4B-shaped tiny config: every layer a MoE FFN (8 experts, 2 per token) beside the
-// dense one, K=V global layers with fewer KV heads, no KV sharing, no PLE.
-test::TinyConfig moe_config(test::TinyConfig c) {
-  c.n_expert = 8;
-  c.n_expert_used = 2;
-  c.n_shared = 0;
-  c.ple = 0;
-  c.double_wide = false;
-  c.k_eq_v = true;
-  c.n_head_kv = 2;
-  c.n_head_kv_global = 1;
-  return c;
-}
-
 class Forward : public ::testing::TestWithParam<Variant> {
  protected:
   test::TinyConfig config() const {
@@ -109,7 +95,7 @@ class Forward : public ::testing::TestWithParam<Variant> {
     c.arch = GetParam().arch;
     c.matrix_type = GetParam().type;
     c.k_eq_v = GetParam().k_eq_v;
-    return GetParam().moe ? moe_config(c) : c;
+    return GetParam().moe ? test::tiny_moe_config(c) : c;
   }
 };
 
@@ -271,7 +257,7 @@ TEST(ForwardIsa, EveryIsaSetGivesTheScalarReferenceLogits) {
     c.n_embd = cs.n_embd;
     c.n_ff = cs.n_ff;
     if (cs.moe) {
-      c = moe_config(c);
+      c = test::tiny_moe_config(c);
       c.n_ff_exp = cs.n_ff;  // K-quant experts need rows of 256 in their down matrix
     }
     const auto bytes = test::make_tiny_gguf(c);

@@ -56,22 +56,8 @@ TEST(LoadErrors, SharedLayersMayOmitOrKeepKv) {
   EXPECT_NE(load_error(g3).find("'blk.7.attn_v.weight'"), std::string::npos);
 }
 
-// A mixture-of-experts file (26B-A4B-shaped: K=V global layers with their own KV heads).
-test::TinyConfig moe_config() {
-  test::TinyConfig c;
-  c.n_expert = 8;
-  c.n_expert_used = 2;
-  c.n_shared = 0;
-  c.ple = 0;
-  c.double_wide = false;
-  c.k_eq_v = true;
-  c.n_head_kv = 2;
-  c.n_head_kv_global = 1;
-  return c;
-}
-
 TEST(LoadErrors, MixtureOfExpertsLoadsFusedOrSplit) {
-  test::TinyConfig c = moe_config();
+  test::TinyConfig c = test::tiny_moe_config();
   EXPECT_EQ(load_error(c), "");
   c.split_gate_up = true;
   EXPECT_EQ(load_error(c), "");
@@ -79,7 +65,7 @@ TEST(LoadErrors, MixtureOfExpertsLoadsFusedOrSplit) {
 
 TEST(LoadErrors, ExpertUsedCountOutOfRangeIsNamed) {
   for (int used : {0, 9}) {
-    test::TinyConfig c = moe_config();
+    test::TinyConfig c = test::tiny_moe_config();
     c.n_expert_used = used;
     const std::string err = load_error(c);
     EXPECT_NE(err.find("key 'gemma4.expert_used_count' = " + std::to_string(used) +
@@ -92,13 +78,13 @@ TEST(LoadErrors, ExpertUsedCountOutOfRangeIsNamed) {
 
 TEST(LoadErrors, ExpertTensorsWithTheWrongExpertCountAreNamed) {
   for (const char* name : {"blk.2.ffn_gate_up_exps.weight", "blk.0.ffn_down_exps.weight"}) {
-    test::TinyConfig c = moe_config();
+    test::TinyConfig c = test::tiny_moe_config();
     c.wrong_experts = name;
     const std::string err = load_error(c);
     EXPECT_NE(err.find(std::string("'") + name + "' has shape"), std::string::npos) << err;
     EXPECT_NE(err.find("third dimension 7 is not expert_count = 8"), std::string::npos) << err;
   }
-  test::TinyConfig c = moe_config();
+  test::TinyConfig c = test::tiny_moe_config();
   c.split_gate_up = true;
   c.wrong_experts = "blk.1.ffn_up_exps.weight";
   EXPECT_NE(load_error(c).find("'blk.1.ffn_up_exps.weight' has shape [64, 32, 7]: its third dimension 7"),
@@ -109,26 +95,26 @@ TEST(LoadErrors, ExpertTensorsWithTheWrongExpertCountAreNamed) {
 TEST(LoadErrors, MissingExpertScalesAndTensorsAreNamed) {
   for (const char* name : {"blk.3.ffn_gate_inp.scale", "blk.0.ffn_down_exps.scale", "blk.1.ffn_gate_inp.weight",
                            "blk.4.pre_ffw_norm_2.weight", "blk.2.ffn_down_exps.weight"}) {
-    test::TinyConfig c = moe_config();
+    test::TinyConfig c = test::tiny_moe_config();
     c.omit = {name};
     const std::string err = load_error(c);
     EXPECT_NE(err.find(std::string("missing tensor '") + name + "'"), std::string::npos) << name << ": " << err;
   }
-  test::TinyConfig c = moe_config();
+  test::TinyConfig c = test::tiny_moe_config();
   c.omit = {"blk.1.ffn_gate_up_exps.weight"};
   EXPECT_NE(load_error(c).find("missing tensor 'blk.1.ffn_gate_up_exps.weight' (or the split"), std::string::npos)
       << load_error(c);
 }
 
 TEST(LoadErrors, GateUpWidthNotTwiceTheExpertWidthIsNamed) {
-  test::TinyConfig c = moe_config();
+  test::TinyConfig c = test::tiny_moe_config();
   c.wrong_rows = "blk.2.ffn_gate_up_exps.weight";
   std::string err = load_error(c);
   EXPECT_NE(err.find("'blk.2.ffn_gate_up_exps.weight' has shape [64, 96, 8]: 96 rows per expert, expected 64 "
                      "(2 x expert_feed_forward_length"),
             std::string::npos)
       << err;
-  c = moe_config();
+  c = test::tiny_moe_config();
   c.split_gate_up = true;
   c.wrong_rows = "blk.0.ffn_gate_exps.weight";
   err = load_error(c);

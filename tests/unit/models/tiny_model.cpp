@@ -185,4 +185,16 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
   return w.to_bytes();
 }
 
+TinyConfig tiny_moe_config(TinyConfig c) {
+  c.n_expert = 8;
+  c.n_expert_used = 2;
+  c.n_shared = 0;
+  c.ple = 0;
+  c.double_wide = false;
+  c.k_eq_v = true;
+  c.n_head_kv = 2;
+  c.n_head_kv_global = 1;
+  return c;
+}
+
 }  // namespace sluice::test

@@ -37,4 +37,8 @@ struct TinyConfig {
 // Gemma 4: pattern [S,S,S,S,F] repeated; Gemma 3: layer l global iff (l+1) % 6 == 0.
 std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c);
 
+// `c` made 26B-A4B-shaped: every layer a MoE FFN (8 experts, 2 per token) beside the dense one,
+// K=V global layers with fewer KV heads (2 sliding, 1 global), no KV sharing, no PLE.
+TinyConfig tiny_moe_config(TinyConfig c = {});
+
 }  // namespace sluice::test
