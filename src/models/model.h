@@ -83,8 +83,9 @@ struct ForwardBatch {
 // Where a step's time goes, for `sluice bench`: the weight-streaming op classes, attention,
 // and everything else. A model given a profile adds each op's time (and the weight bytes it
 // streamed) to its class; `other` is the rest of the step's wall time.
-enum class OpClass { kFfnGateUp, kFfnDown, kAttnQkv, kAttnOutput, kLmHead, kAttention, kOther };
-inline constexpr int kOpClassCount = 7;
+// kFfnExperts: a MoE layer's routed experts (gate|up and down of the picked ones; gemma4.md §2.9).
+enum class OpClass { kFfnGateUp, kFfnDown, kFfnExperts, kAttnQkv, kAttnOutput, kLmHead, kAttention, kOther };
+inline constexpr int kOpClassCount = 8;
 const char* op_class_name(OpClass c);  // "ffn_gate_up", "ffn_down", "attn_qkv", ...
 
 struct StepProfile {

@@ -14,7 +14,8 @@ void GemmaModel::ffn(int il) {
   const GemmaLayerWeights& lw = w_.layers[il];
   const LayerOps& lo = layer_ops_[il];
   const int64_t d = spec_.n_embd;
-  gated_mlp(lo.gate_up, lo.down, xn_.data(), T_, att_.data());
+  run_gated_mlp(pool_, &isa_, glu_, lo.gate_up, lo.down, xn_.data(), T_, att_.data(), &prof_, OpClass::kFfnGateUp,
+                OpClass::kFfnDown);
   tap("ffn_out", il, att_.data(), T_, d);
   if (spec_.layers[il].n_expert > 0) moe(il);
   if (spec_.ple_dim > 0) {
@@ -26,11 +27,12 @@ void GemmaModel::ffn(int il) {
   prof_.mark(OpClass::kOther);
 }
 
-// y[m × d] = Wdown · (gelu_tanh(Wgate·x) ⊙ Wup·x) for m rows of x, through the fused gate|up.
-void GemmaModel::gated_mlp(const Linear& gate_up, const Linear& down, const float* x, int64_t m, float* y) {
+void run_gated_mlp(ThreadPool& pool, const kernels::CpuKernels* isa, GluBuffers& buf, const Linear& gate_up,
+                   const Linear& down, const float* x, int64_t m, float* y, ProfileMarks* prof, OpClass gu,
+                   OpClass dn) {
   const int64_t ff = down.cols();
   // act = gelu_tanh(gate) ⊙ up, taken inside the fused gate|up matmul (kernels/linear.h).
-  grow(act_, static_cast<size_t>(m * ff));
+  grow(buf.act, static_cast<size_t>(m * ff));
   // Decode steps (a few rows): when the down matrix reads 32-blocks, the gate|up call quantizes
   // act for it as it goes (Linear::run_glu), so the down call starts streaming at once instead
   // of each thread first quantizing the whole row. Not in prefill: there a run's act rows no
@@ -38,17 +40,17 @@ void GemmaModel::gated_mlp(const Linear& gate_up, const Linear& down, const floa
   const bool preq = m <= kPrequantizeMaxRows && down.quantized_input() == kernels::ActFormat::kA8_32 && ff % 32 == 0;
   kernels::ActRows q{kernels::ActFormat::kA8_32, nullptr, kernels::act_row_stride(kernels::ActFormat::kA8_32, ff), ff};
   if (preq) {
-    grow(act_q_, static_cast<size_t>(m) * q.stride);
-    q.base = act_q_.data();
+    grow(buf.act_q, static_cast<size_t>(m) * q.stride);
+    q.base = buf.act_q.data();
   }
-  gate_up.run_glu(pool_, x, m, act_.data(), scratch_, &isa_, preq ? &q : nullptr);
-  prof_.account(gate_up, OpClass::kFfnGateUp);
+  gate_up.run_glu(pool, x, m, buf.act.data(), buf.scratch, isa, preq ? &q : nullptr);
+  if (prof) prof->account(gate_up, gu);
   if (preq) {
-    down.run_quantized(pool_, q, m, y, scratch_, &isa_);
-    prof_.account(down, OpClass::kFfnDown);
+    down.run_quantized(pool, q, m, y, buf.scratch, isa);
   } else {
-    matmul(down, act_.data(), m, y, OpClass::kFfnDown);
+    down.run(pool, buf.act.data(), m, y, buf.scratch, isa);
   }
+  if (prof) prof->account(down, dn);
 }
 
 }  // namespace sluice::models

@@ -33,6 +33,11 @@ GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const k
   for (const Mat* t : {&w_.tok_embd, &w_.ple_tok})
     if (!t->empty()) prefault(t->data, static_cast<size_t>(t->rows) * t->row_bytes);
   build_layer_ops();
+  // MoE steps run whole experts per thread (gemma_moe.cpp): a lane for each pool thread.
+  const bool moe = std::any_of(spec_.layers.begin(), spec_.layers.end(),
+                               [](const LayerSpec& l) { return l.n_expert > 0; });
+  if (moe && pool_.size() > 1 && pool_.size() <= kMaxExpertLanes)
+    for (int i = 0; i < pool_.size(); ++i) lanes_.push_back(std::make_unique<ExpertLane>());
   lm_head_ = build_lm_head(lm_head);
   if (spec_.ple_dim > 0)
     ple_model_proj_ = Linear::build({&w_.ple_model_proj, 1}, pool_, "per_layer_model_proj", false, &arena_);
@@ -289,8 +294,8 @@ void GemmaModel::output(float* logits, float* hidden) {
 }
 
 const char* op_class_name(OpClass c) {
-  static const char* const kNames[kOpClassCount] = {"ffn_gate_up", "ffn_down",  "attn_qkv", "attn_output",
-                                                    "lm_head",     "attention", "other"};
+  static const char* const kNames[kOpClassCount] = {"ffn_gate_up", "ffn_down", "ffn_experts", "attn_qkv",
+                                                    "attn_output", "lm_head",  "attention",   "other"};
   return kNames[static_cast<int>(c)];
 }
 
