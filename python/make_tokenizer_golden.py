@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerates the tokenizer golden data in tests/data/tokenizer/ from implementations sluice
-did not write (style.md §7.3): llama.cpp (through llama-cpp-python) and Hugging Face
+did not write (conventions.md §6.1): llama.cpp (through llama-cpp-python) and Hugging Face
 `tokenizers`. tests/python/test_tokenizer.py compares sluice against these files using only
 the main .venv (no llama.cpp, no tokenizers at test time).
 

@@ -473,7 +473,7 @@ int run_bench(BenchArgs& a) {
   if (k_top > 0) {
     a.session.spec = "none";
     a.session.draft_max = k_top;
-    a.session.drafter = [vd](engine::RequestId, std::span<const int32_t>, int32_t k_max, std::vector<int32_t>& out) {
+    a.session.draft_hook = [vd](engine::RequestId, std::span<const int32_t>, int32_t k_max, std::vector<int32_t>& out) {
       for (int i = 0; i < std::min(vd->k, k_max); ++i)
         out.push_back(static_cast<int32_t>(16 + vd->rng() % static_cast<uint64_t>(std::max(1, vd->n_vocab - 16))));
     };

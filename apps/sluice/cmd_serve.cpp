@@ -19,17 +19,11 @@
 #include "api/engine.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
-#include "apps/sluice/model_drafter.h"
-#include "apps/sluice/tuner.h"
 #include "base/error.h"
-#include "engine/kv_budget.h"
-#include "gguf/reader.h"
-#include "models/model.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/model_context.h"
 #include "server/openai_service.h"
-#include "threading/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::app {
@@ -165,42 +159,20 @@ CommandFn add_serve_command(CLI::App& app) {
     if (a->max_queue < 0) fail("--max-queue must be >= 0");
     if (a->batch_tokens < 1) fail("--batch-tokens must be at least 1");
     if (a->max_tokens < 0) fail("--max-tokens must be >= 0");
-    const SessionOptions& so = a->session;
-    std::fprintf(stderr, "loading %s ...\n", so.model_path.c_str());
-    auto file = gguf::GgufFile::open(so.model_path);
-    auto tok = Tokenizer::from_gguf(*file);
-    ThreadPool pool(so.threads > 0 ? so.threads : ThreadPool::default_threads());
-    models::LoadOptions lo;
-    lo.pool = &pool;
-    auto model = models::load_model(*file, lo);
-    const auto& spec = model->spec();
-    if (so.ctx_size < 2) fail("--ctx-size must be at least 2");
-
-    engine::KvBudget budget;
-    budget.ctx_size = so.ctx_size;
-    budget.parallel = a->parallel;
-    budget.block_tokens = so.block_tokens;
-    budget.chunk = a->batch_tokens;
-    budget.memory_bytes = parse_bytes(a->kv_memory, "--kv-memory");
-    budget.type = parse_kv_type(so.kv_type);
-    budget.window_margin = spec_window_margin(so);
-    const DraftParts draft = load_draft(so, *file, spec, pool, budget);  // outlives the engine
-    KvCache kv(spec.kv_groups, so.block_tokens, engine::kv_blocks_per_group(spec.kv_groups, budget), budget.type);
-    const TuneOutcome tuned = apply_tuning(tune_mode(so.no_tune), *model, kv, pool, *file, so.ctx_size);
-    std::fprintf(stderr, "sluice serve: %s\n", describe_outcome(tuned).c_str());
-
+    SessionOptions& so = a->session;
+    so.n_seqs = a->parallel;
+    so.token_budget = a->batch_tokens;
+    so.kv_memory = parse_bytes(a->kv_memory, "--kv-memory");
+    so.prefix_caching = !a->no_prefix_cache;
+    EngineStack stack(so);  // outlives the engine
+    std::fprintf(stderr, "sluice serve: %s\n", describe_outcome(stack.tuning()).c_str());
+    auto tok = Tokenizer::from_gguf(stack.file());
     api::EngineOptions eo;
-    eo.core.sched.max_running = a->parallel;
-    eo.core.sched.token_budget = a->batch_tokens;
-    eo.core.sched.ctx_size = so.ctx_size;
-    eo.core.prefix_caching = !a->no_prefix_cache;
-    eo.core.sample_pool = &pool;
-    apply_spec_options(so, eo.core, draft, &tuned.record.curve);
-    const auto assistant = make_model_drafter(so, pool, *file, *model, kv, eo.core);  // --spec assistant
+    eo.core = stack.config();
     eo.max_waiting = a->max_queue;
-    api::Engine engine(*model, kv, eo);
+    api::Engine engine(stack.model(), stack.kv(), eo);
 
-    server::ModelContext mctx(*file, *tok, a->alias, so.ctx_size, a->max_tokens);
+    server::ModelContext mctx(stack.file(), *tok, a->alias, so.ctx_size, a->max_tokens);
     server::Metrics metrics;
     server::OpenAiService service(engine, mctx, metrics);
     server::HttpOptions ho = a->http;
@@ -218,9 +190,9 @@ CommandFn add_serve_command(CLI::App& app) {
       http.stop();
     });
     std::fprintf(stderr, "sluice serve: model '%s' (%s), ctx %d, parallel %d, KV %.1f MiB (%s), %d threads\n",
-                 mctx.alias().c_str(), spec.arch.c_str(), so.ctx_size, a->parallel, kv.bytes() / 1048576.0,
-                 kv_type_name(kv.type()), pool.size());
-    print_draft_summary(draft);
+                 mctx.alias().c_str(), stack.spec().arch.c_str(), so.ctx_size, a->parallel,
+                 stack.kv().bytes() / 1048576.0, kv_type_name(stack.kv().type()), stack.pool().size());
+    print_draft_summary(stack.draft());
     std::fprintf(stderr, "sluice serve: listening on http://%s:%d\n", ho.host.c_str(), http.bound_port());
     std::fflush(stderr);
     http.serve();

@@ -5,9 +5,10 @@
 #include <cstdio>
 #include <utility>
 
-#include "apps/sluice/model_drafter.h"
+#include "apps/sluice/assistant_parts.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
+#include "tokenizer/same_vocabulary.h"
 
 namespace sluice::app {
 
@@ -23,9 +24,23 @@ spec::StepCostCurve policy_curve(const tune::StepCostCurve& measured) {
   return c;
 }
 
+// Loads --draft when opt.spec is "draft" (else returns empty parts). Checks the vocabulary
+// against the target's (same token texts, else an Error naming the first differing id). The
+// draft's blocks are sized like the target's from `budget`; with a memory budget the two
+// share it by bytes per token (engine::draft_kv_share), and budget.memory_bytes becomes the
+// target's part.
+DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_file, const models::ModelSpec& target,
+                      ThreadPool& pool, engine::KvBudget& budget);
+
+// Sets cfg's proposer and draft length from --spec / --draft-max (and the draft model's hook
+// for --spec draft), and the policy's step-cost curve (--spec-cost, else `measured` when the
+// tuning cache has one); a bad value is an Error.
+void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft,
+                        const tune::StepCostCurve* measured);
+
 }  // namespace
 
-EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
+EngineStack::EngineStack(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
   const auto t0 = std::chrono::steady_clock::now();
   std::fprintf(stderr, "loading %s ...\n", opt.model_path.c_str());
   file_ = gguf::GgufFile::open(opt.model_path);
@@ -38,12 +53,13 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
   const int n_seqs = std::max(1, opt.n_seqs);
   const int64_t budget = opt.token_budget > 0 ? opt.token_budget : static_cast<int64_t>(ctx_size_) * n_seqs;
   if (budget > (1 << 30)) fail("--ctx-size %d is too large", ctx_size_);
-  // Blocks as `sluice serve` sizes them for --ctx-size × --parallel n_seqs.
+  // Blocks for --ctx-size × n_seqs positions, or --kv-memory bytes.
   engine::KvBudget kb;
   kb.ctx_size = ctx_size_;
   kb.parallel = n_seqs;
   kb.block_tokens = opt.block_tokens;
   kb.chunk = static_cast<int32_t>(budget);
+  kb.memory_bytes = opt.kv_memory;
   kb.type = parse_kv_type(opt.kv_type);
   kb.window_margin = spec_window_margin(opt);
   const auto& spec = model_->spec();
@@ -52,24 +68,29 @@ EngineSession::EngineSession(const SessionOptions& opt) : ctx_size_(opt.ctx_size
                                   kb.type);
   tuning_ = apply_tuning(opt.retune ? TuneMode::kForce : tune_mode(opt.no_tune), *model_, *kv_, *pool_, *file_,
                          ctx_size_);
-  engine::EngineConfig cfg;
-  cfg.sample_pool = pool_.get();
-  cfg.sched.max_running = n_seqs;
-  cfg.sched.token_budget = static_cast<int32_t>(budget);
-  cfg.sched.ctx_size = ctx_size_;
-  cfg.prefix_caching = opt.prefix_caching;
-  apply_spec_options(opt, cfg, draft_, &tuning_.record.curve);
-  assistant_ = make_model_drafter(opt, *pool_, *file_, *model_, *kv_, cfg);
-  if (opt.drafter) {
-    cfg.sched.drafter = opt.drafter;
-    cfg.sched.draft_max = opt.draft_max;
+  config_.sample_pool = pool_.get();
+  config_.sched.max_running = n_seqs;
+  config_.sched.token_budget = static_cast<int32_t>(budget);
+  config_.sched.ctx_size = ctx_size_;
+  config_.prefix_caching = opt.prefix_caching;
+  apply_spec_options(opt, config_, draft_, &tuning_.record.curve);
+  assistant_ = make_assistant(opt, *pool_, *file_, *model_, *kv_, config_);
+  if (opt.draft_hook) {
+    config_.sched.draft_hook = opt.draft_hook;
+    config_.sched.draft_max = opt.draft_max;
   }
-  core_ = std::make_unique<engine::EngineCore>(*model_, *kv_, cfg);
   load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   if (tuning_.source == "calibrated") load_ms_ -= tuning_.record.calibration_s * 1e3;  // reported on its own
 }
 
+EngineStack::~EngineStack() = default;
+
+EngineSession::EngineSession(const SessionOptions& opt)
+    : stack_(opt), core_(std::make_unique<engine::EngineCore>(stack_.model(), stack_.kv(), stack_.config())) {}
+
 EngineSession::~EngineSession() = default;
+
+namespace {
 
 DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_file, const models::ModelSpec& target,
                       ThreadPool& pool, engine::KvBudget& budget) {
@@ -78,7 +99,7 @@ DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_fi
   if (opt.draft_path.empty()) fail("--spec draft needs --draft FILE (a model with the target's vocabulary)");
   std::fprintf(stderr, "loading draft %s ...\n", opt.draft_path.c_str());
   d.file = gguf::GgufFile::open(opt.draft_path);
-  engine::check_same_vocabulary(target_file, *d.file);
+  tok::check_same_vocabulary(target_file, *d.file);
   models::LoadOptions lo;
   lo.pool = &pool;
   lo.lm_head = models::parse_lm_head_format(opt.lm_head);
@@ -94,7 +115,7 @@ DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_fi
   engine::DraftModelConfig dc;
   dc.chunk = budget.chunk;
   dc.p_min = opt.draft_p_min;
-  d.drafter = std::make_unique<engine::DraftModelDrafter>(*d.model, *d.kv, target.n_vocab, dc);
+  d.proposer = std::make_unique<engine::DraftModelProposer>(*d.model, *d.kv, target.n_vocab, dc);
   return d;
 }
 
@@ -122,10 +143,12 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, co
     return;
   }
   cfg.spec = engine::SpecMethod::kModel;
-  if (opt.spec == "assistant") return;  // make_model_drafter sets cfg.model_drafter
-  if (!draft.drafter) fail("--spec draft: the draft model is not loaded");
-  cfg.model_drafter = draft.drafter.get();
+  if (opt.spec == "assistant") return;  // make_assistant sets cfg.model_proposer
+  if (!draft.proposer) fail("--spec draft: the draft model is not loaded");
+  cfg.model_proposer = draft.proposer.get();
 }
+
+}  // namespace
 
 void print_draft_summary(const DraftParts& d) {
   if (!d.model) return;
@@ -166,7 +189,7 @@ void EngineSession::drive(engine::RequestId id, const std::function<void(engine:
   }
 }
 
-void EngineSession::print_summary() const {
+void EngineStack::print_summary() const {
   const auto& s = model_->spec();
   std::fprintf(
       stderr,

@@ -1,7 +1,10 @@
-// One loaded model for the single-user commands (run, chat, logits, perplexity, bench): the
-// file, a thread pool, the model, a KV cache and one engine::EngineCore over them — the same
-// decode path `sluice serve` runs (scheduling, KV blocks, prefix reuse, sampling, stop ids).
-// The commands only submit requests and step the engine.
+// The one assembly of the serving stack, for every command that runs the model: EngineStack
+// loads the file, the thread pool, the model, the KV cache (sized by KvBudget), the drafter of
+// --spec, the host's tuning, and the engine::EngineConfig over them; `sluice serve` runs an
+// api::Engine on it, the single-user commands (run, chat, logits, perplexity, bench, tune) an
+// EngineSession: one engine::EngineCore they step themselves — the same decode path either way
+// (scheduling, KV blocks, prefix reuse, sampling, stop ids). Whatever joins the stack (encoders,
+// event sinks, drain hooks) is added here once.
 #pragma once
 
 #include <atomic>
@@ -12,7 +15,7 @@
 #include <vector>
 
 #include "apps/sluice/tuner.h"
-#include "engine/draft_model_drafter.h"
+#include "engine/draft_model_proposer.h"
 #include "engine/engine_core.h"
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"
@@ -22,7 +25,7 @@
 
 namespace sluice::app {
 
-class ModelDrafter;
+class AssistantParts;
 
 struct SessionOptions {
   std::string model_path;
@@ -31,8 +34,9 @@ struct SessionOptions {
   std::string kv_type = "f16";     // half of f32's memory and bandwidth; llama.cpp's default too
   std::string lm_head = "packed";  // packed | int8 | q4_0 (models::LmHeadFormat)
   int block_tokens = 16;
-  int n_seqs = 1;        // sequences decoded together (sluice bench --batch)
-  int token_budget = 0;  // tokens per engine step; 0: ctx_size × n_seqs (a prompt in one forward)
+  int n_seqs = 1;          // sequences decoded together (sluice bench --batch, serve --parallel)
+  int token_budget = 0;    // tokens per engine step; 0: ctx_size × n_seqs (a prompt in one forward)
+  uint64_t kv_memory = 0;  // KV cache bytes (serve --kv-memory); 0: ctx_size × n_seqs positions
   bool prefix_caching = true;
   // Speculative decoding (docs/speculative.md): "none", "ngram" (prompt lookup), "draft"
   // (the model in draft_path drafts greedily) or "assistant" (Gemma 4's assistant in
@@ -52,7 +56,7 @@ struct SessionOptions {
   double spec_margin = spec::DraftPolicy::kDefaultMargin;
   // A proposer outside the engine (sluice bench --spec-verify): when set, every decoding
   // sequence drafts through it, up to draft_max tokens a step, at a fixed length.
-  engine::Drafter drafter;
+  engine::DraftHook draft_hook;
   // Kernel tuning (tuner.h): the host's cached parameters, calibrated at first use; no_tune:
   // the defaults; retune: calibrate even when cached (`sluice tune`).
   bool no_tune = false;
@@ -60,45 +64,69 @@ struct SessionOptions {
 };
 
 // --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a
-// target. Must outlive the EngineCore that uses `drafter`.
+// target. Must outlive the EngineCore that uses `proposer`.
 struct DraftParts {
   std::unique_ptr<gguf::GgufFile> file;
   std::unique_ptr<models::Model> model;
   std::unique_ptr<KvCache> kv;
-  std::unique_ptr<engine::DraftModelDrafter> drafter;
+  std::unique_ptr<engine::DraftModelProposer> proposer;
 };
-// Loads --draft when opt.spec is "draft" (else returns empty parts). Checks the vocabulary
-// against the target's (same token texts, else an Error naming the first differing id). The
-// draft's blocks are sized like the target's from `budget`; with a memory budget the two
-// share it by bytes per token (engine::draft_kv_share), and budget.memory_bytes becomes the
-// target's part.
-DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_file, const models::ModelSpec& target,
-                      ThreadPool& pool, engine::KvBudget& budget);
-
-// Sets cfg's proposer and draft length from --spec / --draft-max (and the draft model's hook
-// for --spec draft), and the policy's step-cost curve (--spec-cost, else `measured` when the
-// tuning cache has one); a bad value is an Error.
-void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft = {},
-                        const tune::StepCostCurve* measured = nullptr);
 // One line on the draft model (stderr), when there is one.
 void print_draft_summary(const DraftParts& draft);
+
+// Everything below the engine, built in dependency order and destroyed in reverse (the
+// drafters before the KV and model they read).
+class EngineStack {
+ public:
+  explicit EngineStack(const SessionOptions& opt);
+  ~EngineStack();
+  EngineStack(const EngineStack&) = delete;
+  EngineStack& operator=(const EngineStack&) = delete;
+
+  const models::ModelSpec& spec() const { return model_->spec(); }
+  models::Model& model() { return *model_; }
+  KvCache& kv() { return *kv_; }
+  ThreadPool& pool() { return *pool_; }
+  const gguf::GgufFile& file() const { return *file_; }
+  const DraftParts& draft() const { return draft_; }
+  // The engine's configuration over this stack (scheduler shape, prefix caching, speculation
+  // and its proposer, the sampling pool), for an EngineCore or an api::Engine.
+  const engine::EngineConfig& config() const { return config_; }
+  int ctx_size() const { return ctx_size_; }
+  int threads() const { return pool_->size(); }
+  const TuneOutcome& tuning() const { return tuning_; }
+  double load_ms() const { return load_ms_; }
+  void print_summary() const;  // memory and threads, to stderr
+
+ private:
+  std::unique_ptr<gguf::GgufFile> file_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<models::Model> model_;
+  std::unique_ptr<KvCache> kv_;
+  DraftParts draft_;                           // outlives the engine built over config_
+  std::unique_ptr<AssistantParts> assistant_;  // --spec assistant; outlives the engine
+  engine::EngineConfig config_;
+  int ctx_size_;
+  TuneOutcome tuning_;
+  double load_ms_ = 0;
+};
 
 class EngineSession {
  public:
   explicit EngineSession(const SessionOptions& opt);
   ~EngineSession();
 
-  const models::ModelSpec& spec() const { return model_->spec(); }
-  models::Model& model() { return *model_; }
-  ThreadPool& pool() { return *pool_; }
-  const gguf::GgufFile& file() const { return *file_; }
+  const models::ModelSpec& spec() const { return stack_.spec(); }
+  models::Model& model() { return stack_.model(); }
+  ThreadPool& pool() { return stack_.pool(); }
+  const gguf::GgufFile& file() const { return stack_.file(); }
   engine::EngineCore& core() { return *core_; }
-  const DraftParts& draft() const { return draft_; }
-  int ctx_size() const { return ctx_size_; }
-  int threads() const { return pool_->size(); }
+  const DraftParts& draft() const { return stack_.draft(); }
+  int ctx_size() const { return stack_.ctx_size(); }
+  int threads() const { return stack_.threads(); }
   engine::RequestId next_id() { return ++last_id_; }
-  void print_summary() const;  // memory and threads, to stderr
-  const TuneOutcome& tuning() const { return tuning_; }
+  void print_summary() const { stack_.print_summary(); }
+  const TuneOutcome& tuning() const { return stack_.tuning(); }
   // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
   engine::RequestId add_scoring(std::vector<int32_t> prompt);
 
@@ -108,16 +136,8 @@ class EngineSession {
              const std::atomic<bool>* interrupt = nullptr);
 
  private:
-  std::unique_ptr<gguf::GgufFile> file_;
-  std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<models::Model> model_;
-  std::unique_ptr<KvCache> kv_;
-  DraftParts draft_;                         // before core_: outlives it
-  std::unique_ptr<ModelDrafter> assistant_;  // --spec assistant; outlives core_
+  EngineStack stack_;
   std::unique_ptr<engine::EngineCore> core_;
-  int ctx_size_;
-  TuneOutcome tuning_;
-  double load_ms_ = 0;
   engine::RequestId last_id_ = 0;
 };
 

@@ -57,8 +57,8 @@ class StepTimer {
     cfg.sched.token_budget = 2 * tune::kCurveTokens.back();
     cfg.sched.ctx_size = ctx;
     cfg.sched.draft_max = tune::kCurveTokens.back() - 1;
-    cfg.sched.drafter = [this](engine::RequestId, std::span<const int32_t> toks, int32_t k_max,
-                               std::vector<int32_t>& drafts) {
+    cfg.sched.draft_hook = [this](engine::RequestId, std::span<const int32_t> toks, int32_t k_max,
+                                  std::vector<int32_t>& drafts) {
       // Random ids, as `sluice bench --spec-verify` drafts: the target rejects them at once, so
       // every step computes its T tokens and samples one row, whatever the model predicts (a
       // repeated token, which a small model may accept, made steps longer by the rows it samples).
@@ -72,17 +72,17 @@ class StepTimer {
   }
   ~StepTimer() { end_live(); }
 
-  // Milliseconds of one step verifying `tokens` tokens of the live sequence.
-  double step_ms(int tokens) {
-    // Room for this step's tokens before the sequence's limit; else a fresh sequence.
-    if (live_ == 0 || used_ + tokens + 1 >= ctx_) restart();
-    drafts_ = tokens - 1;
+  // Milliseconds of one step verifying `tokens` tokens of the live sequence. A step's drafts
+  // are proposed at the end of the step before it, so the caller names the next step's tokens
+  // too; a step whose drafts were proposed for another count gets an untimed step first.
+  double step_ms(int tokens, int next) {
+    // Room for this step's tokens (and that untimed one) before the sequence's limit; else a
+    // fresh sequence.
+    if (live_ == 0 || used_ + proposed_ + tokens + 1 >= ctx_) restart(tokens);
+    if (proposed_ != tokens) step(tokens);
     const auto t0 = clock_type::now();
-    core_->step();
-    const double ms = seconds_since(t0) * 1e3;
-    drafts_ = 0;
-    used_ += tokens;  // at most: rejected drafts are rolled back
-    return ms;
+    step(next);
+    return seconds_since(t0) * 1e3;
   }
 
  private:
@@ -93,8 +93,17 @@ class StepTimer {
     core_->take_outputs();
     live_ = 0;
   }
-  // A sequence of one random token, its first step (the prompt) untimed.
-  void restart() {
+  // One step of the live sequence: it verifies the drafts proposed before it, and its end
+  // proposes next − 1 drafts for the step after it.
+  void step(int next) {
+    drafts_ = next - 1;
+    core_->step();
+    used_ += proposed_;  // at most: rejected drafts are rolled back
+    proposed_ = next;
+  }
+  // A sequence of one random token, its first step (the prompt) untimed; it proposes `first` − 1
+  // drafts for the step after it.
+  void restart(int first) {
     end_live();
     engine::EngineRequest req;
     req.id = live_ = ++last_id_;
@@ -102,14 +111,16 @@ class StepTimer {
     req.sampling.temperature = 0;
     req.max_tokens = ctx_ - 2;
     core_->add(std::move(req));
-    drafts_ = 0;
+    drafts_ = first - 1;
     core_->step();
     used_ = 2;
+    proposed_ = first;
   }
 
   std::unique_ptr<engine::EngineCore> core_;
   int vocab_, ctx_;
-  int drafts_ = 0;
+  int drafts_ = 0;    // what the next proposal holds
+  int proposed_ = 1;  // tokens the next step verifies: its drafts (proposed) + 1
   engine::RequestId live_ = 0, last_id_ = 0;
   int used_ = 0;
   std::mt19937_64 rng_{99};
@@ -125,7 +136,7 @@ std::vector<double> compare(StepTimer& st, const std::vector<Tuning>& cands, int
   for (int r = 0; r < rounds && (r == 0 || left_s() > 0); ++r)
     for (size_t c = 0; c < cands.size(); ++c) {
       kernels::set_tuning(cands[c]);
-      for (int s = 0; s < steps; ++s) ms[c].push_back(st.step_ms(1));
+      for (int s = 0; s < steps; ++s) ms[c].push_back(st.step_ms(1, 1));
     }
   std::vector<double> med;
   for (auto& v : ms) med.push_back(median(v));
@@ -233,7 +244,7 @@ tune::StepCostCurve measure_curve(StepTimer& st, int rounds, const Budget& left_
   for (int r = 0; r < rounds && (r == 0 || left_s() > 0); ++r)
     for (size_t i = 0; i < T.size(); ++i) {
       if (left_s() <= 0 && r == 0) return {};
-      ms[i].push_back(st.step_ms(T[i]));
+      ms[i].push_back(st.step_ms(T[i], T[(i + 1) % T.size()]));
     }
   tune::StepCostCurve c;
   c.t1_ms = median(ms[0]);
@@ -273,7 +284,7 @@ tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFi
   StepTimer st(model, kv, std::min(ctx, kCalibCtx));
   kernels::set_tuning(Tuning{});
   std::vector<double> warm;
-  for (int i = 0; i < 3; ++i) warm.push_back(st.step_ms(1));  // first touch, threads spun up
+  for (int i = 0; i < 3; ++i) warm.push_back(st.step_ms(1, 1));  // first touch, threads spun up
   const double t1_s = median(warm) * 1e-3;
   double curve_units = 0;  // one round of the curve, in one-token steps (about T/8 + 1 each)
   for (int t : tune::kCurveTokens) curve_units += 1 + t / 8.0;

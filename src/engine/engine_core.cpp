@@ -12,12 +12,16 @@ EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cf
       blocks_(kv, cfg.prefix_caching),
       sched_(cfg.sched, blocks_),
       runner_(model, kv, cfg.sample_pool) {
-  // A bad n range fails here, not at every request.
-  if (cfg.spec == SpecMethod::kNgram) spec::NgramDrafter check(cfg.ngram);
-  if (cfg.spec == SpecMethod::kModel && !cfg.model_drafter) fail("engine: speculation by a model without its drafter");
-  if (cfg.spec == SpecMethod::kModel) {
-    runner_.set_export_hidden(cfg.model_drafter->wants_hidden());
-    blocks_.set_window_margin(cfg.model_drafter->window_margin());
+  if (cfg.spec == SpecMethod::kModel && !cfg.model_proposer)
+    fail("engine: speculation by a model without its proposer");
+  if (cfg.spec == SpecMethod::kNgram) own_proposer_ = std::make_unique<NgramProposer>(cfg.ngram);  // a bad n fails here
+  else if (cfg.spec == SpecMethod::kNone && cfg.sched.draft_hook)
+    own_proposer_ = std::make_unique<HookProposer>(cfg.sched.draft_hook);
+  proposer_ = cfg.spec == SpecMethod::kModel ? cfg.model_proposer : own_proposer_.get();
+  if (cfg.sched.draft_max <= 0) proposer_ = nullptr;
+  if (proposer_) {
+    runner_.set_export_hidden(proposer_->wants_hidden());
+    blocks_.set_window_margin(proposer_->window_margin());
   }
 }
 
@@ -50,10 +54,7 @@ void EngineCore::add(EngineRequest r) {
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
   if (s->req.constraint && !s->req.constraint->trigger)
     s->matcher = std::make_unique<grammar::Matcher>(s->req.constraint->grammar);
-  if (cfg_.spec == SpecMethod::kNgram && cfg_.sched.draft_max > 0 && !s->req.all_logits && s->req.draft_max != 0)
-    s->drafter = std::make_unique<spec::NgramDrafter>(cfg_.ngram);
-  if (cfg_.spec == SpecMethod::kModel && cfg_.sched.draft_max > 0 && !s->req.all_logits && s->req.draft_max != 0)
-    s->drafter = cfg_.model_drafter->make_drafter(*s);
+  if (proposer_ && !s->req.all_logits && s->req.draft_max != 0) s->proposer = proposer_->make_state(*s);
   if (from) resume(*s, *from);
   sched_.add(std::move(s));
 }
@@ -80,9 +81,15 @@ void EngineCore::resume(Sequence& s, RequestId from) {
 
 void EngineCore::release_kv(RequestId id) { sched_.release_parked(id); }
 
-void EngineCore::abort(RequestId id) { sched_.abort(id, pending_); }
+void EngineCore::abort(RequestId id) {
+  sched_.abort(id, pending_);
+  sched_.release_finished();
+}
 
-void EngineCore::abort_all(FinishReason why) { sched_.abort_all(why, pending_); }
+void EngineCore::abort_all(FinishReason why) {
+  sched_.abort_all(why, pending_);
+  sched_.release_finished();
+}
 
 std::vector<TokenOutput> EngineCore::take_outputs() {
   std::vector<TokenOutput> out;
@@ -90,54 +97,53 @@ std::vector<TokenOutput> EngineCore::take_outputs() {
   return out;
 }
 
-void EngineCore::run_model_drafter() {
-  candidates_.clear();
-  for (Sequence* s : sched_.running()) {
-    if (!s->drafter || s->n_pending() != 1 || s->req.all_logits) continue;
+void EngineCore::propose(const ScheduledBatch& batch, std::span<const SliceSample> sampled) {
+  const HiddenRows hidden = runner_.hidden_rows();
+  slots_.clear();
+  size_t si = 0;
+  for (size_t i = 0; i < batch.slices.size(); ++i) {
+    const ScheduledSlice& sl = batch.slices[i];
+    if (!sl.sample) continue;
+    const SliceSample& ss = sampled[si++];
+    Sequence* s = sl.seq;  // finished ones stay readable until release_finished()
+    if (s->state != SeqState::kRunning || s->n_pending() != 1 || s->req.all_logits) continue;
     // The scheduler's own room with the whole budget (the request's cap included): an upper
     // bound on what it will take, so no draft pass runs for tokens it could never verify.
     const int32_t k_max = sched_.draft_room(*s, cfg_.sched.token_budget);
-    if (k_max > 0) candidates_.push_back({s, k_max});
+    if (k_max <= 0) continue;
+    ProposeSlot slot{s, k_max, nullptr};
+    // The last accepted position computed: before the drafts, then one per accepted draft.
+    // Its row is the step's when the sequence kept every position up to it.
+    const int64_t accepted = static_cast<int64_t>(ss.tokens.size()) - 1;
+    const int64_t next_pos = sl.pos0 + sl.n_tokens - sl.n_draft + accepted;
+    if (hidden.data && next_pos == s->n_computed)
+      slot.hidden = hidden.data + (hidden.first_row[i] + (sl.n_draft > 0 ? next_pos - 1 - sl.pos0 : 0)) * hidden.width;
+    slots_.push_back(slot);
   }
-  if (!candidates_.empty()) cfg_.model_drafter->draft(candidates_);
+  if (!slots_.empty()) proposer_->propose(slots_);
 }
 
 std::vector<TokenOutput> EngineCore::step() {
-  if (cfg_.spec == SpecMethod::kModel && cfg_.sched.draft_max > 0) run_model_drafter();
   ScheduledBatch batch = sched_.schedule(pending_);
   if (!batch.empty()) {
     const std::vector<SliceSample> sampled = runner_.execute(batch, pending_);
-    if (cfg_.spec == SpecMethod::kModel) cfg_.model_drafter->on_verified(batch, sampled, runner_.hidden_rows());
     sched_.update(batch, sampled, pending_);
+    if (proposer_) propose(batch, sampled);
   }
+  sched_.release_finished();
   return take_outputs();
 }
 
 EngineStats EngineCore::stats() const {
   EngineStats st;
+  static_cast<SchedulerCounters&>(st) = sched_.counters();
   st.n_running = sched_.n_running();
   st.n_waiting = sched_.n_waiting();
   for (int32_t g = 0; g < blocks_.n_groups(); ++g) {
     st.kv_blocks_used += blocks_.n_used(g);
     st.kv_blocks_total += blocks_.n_total(g);
   }
-  const auto& c = sched_.counters();
-  st.steps = c.steps;
-  st.preemptions = c.preemptions;
-  st.prompt_tokens_computed = c.prompt_tokens_computed;
-  st.generated_tokens = c.generated_tokens;
-  st.drafted_tokens = c.drafted_tokens;
-  st.accepted_tokens = c.accepted_tokens;
-  st.drafted_prompt = c.drafted_prompt;
-  st.accepted_prompt = c.accepted_prompt;
-  st.drafted_output = c.drafted_output;
-  st.accepted_output = c.accepted_output;
-  st.drafted_at = c.drafted_at;
-  st.accepted_at = c.accepted_at;
-  const auto& p = blocks_.prefix_stats();
-  st.prefix_queries = p.queries;
-  st.prefix_query_tokens = p.query_tokens;
-  st.prefix_hit_tokens = p.hit_tokens;
+  st.prefix = blocks_.prefix_stats();
   return st;
 }
 

@@ -1,5 +1,7 @@
 // The engine step on one thread, with no threads of its own (the api layer runs it in a
-// loop): add/abort requests, then step() = schedule → execute → update (style.md §5.4).
+// loop): add/abort requests, then step() = schedule → execute → update → propose
+// (docs/conventions.md §4): the step's output goes one way, into the proposals the next
+// schedule() trims (engine/proposer.h).
 // Synchronous and deterministic, so tests drive it step by step with a fake model.
 #pragma once
 
@@ -9,8 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/batch_drafter.h"
 #include "engine/model_runner.h"
+#include "engine/proposer.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "kv/block_manager.h"
@@ -20,27 +22,24 @@
 namespace sluice::engine {
 
 // Which proposer each sequence gets for speculative steps (with sched.draft_max > 0).
-// kModel: a BatchDrafter (a draft model, an assistant) gives each sequence its drafter.
+// kModel: a BatchProposer (a draft model, an assistant) proposes for every sequence.
 enum class SpecMethod : uint8_t { kNone, kNgram, kModel };
 
 struct EngineConfig {
   SchedulerConfig sched;
   bool prefix_caching = true;
-  SpecMethod spec = SpecMethod::kNone;  // kNone: only sched.drafter, if set, drafts
+  SpecMethod spec = SpecMethod::kNone;  // kNone: only sched.draft_hook, if set, drafts
   spec::NgramConfig ngram;
-  BatchDrafter* model_drafter = nullptr;  // kModel: not owned, outlives the EngineCore
-  ThreadPool* sample_pool = nullptr;      // samples a step's sequences in parallel (ModelRunner); not owned
+  BatchProposer* model_proposer = nullptr;  // kModel: not owned, outlives the EngineCore
+  ThreadPool* sample_pool = nullptr;        // samples a step's sequences in parallel (ModelRunner); not owned
 };
 
-struct EngineStats {
+// The scheduler's counters (steps, tokens, drafts: SchedulerCounters), the prefix cache's, and
+// the gauges of the moment.
+struct EngineStats : SchedulerCounters {
   int32_t n_running = 0, n_waiting = 0;
   int32_t kv_blocks_used = 0, kv_blocks_total = 0;  // all groups together
-  int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
-  int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
-  int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative steps (EngineConfig::spec, SchedulerConfig::drafter)
-  // Of those, the drafts n-gram lookup copied from the prompt, and from the output (self-repetition).
-  int64_t drafted_prompt = 0, accepted_prompt = 0, drafted_output = 0, accepted_output = 0;
-  std::vector<int64_t> drafted_at, accepted_at;  // per draft position (SchedulerCounters)
+  PrefixCacheStats prefix;
 };
 
 class EngineCore {
@@ -76,10 +75,13 @@ class EngineCore {
   BlockManager blocks_;
   Scheduler sched_;
   ModelRunner runner_;
-  void resume(Sequence& s, RequestId from);
-  void run_model_drafter();  // BatchDrafter::draft for the sequences about to decode
+  std::unique_ptr<BatchProposer> own_proposer_;  // n-gram or hook; else cfg_.model_proposer
+  BatchProposer* proposer_ = nullptr;            // null: no speculation
+  std::vector<ProposeSlot> slots_;               // reused by propose
 
-  std::vector<DraftCandidate> candidates_;  // reused by run_model_drafter
+  void resume(Sequence& s, RequestId from);
+  // The step's output to the proposer: every sequence of the batch that decodes next.
+  void propose(const ScheduledBatch& batch, std::span<const SliceSample> sampled);
 
   std::vector<TokenOutput> pending_;
   uint64_t arrivals_ = 0;

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "base/error.h"
+#include "engine/scheduler.h"
 #include "spec/verify.h"
 
 namespace sluice::engine {

@@ -34,14 +34,48 @@
 
 #include <cstdint>
 #include <exception>
+#include <optional>
+#include <span>
 #include <vector>
 
-#include "engine/batch_drafter.h"
-#include "engine/scheduler.h"
+#include "engine/request.h"
 #include "models/model.h"
+#include "sampling/sampler.h"
 #include "threading/thread_pool.h"
 
 namespace sluice::engine {
+
+struct ScheduledBatch;
+struct ScheduledSlice;
+struct Sequence;
+
+// The runner's answer for one sampled token.
+struct SampledToken {
+  int32_t token = 0;
+  // The request's grammar constraint is complete with this token (stop_when_complete): it
+  // ends the request with kStop, the token kept as text.
+  bool grammar_done = false;
+  // The constraint failed at this step (no allowed token, a grammar limit): the request ends
+  // with kError before this token, which is not output.
+  bool error = false;
+  std::optional<TokenLogprob> logprob;
+  std::vector<TokenLogprob> top;
+};
+
+// The runner's answer for one sampling slice (in slice order): 1 + the number of drafts
+// accepted tokens, in order — the accepted drafts, then the target's own next token.
+struct SliceSample {
+  std::vector<SampledToken> tokens;
+};
+
+// The target's post-final-norm hidden rows of a step, for proposers that want them
+// (set_export_hidden): logits row r of the step at data + r·width; slice i's rows start at
+// first_row[i] (a verification slice has a row per position, a plain sampling slice one).
+struct HiddenRows {
+  const float* data = nullptr;
+  int64_t width = 0;
+  std::span<const int64_t> first_row;
+};
 
 class ModelRunner {
  public:

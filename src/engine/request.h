@@ -1,5 +1,5 @@
 // What goes into the engine and what comes out of it: token ids and numbers only, never
-// JSON or text (style.md §5.7). The HTTP layer turns a request into an EngineRequest on its
+// JSON or text (docs/conventions.md §5). The HTTP layer turns a request into an EngineRequest on its
 // own thread; the engine thread answers with TokenOutputs.
 #pragma once
 

@@ -58,8 +58,8 @@ void Scheduler::preempt(Sequence* s) {
   // cache, so if memory frees up before they are evicted the recompute is mostly hits.
   blocks_.free(s->blocks);
   s->n_computed = 0;
-  if (s->drafter) s->drafter->reset();  // its memory too; rebuilt from the tokens when it decodes again
-  ++s->n_preempted;
+  if (s->proposer) s->proposer->reset();  // its memory too; rebuilt from the tokens when it decodes again
+  s->proposal.clear();
   ++counters_.preemptions;
   remove_running(s);
   s->state = SeqState::kWaiting;
@@ -88,7 +88,10 @@ void Scheduler::finish(Sequence* s, FinishReason why, std::vector<TokenOutput>& 
   if (s->state == SeqState::kRunning) remove_running(s);
   else if (s->state == SeqState::kWaiting) waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
   s->state = SeqState::kFinished;
-  seqs_.erase(s->req.id);  // destroys *s
+  s->proposer.reset();  // its memory (a draft model's blocks) goes now, with the target's blocks
+  auto it = seqs_.find(s->req.id);
+  finished_.push_back(std::move(it->second));
+  seqs_.erase(it);
 }
 
 bool Scheduler::take_parked(RequestId id, std::vector<int32_t>& tokens, SeqBlocks& blocks) {
@@ -170,7 +173,7 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
       continue;  // running_[i] is now the next sequence, if any
     }
     batch.slices.push_back({s, s->n_computed, n, s->n_computed + n == s->n_tokens(), n_draft,
-                            n_draft > 0 ? draft_origin(*s) : ScheduledSlice::DraftOrigin::kOther});
+                            n_draft > 0 ? s->proposal.origin : DraftOrigin::kOther});
     batch.n_tokens += n;
     budget -= n;
     ++i;
@@ -218,7 +221,8 @@ int32_t Scheduler::draft_room(const Sequence& s, int32_t budget) const {
 }
 
 int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan) {
-  if (cfg_.draft_max <= 0 || (!s->drafter && !cfg_.drafter) || s->n_pending() != 1 || s->req.all_logits) return 0;
+  const Proposal& p = s->proposal;
+  if (cfg_.draft_max <= 0 || p.for_n_tokens != s->n_tokens() || s->n_pending() != 1 || s->req.all_logits) return 0;
   const int32_t room = draft_room(*s, budget);
   int32_t k_max = room;
   if (plan && k_max > 0) k_max = plan->choose(s->acceptance.rate(), k_max);
@@ -227,37 +231,16 @@ int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* pl
     return 0;
   }
   s->shadow.clear();  // a real verification scores this position instead
-  drafts_.clear();
-  draft_.clear();  // no copy source unless the sequence's own proposer says so
-  if (s->drafter) propose_own(s, k_max);
-  else cfg_.drafter(s->req.id, s->tokens, k_max, drafts_);
-  const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(drafts_.size()));
+  const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(p.tokens.size()));
   if (plan) plan->add(s->acceptance.rate(), k);
-  s->tokens.insert(s->tokens.end(), drafts_.begin(), drafts_.begin() + k);
+  s->tokens.insert(s->tokens.end(), p.tokens.begin(), p.tokens.begin() + k);
   return k;
 }
 
-void Scheduler::propose_own(Sequence* s, int32_t k_max) {
-  // s->tokens are final here (drafts are appended after this call and removed before the
-  // next), so the drafter only ever lags behind them: observe what is new. A sequence that
-  // is shorter than what the drafter saw (a trim) rolls it back first.
-  spec::Drafter& d = *s->drafter;
-  const int64_t n = static_cast<int64_t>(s->tokens.size());
-  if (d.n_tokens() > n) d.truncate(n);
-  if (d.n_tokens() < n) d.observe(std::span<const int32_t>(s->tokens).subspan(static_cast<size_t>(d.n_tokens())));
-  d.propose(k_max, draft_);
-  drafts_.assign(draft_.tokens().begin(), draft_.tokens().end());
-}
-
-ScheduledSlice::DraftOrigin Scheduler::draft_origin(const Sequence& s) const {
-  using O = ScheduledSlice::DraftOrigin;
-  return draft_.source < 0 ? O::kOther : draft_.source < s.n_prompt() ? O::kPrompt : O::kOutput;
-}
-
 void Scheduler::start_shadow(Sequence* s, int32_t k) {
-  if (!s->drafter || !s->drafter->cheap() || s->shadow.pending()) return;
-  propose_own(s, k);
-  if (!drafts_.empty()) s->shadow.start(drafts_);
+  const Proposal& p = s->proposal;
+  if (!p.cheap || s->shadow.pending() || p.tokens.empty()) return;
+  s->shadow.start(std::span<const int32_t>(p.tokens).first(std::min<size_t>(static_cast<size_t>(k), p.tokens.size())));
 }
 
 void Scheduler::drop_drafts(Sequence* s, int32_t n_draft) {
@@ -273,10 +256,10 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
   const int32_t last = sl.pos0 + sl.n_tokens - 1 - sl.n_draft;  // the last sampled token's position
   counters_.drafted_tokens += sl.n_draft;
   counters_.accepted_tokens += n_tok - 1;
-  if (sl.draft_origin == ScheduledSlice::DraftOrigin::kPrompt) {
+  if (sl.draft_origin == DraftOrigin::kPrompt) {
     counters_.drafted_prompt += sl.n_draft;
     counters_.accepted_prompt += n_tok - 1;
-  } else if (sl.draft_origin == ScheduledSlice::DraftOrigin::kOutput) {
+  } else if (sl.draft_origin == DraftOrigin::kOutput) {
     counters_.drafted_output += sl.n_draft;
     counters_.accepted_output += n_tok - 1;
   }

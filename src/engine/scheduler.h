@@ -1,6 +1,6 @@
 // Continuous batching. Each step gives every running sequence a number of tokens to compute
 // under one token budget — a decode is 1, a prefill chunk is up to the budget left — then
-// admits waiting sequences with what remains (style.md §5.3: no prefill or decode phase,
+// admits waiting sequences with what remains (docs/conventions.md §3: no prefill or decode phase,
 // only "tokens still to compute").
 //
 //   schedule():  running sequences, oldest first: min(pending, budget left) tokens each.
@@ -9,10 +9,10 @@
 //                can; a sequence that cannot grow even alone ends with kLength.
 //                Then waiting sequences, FIFO (preempted ones first), while fewer than
 //                max_running run: prefix-cache lookup, then a reservation for their chunk.
-//                A decoding sequence may carry drafts (its own Sequence::drafter, else
-//                SchedulerConfig::drafter): its slice is [last sampled, d1..dK], K+1 tokens
-//                of the budget, with blocks reserved for all of them (or, if they do not
-//                fit, a plain 1-token slice).
+//                A decoding sequence may carry drafts, a prefix of its Sequence::proposal
+//                (written after the previous step, EngineCore::propose): its slice is
+//                [last sampled, d1..dK], K+1 tokens of the budget, with blocks reserved for
+//                all of them (or, if they do not fit, a plain 1-token slice).
 //   update():    advances n_computed, appends sampled tokens and finishes sequences on a stop
 //                id, max_tokens or the end of the context. With drafts: keeps the accepted
 //                ones, drops the rest and truncates the KV to the accepted positions (blocks
@@ -21,7 +21,9 @@
 //                the KV and the counts at that token. Sliding-window release happens only at
 //                schedule time, below the first query, so a rollback never needs a released
 //                block. A finished keep_kv sequence parks its blocks (take_parked).
-// The scheduler owns the sequences and their blocks; it never touches logits or text.
+// The scheduler owns the sequences and their blocks; it never touches logits or text. A
+// finished sequence's blocks and proposer state are freed at once; the Sequence itself lives
+// until release_finished(), so a step's batch stays readable until the step ends.
 #pragma once
 
 #include <cstdint>
@@ -32,18 +34,19 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/model_runner.h"
 #include "engine/request.h"
 #include "engine/sequence.h"
 #include "kv/block_manager.h"
-#include "spec/drafter.h"
 #include "spec/policy.h"
 
 namespace sluice::engine {
 
-// The hook a proposer (n-gram, draft model, ...) connects to: given a decoding sequence's
-// tokens (prompt + generated, the last one sampled but not yet computed), write at most k_max
-// guesses of the tokens that follow it to `drafts` (fewer or none is fine).
-using Drafter =
+// A proposer outside the engine (tests, `sluice bench --spec-verify`, the tuner): given a
+// decoding sequence's tokens (prompt + generated, the last one sampled but not yet computed),
+// write at most k_max guesses of the tokens that follow it to `drafts` (fewer or none is fine).
+// A shorter k_max must give a prefix of a longer one's guesses (the scheduler trims).
+using DraftHook =
     std::function<void(RequestId id, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts)>;
 
 struct SchedulerConfig {
@@ -52,9 +55,9 @@ struct SchedulerConfig {
   int32_t ctx_size = 4096;     // positions one sequence may use (prompt + generated)
   // Speculative steps: a decoding sequence (not all_logits) may carry up to draft_max drafted
   // tokens after its last sampled one; they cost budget like any token. Drafts come from the
-  // sequence's own spec::Drafter when it has one, else from `drafter`.
+  // sequence's proposal (EngineConfig::spec), else from `draft_hook`.
   int32_t draft_max = 0;
-  Drafter drafter;
+  DraftHook draft_hook;
   // policy.adaptive: each step, each sequence's draft length is chosen by spec::StepPlanner
   // from its recent acceptance and the step's cost curve (src/spec/policy.h); otherwise it
   // drafts up to draft_max (or its request's own cap).
@@ -67,34 +70,13 @@ struct ScheduledSlice {
   int32_t n_tokens = 0;
   bool sample = false;  // the slice reaches the sequence's last token: sample the next
   int32_t n_draft = 0;  // its last n_draft tokens are drafts (appended to seq->tokens) to verify
-  // Where a copying proposer (n-gram lookup) copied the drafts from: the prompt, or the
-  // sequence's own output (self-repetition); kOther for proposers that do not copy.
-  enum class DraftOrigin : uint8_t { kOther, kPrompt, kOutput } draft_origin = DraftOrigin::kOther;
+  DraftOrigin draft_origin = DraftOrigin::kOther;  // the proposal's
 };
 
 struct ScheduledBatch {
   std::vector<ScheduledSlice> slices;
   int32_t n_tokens = 0;
   bool empty() const { return slices.empty(); }
-};
-
-// The runner's answer for one sampled token.
-struct SampledToken {
-  int32_t token = 0;
-  // The request's grammar constraint is complete with this token (stop_when_complete): it
-  // ends the request with kStop, the token kept as text.
-  bool grammar_done = false;
-  // The constraint failed at this step (no allowed token, a grammar limit): the request ends
-  // with kError before this token, which is not output.
-  bool error = false;
-  std::optional<TokenLogprob> logprob;
-  std::vector<TokenLogprob> top;
-};
-
-// The runner's answer for one sampling slice (in slice order): 1 + the number of drafts
-// accepted tokens, in order — the accepted drafts, then the target's own next token.
-struct SliceSample {
-  std::vector<SampledToken> tokens;
 };
 
 struct SchedulerCounters {
@@ -141,7 +123,8 @@ class Scheduler {
   // the caller owns them now). False when there are none under that id.
   bool take_parked(RequestId id, std::vector<int32_t>& tokens, SeqBlocks& blocks);
   void release_parked(RequestId id);  // frees them; unknown ids are ignored
-  int32_t n_parked() const { return static_cast<int32_t>(parked_.size()); }
+  // Destroys the sequences finished since the last call (their batch's pointers dangle after).
+  void release_finished() { finished_.clear(); }
 
  private:
   void preempt(Sequence* s);
@@ -151,19 +134,17 @@ class Scheduler {
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
   int32_t add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan);
   spec::StepPlanner plan_step() const;  // the step before drafts: the tokens it will compute
-  // With no drafts this step and a cheap proposer: take a proposal of up to k to score.
+  // With no drafts this step and a cheap proposal: score up to k of its tokens unverified.
   void start_shadow(Sequence* s, int32_t k);
   void drop_drafts(Sequence* s, int32_t n_draft);
-  void propose_own(Sequence* s, int32_t k_max);  // s->drafter's proposal into drafts_
-  // Where the drafts add_drafts just gave s were copied from (draft_.source).
-  ScheduledSlice::DraftOrigin draft_origin(const Sequence& s) const;
   // Applies one slice's verified tokens; false when the sequence finished.
   bool accept(const ScheduledSlice& sl, const SliceSample& ss, std::vector<TokenOutput>& out);
 
   SchedulerConfig cfg_;
   BlockManager& blocks_;
   std::unordered_map<RequestId, std::unique_ptr<Sequence>> seqs_;
-  std::vector<Sequence*> running_;  // ascending arrival: the back is the newest
+  std::vector<std::unique_ptr<Sequence>> finished_;  // until release_finished()
+  std::vector<Sequence*> running_;                   // ascending arrival: the back is the newest
   std::deque<Sequence*> waiting_;
   struct Parked {
     std::vector<int32_t> tokens;  // those with K/V: [0, n_computed) of the finished sequence
@@ -171,8 +152,6 @@ class Scheduler {
   };
   std::unordered_map<RequestId, Parked> parked_;
   SchedulerCounters counters_;
-  std::vector<int32_t> drafts_;  // reused by add_drafts
-  spec::Draft draft_;
 };
 
 }  // namespace sluice::engine

@@ -5,6 +5,12 @@
 // n_tokens() - n_computed. A prefix-cache hit raises n_computed without compute; a
 // preemption drops it to 0 (blocks freed, recomputed later, output so far kept); drafts are
 // appended for one step and the rejected ones removed again (Scheduler::accept).
+//
+// Speculation runs one way: after a step, the engine's proposer writes each decoding
+// sequence's `proposal` (EngineCore::propose, from the step's sampled tokens and hidden rows);
+// the next schedule() takes a prefix of it, or none. A proposer that remembers something per
+// sequence (an n-gram index, a draft model's K/V) keeps it in `proposer`, owned here so that it
+// goes with the sequence.
 #pragma once
 
 #include <cstdint>
@@ -15,12 +21,37 @@
 #include "grammar/matcher.h"
 #include "kv/block_manager.h"
 #include "sampling/sampler.h"
-#include "spec/drafter.h"
 #include "spec/policy.h"
 
 namespace sluice::engine {
 
 enum class SeqState : uint8_t { kWaiting, kRunning, kFinished };
+
+// Where a proposal's drafts were copied from: the prompt, or the sequence's own output
+// (self-repetition) for a copying proposer (n-gram lookup); kOther for proposers that do not copy.
+enum class DraftOrigin : uint8_t { kOther, kPrompt, kOutput };
+
+// The drafts proposed to follow a sequence's tokens.
+struct Proposal {
+  std::vector<int32_t> tokens;
+  DraftOrigin origin = DraftOrigin::kOther;
+  int32_t for_n_tokens = -1;  // the token count it continues; at any other count it is stale
+  bool cheap = false;         // made by a lookup: may be scored unverified (spec::ShadowDraft)
+  void clear() {
+    tokens.clear();
+    origin = DraftOrigin::kOther;
+    for_n_tokens = -1;
+    cheap = false;
+  }
+};
+
+// A proposer's memory of one sequence (BatchProposer::make_state). Destroyed when the sequence
+// finishes or is aborted; reset() when it is preempted (its tokens are recomputed later).
+class ProposerState {
+ public:
+  virtual ~ProposerState() = default;
+  virtual void reset() = 0;
+};
 
 struct Sequence {
   Sequence(EngineRequest r, int32_t n_vocab, uint64_t arrival_order)
@@ -32,13 +63,11 @@ struct Sequence {
   int32_t n_generated = 0;
   int32_t n_cached = 0;  // prompt positions the first admission took from the cache
   bool admitted_once = false;
-  int32_t n_preempted = 0;
   int32_t n_logits_sent = 0;  // all_logits: positions whose rows were reported
   SeqBlocks blocks;
-  Sampler sampler;  // private seeded stream: same seed, same tokens
-  // Its own proposer (EngineConfig::spec), fed the sequence's final tokens as they appear
-  // (never drafts); reset on preemption, gone with the sequence. Null: the scheduler's hook.
-  std::unique_ptr<spec::Drafter> drafter;
+  Sampler sampler;                          // private seeded stream: same seed, same tokens
+  std::unique_ptr<ProposerState> proposer;  // null: the proposer keeps nothing per sequence
+  Proposal proposal;
   // The armed grammar constraint (req.constraint) over the tokens generated since it armed;
   // null while the sequence runs free (before the trigger, or disarmed in lazy mode).
   std::unique_ptr<grammar::Matcher> matcher;

@@ -1,4 +1,4 @@
-// Runtime ISA dispatch of the quantized dot kernels (style.md §4.2), at function granularity.
+// Runtime ISA dispatch of the quantized dot kernels (docs/conventions.md §2), at function granularity.
 // Each ISA set lives in its own translation units (src/kernels/cpu/x86_*/, cpu/arm64/), compiled
 // with that ISA's -m flags; this header and the selector (cpu_kernels.cpp) are built WITHOUT ISA flags,
 // so choosing a set never executes an instruction the CPU lacks.

@@ -21,7 +21,7 @@ namespace sluice::server {
 struct LogprobItem {
   int32_t token = 0;
   float logprob = 0;
-  std::vector<engine::TokenLogprob> top;
+  std::vector<api::TokenLogprob> top;
 };
 
 struct ChoiceEvent {

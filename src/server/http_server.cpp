@@ -24,6 +24,7 @@
 #include "server/openai_service.h"
 #include "server/origin_guard.h"
 #include "server/props.h"
+#include "server/routes.h"
 #include "server/ui_assets.h"
 
 namespace sluice::server {
@@ -35,91 +36,11 @@ using boost::system::error_code;
 
 namespace {
 
-// ---- routes -------------------------------------------------------------------------------
-
-enum class Route {
-  kNone,
-  kCompletions,
-  kChat,
-  kModels,
-  kModel,
-  kTokenize,
-  kDetokenize,
-  kApplyTemplate,
-  kHealth,
-  kMetrics,
-  kProps,
-  kPage
-};
-
-struct RouteMatch {
-  Route route = Route::kNone;
-  const char* endpoint = "unmatched";  // the metrics label: a fixed set, never the client's path
-  const char* allow = "";              // the methods the path answers
-  bool blocking = false;               // runs on a worker
-  bool open = false;                   // answered without the API key
-  std::string arg;                     // /v1/models/{arg}, the page's file path
-};
-
-// `ui`: the chat page's paths ("/", "/favicon.ico", "/ui/...") are routes (else 404).
-RouteMatch match_route(std::string_view path, bool ui) {
-  struct Entry {
-    std::string_view path;
-    Route route;
-    const char* allow;
-    bool blocking, open;
-  };
-  static constexpr Entry kTable[] = {
-      {"/v1/completions", Route::kCompletions, "POST", true, false},
-      {"/v1/chat/completions", Route::kChat, "POST", true, false},
-      {"/v1/models", Route::kModels, "GET, HEAD", false, false},
-      {"/tokenize", Route::kTokenize, "POST", true, false},
-      {"/detokenize", Route::kDetokenize, "POST", true, false},
-      {"/apply-template", Route::kApplyTemplate, "POST", true, false},
-      {"/health", Route::kHealth, "GET, HEAD", false, true},
-      {"/metrics", Route::kMetrics, "GET, HEAD", false, true},
-      {"/props", Route::kProps, "GET, HEAD", false, false},
-  };
-  RouteMatch m;
-  for (const Entry& e : kTable)
-    if (path == e.path) {
-      m.route = e.route;
-      m.endpoint = e.path.data();
-      m.allow = e.allow;
-      m.blocking = e.blocking;
-      m.open = e.open;
-      return m;
-    }
-  constexpr std::string_view kModelPrefix = "/v1/models/";
-  if (path.size() > kModelPrefix.size() && path.substr(0, kModelPrefix.size()) == kModelPrefix) {
-    m.route = Route::kModel;
-    m.endpoint = "/v1/models/{id}";
-    m.allow = "GET, HEAD";
-    m.arg = std::string(path.substr(kModelPrefix.size()));
-  }
-  if (ui && UiAssets::is_page_path(path)) {
-    m.route = Route::kPage;
-    m.endpoint = "/ui";  // one label for every page file: the path is the client's
-    m.allow = "GET, HEAD";
-    m.open = true;
-    m.arg = std::string(path);
-  }
-  return m;
-}
+// ---- routes (the table: routes.h) --------------------------------------------------------
 
 bool method_allowed(const RouteMatch& m, http::verb v) {
   if (std::string_view(m.allow) == "POST") return v == http::verb::post;
   return v == http::verb::get || v == http::verb::head;
-}
-
-// The bearer key compared in time independent of where the first difference is.
-bool key_matches(std::string_view header, const std::string& key) {
-  constexpr std::string_view kBearer = "Bearer ";
-  if (header.size() != kBearer.size() + key.size() || header.substr(0, kBearer.size()) != kBearer) return false;
-  unsigned diff = 0;
-  for (size_t i = 0; i < key.size(); ++i)
-    diff |= static_cast<unsigned char>(header[kBearer.size() + i]) ^ static_cast<unsigned char>(key[i]);
-  return diff == 0;
 }
 
 std::string_view sv(boost::beast::string_view s) { return {s.data(), s.size()}; }

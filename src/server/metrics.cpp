@@ -69,9 +69,9 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
   counter(o, "sluice_prompt_tokens_computed_total", "prompt positions computed (cache hits excluded)",
           s.stats.prompt_tokens_computed);
   counter(o, "sluice_prefix_cache_queries_total", "prompt positions looked up in the prefix cache",
-          s.stats.prefix_query_tokens);
+          s.stats.prefix.query_tokens);
   counter(o, "sluice_prefix_cache_hits_total", "prompt positions served from the prefix cache",
-          s.stats.prefix_hit_tokens);
+          s.stats.prefix.hit_tokens);
   counter(o, "sluice_spec_drafted_tokens_total", "drafted tokens verified (--spec)", s.stats.drafted_tokens);
   counter(o, "sluice_spec_accepted_tokens_total", "drafted tokens the model agreed with and kept",
           s.stats.accepted_tokens);

@@ -1,30 +1,24 @@
-// Verification of a draft against the target's logits, as pure functions: the caller computed
-// the target's K+1 rows for [last token, d1 .. dK] in one step; row i is the target's view of
-// the token after the sequence plus d1 .. di. Every function returns how many drafts were
-// accepted, a, and leaves a + 1 tokens in `out`: the accepted drafts, then one token of the
-// target's (its correction at the first rejection, or the bonus token after all K).
-//
-// Lossless in the strongest sense the draft allows (docs/speculative.md has the proofs):
-// - Deterministic drafts (greedy target, n-gram, greedy model drafts): `verify_sampled` draws
-//   the target's token at each position exactly as plain decoding would — the same processed
-//   distribution, the same keyed random number — and stops at the first mismatch. The output
-//   is bitwise the plain output for the same seed, whatever K and whatever the drafts.
-// - Sampled drafts with their distributions q: `verify_rejection`, Leviathan et al. / Chen et
-//   al.: accept d ~ q with probability min(1, p(d)/q(d)), else draw from the residual
-//   max(0, p − q)/Σ. Each output token has exactly the target's distribution p.
+// Verification of a draft against the target's rows, as the engine runs it
+// (ModelRunner::verify): the target computed K+1 rows for [last token, d1 .. dK] in one step;
+// row i is its view of the token after the sequence plus d1 .. di. The target's token at each
+// position is drawn exactly as plain decoding would draw it — the same processed distribution,
+// the same keyed random number — and verification stops at the first mismatch, so the output
+// is bitwise the plain output for the same seed, whatever K and whatever the drafts (greedy
+// target, n-gram, greedy model drafts: point masses; docs/speculative.md has the proof).
+// Rejection sampling for drafts that carry their own distribution is kept as a tested
+// reference, not run by the engine: tests/unit/spec/verify_reference.h.
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "sampling/sampler.h"
-#include "spec/drafter.h"
-
 namespace sluice::spec {
 
-// The general form of deterministic verification: target(i) is the target's token after the
-// sequence plus drafts[0 .. i), asked for i = 0, 1, .. only until it differs from drafts[i].
+// Returns how many drafts were accepted, a, and leaves a + 1 tokens in `out`: the accepted
+// drafts, then one token of the target's (its correction at the first mismatch, or the bonus
+// token after all K). target(i) is the target's token after the sequence plus drafts[0 .. i),
+// asked for i = 0, 1, .. only until it differs from drafts[i].
 template <class TargetFn>
 int32_t accept_matching(std::span<const int32_t> drafts, TargetFn&& target, std::vector<int32_t>& out) {
   out.clear();
@@ -35,64 +29,5 @@ int32_t accept_matching(std::span<const int32_t> drafts, TargetFn&& target, std:
     if (i == k || t != drafts[i]) return i;
   }
 }
-
-// Deterministic verification through the sampler (greedy or sampling, penalties included).
-// seq: the sequence with the n_drafts drafts at its end; row i (rows + i * row_stride, modified
-// in place) is for the token at position seq.size() - n_drafts + i, with the tokens before it
-// as history. Rows after the first mismatch are not read.
-int32_t verify_sampled(const Sampler& s, std::span<const int32_t> seq, int32_t n_drafts, float* rows, size_t row_stride,
-                       SamplerWorkspace& ws, std::vector<int32_t>& out);
-
-// Rejection sampling: the test for one draft token x ~ q. u is uniform in [0, 1).
-inline bool accept_draft(float p_x, float q_x, double u) { return q_x > 0.0f ? u * q_x < p_x : false; }
-
-// The residual weights max(0, p − q) over p's support, by token id (Sampler::draw normalizes).
-// Empty when p <= q everywhere. out is reused memory.
-void residual(std::span<const TokenProb> p, std::span<const TokenProb> q, std::vector<TokenProb>& out);
-
-struct RejectionScratch {
-  std::vector<TokenProb> residual;
-};
-
-// Stochastic verification of a draft that carries q (Draft::has_q; without q every draft is
-// rejected and the residual is p itself, which is still exact, only wasteful). p_of(i) returns the
-// target's processed distribution for row i (i = 0 .. K; valid until the next call), e.g.
-// Sampler::distribution over that row. pos0 is the position of the first draft; the uniforms
-// come from s's keyed streams (kAccept, kResidual at the draft's position; the bonus token is
-// a plain kDraw draw at pos0 + K).
-template <class PFn>
-int32_t verify_rejection(const Sampler& s, const Draft& d, int64_t pos0, PFn&& p_of, RejectionScratch& scratch,
-                         std::vector<int32_t>& out) {
-  out.clear();
-  const int32_t k = d.size();
-  for (int32_t i = 0; i < k; ++i) {
-    const std::span<const TokenProb> p = p_of(i);
-    const std::span<const TokenProb> q = d.q(i);
-    const int32_t x = d.tokens()[i];
-    if (accept_draft(prob_of(p, x), prob_of(q, x), s.uniform(pos0 + i, RandomStream::kAccept))) {
-      out.push_back(x);
-      continue;
-    }
-    residual(p, q, scratch.residual);
-    // An empty residual means p <= q everywhere, i.e. p == q up to rounding: rejection then has
-    // probability ~0 and p itself is the right distribution to draw from.
-    const std::span<const TokenProb> r = scratch.residual.empty() ? p : std::span<const TokenProb>(scratch.residual);
-    out.push_back(Sampler::draw(r, s.uniform(pos0 + i, RandomStream::kResidual)));
-    return i;
-  }
-  out.push_back(Sampler::draw(p_of(k), s.uniform(pos0 + k, RandomStream::kDraw)));
-  return k;
-}
-
-// How an accepted run ends against the request's limits, mirroring the plain path's check
-// after each token: a stop id ends it (the stop token kept), else reaching max_tokens
-// generated tokens or ctx_size sequence tokens ends it (that token kept).
-enum class RunEnd : uint8_t { kNone, kStopToken, kLength };
-struct KeptRun {
-  int32_t n_keep;  // tokens of the run to keep; the rest are discarded with their K/V
-  RunEnd end;
-};
-KeptRun keep_until_stop(std::span<const int32_t> run, std::span<const int32_t> stop_ids, int64_t n_generated,
-                        int64_t max_tokens, int64_t n_tokens, int64_t ctx_size);
 
 }  // namespace sluice::spec

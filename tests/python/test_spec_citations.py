@@ -20,9 +20,6 @@ SCANNED = ["src", "apps", "bench", "python", "tests/unit", "tests/python", "test
            "docs", "README.md", "Makefile"]
 SKIP = {"docs/perf-log.md", "tests/python/test_spec_citations.py"}   # history; this file's own examples
 SUFFIXES = {".cpp", ".h", ".py", ".md", ".txt", ".sh", ""}
-# Documents outside the repository that code may still cite by name: the shared style guide of the
-# sessions that build sluice is not a specification of what sluice implements.
-OUTSIDE = {"style.md"}
 # The spec a bare § means in files of these folders, when no spec was named before it.
 FOLDER_DEFAULT = {"src/tokenizer": "tokenizer.md", "tests/unit/tokenizer": "tokenizer.md", "src/quant": "quants.md",
                   "tests/unit/quant": "quants.md", "src/gguf": "gguf.md", "tests/unit/gguf": "gguf.md",
@@ -105,8 +102,6 @@ def dangling(files) -> list[str]:
         for no, name, sec in citations(text, rel):
             if name is None:
                 bad.append(f"{rel}:{no}: §{sec} names no document")
-                continue
-            if name in OUTSIDE:
                 continue
             path = doc_path(name)
             if path is None:

@@ -1,4 +1,4 @@
-"""sluice's tokenizer against implementations we did not write (style.md §7.3).
+"""sluice's tokenizer against implementations we did not write (conventions.md §6.1).
 
 Golden data in tests/data/tokenizer/ (regenerate: python/make_tokenizer_golden.py):
   * Gemma 3: llama.cpp (llama-cpp-python) on the real Gemma 3 270M GGUF, which this test

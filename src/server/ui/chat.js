@@ -4,9 +4,9 @@
 import {HttpError, setApiKey, streamJson} from './api.js';
 import * as store from './store.js';
 import {fillMarkdown, throttle} from './render.js';
+import {state} from './state.js';
 import * as view from './view.js';
 
-const {state} = view;
 const $ = id => document.getElementById(id);
 
 function chatRequest(parent) {

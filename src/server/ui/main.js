@@ -4,11 +4,11 @@
 import {getProps, HttpError} from './api.js';
 import * as store from './store.js';
 import * as chat from './chat.js';
+import {state} from './state.js';
 import * as view from './view.js';
 
-const {state} = view;
 const $ = id => document.getElementById(id);
-view.hooks.generate = chat.generate;
+view.init(chat.generate);
 
 function applyTheme(t) {
   if (t) document.documentElement.dataset.theme = t;

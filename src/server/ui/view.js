@@ -1,12 +1,15 @@
 // The chat page's view: settings form, conversation list, messages with branches, the
-// context meter. Generation lives in chat.js and reaches the view through `hooks`.
+// context meter. Generation lives in chat.js; main.js hands its entry point to init(), so the
+// view never imports chat.js (which imports the view).
 import * as store from './store.js';
 import {copyText, fillMarkdown, throttle} from './render.js';
+import {state} from './state.js';
 
 const $ = id => document.getElementById(id);
 const RENDER_MS = 250;   // markdown re-rendered at most this often while a reply streams
-export const state = {props: null, conv: null, running: null, settings: {}, textMode: false, filter: ''};
-export const hooks = {generate: null};   // set by main.js
+let generate = null;   // chat.generate, from init()
+
+export function init(generateFn) { generate = generateFn; }
 
 // ---- settings (localStorage), defaults from /props ----
 const FIELDS = ['temperature', 'top_k', 'top_p', 'min_p', 'repetition_penalty', 'max_tokens', 'seed'];
@@ -261,7 +264,7 @@ function editMessage(n) {
   save.addEventListener('click', () => {
     const m = store.addNode(state.conv, n.parent, 'user', ta.value);
     renderAll();
-    hooks.generate(m);
+    generate(m);
   });
   el.replaceChildren(ta, save);
   ta.focus();
@@ -269,7 +272,7 @@ function editMessage(n) {
 
 function regenerate(n) {
   if (state.running) return;
-  hooks.generate(state.conv.nodes[n.parent]);
+  generate(state.conv.nodes[n.parent]);
 }
 
 function updateMeter() {

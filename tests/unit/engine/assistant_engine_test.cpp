@@ -1,4 +1,4 @@
-// `--spec assistant` in the engine (AssistantDrafter through EngineCore's BatchDrafter hook) on
+// `--spec assistant` in the engine (AssistantProposer, EngineCore's BatchProposer) on
 // the tiny Gemma 4 fixture and its tiny assistant (tests/data/golden, `make fixtures`):
 //  * plumbing: every round's proposal equals a reference computed from scratch — the target
 //    prefilled alone on the sequence's computed tokens (its exported post-norm hidden state),
@@ -13,11 +13,13 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "base/error.h"
-#include "engine/assistant_drafter.h"
+#include "engine/assistant_proposer.h"
 #include "engine/engine_core.h"
 #include "engine_drive.h"
 #include "gguf/reader.h"
@@ -116,6 +118,10 @@ std::vector<int32_t> reference_drafts(Models& m, std::span<const int32_t> tokens
   return out;
 }
 
+// Called with each proposal of a round: the sequence (its final tokens, the draft position
+// n_computed) and the drafts.
+using ProposalCheck = std::function<void(const Sequence&, std::span<const int32_t>)>;
+
 struct Outcome {
   std::map<RequestId, std::vector<int32_t>> tokens;
   EngineStats stats;
@@ -124,31 +130,41 @@ struct Outcome {
 
 // check_rounds: the first that many proposals are compared with reference_drafts.
 Outcome run(const std::vector<EngineRequest>& reqs, int32_t k, models::DraftHead head, int check_rounds = 0,
-            models::Gemma4Assistant* asst = nullptr, float p_min = 0.0f,
-            const AssistantDrafter::ProposalHook& on_proposal = nullptr) {
+            models::Gemma4Assistant* asst = nullptr, float p_min = 0.0f, const ProposalCheck& on_proposal = nullptr) {
   Models& m = models_once();
   const auto& groups = m.target->spec().kv_groups;
   KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 128), KvType::F32);
-  AssistantDrafter drafter(asst ? *asst : *m.asst, kv, head, p_min);
+  AssistantProposer drafter(asst ? *asst : *m.asst, kv, head, p_min);
   Outcome r;
-  drafter.set_on_proposal([&](const Sequence& s, std::span<const int32_t> drafts) {
+  const auto check = [&](const Sequence& s, std::span<const int32_t> drafts) {
     if (on_proposal) on_proposal(s, drafts);
     if (r.rounds_checked >= check_rounds) return;
     ++r.rounds_checked;
     EXPECT_EQ(std::vector<int32_t>(drafts.begin(), drafts.end()),
               reference_drafts(m, s.tokens, s.n_computed, static_cast<int32_t>(drafts.size()), head))
         << "request " << s.req.id << " at position " << s.n_computed;
-  });
+  };
   EngineConfig cfg;
   cfg.sched = SchedulerConfig{8, 64, 512};
   cfg.sched.draft_max = k;
   if (k > 0) {
     cfg.spec = SpecMethod::kModel;
-    cfg.model_drafter = &drafter;
+    cfg.model_proposer = &drafter;
   }
   {
     EngineCore core(*m.target, kv, cfg);
-    run_to_end(core, reqs, r.tokens);
+    // Each round's proposals, read from the sequences after the step that wrote them.
+    std::set<std::pair<RequestId, int32_t>> seen;
+    for (const EngineRequest& q : reqs) core.add(q);
+    for (int i = 0; i < 20000 && core.has_work(); ++i) {
+      for (const TokenOutput& o : core.step())
+        if (o.token >= 0) r.tokens[o.id].push_back(o.token);
+      for (const Sequence* s : core.scheduler().running())
+        if (k > 0 && s->proposal.for_n_tokens == s->n_tokens() && seen.insert({s->req.id, s->n_tokens()}).second)
+          check(*s, s->proposal.tokens);
+    }
+    EXPECT_FALSE(core.has_work());
+    EXPECT_EQ(core.blocks().n_used_all(), 0) << "target blocks leaked";
     r.stats = core.stats();
   }
   return r;
@@ -311,7 +327,7 @@ TEST(AssistantEngine, PMinEndsARoundAtTheFirstUnlikelyDraft) {
   Models& mm = models_once();
   const auto& groups = mm.target->spec().kv_groups;
   KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 8), KvType::F32);
-  EXPECT_THROW(AssistantDrafter(*mm.asst, kv, models::DraftHead::kCentroid, 1.5f), Error);
+  EXPECT_THROW(AssistantProposer(*mm.asst, kv, models::DraftHead::kCentroid, 1.5f), Error);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
-// The draft-model proposer (DraftModelDrafter through EngineCore's BatchDrafter hook) with fake
+// The draft-model proposer (DraftModelProposer, EngineCore's BatchProposer) with fake
 // models: the draft is the target's oracle, made wrong at every position divisible by 5
 // (argmax + 1), over its own paged KV. Its proposals must be exactly the ideal drafter's — the
-// same function computed from the token list by SchedulerConfig::drafter — so drafted and
+// same function computed from the token list by SchedulerConfig::draft_hook — so drafted and
 // accepted counts match that run to the token (a stale K/V row after a rollback, a wrong block
 // or a missed catch-up token changes a draft). The output must be the plain output, and both
 // pools must end empty, with and without preemption.
@@ -10,7 +10,7 @@
 #include <map>
 
 #include "base/error.h"
-#include "engine/draft_model_drafter.h"
+#include "engine/draft_model_proposer.h"
 #include "engine/engine_core.h"
 #include "engine_rig.h"
 
@@ -45,7 +45,7 @@ class ShiftedModel : public models::Model {
 };
 
 // The same drafts from the token list, for the scheduler's own hook.
-Drafter ideal_drafter(const FakeModel& m) {
+DraftHook ideal_drafter(const FakeModel& m) {
   return [&m](RequestId, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts) {
     std::vector<int32_t> t(tokens.begin(), tokens.end());
     drafts.clear();
@@ -73,14 +73,14 @@ Outcome run(const std::vector<EngineRequest>& reqs, Mode mode, int32_t k, int32_
   ShiftedModel draft(draft_base);
   KvCache kv(model.spec().kv_groups, 4, {target_blocks, target_blocks}, KvType::F32);
   KvCache draft_kv(draft.spec().kv_groups, 4, {256, 256}, KvType::F32);
-  DraftModelDrafter drafter(draft, draft_kv, kVocab, DraftModelConfig{budget, p_min});
+  DraftModelProposer drafter(draft, draft_kv, kVocab, DraftModelConfig{budget, p_min});
   EngineConfig cfg;
   cfg.sched = SchedulerConfig{8, budget, 512};
   cfg.sched.draft_max = mode == Mode::kPlain ? 0 : k;
-  if (mode == Mode::kIdeal) cfg.sched.drafter = ideal_drafter(draft_base);
+  if (mode == Mode::kIdeal) cfg.sched.draft_hook = ideal_drafter(draft_base);
   if (mode == Mode::kDraftModel) {
     cfg.spec = SpecMethod::kModel;
-    cfg.model_drafter = &drafter;
+    cfg.model_proposer = &drafter;
   }
   Outcome r;
   {
@@ -163,14 +163,10 @@ TEST(DraftModelEngine, PMinStopsDraftingBelowTheDraftsConfidence) {
   EXPECT_EQ(low.tokens, plain.tokens);
 }
 
-TEST(DraftModelEngine, VocabularyDifferenceNamesTheFirstId) {
-  const std::vector<std::string_view> a = {"<pad>", "a", "b", "c"}, b = {"<pad>", "a", "x", "c"};
-  EXPECT_EQ(first_vocab_difference(a, a), -1);
-  EXPECT_EQ(first_vocab_difference(a, b), 2);
-  EXPECT_EQ(first_vocab_difference(a, std::span(a).first(3)), 3);
+TEST(DraftModelEngine, AVocabularyOfAnotherSizeIsRefused) {
   FakeModel target(kVocab, rig_groups()), small(kVocab - 1, rig_groups());
   KvCache kv(small.spec().kv_groups, 4, {8, 8}, KvType::F32);
-  EXPECT_THROW(DraftModelDrafter(small, kv, kVocab, {}), Error);
+  EXPECT_THROW(DraftModelProposer(small, kv, kVocab, {}), Error);
 }
 
 }  // namespace

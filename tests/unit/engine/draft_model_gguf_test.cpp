@@ -13,12 +13,13 @@
 #include <map>
 
 #include "base/error.h"
-#include "engine/draft_model_drafter.h"
+#include "engine/draft_model_proposer.h"
 #include "engine/engine_core.h"
 #include "engine_drive.h"
 #include "gguf/reader.h"
 #include "models/model.h"
 #include "threading/thread_pool.h"
+#include "tokenizer/same_vocabulary.h"
 
 namespace sluice::engine {
 namespace {
@@ -57,19 +58,19 @@ Outcome run(const std::string& target, const std::string& draft, int32_t k, cons
   models::Model& tm = *load(target).model;
   KvCache kv(tm.spec().kv_groups, 16, std::vector<int32_t>(tm.spec().kv_groups.size(), 96), KvType::F32);
   std::unique_ptr<KvCache> dkv;
-  std::unique_ptr<DraftModelDrafter> drafter;
+  std::unique_ptr<DraftModelProposer> drafter;
   EngineConfig cfg;
   cfg.sched.max_running = 8;
   cfg.sched.token_budget = 64;
   cfg.sched.ctx_size = 512;
   if (!draft.empty()) {
-    check_same_vocabulary(*load(target).file, *load(draft).file);
+    tok::check_same_vocabulary(*load(target).file, *load(draft).file);
     models::Model& dm = *load(draft).model;
     dkv = std::make_unique<KvCache>(dm.spec().kv_groups, 16, std::vector<int32_t>(dm.spec().kv_groups.size(), 96),
                                     KvType::F32);
-    drafter = std::make_unique<DraftModelDrafter>(dm, *dkv, tm.spec().n_vocab, DraftModelConfig{64, 0.0f});
+    drafter = std::make_unique<DraftModelProposer>(dm, *dkv, tm.spec().n_vocab, DraftModelConfig{64, 0.0f});
     cfg.spec = SpecMethod::kModel;
-    cfg.model_drafter = drafter.get();
+    cfg.model_proposer = drafter.get();
     cfg.sched.draft_max = k;
   }
   Outcome r;
@@ -185,14 +186,14 @@ TEST(DraftModelGguf, AVocabularyMismatchNamesTheFirstDifferentId) {
   uint64_t id = 0;
   while (toks.string_at(id) != "<unused0>") ++id;
   try {
-    check_same_vocabulary(target, *bad);
+    tok::check_same_vocabulary(target, *bad);
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("first difference at id " + std::to_string(id) + ","), std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("'<unusee0>'"), std::string::npos) << e.what();
   }
-  EXPECT_NO_THROW(check_same_vocabulary(target, *load("tiny-gemma3-draft.f32.gguf").file));
+  EXPECT_NO_THROW(tok::check_same_vocabulary(target, *load("tiny-gemma3-draft.f32.gguf").file));
   std::filesystem::remove(path);
 }
 

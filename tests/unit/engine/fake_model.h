@@ -1,4 +1,4 @@
-// A model with no weights, for scheduler and block-manager tests (style.md §7.5).
+// A model with no weights, for scheduler and block-manager tests (docs/conventions.md §6.3).
 //
 // forward() writes every new token and its position into the KV cache as the K row of layer
 // 0 of each group, then, for each query that wants logits, reads back every key the query

@@ -13,7 +13,7 @@ namespace sluice::engine {
 namespace {
 
 // A drafter built on the oracle: right guesses except where `wrong` says so.
-Drafter oracle_drafter(const FakeModel& m, std::function<bool(RequestId, size_t n_tokens, int32_t i)> wrong) {
+DraftHook oracle_drafter(const FakeModel& m, std::function<bool(RequestId, size_t n_tokens, int32_t i)> wrong) {
   return [&m, wrong](RequestId id, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts) {
     const std::vector<int32_t> t(tokens.begin(), tokens.end());
     drafts = m.reference_greedy(t, k_max);
@@ -35,7 +35,7 @@ Outcome run_engine(const std::vector<EngineRequest>& reqs, int32_t k, bool bad_d
   SchedulerConfig sc{8, budget, 512};
   sc.draft_max = k;
   if (k > 0)
-    sc.drafter = oracle_drafter(model, [bad_drafts](RequestId id, size_t n, int32_t i) {
+    sc.draft_hook = oracle_drafter(model, [bad_drafts](RequestId id, size_t n, int32_t i) {
       return bad_drafts && (id * 7 + n * 3 + static_cast<size_t>(i)) % 4 == 0;
     });
   Outcome r;
@@ -102,7 +102,7 @@ TEST(SpecStep, RejectedDraftsNeverReachThePrefixCache) {
   SchedulerConfig sc{2, 32, 512};
   sc.draft_max = 8;
   std::vector<int32_t> first_drafts;
-  sc.drafter = [&](RequestId, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts) {
+  sc.draft_hook = [&](RequestId, std::span<const int32_t> tokens, int32_t k_max, std::vector<int32_t>& drafts) {
     drafts = model.reference_greedy(std::vector<int32_t>(tokens.begin(), tokens.end()), k_max);
     for (int32_t& d : drafts) d = (d + 1) % kVocab;  // always wrong
     if (first_drafts.empty()) first_drafts = drafts;
@@ -140,7 +140,7 @@ TEST(SpecStep, TheStepThatAdmitsAPrefillDraftsNothing) {
   KvCache kv(model.spec().kv_groups, 4, {64, 64}, KvType::F32);
   SchedulerConfig sc{2, 64, 512};
   sc.draft_max = 4;
-  sc.drafter = oracle_drafter(model, [](RequestId, size_t, int32_t) { return false; });
+  sc.draft_hook = oracle_drafter(model, [](RequestId, size_t, int32_t) { return false; });
   sc.policy.adaptive = true;
   sc.policy.curve = spec::StepCostCurve{{{1, 1.0}, {8, 1.05}, {16, 9.0}}};
   EngineCore core(model, kv, EngineConfig{sc, true});

@@ -10,8 +10,8 @@
 #include <map>
 #include <vector>
 
-#include "spec/verify.h"
 #include "unit/spec/synthetic_model.h"
+#include "unit/spec/verify_reference.h"
 
 namespace sluice::spec {
 namespace {

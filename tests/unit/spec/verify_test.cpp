@@ -5,8 +5,8 @@
 
 #include "base/error.h"
 #include "spec/ngram_drafter.h"
-#include "spec/verify.h"
 #include "unit/spec/synthetic_model.h"
+#include "unit/spec/verify_reference.h"
 
 namespace sluice::spec {
 namespace {

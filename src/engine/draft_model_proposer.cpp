@@ -1,54 +1,38 @@
-#include "engine/draft_model_drafter.h"
+#include "engine/draft_model_proposer.h"
 
 #include <algorithm>
 #include <cmath>
-#include <string>
 
 #include "base/error.h"
-#include "gguf/reader.h"
 
 namespace sluice::engine {
 
-// One sequence's draft state: its K/V blocks in the draft's cache, the tokens they hold, and
-// this step's proposal. The scheduler's observe/truncate only track the final-token count
-// (the K/V is synchronised against the sequence itself in DraftModelDrafter::sync).
-class DraftModelDrafter::SeqState final : public spec::Drafter {
+// One sequence's draft K/V: its blocks in the draft's cache and the tokens they hold.
+class DraftModelProposer::SeqKv final : public ProposerState {
  public:
-  explicit SeqState(BlockManager& b) : blocks_(b) {}
-  ~SeqState() override { blocks_.free(kv); }
-
-  void observe(std::span<const int32_t> tokens) override { observed_ += static_cast<int64_t>(tokens.size()); }
-  void propose(int32_t max_k, spec::Draft& out) override {
-    out.clear();
-    const size_t k = std::min(proposal.size(), static_cast<size_t>(std::max(max_k, 0)));
-    for (size_t i = 0; i < k; ++i) out.push(proposal[i]);
-    proposal.clear();  // one use: a proposal belongs to the step it was made for
+  SeqKv(SeqStates<SeqKv>& registry, const Sequence& s, BlockManager& b) : registry_(registry), seq_(&s), blocks_(b) {
+    registry_.add(seq_, this);
   }
-  void truncate(int64_t n_tokens) override {
-    if (n_tokens > observed_)
-      fail("draft model: truncate to %lld of %lld tokens", static_cast<long long>(n_tokens),
-           static_cast<long long>(observed_));
-    observed_ = n_tokens;
+  ~SeqKv() override {
+    blocks_.free(kv);
+    registry_.remove(seq_);
   }
   void reset() override {  // preemption: the K/V goes with the target's
     blocks_.free(kv);
     kv_tokens.clear();
-    proposal.clear();
-    observed_ = 0;
   }
-  int64_t n_tokens() const override { return observed_; }
 
   SeqBlocks kv;
   std::vector<int32_t> kv_tokens;  // the tokens at positions [0, size) of kv, drafts included
-  std::vector<int32_t> proposal;   // this step's d1 .. dk
 
  private:
+  SeqStates<SeqKv>& registry_;
+  const Sequence* seq_;
   BlockManager& blocks_;
-  int64_t observed_ = 0;
 };
 
-DraftModelDrafter::DraftModelDrafter(models::Model& draft, KvCache& kv, int32_t target_n_vocab,
-                                     const DraftModelConfig& cfg)
+DraftModelProposer::DraftModelProposer(models::Model& draft, KvCache& kv, int32_t target_n_vocab,
+                                       const DraftModelConfig& cfg)
     : model_(draft), blocks_(kv, /*prefix_caching=*/false), cfg_(cfg) {
   if (draft.spec().n_vocab != target_n_vocab)
     fail("draft model: vocabulary of %d tokens, the target has %d", draft.spec().n_vocab, target_n_vocab);
@@ -58,16 +42,14 @@ DraftModelDrafter::DraftModelDrafter(models::Model& draft, KvCache& kv, int32_t 
   if (!(cfg.p_min >= 0.0f && cfg.p_min <= 1.0f)) fail("--draft-p-min must be in [0, 1], got %g", cfg.p_min);
 }
 
-DraftModelDrafter::~DraftModelDrafter() = default;
+DraftModelProposer::~DraftModelProposer() = default;
 
-std::unique_ptr<spec::Drafter> DraftModelDrafter::make_drafter(const Sequence& s) {
-  (void)s;
-  return std::make_unique<SeqState>(blocks_);
+std::unique_ptr<ProposerState> DraftModelProposer::make_state(const Sequence& s) {
+  return std::make_unique<SeqKv>(states_, s, blocks_);
 }
 
-void DraftModelDrafter::sync(Active& a) {
-  SeqState& st = *a.st;
-  st.proposal.clear();
+void DraftModelProposer::sync(Active& a) {
+  SeqKv& st = *a.st;
   // Keep the longest common prefix with the final tokens, short of the last one (its row
   // gives d1). Everything beyond was a rejected draft or a trimmed token.
   const std::vector<int32_t>& t = a.seq->tokens;
@@ -84,7 +66,7 @@ void DraftModelDrafter::sync(Active& a) {
   }
 }
 
-void DraftModelDrafter::run_forward() {
+void DraftModelProposer::run_forward() {
   const size_t V = static_cast<size_t>(model_.spec().n_vocab);
   logits_.resize(static_cast<size_t>(std::max<int64_t>(fb_.n_logit_rows(), 1)) * V);
   model_.forward(fb_, blocks_.kv(), logits_.data());
@@ -93,7 +75,7 @@ void DraftModelDrafter::run_forward() {
 }
 
 // The draft's next token after a row: argmax (ties: the lower id), unless p_min rules it out.
-void DraftModelDrafter::take(Active& a, const float* row) {
+void DraftModelProposer::take(Active& a, const float* row) {
   const int32_t V = model_.spec().n_vocab;
   int32_t best = 0;
   for (int32_t i = 1; i < V; ++i)
@@ -102,20 +84,20 @@ void DraftModelDrafter::take(Active& a, const float* row) {
     double sum = 0;  // p(best) = 1 / Σ exp(l − l_best)
     for (int32_t i = 0; i < V; ++i) sum += std::exp(static_cast<double>(row[i]) - row[best]);
     if (!(1.0 / sum >= cfg_.p_min)) {
-      a.k_max = static_cast<int32_t>(a.st->proposal.size());  // stop drafting this sequence
+      a.k_max = static_cast<int32_t>(a.seq->proposal.tokens.size());  // stop drafting this sequence
       return;
     }
   }
-  a.st->proposal.push_back(best);
+  a.seq->proposal.tokens.push_back(best);
   ++stats_.proposed;
 }
 
-void DraftModelDrafter::catch_up() {
+void DraftModelProposer::catch_up() {
   for (;;) {
     fb_.seqs.clear();
     in_batch_.clear();
     for (Active& a : active_) {
-      SeqState& st = *a.st;
+      SeqKv& st = *a.st;
       const std::vector<int32_t>& t = a.seq->tokens;
       const int32_t pos0 = static_cast<int32_t>(st.kv_tokens.size());
       const int32_t n = std::min(static_cast<int32_t>(t.size()) - pos0, cfg_.chunk);
@@ -149,18 +131,19 @@ void DraftModelDrafter::catch_up() {
   }
 }
 
-void DraftModelDrafter::extend(int32_t k_step) {
+void DraftModelProposer::extend(int32_t k_step) {
   fb_.seqs.clear();
   in_batch_.clear();
   for (Active& a : active_) {
-    SeqState& st = *a.st;
-    if (static_cast<int32_t>(st.proposal.size()) != k_step || k_step >= a.k_max) continue;
+    SeqKv& st = *a.st;
+    const std::vector<int32_t>& drafts = a.seq->proposal.tokens;
+    if (static_cast<int32_t>(drafts.size()) != k_step || k_step >= a.k_max) continue;
     const int32_t pos = static_cast<int32_t>(st.kv_tokens.size());  // where d_k_step goes
     if (!blocks_.reserve(st.kv, pos, pos + 1)) {
       ++stats_.no_room;
       continue;
     }
-    st.kv_tokens.push_back(st.proposal.back());
+    st.kv_tokens.push_back(drafts.back());
     models::SeqSlice sl;
     sl.tokens = std::span<const int32_t>(st.kv_tokens.data() + pos, 1);
     sl.pos0 = pos;
@@ -175,12 +158,14 @@ void DraftModelDrafter::extend(int32_t k_step) {
   for (size_t i = 0; i < in_batch_.size(); ++i) take(*in_batch_[i], logits_.data() + i * V);
 }
 
-void DraftModelDrafter::draft(std::span<const DraftCandidate> candidates) {
+void DraftModelProposer::propose(std::span<const ProposeSlot> slots) {
   active_.clear();
-  for (const DraftCandidate& c : candidates) {
-    auto* st = dynamic_cast<SeqState*>(c.seq->drafter.get());
-    if (!st || c.k_max < 1) continue;
-    active_.push_back({c.seq, st, c.k_max});
+  for (const ProposeSlot& slot : slots) {
+    slot.seq->proposal.clear();
+    slot.seq->proposal.for_n_tokens = slot.seq->n_tokens();
+    SeqKv* st = states_.find(slot.seq);
+    if (!st || slot.k_max < 1) continue;
+    active_.push_back({slot.seq, st, slot.k_max});
     sync(active_.back());
   }
   if (active_.empty()) return;
@@ -188,37 +173,6 @@ void DraftModelDrafter::draft(std::span<const DraftCandidate> candidates) {
   int32_t k_top = 0;
   for (const Active& a : active_) k_top = std::max(k_top, a.k_max);
   for (int32_t k = 1; k < k_top; ++k) extend(k);
-}
-
-int64_t first_vocab_difference(std::span<const std::string_view> a, std::span<const std::string_view> b) {
-  const size_t n = std::min(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i)
-    if (a[i] != b[i]) return static_cast<int64_t>(i);
-  return a.size() == b.size() ? -1 : static_cast<int64_t>(n);
-}
-
-namespace {
-std::vector<std::string_view> token_texts(const gguf::GgufFile& f) {
-  const gguf::KeyValue& kv = f.get_array("tokenizer.ggml.tokens", gguf::ValueType::STRING);
-  std::vector<std::string_view> out(kv.count);
-  for (uint64_t i = 0; i < kv.count; ++i) out[i] = kv.string_at(i);
-  return out;
-}
-}  // namespace
-
-void check_same_vocabulary(const gguf::GgufFile& target, const gguf::GgufFile& draft) {
-  const std::vector<std::string_view> a = token_texts(target), b = token_texts(draft);
-  const int64_t id = first_vocab_difference(a, b);
-  if (id < 0) return;
-  auto text = [](const std::vector<std::string_view>& v, int64_t i) {
-    if (i >= static_cast<int64_t>(v.size())) return std::string("(none)");
-    const std::string_view t = v[static_cast<size_t>(i)];
-    return strfmt("'%.*s'", static_cast<int>(t.size()), t.data());
-  };
-  fail(
-      "draft model %s does not share the target's vocabulary (target %zu tokens, draft %zu): first difference at "
-      "id %lld, target %s, draft %s",
-      draft.name().c_str(), a.size(), b.size(), static_cast<long long>(id), text(a, id).c_str(), text(b, id).c_str());
 }
 
 }  // namespace sluice::engine

@@ -1,15 +1,15 @@
 // `--spec draft`: a smaller model with the target's vocabulary drafts greedily, batched over
 // every decoding sequence, with its own paged KV (its own KvCache and BlockManager, no prefix
-// cache). One engine step's draft (BatchDrafter::draft) is:
-//   1. catch-up: one batched forward per chunk computes, for every candidate, the tokens the
+// cache). One proposal round (BatchProposer::propose, after a target step) is:
+//   1. catch-up: one batched forward per chunk computes, for every slot, the tokens the
 //      draft has no K/V for yet (the whole prompt the first time, then the target's accepted
 //      run and its own token); the last row's argmax is d1;
 //   2. K − 1 batched single-token forwards: d_i at its position gives d_{i+1}.
 // Each sequence's draft K/V covers the tokens in its `kv_tokens` list, drafts included. At the
-// next step that list is cut to its longest common prefix with the sequence's final tokens
+// next round that list is cut to its longest common prefix with the sequence's final tokens
 // (BlockManager::truncate): what the target rejected is rolled back, what it accepted is
 // kept, and nothing of the verification step itself is recomputed. A sequence the draft's
-// pool cannot hold this step gets no drafts (the target decodes it plainly); the target's
+// pool cannot hold this round gets no drafts (the target decodes it plainly); the target's
 // preemption, finish and abort free the draft's blocks with the per-sequence state.
 //
 // Greedy drafts are point masses, so verification is spec::accept_matching and the output is
@@ -21,16 +21,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <string>
 #include <vector>
 
-#include "engine/batch_drafter.h"
+#include "engine/proposer.h"
 #include "kv/block_manager.h"
 #include "models/model.h"
-
-namespace sluice::gguf {
-class GgufFile;
-}
 
 namespace sluice::engine {
 
@@ -46,24 +41,25 @@ struct DraftModelStats {
   int64_t no_room = 0;          // times a sequence got no drafts for want of draft blocks
 };
 
-class DraftModelDrafter final : public BatchDrafter {
+class DraftModelProposer final : public BatchProposer {
  public:
   // `draft` and `kv` (laid out for draft.spec().kv_groups) outlive this object; the target's
-  // vocabulary size must be the draft's (the texts: check_same_vocabulary).
-  DraftModelDrafter(models::Model& draft, KvCache& kv, int32_t target_n_vocab, const DraftModelConfig& cfg);
-  ~DraftModelDrafter() override;
+  // vocabulary size must be the draft's (the texts: tok::check_same_vocabulary, which the
+  // caller runs on the two files).
+  DraftModelProposer(models::Model& draft, KvCache& kv, int32_t target_n_vocab, const DraftModelConfig& cfg);
+  ~DraftModelProposer() override;
 
-  std::unique_ptr<spec::Drafter> make_drafter(const Sequence& s) override;
-  void draft(std::span<const DraftCandidate> candidates) override;
+  std::unique_ptr<ProposerState> make_state(const Sequence& s) override;
+  void propose(std::span<const ProposeSlot> slots) override;
 
   BlockManager& blocks() { return blocks_; }
   const DraftModelStats& stats() const { return stats_; }
 
  private:
-  class SeqState;
+  class SeqKv;
   struct Active {
     Sequence* seq;
-    SeqState* st;
+    SeqKv* st;
     int32_t k_max;
   };
   void sync(Active& a);         // rolls the draft's K/V back to what the sequence still has
@@ -76,17 +72,11 @@ class DraftModelDrafter final : public BatchDrafter {
   BlockManager blocks_;
   DraftModelConfig cfg_;
   DraftModelStats stats_;
-  std::vector<Active> active_;  // this step's candidates still drafting
+  SeqStates<SeqKv> states_;
+  std::vector<Active> active_;  // this round's slots still drafting
   std::vector<Active*> in_batch_;
   models::ForwardBatch fb_;
   std::vector<float> logits_;
 };
-
-// The first token id whose text differs between the two lists, or -1 when they are equal
-// (a shorter list differs at its end).
-int64_t first_vocab_difference(std::span<const std::string_view> a, std::span<const std::string_view> b);
-// Throws sluice::Error unless both files hold the same tokenizer.ggml.tokens (count and every
-// text), naming the first differing id and both texts.
-void check_same_vocabulary(const gguf::GgufFile& target, const gguf::GgufFile& draft);
 
 }  // namespace sluice::engine

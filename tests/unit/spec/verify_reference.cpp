@@ -1,4 +1,4 @@
-#include "spec/verify.h"
+#include "unit/spec/verify_reference.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "apps/sluice/model_drafter.h"
+#include "apps/sluice/assistant_parts.h"
 
 #include <cstdio>
 
@@ -6,8 +6,8 @@
 
 namespace sluice::app {
 
-ModelDrafter::ModelDrafter(const SessionOptions& opt, ThreadPool& pool, const gguf::GgufFile& target_file,
-                           const models::Model& target, KvCache& target_kv) {
+AssistantParts::AssistantParts(const SessionOptions& opt, ThreadPool& pool, const gguf::GgufFile& target_file,
+                               const models::Model& target, KvCache& target_kv) {
   if (opt.draft_path.empty()) fail("--spec assistant needs --draft FILE (a gemma4-assistant GGUF)");
   models::DraftHead head = models::DraftHead::kCentroid;
   if (opt.draft_head == "full") head = models::DraftHead::kFull;
@@ -29,21 +29,21 @@ ModelDrafter::ModelDrafter(const SessionOptions& opt, ThreadPool& pool, const gg
   }
   asst_ = models::load_gemma4_assistant(*file_, lo);
   asst_->bind_target(target_file, target.spec());
-  drafter_ = std::make_unique<engine::AssistantDrafter>(*asst_, target_kv, head, opt.draft_p_min);
+  proposer_ = std::make_unique<engine::AssistantProposer>(*asst_, target_kv, head, opt.draft_p_min);
 }
 
-ModelDrafter::~ModelDrafter() = default;
+AssistantParts::~AssistantParts() = default;
 
 int32_t spec_window_margin(const SessionOptions& opt) {
   return opt.spec == "assistant" ? engine::kAssistantWindowMargin : 0;
 }
 
-std::unique_ptr<ModelDrafter> make_model_drafter(const SessionOptions& opt, ThreadPool& pool,
-                                                 const gguf::GgufFile& target_file, const models::Model& target,
-                                                 KvCache& target_kv, engine::EngineConfig& cfg) {
+std::unique_ptr<AssistantParts> make_assistant(const SessionOptions& opt, ThreadPool& pool,
+                                               const gguf::GgufFile& target_file, const models::Model& target,
+                                               KvCache& target_kv, engine::EngineConfig& cfg) {
   if (opt.spec != "assistant") return nullptr;
-  auto d = std::make_unique<ModelDrafter>(opt, pool, target_file, target, target_kv);
-  cfg.model_drafter = &d->hook();
+  auto d = std::make_unique<AssistantParts>(opt, pool, target_file, target, target_kv);
+  cfg.model_proposer = &d->proposer();
   return d;
 }
 
