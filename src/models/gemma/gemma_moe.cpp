@@ -157,8 +157,10 @@ void GemmaModel::run_experts_by_lane(int il) {
   const size_t nl = lanes_.size();
   // Cost of an expert ~ its weight stream plus its rows' work (a row costs ~1/8 of the stream
   // in these units, it does not matter much: only the balance between lanes does).
-  std::stable_sort(picked_.begin(), picked_.end(),
-                   [&](int32_t a, int32_t b) { return expert_rows_[a] > expert_rows_[b]; });
+  // (std::sort, not stable_sort: that one allocates, and a decode step allocates nothing.)
+  std::sort(picked_.begin(), picked_.end(), [&](int32_t a, int32_t b) {
+    return expert_rows_[a] != expert_rows_[b] ? expert_rows_[a] > expert_rows_[b] : a < b;
+  });
   int64_t load[kMaxExpertLanes] = {};
   picked_lane_.resize(picked_.size());
   for (size_t i = 0; i < picked_.size(); ++i) {
