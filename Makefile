@@ -34,7 +34,7 @@ ARM64_BUILD := $(BUILD)-arm64
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test sluice
 
 .PHONY: run test deps deps-run venv model build build-run test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
-  e2b-model e2b-assistant e4b-model 31b-model bench-venv bench bench-31b format format-check function-length test-times-reset \
+  e2b-model e2b-assistant e4b-model 31b-model 26b-model bench-venv bench bench-31b bench-26b format format-check function-length test-times-reset \
   deps-arm64 build-arm64 test-arm64 check-packages print-packages
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
@@ -211,6 +211,7 @@ golden: deps $(GOLDEN_VENV)/.stamp model
 E2B_MODEL := models/gemma4-e2b-shaped-q4_0.gguf
 E4B_MODEL := models/gemma4-e4b-shaped-q4_0.gguf
 G31B_MODEL := models/gemma4-31b-shaped-q4_0.gguf
+G26B_MODEL := models/gemma4-26b-a4b-shaped-q4_0.gguf
 E2B_SEED ?= 0
 BENCH_VENV := .venv-bench
 BENCH_ARGS ?=
@@ -233,6 +234,11 @@ $(E4B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
 $(G31B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
 	mkdir -p models
 	$(VENV)/bin/python python/make_e2b_shaped.py $@ --variant 31b --seed $(E2B_SEED)
+# The mixture-of-experts model (gemma4.md §2.9), ~14.4 GB: only on request; delete it after use.
+26b-model: $(G26B_MODEL)
+$(G26B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
+	mkdir -p models
+	$(VENV)/bin/python python/make_e2b_shaped.py $@ --variant 26b-a4b --seed $(E2B_SEED)
 
 # llama-cpp-python built from source for THIS CPU (GGML_NATIVE=ON: AVX-512 where present). On a
 # CPU with AMX (Intel Sapphire Rapids and later) the vendored ggml's AMX matmul segfaults in its
@@ -262,6 +268,12 @@ bench: deps build e2b-model e4b-model model bench-venv
 BENCH_31B_ARGS ?= --prompt 16 --n-decode 4 --depths 0 --rounds 1
 bench-31b: deps build 31b-model
 	$(PY) python/bench.py --model $(G31B_MODEL) --skip llama.cpp --out bench-31b.json $(BENCH_31B_ARGS)
+
+# The 26B-A4B-shaped file against llama.cpp (a token reads ~2.1 GB: the dense parts and 8 of
+# each layer's 128 experts). BENCH_26B_ARGS as BENCH_ARGS.
+BENCH_26B_ARGS ?= --rounds 1
+bench-26b: deps build 26b-model bench-venv
+	$(BENCH_VENV)/bin/python python/bench.py --model $(G26B_MODEL) --out bench-26b.json $(BENCH_26B_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz $(ARM64_BUILD)

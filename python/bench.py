@@ -204,7 +204,9 @@ def summarize(runs: list[dict], depths: list[int]) -> dict:
 
 # Op classes that stream weights, with the share of the measured read bandwidth each must reach
 # (the performance issue's acceptance), and the other checks it states.
-WEIGHT_CLASSES = {"ffn_gate_up": 0.85, "ffn_down": 0.85, "attn_qkv": 0.85, "attn_output": 0.85, "lm_head": 0.90}
+# ffn_experts: a MoE layer's picked experts (the bytes they actually read; gemma4.md §2.9).
+WEIGHT_CLASSES = {"ffn_gate_up": 0.85, "ffn_down": 0.85, "ffn_experts": 0.85, "attn_qkv": 0.85, "attn_output": 0.85,
+                  "lm_head": 0.90}
 MAX_REST_SHARE = 0.08          # attention + everything else, of a decode step at the deepest depth
 MIN_EFFICIENCY = 1 / 1.10      # decode within 1.10x of the floor
 MIN_DECODE_SPEEDUP = {0: 1.15, 512: 1.25}

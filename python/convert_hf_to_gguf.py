@@ -152,7 +152,21 @@ LAYER_NAMES = {
     # HF buffer `layer_scalar` [1] -> `layer_output_scale.weight` [1] (G4 §3.3; llama.cpp
     # appends ".weight" in Gemma4Model.filter_tensors).
     "layer_scalar": "layer_output_scale.weight",
+    # Mixture of experts (26B-A4B, G4 §2.9; llama.cpp conversion/gemma.py): the router's
+    # projection, its input scale and the per-expert output scale (stored with the down
+    # experts), the experts as 3-D tensors (HF [E, out, in] -> ne [in, out, E]; gate rows
+    # before up rows in gate_up), and the three extra norms.
+    "router.proj.weight": "ffn_gate_inp.weight",
+    "router.scale": "ffn_gate_inp.scale",
+    "router.per_expert_scale": "ffn_down_exps.scale",
+    "experts.gate_up_proj": "ffn_gate_up_exps.weight",
+    "experts.down_proj": "ffn_down_exps.weight",
+    "pre_feedforward_layernorm_2.weight": "pre_ffw_norm_2.weight",
+    "post_feedforward_layernorm_1.weight": "post_ffw_norm_1.weight",
+    "post_feedforward_layernorm_2.weight": "post_ffw_norm_2.weight",
 }
+# --split-experts: gate_up written as llama.cpp's split pair (G4 §3.3), halves of each expert.
+SPLIT_GATE_UP = ("ffn_gate_exps.weight", "ffn_up_exps.weight")
 _LAYER_RE = re.compile(r"^layers\.(\d+)\.(.+)$")
 _BLK_RE = re.compile(r"^blk\.(\d+)\.(.+)$")
 
@@ -176,6 +190,8 @@ def gguf_to_hf_name(name: str) -> str | None:
     m = _BLK_RE.match(name)
     if m:
         inv_l = {v: k for k, v in LAYER_NAMES.items()}
+        if m.group(2) in SPLIT_GATE_UP:
+            return f"model.layers.{m.group(1)}.experts.gate_up_proj"
         if m.group(2) in inv_l:
             return f"model.layers.{m.group(1)}.{inv_l[m.group(2)]}"
     return None
@@ -204,6 +220,10 @@ class Hparams:
     final_softcap: float | None
     tied: bool
     # Gemma 4 only
+    n_head_kv_layer: list[int] = field(default_factory=list)   # per layer (26B/31B global layers differ)
+    n_expert: int = 0              # MoE (G4 §2.9): experts, used per token, expert FFN width
+    n_expert_used: int = 0
+    n_ff_exp: int = 0
     shared_kv_layers: int = 0
     ple_width: int = 0
     rope_full_type: str = "default"
@@ -287,7 +307,10 @@ def _write_ff_and_attention_keys(w, hp, ff_array: bool):
     else:
         w.add_feed_forward_length(int(hp.n_ff[0]))
     w.add_head_count(hp.n_head)
-    w.add_head_count_kv(hp.n_head_kv)
+    if hp.n_head_kv_layer and len(set(hp.n_head_kv_layer)) > 1:
+        w.add_head_count_kv([int(x) for x in hp.n_head_kv_layer])   # per layer (G4 §3.2)
+    else:
+        w.add_head_count_kv(hp.n_head_kv)
     w.add_layer_norm_rms_eps(hp.eps)
     w.add_rope_freq_base(hp.rope_theta)               # global (full-attention) layers
     w.add_rope_freq_base_swa(hp.rope_theta_swa)       # sliding layers (G4 §3.2; G3 §3.1 "newer converters")
@@ -358,8 +381,6 @@ def read_hparams(cfg: dict, tensors: dict[str, np.ndarray]) -> Hparams:
     if arch == "gemma4":
         # attention_k_eq_v (31B/26B): global layers have no v_proj, so no attn_v is written;
         # a reader takes V from the K projection where a global layer has no attn_v.
-        if cfg.get("enable_moe_block"):
-            raise NotImplementedError("MoE Gemma 4 (26B-A4B)")
         if cfg.get("use_bidirectional_attention"):
             raise NotImplementedError("use_bidirectional_attention")
         # global head dim: the released config.json has `global_head_dim`; transformers >= 5
@@ -380,8 +401,12 @@ def read_hparams(cfg: dict, tensors: dict[str, np.ndarray]) -> Hparams:
             raise ValueError(f"PLE width mismatch: config {cfg.get('hidden_size_per_layer_input')} vs tensor {ple}")
         if swa.get("rope_type", "default") != "default":
             raise NotImplementedError(f"sliding rope_type {swa.get('rope_type')}")
+        moe = {}
+        if cfg.get("enable_moe_block"):
+            moe = dict(n_expert=int(cfg["num_experts"]), n_expert_used=int(cfg["top_k_experts"]),
+                       n_ff_exp=int(cfg["moe_intermediate_size"]))
         hp = Hparams(
-            **common, sliding_window=cfg.get("sliding_window", 512), head_dim_global=hdg,
+            **common, **moe, sliding_window=cfg.get("sliding_window", 512), head_dim_global=hdg,
             shared_kv_layers=shared, ple_width=ple,
             rope_full_type=full.get("rope_type", "default"),
             partial_rotary_factor=float(full.get("partial_rotary_factor", 1.0)),
@@ -418,14 +443,24 @@ def read_hparams(cfg: dict, tensors: dict[str, np.ndarray]) -> Hparams:
         )
         if len(set(hp.n_ff)) != 1:
             raise ValueError("Gemma 3 with per-layer FFN widths")
+    # Per-layer KV heads: transformers >= 5 keeps the global layers' count (26B/31B,
+    # num_global_key_value_heads) in per_layer_config.
+    plc = cfg.get("per_layer_config") or {}
+    hp.n_head_kv_layer = [int((plc.get(str(il)) or plc.get(il) or {}).get("num_key_value_heads", n_head_kv))
+                          for il in range(n_layer)]
     # Shape checks against the spec tables (G4 §3.3 / G3 §3.3, HF order [out, in]).
     for il in range(n_layer):
         q = tensors[f"layers.{il}.self_attn.q_proj.weight"]
         if q.shape != (n_head * hp.hd(il), n_embd):
             raise ValueError(f"layer {il}: q_proj {q.shape} != ({n_head}*{hp.hd(il)}, {n_embd})")
         k = tensors.get(f"layers.{il}.self_attn.k_proj.weight")
-        if k is not None and k.shape != (n_head_kv * hp.hd(il), n_embd):
-            raise ValueError(f"layer {il}: k_proj {k.shape} != ({n_head_kv}*{hp.hd(il)}, {n_embd})")
+        kvh = hp.n_head_kv_layer[il]
+        if k is not None and k.shape != (kvh * hp.hd(il), n_embd):
+            raise ValueError(f"layer {il}: k_proj {k.shape} != ({kvh}*{hp.hd(il)}, {n_embd})")
+        gu = tensors.get(f"layers.{il}.experts.gate_up_proj")
+        if hp.n_expert and (gu is None or gu.shape != (hp.n_expert, 2 * hp.n_ff_exp, n_embd)):
+            raise ValueError(f"layer {il}: experts.gate_up_proj {None if gu is None else gu.shape} != "
+                             f"({hp.n_expert}, 2*{hp.n_ff_exp}, {n_embd})")
     return hp
 
 
@@ -499,15 +534,17 @@ def _encode(name: str, arr: np.ndarray, outtype: str, log) -> tuple[np.ndarray, 
 
 
 def convert(model_dir, out_path, outtype: str = "f32", keep_shared_kv: bool = False,
-            name: str | None = None, verbose: bool = True) -> dict:
+            name: str | None = None, verbose: bool = True, split_experts: bool = False) -> dict:
     """Convert one checkpoint directory. Returns a summary {tensor name: (ggml type name, ne)}."""
     cfg, tensors = load_checkpoint(model_dir)
     return convert_state(cfg, tensors, out_path, outtype, keep_shared_kv=keep_shared_kv,
-                         name=name or pathlib.Path(model_dir).name, verbose=verbose)
+                         name=name or pathlib.Path(model_dir).name, verbose=verbose,
+                         split_experts=split_experts)
 
 
 def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: str = "f32",
-                  keep_shared_kv: bool = False, name: str = "model", verbose: bool = True) -> dict:
+                  keep_shared_kv: bool = False, name: str = "model", verbose: bool = True,
+                  split_experts: bool = False) -> dict:
     """Convert a checkpoint held in memory: `cfg` a config.json dict, `tensors` HF state
     (with or without the `model.` prefixes). Same bytes as convert() on the saved files."""
     def log(msg):
@@ -531,6 +568,10 @@ def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: 
     if arch == "gemma4":
         _write_gemma4_head_keys(w, hp, swa_pattern, hp.shared_kv_layers)
         w.add_embedding_length_per_layer_input(hp.ple_width)   # 0 = no PLE
+        if hp.n_expert:   # G4 §2.9 / §3.2
+            w.add_expert_count(hp.n_expert)
+            w.add_expert_used_count(hp.n_expert_used)
+            w.add_expert_feed_forward_length(hp.n_ff_exp)
     else:
         w.add_key_length(hp.head_dim)
         w.add_value_length(hp.head_dim)
@@ -627,6 +668,10 @@ def convert_state(cfg: dict, tensors: dict[str, np.ndarray], out_path, outtype: 
                 put(gname, norm(hf))
             elif hf_leaf == "layer_scalar":
                 put(gname, take(hf).reshape(1).astype(np.float32))   # [1] F32
+            elif hf_leaf == "experts.gate_up_proj" and split_experts:
+                gu = take(hf)                                       # [E, 2f, d]: gate rows, then up
+                put(f"blk.{il}.{SPLIT_GATE_UP[0]}", gu[:, :hp.n_ff_exp, :])
+                put(f"blk.{il}.{SPLIT_GATE_UP[1]}", gu[:, hp.n_ff_exp:, :])
             else:
                 put(gname, take(hf))
     # Anything left is a tensor we do not understand: refuse rather than drop it silently.
@@ -732,6 +777,7 @@ def gguf_to_hf_state_dict(gguf_path) -> tuple[str, dict[str, np.ndarray]]:
     r = gguf.GGUFReader(str(gguf_path))
     arch = bytes(r.fields["general.architecture"].parts[-1]).decode()
     out = {}
+    split = {}   # split expert gate/up halves, fused back below
     for t in r.tensors:
         hf = gguf_to_hf_name(t.name)
         if hf is None:
@@ -744,7 +790,12 @@ def gguf_to_hf_state_dict(gguf_path) -> tuple[str, dict[str, np.ndarray]]:
             a = a - np.float32(1.0)
         if hf.endswith("layer_scalar"):
             a = a.reshape(1)
+        if t.name.endswith(SPLIT_GATE_UP):
+            split.setdefault(hf, {})[t.name.endswith(SPLIT_GATE_UP[1])] = a
+            continue
         out[hf] = a
+    for hf, halves in split.items():
+        out[hf] = np.concatenate([halves[False], halves[True]], axis=1)   # [E, f|f, d]
     return arch, out
 
 
@@ -756,10 +807,12 @@ def main(argv=None) -> int:
     p.add_argument("--keep-shared-kv", action="store_true",
                    help="also write attn_k/attn_v/attn_k_norm of KV-shared layers if the checkpoint has them")
     p.add_argument("--name", help="general.name (default: the directory name)")
+    p.add_argument("--split-experts", action="store_true",
+                   help="MoE: write ffn_gate_exps + ffn_up_exps instead of the fused ffn_gate_up_exps")
     p.add_argument("-q", "--quiet", action="store_true")
     a = p.parse_args(argv)
     convert(a.model_dir, a.out, a.outtype, keep_shared_kv=a.keep_shared_kv, name=a.name,
-            verbose=not a.quiet)
+            verbose=not a.quiet, split_experts=a.split_experts)
     return 0
 
 

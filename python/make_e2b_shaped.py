@@ -5,9 +5,13 @@ the weights say).
 
     .venv/bin/python python/make_e2b_shaped.py models/gemma4-e2b-shaped-q4_0.gguf [--seed 0]
     .venv/bin/python python/make_e2b_shaped.py models/gemma4-e4b-shaped-q4_0.gguf --variant e4b
-    make e2b-model / make e4b-model / make 31b-model     # the same, into models/
+    make e2b-model / make e4b-model / make 31b-model / make 26b-model   # the same, into models/
 
-Variants (VARIANTS; docs/spec/gemma4.md §1.1 for E2B, §1.3 for the others): E2B 3.35 GB; E4B
+Variants (VARIANTS; docs/spec/gemma4.md §1.1 for E2B, §1.3 for the others, §2.9 for 26B-A4B's
+experts): 26B-A4B 30 layers of width 2816 shaped like 31B's (5:1, window 1024, 16 query heads,
+8 KV heads sliding / 2 global, K = V) with a dense FFN of 2112 and 128 Q4_0 experts of width 704
+per layer (ffn_gate_up_exps [2816, 1408, 128], ffn_down_exps [704, 2816, 128]; the F32 router
+ffn_gate_inp and the .scale vectors as llama.cpp writes them), 658 tensors, 14.4 GB; E2B 3.35 GB; E4B
 42 layers of width 2560, 5 sliding : 1 global, 2 KV heads, 18 KV-shared layers, FFN 10240
 everywhere (no double-wide MLP), ~5.3 GB; 31B 60 layers of width 5376, window 1024, 32 query
 heads, 16 KV heads on sliding layers and 4 on global ones (head_count_kv written as a per-layer
@@ -79,6 +83,9 @@ SPEC_FILE_SIZE = 3_349_516_256  # gemma4.md §3.4: the official E2B QAT Q4_0 fil
 WEIGHT_STD = {
     "token_embd": 0.03, "per_layer_token_embd": 0.05, "per_layer_model_proj": 0.03,
     "ffn_down": 0.02, "matrix": 0.03,
+    # MoE router [d -> E], F32 (llama.cpp never quantizes ffn_gate_inp): its input has norm ~1,
+    # so logits have std ~1 and the top 8 of 128 vary from token to token.
+    "ffn_gate_inp": 1.0,
 }
 NORM_RANGE = {
     "attn_norm": (0.7, 1.3), "ffn_norm": (0.7, 1.3), "output_norm": (0.7, 1.3),
@@ -86,7 +93,9 @@ NORM_RANGE = {
     "post_attention_norm": (0.5, 1.0), "post_ffw_norm": (0.5, 1.0), "post_norm": (0.5, 1.0),
     "attn_q_norm": (0.5, 1.0), "attn_k_norm": (0.06, 0.12),
     "layer_output_scale": (0.5, 0.9),
+    "pre_ffw_norm_2": (0.7, 1.3), "post_ffw_norm_1": (0.5, 1.0), "post_ffw_norm_2": (0.5, 1.0),
 }
+SCALE_RANGE = (0.7, 1.3)   # ffn_gate_inp.scale, ffn_down_exps.scale (MoE)
 Q4_0_CODE_RMS = math.sqrt(21.5)       # rms of (q - 8), q uniform on 0..15
 Q6_K_CODE_RMS = math.sqrt(341.5)      # rms of q, q uniform on -32..31
 Q6_K_SCALE_RMS = math.sqrt(9477.25)   # rms of |sc|, sc uniform on 64..127
@@ -113,6 +122,9 @@ class Shape:
     kv_heads_global: int | None = None   # None: kv_heads on every layer
     double_wide: bool = True
     k_eq_v: bool = False                 # global layers have no attn_v (V = K)
+    experts: int = 0                     # MoE (gemma4.md §2.9): experts per layer, 0 = dense
+    experts_used: int = 0                # experts per token
+    expert_ffn: int = 0                  # width of one expert
     label: str = "E2B"
 
     def n_kv_heads(self, il: int) -> int:
@@ -145,6 +157,9 @@ class Shape:
             bad(f"hidden {self.hidden} must be a positive multiple of 256 (Q6_K rows of token_embd)")
         if self.ffn % 32 or self.ffn <= 0:
             bad(f"ffn {self.ffn} must be a positive multiple of 32 (Q4_0 rows of ffn_down)")
+        if self.experts and (self.expert_ffn % 32 or self.expert_ffn <= 0 or not 0 < self.experts_used <= self.experts):
+            bad(f"experts {self.experts}, used {self.experts_used}, expert ffn {self.expert_ffn}: need "
+                f"0 < used <= experts and a positive multiple of 32 (Q4_0 rows of ffn_down_exps)")
         if self.ple < 0 or (self.layers * self.ple) % 256:
             bad(f"layers*ple = {self.layers * self.ple} must be a multiple of 256 (Q6_K rows of the PLE table)")
         if self.vocab < MIN_VOCAB:
@@ -168,6 +183,10 @@ VARIANTS = {
                  double_wide=False, label="E4B"),
     "31b": Shape(layers=60, hidden=5376, ffn=21504, heads=32, kv_heads=16, kv_heads_global=4, pattern="SSSSSF",
                  window=1024, shared_kv_layers=0, ple=0, double_wide=False, k_eq_v=True, label="31B"),
+    # gemma4.md §2.9: a dense FFN of 2112 and 128 experts of 704 (8 per token) in every layer.
+    "26b-a4b": Shape(layers=30, hidden=2816, ffn=2112, heads=16, kv_heads=8, kv_heads_global=2, pattern="SSSSSF",
+                     window=1024, shared_kv_layers=0, ple=0, double_wide=False, k_eq_v=True, context=262144,
+                     experts=128, experts_used=8, expert_ffn=704, label="26B-A4B"),
 }
 
 
@@ -278,13 +297,17 @@ def q6_k_rows(rng, rows: int, cols: int, std: float) -> np.ndarray:
     return out.reshape(rows, -1)
 
 
+def f32_rows(rng, rows: int, cols: int, std: float) -> np.ndarray:
+    return (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(std)).astype("<f4").view(np.uint8)
+
+
 def bf16_rows(rng, rows: int, cols: int, std: float) -> np.ndarray:
     x = (rng.standard_normal((rows, cols), dtype=np.float32) * np.float32(std)).view(np.uint32)
     x = (x + np.uint32(0x7FFF) + ((x >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
     return x.astype("<u2").view(np.uint8)
 
 
-ROW_GEN = {QT.Q4_0: q4_0_rows, QT.Q6_K: q6_k_rows, QT.BF16: bf16_rows}
+ROW_GEN = {QT.Q4_0: q4_0_rows, QT.Q6_K: q6_k_rows, QT.BF16: bf16_rows, QT.F32: f32_rows}
 
 
 @dataclasses.dataclass
@@ -347,6 +370,18 @@ def plan_tensors(s: Shape) -> list[TensorPlan]:
             TensorPlan(p + "ffn_down.weight", QT.Q4_0, (ff, E), std=WEIGHT_STD["ffn_down"]),
             vec("post_ffw_norm", E),
         ]
+        if s.experts:   # gemma4.md §2.9 / §3.3: router, experts as [in, out, E] stacks, scales, norms
+            X, F = s.experts, s.expert_ffn
+            t += [
+                TensorPlan(p + "ffn_gate_inp.weight", QT.F32, (E, X), std=WEIGHT_STD["ffn_gate_inp"]),
+                TensorPlan(p + "ffn_gate_inp.scale", QT.F32, (E,), lo_hi=SCALE_RANGE),
+                TensorPlan(p + "ffn_gate_up_exps.weight", QT.Q4_0, (E, 2 * F, X), std=m),
+                TensorPlan(p + "ffn_down_exps.weight", QT.Q4_0, (F, E, X), std=WEIGHT_STD["ffn_down"]),
+                TensorPlan(p + "ffn_down_exps.scale", QT.F32, (X,), lo_hi=SCALE_RANGE),
+                vec("pre_ffw_norm_2", E),
+                vec("post_ffw_norm_1", E),
+                vec("post_ffw_norm_2", E),
+            ]
         if s.ple:
             t += [
                 TensorPlan(p + "inp_gate.weight", QT.Q4_0, (E, s.ple), std=m),
@@ -359,13 +394,13 @@ def plan_tensors(s: Shape) -> list[TensorPlan]:
 
 def tensor_chunks(tp: TensorPlan, rng: np.random.Generator):
     """The tensor's bytes as a sequence of arrays (row chunks of at most CHUNK_BYTES)."""
-    if tp.qtype == QT.F32:
+    if tp.qtype == QT.F32 and tp.std is None:
         if tp.values is not None:
             yield tp.values.astype("<f4")
         else:
             yield rng.uniform(*tp.lo_hi, size=tp.ne[0]).astype("<f4")
         return
-    cols, rows = tp.ne
+    cols, rows = tp.ne[0], math.prod(tp.ne[1:])   # a 3-D expert stack is E x out rows
     row_bytes = tp.nbytes // rows
     step = max(1, CHUNK_BYTES // row_bytes)
     for r0 in range(0, rows, step):
@@ -417,6 +452,10 @@ def add_metadata(w: gguf.GGUFWriter, s: Shape, seed: int) -> None:
     w.add_sliding_window_pattern([s.is_swa(il) for il in range(s.layers)])
     w.add_shared_kv_layers(s.shared_kv_layers)
     w.add_embedding_length_per_layer_input(s.ple)
+    if s.experts:
+        w.add_expert_count(s.experts)
+        w.add_expert_used_count(s.experts_used)
+        w.add_expert_feed_forward_length(s.expert_ffn)
 
     tokens, types, merges = make_vocab(s.vocab)
     w.add_tokenizer_model("gemma4")
@@ -551,13 +590,16 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, help="(tests) multiple of 256")
     p.add_argument("--ffn", type=int, help="(tests) non-shared FFN width (shared layers get 2x with double-wide)")
     p.add_argument("--vocab", type=int, help=f"(tests) at least {MIN_VOCAB}")
+    p.add_argument("--experts", type=int, help="(tests) MoE experts per layer (26b-a4b: 128)")
+    p.add_argument("--expert-ffn", type=int, help="(tests) MoE expert width (26b-a4b: 704)")
     p.add_argument("--assistant", action="store_true",
                    help="write the variant's assistant (MTP drafter, gemma4.md §5) instead of the model")
     a = p.parse_args(argv)
     if a.seed < 0:
         p.error("--seed must be >= 0")
     shrink = {k: v for k, v in (("layers", a.layers), ("shared_kv_layers", a.shared_kv_layers), ("hidden", a.hidden),
-                                ("ffn", a.ffn), ("vocab", a.vocab)) if v is not None}
+                                ("ffn", a.ffn), ("vocab", a.vocab), ("experts", a.experts),
+                                ("expert_ffn", a.expert_ffn)) if v is not None}
     s = dataclasses.replace(VARIANTS[a.variant], **shrink)
     try:
         if a.assistant:

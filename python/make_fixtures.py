@@ -40,7 +40,8 @@ def model_state(entry: dict):
 def write_gguf(mid: str, entry: dict, outtype: str, path, state=None) -> dict:
     """Write one variant's GGUF; returns the converter's tensor summary."""
     state = model_state(entry) if state is None else state
-    return conv.convert_state(entry["hf_config"], state, path, outtype, name=mid, verbose=False)
+    return conv.convert_state(entry["hf_config"], state, path, outtype, name=mid, verbose=False,
+                              **entry.get("convert_options", {}))
 
 
 def rebuild(golden: pathlib.Path, manifest: dict, verbose: bool = True) -> list[str]:

@@ -54,6 +54,9 @@ import convert_hf_to_gguf as conv  # noqa: E402
 import make_fixtures as fixtures  # noqa: E402
 import make_tiny_model as tiny  # noqa: E402
 
+MOE_OPTIONS = {"layers": 6, "layer_pattern": "SSF", "heads": 4, "kv_heads": 2, "global_kv_heads": 1,
+               "intermediate": 96, "moe_intermediate": 32, "attention_k_eq_v": True,
+               "kv_shared_layers": 0, "ple_width": 0, "double_wide_mlp": False}
 # Fixed seeds: changing anything here changes every committed fixture.
 MODELS = [
     {"id": "tiny-gemma4", "arch": "gemma4", "seed": 4, "prompt_seed": 40, "n_tokens": 64},
@@ -62,6 +65,14 @@ MODELS = [
     # layers, no PLE, no double-wide MLP.
     {"id": "tiny-gemma4-k-eq-v", "arch": "gemma4", "seed": 31, "prompt_seed": 310, "n_tokens": 64,
      "options": {"attention_k_eq_v": True, "kv_shared_layers": 0, "ple_width": 0, "double_wide_mlp": False}},
+    # 26B-A4B-shaped (gemma4.md §2.9): every layer has routed experts beside a dense MLP
+    # (0.75x hidden, as 2112/2816), global layers are K=V with their own KV-head count. The
+    # second writes the experts' gate and up as llama.cpp's split pair and routes 3 of 6.
+    {"id": "tiny-gemma4-moe", "arch": "gemma4", "seed": 26, "prompt_seed": 260, "n_tokens": 64,
+     "options": {**MOE_OPTIONS, "moe_experts": 8, "moe_top_k": 2}},
+    {"id": "tiny-gemma4-moe-split", "arch": "gemma4", "seed": 27, "prompt_seed": 270, "n_tokens": 64,
+     "options": {**MOE_OPTIONS, "moe_experts": 6, "moe_top_k": 3},
+     "convert_options": {"split_experts": True}},
 ]
 # Draft models for the speculative-decoding tests (`--spec draft`): random, smaller, other
 # seeds, the same vocabulary size (the converter's stand-in tokenizer depends on n_vocab only,
@@ -123,10 +134,17 @@ def sha256(path) -> str:
 # ---------------------------------------------------------------------------------------
 # transformers side
 # ---------------------------------------------------------------------------------------
+def _eager_experts() -> dict:
+    """MoE models: the plain per-expert loop of Gemma4TextExperts.forward (gemma4.md §2.9),
+    not a fused kernel."""
+    return {"experts_implementation": "eager"}
+
+
 def load_hf(ckpt_dir):
     import torch
     from transformers import AutoModelForCausalLM
-    m = AutoModelForCausalLM.from_pretrained(ckpt_dir, dtype=torch.float32, attn_implementation="eager")
+    m = AutoModelForCausalLM.from_pretrained(ckpt_dir, dtype=torch.float32, attn_implementation="eager",
+                                             **_eager_experts())
     return m.eval()
 
 
@@ -134,7 +152,8 @@ def hf_from_state(config, state: dict[str, np.ndarray]):
     """A fresh HF model from `config` with `state` (numpy, HF names) loaded strictly."""
     import torch
     from transformers import AutoModelForCausalLM
-    m = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager").eval()
+    m = AutoModelForCausalLM.from_config(config, dtype=torch.float32, attn_implementation="eager",
+                                         **_eager_experts()).eval()
     sd = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in state.items()}
     missing, unexpected = m.load_state_dict(sd, strict=False)
     missing = [k for k in missing if not (k == "lm_head.weight" and config.tie_word_embeddings)]
@@ -158,6 +177,17 @@ def run_hf(model, ids: np.ndarray, taps: bool = False):
             rec[name] = t.detach()[0].float().numpy().copy()
         return hook
 
+    def save_flat(name):   # modules that see the tokens flattened to [T, ...] (MoE)
+        def hook(_mod, _inp, out):
+            rec[name] = out.detach().float().numpy().copy()
+        return hook
+
+    def save_router(i):    # Gemma4TextRouter returns (probabilities, top-k weights, top-k ids)
+        def hook(_mod, _inp, out):
+            rec[f"moe_experts.{i}"] = out[2].detach().float().numpy().copy()
+            rec[f"moe_weights.{i}"] = out[1].detach().float().numpy().copy()
+        return hook
+
     orig_proj = getattr(inner, "project_per_layer_inputs", None)
     overridden = False
     if taps:
@@ -165,6 +195,9 @@ def run_hf(model, ids: np.ndarray, taps: bool = False):
         for i, layer in enumerate(inner.layers):
             hooks.append(layer.self_attn.register_forward_hook(save(f"attn_out.{i}")))
             hooks.append(layer.mlp.register_forward_hook(save(f"ffn_out.{i}")))
+            if getattr(layer, "enable_moe_block", False):
+                hooks.append(layer.router.register_forward_hook(save_router(i)))
+                hooks.append(layer.experts.register_forward_hook(save_flat(f"moe_out.{i}")))
             hooks.append(layer.register_forward_hook(save(f"l_out.{i}")))
         hooks.append(inner.norm.register_forward_hook(save("result_norm")))
         if orig_proj is not None and inner.hidden_size_per_layer_input:
@@ -192,7 +225,10 @@ def run_hf(model, ids: np.ndarray, taps: bool = False):
     # record order: embd, ple, per layer attn_out/ffn_out/l_out, result_norm
     order = ["embd"] + (["ple"] if "ple" in rec else [])
     for i in range(len(inner.layers)):
-        order += [f"attn_out.{i}", f"ffn_out.{i}", f"l_out.{i}"]
+        order += [f"attn_out.{i}", f"ffn_out.{i}"]
+        if f"moe_out.{i}" in rec:
+            order += [f"moe_experts.{i}", f"moe_weights.{i}", f"moe_out.{i}"]
+        order += [f"l_out.{i}"]
     order += ["result_norm"]
     return logits, {k: rec[k] for k in order}
 
@@ -253,6 +289,35 @@ def _rope_neox(x, pos, base, freq_factors=None, scale=1.0):
     return np.concatenate([a * c - b * s, a * s + b * c], axis=-1)
 
 
+def _spec_experts(W, il, x, k, eps, taps):
+    """The routed-expert branch of layer il (G4 §2.9) for the residual x [T, d], before
+    post_ffw_norm_2; records the moe_* taps."""
+    p = f"blk.{il}."
+    d = x.shape[1]
+    r = _rms(x) * W[p + "ffn_gate_inp.scale"] * d ** -0.5
+    z = r @ W[p + "ffn_gate_inp.weight"].T                          # [T, E]
+    pr = np.exp(z - z.max(-1, keepdims=True)); pr /= pr.sum(-1, keepdims=True)
+    idx = np.argsort(-pr, axis=-1, kind="stable")[:, :k]             # top-k, ties to the lower id
+    w = np.take_along_axis(pr, idx, -1)
+    w = w / w.sum(-1, keepdims=True) * W[p + "ffn_down_exps.scale"][idx]
+    if p + "ffn_gate_up_exps.weight" in W:
+        gu = W[p + "ffn_gate_up_exps.weight"]                       # [E, 2f, d]
+    else:
+        gu = np.concatenate([W[p + "ffn_gate_exps.weight"], W[p + "ffn_up_exps.weight"]], axis=1)
+    down = W[p + "ffn_down_exps.weight"]                            # [E, d, f]
+    f = down.shape[2]
+    xe = _rms(x, W[p + "pre_ffw_norm_2.weight"], eps)
+    y = np.zeros_like(x)
+    for t in range(x.shape[0]):
+        for j in range(k):
+            h = gu[idx[t, j]] @ xe[t]
+            y[t] += w[t, j] * (down[idx[t, j]] @ (_gelu_tanh(h[:f]) * h[f:]))
+    taps[f"moe_experts.{il}"] = idx.astype(np.float64)
+    taps[f"moe_weights.{il}"] = w.copy()
+    taps[f"moe_out.{il}"] = y.copy()
+    return y
+
+
 def spec_forward(gguf_path, ids: np.ndarray):
     """logits [T, V] float64 and taps, from the GGUF alone, following gemma4.md §2 /
     gemma3.md §2 literally (llama.cpp conventions: rope_freqs divisors, stored +1 norms)."""
@@ -270,6 +335,8 @@ def spec_forward(gguf_path, ids: np.ndarray):
 
     n_layer, n_embd = kv("block_count"), kv("embedding_length")
     n_head, n_head_kv = kv("attention.head_count"), kv("attention.head_count_kv")
+    kv_heads = list(n_head_kv) if isinstance(n_head_kv, list) else [n_head_kv] * n_layer
+    n_expert, n_used = kv("expert_count", 0), kv("expert_used_count", 0)
     eps, window = kv("attention.layer_norm_rms_epsilon"), kv("attention.sliding_window")
     softcap = kv("final_logit_softcapping")
     base, base_swa = kv("rope.freq_base"), kv("rope.freq_base_swa", 10000.0)
@@ -319,6 +386,7 @@ def spec_forward(gguf_path, ids: np.ndarray):
             rope = (lambda t: _rope_neox(t, pos, base_swa)) if swa else \
                    (lambda t: _rope_neox(t, pos, base, None, 1.0 / rs_factor if rs_factor else 1.0))
         q = rope(q)
+        n_head_kv = kv_heads[il]
         if il < first_shared:
             k = (a @ blk("attn_k").T).reshape(T, n_head_kv, D)
             # K=V (31B global layers): no attn_v, V is the K projection before k-norm/RoPE
@@ -348,6 +416,9 @@ def spec_forward(gguf_path, ids: np.ndarray):
         m = _rms(x, blk("ffn_norm"), eps)
         f = (_gelu_tanh(m @ blk("ffn_gate").T) * (m @ blk("ffn_up").T)) @ blk("ffn_down").T
         taps[f"ffn_out.{il}"] = f.copy()
+        if n_expert:
+            f = _rms(f, blk("post_ffw_norm_1"), eps) + _rms(_spec_experts(W, il, x, n_used, eps, taps),
+                                                          blk("post_ffw_norm_2"), eps)
         x = x + _rms(f, blk("post_ffw_norm"), eps)
         if ple_w:
             g = _gelu_tanh(x @ blk("inp_gate").T) * ple[:, il, :]
@@ -458,6 +529,8 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
         "hf_tensors": [[n, list(sh)] for n, sh in hf_tensors],
         "variants": {},
     }
+    if spec.get("convert_options"):
+        entry["convert_options"] = spec["convert_options"]
     entry["facts"] = (check_facts_gemma4(model, ids, opts["sliding_window"]) if arch == "gemma4"
                       else check_facts_gemma3(model))
 
@@ -466,7 +539,8 @@ def build_one(spec: dict, out_dir: pathlib.Path, work: pathlib.Path) -> dict:
         gpath = out_dir / f"{mid}.{ot}.gguf"
         summary = fixtures.write_gguf(mid, entry, ot, gpath, drawn)
         # the same bytes as converting the checkpoint transformers saved and reloaded
-        conv.convert(ckpt, work / f"{mid}.{ot}.check.gguf", ot, name=mid, verbose=False)
+        conv.convert(ckpt, work / f"{mid}.{ot}.check.gguf", ot, name=mid, verbose=False,
+                     **spec.get("convert_options", {}))
         assert sha256(gpath) == sha256(work / f"{mid}.{ot}.check.gguf"), f"{mid}.{ot}: converter paths differ"
         got_arch, deq = conv.gguf_to_hf_state_dict(gpath)
         assert got_arch == arch
@@ -605,7 +679,10 @@ def main(argv=None) -> int:
             "embd": "token embedding x sqrt(hidden) [T, d]",
             "ple": "Gemma 4 per-layer inputs (proj + tok) / sqrt(2) [T, n_layer, ple_width]",
             "attn_out.i": "o_proj output, before post_attention_norm [T, d]",
-            "ffn_out.i": "down_proj output, before post_ffw_norm [T, d]",
+            "ffn_out.i": "down_proj output, before post_ffw_norm [T, d] (MoE layers: the dense MLP's, before post_ffw_norm_1)",
+            "moe_experts.i": "MoE layers: the router's top-k expert ids, descending probability [T, k]",
+            "moe_weights.i": "MoE layers: their weights, renormalised and times per_expert_scale [T, k]",
+            "moe_out.i": "MoE layers: the experts' weighted sum, before post_ffw_norm_2 [T, d]",
             "l_out.i": "layer output after all residual adds and layer_output_scale [T, d]",
             "result_norm": "after output_norm [T, d]",
         },

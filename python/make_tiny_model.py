@@ -41,6 +41,7 @@ PRESETS = {
         double_wide_mlp=True, final_softcap=30.0, rope_theta=1_000_000.0,
         rope_theta_swa=10_000.0, partial_rotary_factor=0.25, tie_embeddings=True,
         max_position=2048, rope_scaling_factor=None, attention_k_eq_v=False,
+        moe_experts=0, moe_top_k=0, moe_intermediate=0, global_kv_heads=None,
     ),
     # gemma4_assistant: the Gemma 4 assistant (MTP drafter, spec gemma4.md §5) of the tiny gemma4
     # above, E2B's assistant in miniature: 4 Q-only layers [S,S,S,F] reading the target's K/V
@@ -137,7 +138,8 @@ def make_config(arch: str, opts: dict):
             hidden_size_per_layer_input=opts["ple_width"],
             vocab_size_per_layer_input=opts["vocab"],
             use_double_wide_mlp=opts["double_wide_mlp"],
-            attention_k_eq_v=opts.get("attention_k_eq_v", False), enable_moe_block=False,
+            attention_k_eq_v=opts.get("attention_k_eq_v", False),
+            **_moe_config(opts),
         )
     if arch == "gemma3":
         from transformers import Gemma3TextConfig
@@ -157,6 +159,18 @@ def make_config(arch: str, opts: dict):
             attn_logit_softcapping=None,
         )
     raise ValueError(arch)
+
+
+def _moe_config(opts: dict) -> dict:
+    """Gemma4TextConfig arguments for the 26B-A4B structure (gemma4.md §2.9): routed experts
+    beside the dense MLP in every layer, and global layers with their own KV-head count."""
+    out = {"enable_moe_block": bool(opts.get("moe_experts"))}
+    if opts.get("moe_experts"):
+        out.update(num_experts=opts["moe_experts"], top_k_experts=opts["moe_top_k"],
+                   moe_intermediate_size=opts["moe_intermediate"])
+    if opts.get("global_kv_heads"):
+        out["num_global_key_value_heads"] = opts["global_kv_heads"]
+    return out
 
 
 def _assistant_config(opts: dict, layer_types: list[str]):
@@ -244,8 +258,16 @@ def _init_tensor(arch: str, name: str, shape, rng, opts: dict) -> np.ndarray:
         return (normal(5.0, 1.2) if arch != "gemma3" else normal(1.5, 0.4)) - shift
     if "norm" in leaf and len(shape) == 1:
         return normal(1.0, 0.35) - shift
+    # MoE (gemma4.md §2.9). The router's input has norm ~1 (RMSNorm x scale x d^-1/2), so
+    # weights N(0, 2^2) give logits of std ~2: clear top-k choices that still move with the input.
+    if name.endswith("router.proj.weight"):
+        return normal(0.0, 2.0)
+    if name.endswith("router.scale") or name.endswith("router.per_expert_scale"):
+        return normal(1.0, 0.3)
     if len(shape) == 2:
         return normal(0.0, 1.0 / math.sqrt(shape[1]))
+    if len(shape) == 3:   # experts [E, out, in]
+        return normal(0.0, 1.0 / math.sqrt(shape[2]))
     raise ValueError(f"no init rule for {name} {shape}")
 
 
@@ -333,6 +355,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="global-layer scaling factor (Gemma 3: linear; Gemma 4: proportional 'factor')")
     p.add_argument("--tie-embeddings", type=_bool, help="tie_word_embeddings (true/false)")
     p.add_argument("--max-position", type=int, help="max_position_embeddings")
+    p.add_argument("--moe-experts", type=int, help="Gemma 4 num_experts (0 = dense)")
+    p.add_argument("--moe-top-k", type=int, help="Gemma 4 top_k_experts")
+    p.add_argument("--moe-intermediate", type=int, help="Gemma 4 moe_intermediate_size")
+    p.add_argument("--global-kv-heads", type=int, help="Gemma 4 num_global_key_value_heads")
     p.add_argument("--attention-k-eq-v", type=_bool,
                    help="Gemma 4 attention_k_eq_v: global layers without v_proj, V = K projection (true/false)")
 

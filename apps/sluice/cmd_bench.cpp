@@ -246,6 +246,17 @@ DecodeResult Measurer::measure_depth(int depth) {
   return d;
 }
 
+// Weight bytes one step of the run reads: the file's per-token account, where a MoE's expert
+// share (k/E of the stacks) is replaced by what the picked experts read (the profile's
+// ffn_experts bytes per step), so the floor follows the experts the run actually picked.
+double step_weight_bytes(const models::StreamAccount& acct, const models::StepProfile& prof, int64_t steps) {
+  double b = static_cast<double>(acct.streamed_bytes);
+  if (acct.expert_count > 0 && steps > 0)
+    b += static_cast<double>(prof.bytes[static_cast<int>(models::OpClass::kFfnExperts)]) / static_cast<double>(steps) -
+         static_cast<double>(acct.group_bytes(models::WeightGroup::kFfnExperts));
+  return b;
+}
+
 void Measurer::measure_burst(DecodeResult& d, int n_steps, double& bw_before, std::vector<double>& step_ms) {
   models::StepProfile prof;
   std::vector<double> ms;
@@ -264,7 +275,7 @@ void Measurer::measure_burst(DecodeResult& d, int n_steps, double& bw_before, st
   const double burst_bw = 0.5 * (bw_before + bw_after);
   bw_before = bw_after;
   const models::StreamAccount acct = models::account_decode_stream(sess_.file());
-  d.efficiency.push_back(static_cast<double>(acct.streamed_bytes) / (burst_bw * 1e9) * 1e3 / median(ms));
+  d.efficiency.push_back(step_weight_bytes(acct, prof, n_steps) / (burst_bw * 1e9) * 1e3 / median(ms));
   double profiled = 0;
   for (int c = 0; c < models::kOpClassCount; ++c) {
     const double sec = prof.seconds[c] / n_steps, bytes = static_cast<double>(prof.bytes[c]) / n_steps;
@@ -296,7 +307,7 @@ ClassRow class_row(const DecodeResult& d, int c) {
 }
 
 double depth_floor_ms(const BenchResult& r, const DecodeResult& d) {
-  return static_cast<double>(r.acct.streamed_bytes) / (median(d.bw) * 1e9) * 1e3;
+  return step_weight_bytes(r.acct, d.prof, d.steps) / (median(d.bw) * 1e9) * 1e3;
 }
 
 nlohmann::json decode_json(const BenchArgs& a, const BenchResult& r, const DecodeResult& d) {
@@ -450,6 +461,11 @@ void print_text(const BenchArgs& a, EngineSession& sess, const BenchResult& r) {
       "\nbandwidth %.1f GB/s (median of %zu reads of %.2f GiB%s, %d threads) | %.1f MB per decoded token | floor %.2f ms/token | isa %s\n",
       r.bandwidth(), r.bw.size(), r.probe_bytes / double(1ull << 30), r.probe_reads_weights ? " of the weights" : "",
       sess.threads(), r.acct.streamed_bytes / 1e6, r.floor_ms(), kernels::cpu_kernels().isa);
+  if (r.acct.expert_count > 0)
+    std::printf(
+        "mixture of experts: %llu of %llu experts a token (the MB above count that share); each depth's "
+        "floor and efficiency use the bytes its picked experts read\n",
+        static_cast<unsigned long long>(r.acct.expert_used), static_cast<unsigned long long>(r.acct.expert_count));
   std::printf("cpu %s | %s\n", sess.tuning().record.key.cpu_model.c_str(), describe_outcome(sess.tuning()).c_str());
   if (sess.threads() > 1) {
     const auto [lo, hi] = std::minmax_element(r.rt.begin(), r.rt.end());

@@ -155,14 +155,19 @@ json inspect_json(const GgufFile& f, const models::StreamAccount& acc, bool with
   j["bytes_per_type"] = std::move(bpt);
   json groups = json::object();
   for (auto g : {models::WeightGroup::kAttnQKV, models::WeightGroup::kAttnOutput, models::WeightGroup::kFfnGateUp,
-                 models::WeightGroup::kFfnDown, models::WeightGroup::kLmHead, models::WeightGroup::kEmbeddingRows,
-                 models::WeightGroup::kPle, models::WeightGroup::kSmall})
+                 models::WeightGroup::kFfnDown, models::WeightGroup::kFfnExperts, models::WeightGroup::kLmHead,
+                 models::WeightGroup::kEmbeddingRows, models::WeightGroup::kPle, models::WeightGroup::kSmall})
     groups[models::weight_group_name(g)] = acc.group_bytes(g);
   uint64_t unused = 0;
   for (const auto& t : acc.tensors)
     if (t.group == models::WeightGroup::kUnused) unused += t.file_bytes;
   j["decode_stream"] = {
       {"bytes_per_token", acc.streamed_bytes}, {"groups", std::move(groups)}, {"unused_tensor_bytes", unused}};
+  if (acc.expert_count > 0)
+    j["decode_stream"]["moe"] = {{"expert_count", acc.expert_count},
+                                 {"expert_used_count", acc.expert_used},
+                                 {"expert_tensor_bytes", acc.expert_file_bytes},
+                                 {"expert_bytes_per_token", acc.group_bytes(models::WeightGroup::kFfnExperts)}};
   return j;
 }
 
@@ -222,6 +227,12 @@ void print_text(const GgufFile& f, const models::StreamAccount& acc, const json&
   if (unused)
     std::printf("  %-22s %14llu bytes  (present in the file, never read)\n", "unused",
                 static_cast<unsigned long long>(unused));
+  if (acc.expert_count > 0)
+    std::printf(
+        "  mixture of experts: the expert tensors (%s in the file) count %llu/%llu of their bytes, the\n"
+        "  experts one token's router picks; a batch routed to different experts reads more\n",
+        human_bytes(acc.expert_file_bytes).c_str(), static_cast<unsigned long long>(acc.expert_used),
+        static_cast<unsigned long long>(acc.expert_count));
   std::printf("  %-22s %14llu bytes  %10s  -> %.1f ms/token at 30 GB/s\n", "total per token",
               static_cast<unsigned long long>(acc.streamed_bytes), human_bytes(acc.streamed_bytes).c_str(),
               acc.streamed_bytes / 30e9 * 1e3);

@@ -43,6 +43,9 @@ struct LayerSpec {
   float attn_scale = 1.0f;  // multiplies q·k
   bool v_norm = false;      // weightless RMSNorm on V (Gemma 4)
   bool k_eq_v = false;      // no V projection: V is the raw K projection (Gemma 4 31B global layers)
+  // Mixture-of-experts FFN beside the dense one (Gemma 4 26B-A4B, gemma4.md §2.9): n_expert
+  // experts of width n_ff_exp, n_expert_used of them per token. 0: a dense layer.
+  int32_t n_expert = 0, n_expert_used = 0, n_ff_exp = 0;
 };
 
 struct ModelSpec {
@@ -80,8 +83,9 @@ struct ForwardBatch {
 // Where a step's time goes, for `sluice bench`: the weight-streaming op classes, attention,
 // and everything else. A model given a profile adds each op's time (and the weight bytes it
 // streamed) to its class; `other` is the rest of the step's wall time.
-enum class OpClass { kFfnGateUp, kFfnDown, kAttnQkv, kAttnOutput, kLmHead, kAttention, kOther };
-inline constexpr int kOpClassCount = 7;
+// kFfnExperts: a MoE layer's routed experts (gate|up and down of the picked ones; gemma4.md §2.9).
+enum class OpClass { kFfnGateUp, kFfnDown, kFfnExperts, kAttnQkv, kAttnOutput, kLmHead, kAttention, kOther };
+inline constexpr int kOpClassCount = 8;
 const char* op_class_name(OpClass c);  // "ffn_gate_up", "ffn_down", "attn_qkv", ...
 
 struct StepProfile {

@@ -12,6 +12,7 @@ const char* weight_group_name(WeightGroup g) {
     case WeightGroup::kAttnOutput: return "attn output";
     case WeightGroup::kFfnGateUp: return "ffn gate|up";
     case WeightGroup::kFfnDown: return "ffn down";
+    case WeightGroup::kFfnExperts: return "ffn experts (k of E)";
     case WeightGroup::kLmHead: return "lm_head";
     case WeightGroup::kEmbeddingRows: return "embedding rows";
     case WeightGroup::kPle: return "per-layer embedding";
@@ -46,7 +47,11 @@ WeightGroup layer_group(std::string_view rest) {
       rest.starts_with("attn_qkv."))
     return WeightGroup::kAttnQKV;
   if (rest.starts_with("attn_output.")) return WeightGroup::kAttnOutput;
-  if (rest.starts_with("ffn_gate.") || rest.starts_with("ffn_up.")) return WeightGroup::kFfnGateUp;
+  if (rest.starts_with("ffn_gate_up_exps.") || rest.starts_with("ffn_gate_exps.") || rest.starts_with("ffn_up_exps.") ||
+      rest.starts_with("ffn_down_exps.weight"))
+    return WeightGroup::kFfnExperts;
+  if (rest.starts_with("ffn_gate.") || rest.starts_with("ffn_up.") || rest.starts_with("ffn_gate_inp.weight"))
+    return WeightGroup::kFfnGateUp;
   if (rest.starts_with("ffn_down.")) return WeightGroup::kFfnDown;
   if (rest.starts_with("inp_gate.") || rest.starts_with("proj.")) return WeightGroup::kPle;
   return WeightGroup::kSmall;
@@ -65,6 +70,10 @@ StreamAccount account_decode_stream(const gguf::GgufFile& f) {
     first_shared = n_layer - shared;
   }
   const bool tied = f.find_tensor("output.weight") == nullptr;
+  if (!arch.empty() && f.has(arch + ".expert_count")) {
+    acc.expert_count = f.get_uint(arch + ".expert_count", 1u << 16);
+    acc.expert_used = f.get_uint_or(arch + ".expert_used_count", acc.expert_count, acc.expert_count);
+  }
 
   for (const gguf::TensorInfo& t : f.tensors()) {
     TensorAccount a{t.name, WeightGroup::kSmall, t.type, t.nbytes, t.nbytes};
@@ -87,6 +96,10 @@ StreamAccount account_decode_stream(const gguf::GgufFile& f) {
       if (shared && (rest.starts_with("attn_k.") || rest.starts_with("attn_v.") || rest.starts_with("attn_k_norm."))) {
         a.group = WeightGroup::kUnused;
         a.streamed_bytes = 0;
+      }
+      if (a.group == WeightGroup::kFfnExperts) {
+        acc.expert_file_bytes += t.nbytes;
+        if (acc.expert_count > 0) a.streamed_bytes = t.nbytes / acc.expert_count * acc.expert_used;
       }
     }
     acc.streamed_bytes += a.streamed_bytes;

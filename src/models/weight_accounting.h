@@ -5,7 +5,11 @@
 //     (token_embd, per_layer_token_embd);
 //   * a tied lm_head (no output.weight) streams token_embd in full, counted once;
 //   * tensors the forward never reads are excluded and reported (Gemma 4 KV-shared layers
-//     keep attn_k / attn_v / attn_k_norm in real files, but use their source layer's cache).
+//     keep attn_k / attn_v / attn_k_norm in real files, but use their source layer's cache);
+//   * a mixture-of-experts layer's expert stacks (ffn_gate_up_exps or ffn_gate_exps +
+//     ffn_up_exps, ffn_down_exps) count expert_used_count / expert_count of their bytes: the
+//     experts one token's router picks (gemma4.md §2.9). A batched step that routes tokens to
+//     different experts reads more, up to every expert.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,7 @@ enum class WeightGroup {
   kAttnOutput,
   kFfnGateUp,
   kFfnDown,
+  kFfnExperts,
   kLmHead,
   kEmbeddingRows,
   kPle,
@@ -45,6 +50,9 @@ struct TensorAccount {
 struct StreamAccount {
   std::vector<TensorAccount> tensors;  // file order
   uint64_t streamed_bytes = 0;         // total per decoded token
+  // Mixture of experts: experts per layer and per token (0 when dense), and the file bytes of
+  // all expert stacks (of which streamed_bytes counts used / count).
+  uint64_t expert_count = 0, expert_used = 0, expert_file_bytes = 0;
   uint64_t group_bytes(WeightGroup g) const;
 };
 

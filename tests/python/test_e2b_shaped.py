@@ -19,6 +19,7 @@ GEN = [sys.executable, str(ROOT / "python" / "make_e2b_shaped.py")]
 # 35 layers with E2B's layer structure (pattern, 20 shared, double-wide FFN, head dims 256/512,
 # PLE 256), but narrow and with a small vocabulary: ~50 MB, written in well under a second.
 SMALL = ["--hidden", "256", "--ffn", "512", "--vocab", "2048"]
+GB_26B = 14.42   # 26B-A4B-shaped Q4_0, GB
 
 
 def spec_tensors():
@@ -214,7 +215,7 @@ def shape_from_spec(col):
                 k_eq_v=v["K=V (global layers have no v_proj)"] == "yes")
 
 
-@pytest.mark.parametrize("variant,col", [("e2b", "E2B"), ("e4b", "E4B"), ("31b", "31B")])
+@pytest.mark.parametrize("variant,col", [("e2b", "E2B"), ("e4b", "E4B"), ("31b", "31B"), ("26b-a4b", "26B-A4B")])
 def test_variant_shapes_match_the_spec_table(variant, col):
     want, s = shape_from_spec(col), m.VARIANTS[variant]
     got = dict(layers=s.layers, hidden=s.hidden, ffn=s.ffn, heads=s.heads, kv_swa=s.kv_heads,
@@ -254,10 +255,18 @@ def expected_plan(s):
         if s.ple:
             t.update({p + "inp_gate.weight": (QT.Q4_0, (E, s.ple)), p + "proj.weight": (QT.Q4_0, (s.ple, E)),
                       p + "post_norm.weight": (QT.F32, (E,))})
+        if s.experts:   # gemma4.md §2.9 / §3.3
+            X, F = s.experts, s.expert_ffn
+            t.update({p + "ffn_gate_inp.weight": (QT.F32, (E, X)), p + "ffn_gate_inp.scale": (QT.F32, (E,)),
+                      p + "ffn_gate_up_exps.weight": (QT.Q4_0, (E, 2 * F, X)),
+                      p + "ffn_down_exps.weight": (QT.Q4_0, (F, E, X)), p + "ffn_down_exps.scale": (QT.F32, (X,)),
+                      p + "pre_ffw_norm_2.weight": (QT.F32, (E,)), p + "post_ffw_norm_1.weight": (QT.F32, (E,)),
+                      p + "post_ffw_norm_2.weight": (QT.F32, (E,))})
     return t
 
 
-@pytest.mark.parametrize("variant,n_tensors,gb", [("e4b", 720, 5.17), ("31b", 833, 17.64)])
+@pytest.mark.parametrize("variant,n_tensors,gb", [("e4b", 720, 5.17), ("31b", 833, 17.64),
+                                                   ("26b-a4b", 658, GB_26B)])
 def test_full_variant_plans(variant, n_tensors, gb):
     s = m.VARIANTS[variant]
     plans = m.plan_tensors(s)
@@ -268,6 +277,32 @@ def test_full_variant_plans(variant, n_tensors, gb):
     if variant == "31b":   # the global layers (5, 11, ..., 59) have no V projection
         assert sorted(int(n.split(".")[1]) for n in got if n.startswith("blk.") and n.endswith("attn_k.weight")
                       and n.replace("attn_k", "attn_v") not in got) == list(range(5, 60, 6))
+
+
+def test_small_moe_variant_written_accounted_and_run(sluice_bin, tmp_path):
+    """26B-A4B's structure, shrunk: the expert keys and stacks, k/E of the expert bytes per
+    token in inspect's accounting, and sluice runs it."""
+    path = write_small(tmp_path / "26b.gguf", "--variant", "26b-a4b", "--layers", "6", "--experts", "16",
+                       "--expert-ffn", "128")
+    r = gguf.GGUFReader(str(path))
+    assert (field(r, "gemma4.expert_count"), field(r, "gemma4.expert_used_count"),
+            field(r, "gemma4.expert_feed_forward_length")) == (16, 8, 128)
+    assert field(r, "gemma4.attention.head_count_kv") == [8] * 5 + [2]
+    t = {x.name: x for x in r.tensors}
+    assert [int(v) for v in t["blk.0.ffn_gate_up_exps.weight"].shape] == [256, 256, 16]
+    assert [int(v) for v in t["blk.5.ffn_down_exps.weight"].shape] == [128, 256, 16]
+    res = run([sluice_bin, "inspect", path, "--json", "--no-tensors"])
+    assert res.returncode == 0, res.stderr
+    info = json.loads(res.stdout)
+    experts = sum(int(x.n_bytes) for x in r.tensors if "_exps.weight" in x.name)
+    assert info["decode_stream"]["moe"]["expert_bytes_per_token"] == experts // 2
+    total = sum(int(x.n_bytes) for x in r.tensors)
+    assert info["decode_stream"]["bytes_per_token"] == total - experts // 2
+    out = tmp_path / "logits.f32"
+    res = run([sluice_bin, "logits", "-m", path, "--ids", "2,600,1500,2000", "--out", out, "-t", "1"])
+    assert res.returncode == 0, res.stderr
+    x = np.fromfile(out, dtype=np.float32).reshape(4, 2048)
+    assert np.isfinite(x).all() and (x.std(axis=1) > 0.1).all()
 
 
 def test_small_variants_written_accounted_and_run(sluice_bin, tmp_path):

@@ -146,6 +146,13 @@ def test_text_output_and_errors(sluice_bin, gemma3_path, tmp_path):
     assert r.returncode == 1 and "cannot open" in r.stderr
 
 
+def finish(w):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+
 def test_gemma4_stream_accounting(sluice_bin, tmp_path):
     """KV-shared layers' k/v tensors are excluded; embedding tables stream one row."""
     n_layer, shared, d, ple = 4, 2, 32, 8
@@ -159,10 +166,7 @@ def test_gemma4_stream_accounting(sluice_bin, tmp_path):
         for name, shape in [("attn_q", (d, d)), ("attn_k", (8, d)), ("attn_v", (8, d)),
                             ("attn_k_norm", (8,)), ("ffn_down", (d, 2 * d))]:
             w.add_tensor(f"blk.{l}.{name}.weight", z(*shape))
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
+    finish(w)
     doc = inspect_json(sluice_bin, tmp_path / "g4.gguf")
     by = {t["name"]: t["bytes"] for t in doc["tensors"]}
     unused = sum(by[f"blk.{l}.{n}.weight"] for l in range(n_layer - shared, n_layer)
@@ -170,3 +174,41 @@ def test_gemma4_stream_accounting(sluice_bin, tmp_path):
     expected = sum(by.values()) - unused - by["per_layer_token_embd.weight"] + n_layer * ple * 4
     assert doc["decode_stream"]["unused_tensor_bytes"] == unused
     assert doc["decode_stream"]["bytes_per_token"] == expected
+
+
+def test_moe_stream_accounting(sluice_bin, tmp_path):
+    """A mixture-of-experts file (gemma4.md §2.9): the expert stacks stream
+    expert_used_count / expert_count of their bytes per token, the router and the dense FFN in
+    full, and the text and JSON say so."""
+    n_layer, d, f, n_exp, used = 2, 32, 16, 8, 2
+    w = GGUFWriter(str(tmp_path / "moe.gguf"), "gemma4")
+    w.add_uint32("gemma4.block_count", n_layer)
+    w.add_uint32("gemma4.expert_count", n_exp)
+    w.add_uint32("gemma4.expert_used_count", used)
+    z = lambda *shape: np.zeros(shape, dtype=np.float32)   # noqa: E731
+    w.add_tensor("token_embd.weight", z(64, d))
+    experts = []
+    for l in range(n_layer):
+        w.add_tensor(f"blk.{l}.ffn_gate_inp.weight", z(n_exp, d))
+        w.add_tensor(f"blk.{l}.ffn_gate_inp.scale", z(d))
+        w.add_tensor(f"blk.{l}.ffn_down.weight", z(d, 2 * d))
+        split = l == 1   # layer 1 has llama.cpp's split gate/up pair
+        names = (["ffn_gate_exps", "ffn_up_exps"] if split else ["ffn_gate_up_exps"]) + ["ffn_down_exps"]
+        for n in names:
+            shape = (n_exp, d, f) if n == "ffn_down_exps" else (n_exp, f if split else 2 * f, d)
+            w.add_tensor(f"blk.{l}.{n}.weight", z(*shape))
+            experts.append(f"blk.{l}.{n}.weight")
+        w.add_tensor(f"blk.{l}.ffn_down_exps.scale", z(n_exp))
+    finish(w)
+    doc = inspect_json(sluice_bin, tmp_path / "moe.gguf")
+    by = {t["name"]: t["bytes"] for t in doc["tensors"]}
+    expert_bytes = sum(by[n] for n in experts)
+    moe = doc["decode_stream"]["moe"]
+    assert moe == {"expert_count": n_exp, "expert_used_count": used, "expert_tensor_bytes": expert_bytes,
+                   "expert_bytes_per_token": expert_bytes * used // n_exp}
+    assert doc["decode_stream"]["groups"]["ffn experts (k of E)"] == expert_bytes * used // n_exp
+    assert doc["decode_stream"]["bytes_per_token"] == sum(by.values()) - expert_bytes + expert_bytes * used // n_exp
+    text = run([sluice_bin, "inspect", str(tmp_path / "moe.gguf")])
+    assert text.returncode == 0, text.stderr
+    assert "mixture of experts: the expert tensors" in text.stdout
+    assert f"count {used}/{n_exp} of their bytes" in text.stdout

@@ -1,8 +1,10 @@
-"""`sluice serve --spec draft` on tiny Gemma 4 with its own Q4_0 file as the draft and one
---kv-memory budget shared by both: four concurrent requests (greedy and seeded-sampled at temperature 1.5) get
+"""`sluice serve --spec draft` on tiny Gemma 4 (and the tiny mixture of experts) with its own
+Q4_0 file as the draft and one --kv-memory budget shared by both: four concurrent requests (greedy and seeded-sampled at temperature 1.5) get
 the texts a `--spec none` server gives, the draft's cache is carved out of the budget, and
 the drafted/accepted counters move."""
 import re
+
+import pytest
 
 from conftest import ROOT
 from server_util import Server, assert_clean_exit, completion_texts
@@ -10,15 +12,18 @@ from server_util import Server, assert_clean_exit, completion_texts
 GOLDEN = ROOT / "tests/data/golden"
 
 
-def test_serve_spec_draft_returns_the_plain_servers_text(sluice_bin):
-    target, draft = GOLDEN / "tiny-gemma4.f32.gguf", GOLDEN / "tiny-gemma4.q4_0.gguf"
+# tiny-gemma4-moe: the 26B-A4B-shaped mixture of experts (gemma4.md §2.9), on 2 threads so that
+# its steps run whole experts per thread; a step's tokens are grouped by expert.
+@pytest.mark.parametrize("tiny,threads", [("tiny-gemma4", "1"), ("tiny-gemma4-moe", "2")])
+def test_serve_spec_draft_returns_the_plain_servers_text(sluice_bin, tiny, threads):
+    target, draft = GOLDEN / f"{tiny}.f32.gguf", GOLDEN / f"{tiny}.q4_0.gguf"
     bodies = [{"model": "m", "prompt": p, "max_tokens": 40, "temperature": t, "seed": 5}
               for p in ("the quick brown fox jumps over the lazy dog " * 3, "one two three") for t in (0, 1.5)]
 
     results, logs = {}, {}
     for spec in ("none", "draft"):
         extra = ["--draft", draft, "--draft-max", "3"] if spec == "draft" else []
-        s = Server(sluice_bin, target, "--alias", "m", "-t", "1", "-P", "4", "-c", "512", "--kv-memory", "4M",
+        s = Server(sluice_bin, target, "--alias", "m", "-t", threads, "-P", "4", "-c", "512", "--kv-memory", "4M",
                    "--spec", spec, *extra)
         try:
             results[spec] = completion_texts(s, bodies, timeout=120)

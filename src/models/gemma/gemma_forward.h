@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,43 @@ using kernels::Linear;
 struct LayerOps {
   Linear qkv;  // [q | k | v] (KV-owning layers) or q alone
   Linear o, gate_up, down, inp_gate, proj;
+  // MoE layers (gemma_moe.cpp): the router [d -> E] and each expert's fused gate|up and down.
+  Linear router;
+  std::vector<Linear> exp_gate_up, exp_down;
+};
+
+// The buffers a gated MLP call works in: the matmuls' scratch, the GLU's output act [m × ff]
+// and, in decode-sized steps, act quantized for the down matrix.
+struct GluBuffers {
+  kernels::ActScratch scratch;
+  std::vector<float> act;
+  std::vector<uint8_t> act_q;
+};
+
+class ProfileMarks;
+
+// y[m × d] = Wdown · (gelu_tanh(Wgate·x) ⊙ Wup·x) for m rows of x through a fused gate|up
+// (gemma_ffn.cpp), on `pool`; each matmul's bytes and time go to `prof` (when given) under
+// classes gu and dn.
+void run_gated_mlp(ThreadPool& pool, const kernels::CpuKernels* isa, GluBuffers& buf, const Linear& gate_up,
+                   const Linear& down, const float* x, int64_t m, float* y, ProfileMarks* prof, OpClass gu, OpClass dn);
+
+// Pools of more threads than this run each MoE expert on the whole pool instead of by lane.
+inline constexpr int kMaxExpertLanes = 64;
+
+// A pool thread's own state for running whole experts of a MoE step by itself (gemma_moe.cpp):
+// a one-thread pool (runs inline) and its own buffers.
+struct ExpertLane {
+  ThreadPool serial{1};
+  GluBuffers buf;
+};
+
+// One token's choice of an expert in a MoE layer: its row in the step, its weight, and the row
+// of the expert-grouped buffers that holds the token's input and output for that expert.
+struct ExpertRoute {
+  int32_t expert = 0;
+  float weight = 0.0f;
+  int64_t row = 0;
 };
 
 // One distinct RoPE configuration (layers share them): inv[i] = scale·base^(−2i/n_rot)/ff[i].
@@ -142,6 +180,13 @@ class GemmaModel final : public Model {
   void paged_attention(int il, const ForwardBatch& b, KvCache& kv);
   // FFN step (gemma_ffn.cpp).
   void ffn(int il);
+  // MoE FFN step (gemma_moe.cpp): the routed experts beside the dense FFN, att_ → the layer's
+  // FFN output before post_ffw_norm.
+  void build_expert_ops(int il, LayerOps& ops);
+  void moe(int il);
+  void route(int il);
+  void run_experts(int il);
+  void run_experts_by_lane(int il);
   // Per-layer embeddings (gemma_ple.cpp).
   void per_layer_inputs();
   void ple_block(int il);
@@ -182,10 +227,17 @@ class GemmaModel final : public Model {
   std::vector<int32_t> tok_;
   std::vector<TokenRef> ref_;
   std::vector<int64_t> out_rows_;  // tokens whose logits the batch wants, in slice order
-  std::vector<float> x_, xn_, qkv_, v_, o_, att_, act_, ple_, pg_, rope_cs_, ple_row_;
-  std::vector<uint8_t> embd_raw_;              // embd_packed_'s rows of the step, in the file layout
-  std::vector<uint8_t> act_q_;                 // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
-  std::vector<kernels::PagedToken> attn_tok_;  // the step's tokens for the paged attention
+  std::vector<float> x_, xn_, qkv_, v_, o_, att_, ple_, pg_, rope_cs_, ple_row_;
+  GluBuffers glu_;  // the dense FFN's (and the serially run experts') GLU buffers
+  // MoE step: router input and logits [T × d], [T × E]; the k routes of each token [T × k];
+  // per expert the first grouped row and the count; grouped expert inputs and outputs [T·k × d].
+  std::vector<float> moe_in_, moe_logits_, moe_xg_, moe_yg_, moe_y_, moe_tap_;
+  std::vector<ExpertRoute> routes_;
+  std::vector<int64_t> expert_row0_, expert_rows_, expert_fill_;
+  std::vector<int32_t> picked_, picked_lane_;       // the step's picked experts, each one's lane
+  std::vector<std::unique_ptr<ExpertLane>> lanes_;  // one per pool thread (MoE models only)
+  std::vector<uint8_t> embd_raw_;                   // embd_packed_'s rows of the step, in the file layout
+  std::vector<kernels::PagedToken> attn_tok_;       // the step's tokens for the paged attention
   kernels::PagedAttention attn_;
   kernels::ActScratch scratch_;
 };

@@ -29,6 +29,11 @@ GemmaModel::GemmaModel(ModelSpec spec, GemmaWeights w, ThreadPool& pool, const k
            ls.head_dim, ls.n_head / ls.n_head_kv);
   }
   build_layer_ops();
+  // MoE steps run whole experts per thread (gemma_moe.cpp): a lane for each pool thread.
+  const bool moe = std::any_of(spec_.layers.begin(), spec_.layers.end(),
+                               [](const LayerSpec& l) { return l.n_expert > 0; });
+  if (moe && pool_.size() > 1 && pool_.size() <= kMaxExpertLanes)
+    for (int i = 0; i < pool_.size(); ++i) lanes_.push_back(std::make_unique<ExpertLane>());
   lm_head_ = build_lm_head(lm_head);
   if (spec_.ple_dim > 0)
     ple_model_proj_ = Linear::build({&w_.ple_model_proj, 1}, pool_, "per_layer_model_proj", false, &arena_, w_.release);
@@ -70,6 +75,7 @@ void GemmaModel::build_layer_ops() {
     ops.o = Linear::build({&lw.wo, 1}, pool_, p + "attn_output", false, &arena_, rel);
     ops.gate_up = Linear::build_glu(lw.gate, lw.up, pool_, p + "ffn_gate_up", &arena_, rel);
     ops.down = Linear::build({&lw.down, 1}, pool_, p + "ffn_down", false, &arena_, rel);
+    if (spec_.layers[il].n_expert > 0) build_expert_ops(il, ops);
     if (spec_.ple_dim > 0) {
       ops.inp_gate = Linear::build({&lw.inp_gate, 1}, pool_, p + "inp_gate", false, &arena_, rel);
       ops.proj = Linear::build({&lw.proj, 1}, pool_, p + "proj", false, &arena_, rel);
@@ -137,9 +143,13 @@ Linear GemmaModel::build_lm_head(LmHeadFormat f) {
 
 std::vector<std::string> GemmaModel::describe_weights() const {
   std::vector<std::string> out;
-  for (const LayerOps& l : layer_ops_)
-    for (const Linear* m : {&l.qkv, &l.o, &l.gate_up, &l.down, &l.inp_gate, &l.proj})
+  for (const LayerOps& l : layer_ops_) {
+    for (const Linear* m : {&l.qkv, &l.o, &l.gate_up, &l.down, &l.router, &l.inp_gate, &l.proj})
       if (!m->empty()) out.push_back(m->describe());
+    // Experts: one line per kind, for the first expert (all share shape and format).
+    for (const std::vector<Linear>* v : {&l.exp_gate_up, &l.exp_down})
+      if (!v->empty()) out.push_back(std::to_string(v->size()) + " experts × " + v->front().describe());
+  }
   if (!ple_model_proj_.empty()) out.push_back(ple_model_proj_.describe());
   out.push_back(lm_head_.describe());
   return out;
@@ -312,8 +322,8 @@ void GemmaModel::output(float* logits, float* hidden) {
 }
 
 const char* op_class_name(OpClass c) {
-  static const char* const kNames[kOpClassCount] = {"ffn_gate_up", "ffn_down",  "attn_qkv", "attn_output",
-                                                    "lm_head",     "attention", "other"};
+  static const char* const kNames[kOpClassCount] = {"ffn_gate_up", "ffn_down", "ffn_experts", "attn_qkv",
+                                                    "attn_output", "lm_head",  "attention",   "other"};
   return kNames[static_cast<int>(c)];
 }
 

@@ -12,6 +12,16 @@
 
 namespace sluice::models {
 
+// The routed experts of a mixture-of-experts layer (gemma4.md §2.9): E experts of width f over
+// n_embd d. Expert matrices are views of the file's [cols, rows, E] tensors, one per expert.
+struct GemmaExpertWeights {
+  Mat router;                                                       // ffn_gate_inp [d -> E]
+  std::vector<float> router_scale;                                  // ffn_gate_inp.scale [d]
+  std::vector<float> expert_scale;                                  // ffn_down_exps.scale [E]
+  std::vector<float> pre_norm, post_norm_dense, post_norm_experts;  // pre_ffw_norm_2, post_ffw_norm_1/_2 [d]
+  std::vector<Mat> gate, up, down;                                  // per expert: [d -> f], [d -> f], [f -> d]
+};
+
 struct GemmaLayerWeights {
   std::vector<float> attn_norm, q_norm, k_norm, post_attn_norm, ffn_norm, post_ffw_norm;
   Mat wq, wk, wv, wo;  // wk/wv empty when the layer reads shared K/V; wv when k_eq_v
@@ -19,6 +29,7 @@ struct GemmaLayerWeights {
   Mat inp_gate, proj;            // PLE (Gemma 4)
   std::vector<float> post_norm;  // PLE post-norm
   float out_scale = 1.0f;        // Gemma 4 layer scalar (1 when absent)
+  GemmaExpertWeights moe;        // MoE layers only (LayerSpec::n_expert > 0)
 };
 
 struct GemmaWeights {
@@ -60,6 +71,11 @@ struct Gemma4Layers {
   bool has_rope_freqs = false;
 };
 Gemma4Layers read_gemma4_layers(const gguf::GgufFile& f, const std::string& a, int32_t n_layer, int32_t max_window);
+
+// Gemma 4 MoE layers (gemma4_moe.cpp): the expert counts of the file's keys into every layer
+// of `spec` (none when the file has no expert_count), and the expert tensors of layer il.
+void read_gemma4_experts(const gguf::GgufFile& f, const std::string& a, ModelSpec& spec);
+GemmaExpertWeights bind_gemma4_experts(const gguf::GgufFile& f, const WeightBinder& b, const ModelSpec& spec, int il);
 
 std::unique_ptr<Model> make_gemma_model(ModelSpec spec, GemmaWeights w, const LoadOptions& opt);
 

@@ -1,7 +1,8 @@
 // Gemma 4 from GGUF (gemma4.md §3): sliding/global layers with their own head dims and RoPE,
 // KV-shared layers, global layers whose V is their K projection (no attn_v), per-layer
-// embeddings, V-norm, layer scalar, proportional RoPE through rope_freqs, final softcap. Norm weights are used as
-// stored (no +1, unlike Gemma 3).
+// embeddings, V-norm, layer scalar, proportional RoPE through rope_freqs, final softcap, and the
+// mixture-of-experts FFN of 26B-A4B (gemma4_moe.cpp). Norm weights are used as stored (no +1,
+// unlike Gemma 3).
 #include <cmath>
 
 #include "base/error.h"
@@ -55,9 +56,6 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
   const char* fn = f.name().c_str();
   ModelSpec s = read_gemma_common(f, "gemma4", 131072);
   s.ple_dim = static_cast<int32_t>(f.get_uint_or(a + "embedding_length_per_layer_input", 0, 1 << 16));
-  if (const uint64_t experts = f.get_uint_or(a + "expert_count", 0); experts > 0)
-    fail("%s: MoE not supported yet: key '%sexpert_count' = %llu (a Gemma 4 mixture-of-experts model)", fn, a.c_str(),
-         static_cast<unsigned long long>(experts));
 
   const Gemma4Layers g = read_gemma4_layers(f, a, s.n_layer, INT32_MAX);
   const int32_t n_shared = static_cast<int32_t>(f.get_uint_or(a + "attention.shared_kv_layers", 0, s.n_layer));
@@ -85,6 +83,7 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
     }
     s.layers.push_back(ls);
   }
+  read_gemma4_experts(f, a, s);
   if (opt.adjust_spec) opt.adjust_spec(s);
   assign_kv_groups(s);
 
@@ -110,6 +109,7 @@ std::unique_ptr<Model> load_gemma4(const gguf::GgufFile& f, const LoadOptions& o
       lw.post_norm = b.vector_f32(p + "post_norm.weight", s.n_embd);
     }
     if (b.has(p + "layer_output_scale.weight")) lw.out_scale = b.vector_f32(p + "layer_output_scale.weight", 1)[0];
+    if (s.layers[l].n_expert > 0) lw.moe = bind_gemma4_experts(f, b, s, l);
     w.layers.push_back(std::move(lw));
   }
   w.release = b.release_pages();

@@ -4,7 +4,7 @@
 // sequences — greedy and seeded temperature-0.8 sampling, shared prefixes with prefix caching,
 // prompts longer than the sliding window (16), prefill mixed with decodes — and one sequence
 // alone, K in {1, 3, 8}: the tokens must be bitwise those without speculation, and both block
-// pools empty at the end.
+// pools empty at the end. The same for the tiny mixture-of-experts Gemma 4 (26B-A4B-shaped).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -158,6 +158,16 @@ TEST(DraftModelGguf, TinyGemma3OutputIsBitwiseThePlainOutput) {
 
 TEST(DraftModelGguf, TinyGemma4OutputIsBitwiseThePlainOutput) {
   check_cases("tiny-gemma4.f32.gguf", cases_for("tiny-gemma4"));
+}
+
+// The 26B-A4B-shaped tiny MoE: a step's tokens are grouped by expert, so a verification step
+// (a sequence's drafts batched with the other sequences' tokens) must route and compute each
+// token exactly as a plain decode does. Eight sequences with prefix-cache hits, and alone.
+TEST(DraftModelGguf, TinyGemma4MoeOutputIsBitwiseThePlainOutput) {
+  check_cases("tiny-gemma4-moe.f32.gguf", {{"tiny-gemma4-draft.f32.gguf", 3, true},
+                                           {"tiny-gemma4-moe.q4_0.gguf", 3, true},
+                                           {"tiny-gemma4-moe.q4_0.gguf", 8, false},
+                                           {"tiny-gemma4-moe.f32.gguf", 8, false}});
 }
 
 TEST(DraftModelGguf, AVocabularyMismatchNamesTheFirstDifferentId) {

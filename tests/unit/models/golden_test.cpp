@@ -1,7 +1,8 @@
 // Logits of the tiny Gemma 4 / Gemma 3 fixtures against Hugging Face transformers
 // (tests/data/golden, written by python/make_golden.py): fed whole, in chunks and token by
 // token. A sensitivity test switches each Gemma 4 feature off and shows the comparison
-// would catch it.
+// would catch it. The MoE fixtures (26B-A4B-shaped) run here too; their per-layer sensitivity
+// (one expert row, one router scale) is in layer_taps_test.cpp.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -93,7 +94,10 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Golden,
                                            Case{"tiny-gemma4", "q4_0"}, Case{"tiny-gemma3", "f32"},
                                            Case{"tiny-gemma3", "q8_0"}, Case{"tiny-gemma3", "q4_0"},
                                            Case{"tiny-gemma4-k-eq-v", "f32"}, Case{"tiny-gemma4-k-eq-v", "q8_0"},
-                                           Case{"tiny-gemma4-k-eq-v", "q4_0"}),
+                                           Case{"tiny-gemma4-k-eq-v", "q4_0"}, Case{"tiny-gemma4-moe", "f32"},
+                                           Case{"tiny-gemma4-moe", "q8_0"}, Case{"tiny-gemma4-moe", "q4_0"},
+                                           Case{"tiny-gemma4-moe-split", "f32"}, Case{"tiny-gemma4-moe-split", "q8_0"},
+                                           Case{"tiny-gemma4-moe-split", "q4_0"}),
                          [](const auto& p) {
                            std::string n = p.param.model + "_" + p.param.variant;
                            for (char& ch : n)

@@ -59,7 +59,31 @@ std::optional<TapDiff> first_failure(const std::vector<TapDiff>& taps) {
   return std::nullopt;
 }
 
-const char* kModels[] = {"tiny-gemma4", "tiny-gemma3", "tiny-gemma4-k-eq-v"};
+const char* kModels[] = {"tiny-gemma4", "tiny-gemma3", "tiny-gemma4-k-eq-v", "tiny-gemma4-moe",
+                         "tiny-gemma4-moe-split"};
+
+// The router's top-k expert ids of every MoE layer equal transformers' exactly (the taps
+// "moe_experts.i" hold them as floats; any other id differs by at least 1).
+TEST(LayerTaps, MoeTopKChoicesEqualTransformers) {
+  const json man = golden::manifest();
+  for (const char* mid : {"tiny-gemma4-moe", "tiny-gemma4-moe-split"}) {
+    const json& m = man["models"][mid];
+    const json& v = m["variants"]["f32"];
+    auto f = golden::open_fixture(v["gguf"].get<std::string>());
+    const auto ref = golden::read_taps(golden::kDir + v["taps"].get<std::string>());
+    const auto ids = m["token_ids"].get<std::vector<int32_t>>();
+    int layers = 0;
+    models::Tap tap = [&](const models::TapView& t) {
+      if (std::string(t.name) != "moe_experts") return;
+      const std::vector<float>& r = ref.at("moe_experts." + std::to_string(t.layer));
+      ASSERT_EQ(r.size(), static_cast<size_t>(t.rows * t.width));
+      EXPECT_EQ(std::vector<float>(t.data, t.data + r.size()), r) << mid << " layer " << t.layer;
+      ++layers;
+    };
+    golden::run(*f, ids, ids.size(), {}, tap);
+    EXPECT_EQ(layers, m["options"]["layers"].get<int>()) << mid;
+  }
+}
 
 TEST(LayerTaps, EveryLayerMatchesTransformers) {
   const json man = golden::manifest();
@@ -92,13 +116,20 @@ TEST(LayerTaps, ScalingOneRowOfAnyLayerWeightFailsAtThatLayer) {
     int checked = 0;
     for (const gguf::TensorInfo& t : orig->tensors()) {
       int il = -1;
-      if (t.n_dims != 2 || std::sscanf(t.name.c_str(), "blk.%d.", &il) != 1) continue;
+      // Matrices, the MoE experts' 3-D stacks (the middle row is row 0 of the middle expert)
+      // and the MoE scale vectors (router input scale, per-expert output scale).
+      const bool scale = t.n_dims == 1 && t.name.ends_with(".scale");
+      if ((t.n_dims < 2 && !scale) || std::sscanf(t.name.c_str(), "blk.%d.", &il) != 1) continue;
       ASSERT_EQ(t.type, DType::F32) << t.name;
       // The middle row: an output unit, not the first or last of a fused part.
       const uint64_t row = t.rows() / 2, off = static_cast<uint64_t>(t.data - bytes.data()) + row * t.row_bytes();
       std::vector<uint8_t> copy = bytes;
       float* w = reinterpret_cast<float*>(copy.data() + off);
-      for (uint64_t i = 0; i < t.ne[0]; ++i) w[i] *= 1.01f;
+      if (scale) {  // one element: the middle input's router scale, the middle expert's scale
+        w[t.ne[0] / 2] *= 1.01f;
+      } else {
+        for (uint64_t i = 0; i < t.ne[0]; ++i) w[i] *= 1.01f;
+      }
       auto g = gguf::GgufFile::parse(copy, t.name + " ×1.01");
       const auto bad = first_failure(compare_taps(*g, ids, ref));
       ASSERT_TRUE(bad) << mid << ": scaling a row of " << t.name << " went unnoticed";

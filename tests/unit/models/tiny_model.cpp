@@ -4,7 +4,9 @@
 #include <cstring>
 #include <random>
 
+#include "base/fp16.h"
 #include "gguf/writer.h"
+#include "quant/blocks.h"
 #include "quant/quant.h"
 
 namespace sluice::test {
@@ -25,6 +27,41 @@ struct Gen {
     return out;
   }
 };
+
+// Q4_K has no reference quantizer: blocks of random codes, sub-block scales and mins, with
+// d and dmin chosen so the values have about the given scale (quants.md §7).
+std::vector<uint8_t> random_q4_k(std::mt19937_64& rng, size_t blocks, float scale) {
+  std::vector<uint8_t> out(blocks * sizeof(quant::BlockQ4_K));
+  for (size_t b = 0; b < blocks; ++b) {
+    quant::BlockQ4_K k;
+    for (uint8_t& x : k.scales) x = static_cast<uint8_t>(rng());
+    for (uint8_t& x : k.qs) x = static_cast<uint8_t>(rng());
+    // value = d·sc·q − dmin·m with q in 0..15 and 6-bit sc, m: centred near 0, spread ~scale
+    k.d = f32_to_f16(scale / 150.0f);
+    k.dmin = f32_to_f16(scale / 40.0f);
+    std::memcpy(&out[b * sizeof k], &k, sizeof k);
+  }
+  return out;
+}
+
+// The MoE tensors of one layer (prefix p, gemma4.md §2.9).
+template <class Add>
+void add_experts(Add& add, const TinyConfig& c, const std::string& p) {
+  const uint64_t d = c.n_embd, E = c.n_expert, f = c.n_ff_exp;
+  add(p + "ffn_gate_inp.weight", {d, E}, 0.3f);
+  add(p + "ffn_gate_inp.scale", {d}, 0.2f, 1.0f);
+  if (c.split_gate_up) {
+    add(p + "ffn_gate_exps.weight", {d, f, E}, 0.15f);
+    add(p + "ffn_up_exps.weight", {d, f, E}, 0.15f);
+  } else {
+    add(p + "ffn_gate_up_exps.weight", {d, 2 * f, E}, 0.15f);
+  }
+  add(p + "ffn_down_exps.weight", {f, d, E}, 0.15f);
+  add(p + "ffn_down_exps.scale", {E}, 0.2f, 1.0f);
+  add(p + "pre_ffw_norm_2.weight", {d}, 0.1f, 1.0f);
+  add(p + "post_ffw_norm_1.weight", {d}, 0.1f, 1.0f);
+  add(p + "post_ffw_norm_2.weight", {d}, 0.1f, 1.0f);
+}
 }  // namespace
 
 std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
@@ -36,7 +73,13 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
   w.add_u32(a + "block_count", c.n_layer);
   w.add_u32(a + "embedding_length", c.n_embd);
   w.add_u32(a + "attention.head_count", c.n_head);
-  w.add_u32(a + "attention.head_count_kv", c.n_head_kv);
+  if (g4 && c.n_head_kv_global > 0) {
+    std::vector<int32_t> kv(c.n_layer);
+    for (int l = 0; l < c.n_layer; ++l) kv[l] = l % 5 != 4 ? c.n_head_kv : c.n_head_kv_global;
+    w.add_array(a + "attention.head_count_kv", ValueType::I32, kv);
+  } else {
+    w.add_u32(a + "attention.head_count_kv", c.n_head_kv);
+  }
   w.add_f32(a + "attention.layer_norm_rms_epsilon", 1e-6f);
   w.add_u32(a + "attention.sliding_window", c.window);
   w.add_f32(a + "rope.freq_base", 1e6f);
@@ -58,7 +101,11 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
     w.add_u32(a + "attention.shared_kv_layers", c.n_shared);
     w.add_u32(a + "embedding_length_per_layer_input", c.ple);
     w.add_f32(a + "final_logit_softcapping", c.softcap);
-    if (c.n_expert > 0) w.add_u32(a + "expert_count", c.n_expert);
+    if (c.n_expert > 0) {
+      w.add_u32(a + "expert_count", c.n_expert);
+      w.add_u32(a + "expert_used_count", c.n_expert_used);
+      w.add_u32(a + "expert_feed_forward_length", c.n_ff_exp);
+    }
   } else {
     w.add_u32(a + "feed_forward_length", c.n_ff);
     w.add_u32(a + "attention.key_length", c.hd_swa);
@@ -70,12 +117,18 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
   auto add = [&](const std::string& name, std::vector<uint64_t> ne, float scale, float mean = 0.0f) {
     if (c.omit.count(name)) return;
     if (name == c.wrong_shape) ne[0] += 1;
+    if (name == c.wrong_experts) ne[2] -= 1;
+    if (name == c.wrong_rows) ne[1] += 32;
     size_t n = 1;
     for (uint64_t x : ne) n *= x;
     std::vector<uint8_t> data = g.f32(n, scale, mean);
     const uint32_t be = dtype_info(c.matrix_type).block_elems;
-    if (c.matrix_type != DType::F32 && ne.size() == 2 && ne[0] % be == 0) {
-      std::vector<uint8_t> q(dtype_row_bytes(c.matrix_type, ne[0]) * ne[1]);
+    if (c.matrix_type == DType::Q4_K && ne.size() >= 2 && ne[0] % be == 0) {
+      w.add_tensor(name, DType::Q4_K, ne, random_q4_k(g.rng, n / be, scale));
+      return;
+    }
+    if (c.matrix_type != DType::F32 && ne.size() >= 2 && ne[0] % be == 0) {
+      std::vector<uint8_t> q(dtype_row_bytes(c.matrix_type, ne[0]) * (n / ne[0]));
       quant::quantize_ref(c.matrix_type, reinterpret_cast<const float*>(data.data()), q.data(),
                           static_cast<int64_t>(n));
       last_type = c.matrix_type;
@@ -91,11 +144,13 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
   add("token_embd.weight", {d, uint64_t(c.n_vocab)}, 0.3f);
   if (c.output_copy) w.add_tensor("output.weight", last_type, {d, uint64_t(c.n_vocab)}, last_data);
   add("output_norm.weight", {d}, 0.1f, 1.0f);
-  if (g4) {
+  if (g4 && c.ple > 0) {
     const uint64_t LP = uint64_t(c.n_layer) * c.ple;
     add("per_layer_token_embd.weight", {LP, uint64_t(c.n_vocab)}, 0.3f);
     add("per_layer_model_proj.weight", {d, LP}, 0.3f);
     add("per_layer_proj_norm.weight", {uint64_t(c.ple)}, 0.1f, 1.0f);
+  }
+  if (g4) {
     // Proportional RoPE: the first quarter of the frequencies rotate, the rest are divided by 1e30.
     std::vector<float> rf(c.hd_full / 2, 1e30f);
     for (int i = 0; i < c.hd_full / 8; ++i) rf[i] = 1.0f;
@@ -107,7 +162,8 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = "blk." + std::to_string(l) + ".";
     const uint64_t hd = g4 && !sliding[l] ? c.hd_full : c.hd_swa;
-    const uint64_t qw = hd * c.n_head, kvw = hd * c.n_head_kv;
+    const int kv_heads = g4 && !sliding[l] && c.n_head_kv_global > 0 ? c.n_head_kv_global : c.n_head_kv;
+    const uint64_t qw = hd * c.n_head, kvw = hd * kv_heads;
     const bool has_kv = !g4 || l < c.n_layer - c.n_shared;
     const float norm_mean = 1.0f;
     add(p + "attn_norm.weight", {d}, 0.1f, norm_mean);
@@ -125,14 +181,27 @@ std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c) {
     add(p + "ffn_up.weight", {d, uint64_t(ff[l])}, 0.15f);
     add(p + "ffn_down.weight", {uint64_t(ff[l]), d}, 0.15f);
     add(p + "post_ffw_norm.weight", {d}, 0.1f, norm_mean);
-    if (g4) {
+    if (g4 && c.n_expert > 0) add_experts(add, c, p);
+    if (g4 && c.ple > 0) {
       add(p + "inp_gate.weight", {d, uint64_t(c.ple)}, 0.15f);
       add(p + "proj.weight", {uint64_t(c.ple), d}, 0.15f);
       add(p + "post_norm.weight", {d}, 0.1f, norm_mean);
-      add(p + "layer_output_scale.weight", {1}, 0.1f, 0.8f);
     }
+    if (g4) add(p + "layer_output_scale.weight", {1}, 0.1f, 0.8f);
   }
   return w.to_bytes();
+}
+
+TinyConfig tiny_moe_config(TinyConfig c) {
+  c.n_expert = 8;
+  c.n_expert_used = 2;
+  c.n_shared = 0;
+  c.ple = 0;
+  c.double_wide = false;
+  c.k_eq_v = true;
+  c.n_head_kv = 2;
+  c.n_head_kv_global = 1;
+  return c;
 }
 
 }  // namespace sluice::test

@@ -18,7 +18,13 @@ struct TinyConfig {
   int n_ff = 128, n_vocab = 96, window = 8, n_shared = 4, ple = 16;
   bool double_wide = true;
   bool k_eq_v = false;  // Gemma 4: global layers without attn_v (31B)
-  int n_expert = 0;     // Gemma 4: writes expert_count when > 0 (MoE files)
+  // Gemma 4 mixture of experts (gemma4.md §2.9) when n_expert > 0: every layer gets a router
+  // and n_expert experts of width n_ff_exp beside its dense FFN, n_expert_used per token.
+  int n_expert = 0, n_expert_used = 2, n_ff_exp = 32;
+  bool split_gate_up = false;  // ffn_gate_exps + ffn_up_exps instead of the fused ffn_gate_up_exps
+  int n_head_kv_global = 0;    // Gemma 4: KV heads of global layers (0: n_head_kv), a per-layer array
+  std::string wrong_experts;   // tensor name to write with one expert fewer (third dimension)
+  std::string wrong_rows;      // tensor name to write with 32 rows more (second dimension)
   float softcap = 30.0f;
   bool output_copy = false;    // writes output.weight, a copy of token_embd: untied, the same values
   std::set<std::string> omit;  // tensor names to leave out
@@ -31,5 +37,9 @@ struct TinyConfig {
 
 // Gemma 4: pattern [S,S,S,S,F] repeated; Gemma 3: layer l global iff (l+1) % 6 == 0.
 std::vector<uint8_t> make_tiny_gguf(const TinyConfig& c);
+
+// `c` made 26B-A4B-shaped: every layer a MoE FFN (8 experts, 2 per token) beside the dense one,
+// K=V global layers with fewer KV heads (2 sliding, 1 global), no KV sharing, no PLE.
+TinyConfig tiny_moe_config(TinyConfig c = {});
 
 }  // namespace sluice::test
