@@ -16,6 +16,8 @@ ALLOWED = {
     "kernels": {"tensor", "quant", "threading", "gguf", "base"},
     "tune": {"kernels", "tensor", "quant", "threading", "gguf", "base"},
     "kv": {"base"},
+    # Image decoding and preprocessing: bytes in, patches out; the towers (models/) never see it.
+    "media": {"base"},
     "sampling": {"base"},
     "spec": {"sampling", "base"},
     "tokenizer": {"gguf", "base"},

@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""Golden data for sluice's image path (src/media, docs/spec/gemma4.md §6), from transformers'
+Gemma4ImageProcessor (torchvision backend) and PIL — implementations we did not write.
+
+    PYTHONPATH=<torchvision+pillow> .venv-golden/bin/python python/make_vision_golden.py
+
+Writes tests/data/golden/vision/:
+  decode/<case>.<ext>   small encoded images (PNG/JPEG/WebP/GIF in many modes), made here
+                        with PIL from fixed patterns;
+  decode/<case>.rgb     what transformers' processor sees: convert_to_rgb(PIL.Image.open(f)),
+                        raw [height][width][3] bytes;
+  preprocess.json       a sweep of image sizes x token budgets: the processor's soft-token
+                        count, patch grid, and digests of its pixel_values (the 8-bit codes
+                        c = round(255 v), checked here to reproduce v exactly as float32(c) *
+                        float32(1/255)) for the synthetic pattern `pattern()` below, which the
+                        C++ test regenerates;
+  manifest.json         versions and the list of decode cases.
+"""
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "golden" / "vision"
+
+
+def pattern(width: int, height: int) -> np.ndarray:
+    """[h, w, 3] uint8: gradients, a product term and a block xor texture (any size, exact in
+    unsigned 64-bit arithmetic; tests/unit/media/media_golden_test.cpp computes the same)."""
+    x = np.arange(width, dtype=np.uint64)[None, :, None]
+    y = np.arange(height, dtype=np.uint64)[:, None, None]
+    c = np.arange(3, dtype=np.uint64)[None, None, :]
+    v = x * 13 + y * 29 + c * 71 + ((x * y) >> np.uint64(3)) + (((x >> np.uint64(2)) ^ (y >> np.uint64(2))) * 37)
+    return (v & np.uint64(255)).astype(np.uint8)
+
+
+# (width, height, budget): >= 40 sizes from 1x1 to 4000x3000, both orientations, every budget.
+SWEEP = [
+    (1, 1, 280), (2, 1, 280), (1, 2, 280), (3, 7, 280), (7, 3, 280), (16, 16, 280), (47, 48, 280),
+    (48, 48, 280), (49, 50, 280), (100, 1, 280), (1, 100, 280), (4000, 1, 280), (1, 4000, 280),
+    (3000, 2, 280), (2, 3000, 280), (911, 17, 280), (17, 911, 280), (224, 224, 280), (300, 200, 280),
+    (200, 300, 280), (640, 480, 280), (480, 640, 280), (768, 768, 280), (800, 600, 280), (600, 800, 280),
+    (1024, 768, 280), (768, 1024, 280), (1000, 1000, 280), (1280, 720, 280), (720, 1280, 280),
+    (1920, 1080, 280), (1080, 1920, 280), (2048, 1536, 280), (1536, 2048, 280), (777, 333, 280),
+    (333, 777, 280), (1234, 567, 280), (567, 1234, 280), (803, 803, 280), (804, 802, 280),
+    (4000, 3000, 280), (3000, 4000, 280), (912, 672, 280), (672, 912, 280),
+    (640, 480, 70), (480, 640, 70), (50, 4000, 70), (640, 480, 140), (333, 777, 140),
+    (640, 480, 560), (777, 333, 560), (640, 480, 1120), (1920, 1080, 1120), (1, 1, 1120), (3000, 4000, 1120),
+]
+
+
+def code_digest(codes: np.ndarray) -> dict:
+    """Digests of a flat uint8 array that the C++ test recomputes exactly (int64 arithmetic)."""
+    c = codes.astype(np.int64).ravel()
+    i = np.arange(c.size, dtype=np.int64)
+    w = (i * 2654435761) % 1000003 + 1
+    return {"n": int(c.size), "sum": int(c.sum()), "weighted": int((c * w).sum()), "head": c[:48].tolist()}
+
+
+def preprocess_sweep(torch, Gemma4ImageProcessor, Image) -> list:
+    inv255 = np.float32(1.0 / 255.0)
+    cases = []
+    for width, height, budget in SWEEP:
+        proc = Gemma4ImageProcessor(max_soft_tokens=budget)
+        out = proc(images=Image.fromarray(pattern(width, height), "RGB"), return_tensors="pt")
+        pos = out["image_position_ids"][0].numpy()
+        valid = (pos != -1).all(-1)
+        px = int(pos[valid, 0].max()) + 1
+        py = int(pos[valid, 1].max()) + 1
+        pv = out["pixel_values"][0].numpy()[valid]  # [n_patches, 768] float32
+        codes = np.rint(pv.astype(np.float64) * 255.0)
+        assert codes.min() >= 0 and codes.max() <= 255
+        assert np.array_equal(codes.astype(np.float32) * inv255, pv), "pixel values are not float32(c)/255"
+        n_tok = int(out["num_soft_tokens_per_image"][0])
+        assert n_tok == px * py // 9
+        cases.append({"width": width, "height": height, "budget": budget, "soft_tokens": n_tok,
+                      "patches_x": px, "patches_y": py, "codes": code_digest(codes.astype(np.uint8))})
+        print(f"  {width}x{height} @{budget}: {px * 16}x{py * 16}, {n_tok} tokens", file=sys.stderr)
+    return cases
+
+
+def decode_cases(Image):
+    """(name, ext, PIL save kwargs, PIL image) for the decode golden files."""
+    rgb = Image.fromarray(pattern(23, 17), "RGB")
+    a = pattern(23, 17)[:, :, 1]
+    alpha = Image.fromarray(((a.astype(np.int32) * 7) % 256).astype(np.uint8), "L")
+    rgba = rgb.copy()
+    rgba.putalpha(alpha)
+    grey = rgb.convert("L")
+    la = grey.copy()
+    la.putalpha(alpha)
+    pal = rgb.quantize(colors=37)
+    pal_t = pal.copy()
+    pal_t.info["transparency"] = 5
+    grey16 = Image.fromarray(pattern(23, 17)[:, :, 0].astype(np.uint16) * 3)
+    bw = grey.point(lambda v: 255 if v > 128 else 0).convert("1")
+    rgb_t = rgb.copy()
+    rgb_t.info["transparency"] = tuple(int(v) for v in pattern(23, 17)[0, 0])
+    big = Image.fromarray(pattern(64, 48), "RGB")
+    return [
+        ("png_rgb", "png", {}, rgb), ("png_rgba", "png", {}, rgba), ("png_grey", "png", {}, grey),
+        ("png_grey_alpha", "png", {}, la), ("png_palette", "png", {}, pal),
+        ("png_palette_trns", "png", {"transparency": 5}, pal), ("png_grey16", "png", {}, grey16),
+        ("png_bilevel", "png", {}, bw), ("png_rgb_trns", "png", {"transparency": rgb_t.info["transparency"]}, rgb),
+        ("png_interlaced", "png", {"interlace": 1}, rgba),
+        ("jpeg_420", "jpg", {"quality": 85, "subsampling": 2}, big), ("jpeg_444", "jpg", {"quality": 90, "subsampling": 0}, big),
+        ("jpeg_422", "jpg", {"quality": 75, "subsampling": 1}, rgb), ("jpeg_grey", "jpg", {"quality": 80}, grey),
+        ("jpeg_progressive", "jpg", {"quality": 80, "progressive": True}, big),
+        ("webp_lossy", "webp", {"quality": 80}, big), ("webp_lossless", "webp", {"lossless": True}, rgb),
+        ("webp_alpha_lossy", "webp", {"quality": 70}, rgba), ("webp_alpha_lossless", "webp", {"lossless": True}, rgba),
+        ("gif_palette", "gif", {}, pal), ("gif_transparent", "gif", {"transparency": 5}, pal),
+        ("gif_grey", "gif", {}, grey), ("gif_interlaced", "gif", {"interlace": True}, pal),
+    ]
+
+
+def write_decode_cases(Image, convert_to_rgb) -> list:
+    d = OUT / "decode"
+    d.mkdir(parents=True, exist_ok=True)
+    cases = []
+    for name, ext, kw, im in decode_cases(Image):
+        buf = io.BytesIO()
+        im.save(buf, {"jpg": "JPEG", "png": "PNG", "webp": "WEBP", "gif": "GIF"}[ext], **kw)
+        data = buf.getvalue()
+        (d / f"{name}.{ext}").write_bytes(data)
+        opened = Image.open(io.BytesIO(data))
+        mode = opened.mode
+        rgb = convert_to_rgb(opened, return_numpy=True)
+        assert rgb.dtype == np.uint8 and rgb.ndim == 3 and rgb.shape[2] == 3
+        (d / f"{name}.rgb").write_bytes(rgb.tobytes())
+        cases.append({"name": name, "file": f"{name}.{ext}", "pil_mode": mode, "width": rgb.shape[1],
+                      "height": rgb.shape[0], "bytes": len(data)})
+        print(f"  {name}.{ext}: {len(data)} bytes, PIL mode {mode}", file=sys.stderr)
+    return cases
+
+
+def main() -> None:
+    import PIL
+    import torch
+    import torchvision
+    import transformers
+    from PIL import Image
+    from transformers import Gemma4ImageProcessor
+    from transformers.image_transforms import convert_to_rgb
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    decode = write_decode_cases(Image, convert_to_rgb)
+    sweep = preprocess_sweep(torch, Gemma4ImageProcessor, Image)
+    (OUT / "preprocess.json").write_text(json.dumps({"cases": sweep}, indent=1) + "\n")
+    manifest = {
+        "generator": "python/make_vision_golden.py",
+        "transformers_version": transformers.__version__, "torch_version": torch.__version__,
+        "torchvision_version": torchvision.__version__, "pillow_version": PIL.__version__,
+        "pattern": "v(x,y,c) = (13x + 29y + 71c + (xy >> 3) + 37((x >> 2) ^ (y >> 2))) mod 256",
+        "decode_cases": decode,
+    }
+    (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
