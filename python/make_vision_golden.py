@@ -14,7 +14,14 @@ Writes tests/data/golden/vision/:
                         c = round(255 v), checked here to reproduce v exactly as float32(c) *
                         float32(1/255)) for the synthetic pattern `pattern()` below, which the
                         C++ test regenerates;
-  manifest.json         versions and the list of decode cases.
+  towers/<id>.taps.bin  per-layer activations of the tiny towers (python/tiny_vision.py) on
+                        two patch grids batched with padding, as transformers computes them:
+                        per image k, `img<k>.embd` (patch embedding + positions), `img<k>.l_out.<i>`
+                        (after layer i), `img<k>.pooled` (pooled, x sqrt(d), standardised),
+                        `img<k>.soft` (the projector's soft tokens) — format SLTP v1 as
+                        make_golden.py; the mmproj GGUFs are not committed (make fixtures
+                        rebuilds them, checking the sha256 recorded here);
+  manifest.json         versions, the decode cases and the towers.
 """
 from __future__ import annotations
 
@@ -138,6 +145,87 @@ def write_decode_cases(Image, convert_to_rgb) -> list:
     return cases
 
 
+# The tiny towers and the two patch grids (columns x rows, multiples of 3) they are run on.
+TOWERS = [{"id": "tiny-vision-e", "preset": "e", "seed": 341},
+          {"id": "tiny-vision-large", "preset": "large", "seed": 342}]
+GRIDS = [(9, 6), (3, 12)]
+
+
+def patch_grid(cols: int, rows: int) -> np.ndarray:
+    """[rows*cols, 768] float32 patches of pattern(16 cols, 16 rows) / 255, raster order, each
+    patch [py][px][channel] — what the processor makes of an image already at its target size."""
+    img = pattern(cols * 16, rows * 16).astype(np.float32) * np.float32(1.0 / 255.0)
+    p = img.reshape(rows, 16, cols, 16, 3).transpose(0, 2, 1, 3, 4)
+    return np.ascontiguousarray(p.reshape(rows * cols, 768))
+
+
+def write_taps(path: pathlib.Path, records: list) -> None:
+    import struct
+    with open(path, "wb") as f:
+        f.write(b"SLTP" + struct.pack("<II", 1, len(records)))
+        for name, arr in records:
+            a = np.ascontiguousarray(arr, dtype=np.float32)
+            nb = name.encode()
+            f.write(struct.pack("<I", len(nb)) + nb + struct.pack("<I", a.ndim))
+            f.write(struct.pack(f"<{a.ndim}Q", *a.shape) + a.tobytes())
+
+
+def tower_golden(torch, tower: dict) -> dict:
+    """Build one tiny tower in transformers from tiny_vision's weights, write its mmproj GGUF
+    (not committed) and the taps of both grids batched with padding."""
+    import hashlib
+
+    import convert_vision_mmproj as cv
+    import tiny_vision as tv
+    from transformers import Gemma4TextConfig, Gemma4VisionConfig
+    from transformers.models.gemma4.modeling_gemma4 import Gemma4MultimodalEmbedder, Gemma4VisionModel
+
+    opts = tv.PRESETS[tower["preset"]]
+    vdict = tv.hf_vision_config(opts)
+    vcfg = Gemma4VisionConfig(**{k: v for k, v in vdict.items() if k != "model_type"})
+    vcfg._attn_implementation = "eager"
+    model = Gemma4VisionModel(vcfg).float().eval()
+    embed = Gemma4MultimodalEmbedder(vcfg, Gemma4TextConfig(hidden_size=opts["text_hidden"])).float().eval()
+    state = tv.draw_state(tower["seed"], opts)
+    sd_v = {k[len(tv.VISION):]: torch.from_numpy(v) for k, v in state.items() if k.startswith(tv.VISION)}
+    got = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert got == {k: tuple(v.shape) for k, v in sd_v.items()}, "tiny_vision.tensor_shapes differs from HF"
+    model.load_state_dict(sd_v, strict=True)
+    embed.load_state_dict({"embedding_projection.weight": torch.from_numpy(state[tv.PROJ])}, strict=True)
+
+    n_max = max(c * r for c, r in GRIDS)
+    pix = torch.zeros(len(GRIDS), n_max, 768)
+    pos = torch.full((len(GRIDS), n_max, 2), -1, dtype=torch.long)
+    for k, (c, r) in enumerate(GRIDS):
+        pix[k, : c * r] = torch.from_numpy(patch_grid(c, r))
+        yy, xx = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
+        pos[k, : c * r] = torch.from_numpy(np.stack([xx.ravel(), yy.ravel()], -1))
+    acts = {}
+    hooks = [model.patch_embedder.register_forward_hook(lambda m, i, o: acts.__setitem__("embd", o.detach()))]
+    for i, layer in enumerate(model.encoder.layers):
+        hooks.append(layer.register_forward_hook(lambda m, inp, o, i=i: acts.__setitem__(f"l_out.{i}", o.detach())))
+    with torch.no_grad():
+        pooled = model(pixel_values=pix, pixel_position_ids=pos).last_hidden_state   # [sum tokens, d]
+        soft = embed(pooled)
+    for h in hooks:
+        h.remove()
+    records, t0 = [], 0
+    for k, (c, r) in enumerate(GRIDS):
+        n, t = c * r, c * r // 9
+        records.append((f"img{k}.embd", acts["embd"][k, :n].numpy()))
+        for i in range(opts["layers"]):
+            records.append((f"img{k}.l_out.{i}", acts[f"l_out.{i}"][k, :n].numpy()))
+        records += [(f"img{k}.pooled", pooled[t0: t0 + t].numpy()), (f"img{k}.soft", soft[t0: t0 + t].numpy())]
+        t0 += t
+    (OUT / "towers").mkdir(parents=True, exist_ok=True)
+    write_taps(OUT / "towers" / f"{tower['id']}.taps.bin", records)
+    gguf_path = ROOT / "tests" / "data" / "golden" / f"{tower['id']}.mmproj.f32.gguf"
+    cv.convert_vision_state(vdict, opts["text_hidden"], state, gguf_path, "f32", name=tower["id"], verbose=False)
+    sha = hashlib.sha256(gguf_path.read_bytes()).hexdigest()
+    print(f"  {tower['id']}: {len(records)} taps, {gguf_path.name} sha256 {sha[:12]}", file=sys.stderr)
+    return {**tower, "options": opts, "grids": GRIDS, "gguf": gguf_path.name, "gguf_sha256": sha}
+
+
 def main() -> None:
     import PIL
     import torch
@@ -147,16 +235,32 @@ def main() -> None:
     from transformers import Gemma4ImageProcessor
     from transformers.image_transforms import convert_to_rgb
 
+    import argparse
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=["decode", "preprocess", "towers"], action="append",
+                    help="regenerate only these parts (default: all); the manifest keeps the others")
+    parts = set(ap.parse_args().only or ["decode", "preprocess", "towers"])
     OUT.mkdir(parents=True, exist_ok=True)
-    decode = write_decode_cases(Image, convert_to_rgb)
-    sweep = preprocess_sweep(torch, Gemma4ImageProcessor, Image)
-    (OUT / "preprocess.json").write_text(json.dumps({"cases": sweep}, indent=1) + "\n")
+    old = json.loads((OUT / "manifest.json").read_text()) if (OUT / "manifest.json").exists() else {}
+    decode = write_decode_cases(Image, convert_to_rgb) if "decode" in parts else old["decode_cases"]
+    if "preprocess" in parts:
+        sweep = preprocess_sweep(torch, Gemma4ImageProcessor, Image)
+        (OUT / "preprocess.json").write_text(json.dumps({"cases": sweep}, indent=1) + "\n")
+    sys.path.insert(0, str(ROOT / "python"))
+    towers = [tower_golden(torch, t) for t in TOWERS] if "towers" in parts else old["towers"]
     manifest = {
         "generator": "python/make_vision_golden.py",
         "transformers_version": transformers.__version__, "torch_version": torch.__version__,
         "torchvision_version": torchvision.__version__, "pillow_version": PIL.__version__,
         "pattern": "v(x,y,c) = (13x + 29y + 71c + (xy >> 3) + 37((x >> 2) ^ (y >> 2))) mod 256",
         "decode_cases": decode,
+        "towers": towers,
+        "taps_semantics": {
+            "img<k>.embd": "patch projection of 2x-1 plus the x and y position rows [n_patches, d]",
+            "img<k>.l_out.<i>": "encoder layer i's output [n_patches, d]",
+            "img<k>.pooled": "3x3 average by position, x sqrt(d), then (h - std_bias) * std_scale if standardize [n/9, d]",
+            "img<k>.soft": "weightless RMSNorm then embedding_projection [n/9, text_hidden]",
+        },
     }
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
