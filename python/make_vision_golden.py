@@ -226,6 +226,70 @@ def tower_golden(torch, tower: dict) -> dict:
     return {**tower, "options": opts, "grids": GRIDS, "gguf": gguf_path.name, "gguf_sha256": sha}
 
 
+# End to end: tiny-gemma4 (the text fixture) + tiny-vision-e, a prompt with both grids as
+# images. Placeholder ids must fit the tiny vocabulary (512), so the config names its own.
+E2E = {"id": "tiny-gemma4-vision", "text": "tiny-gemma4", "tower": "tiny-vision-e",
+       "image_token_id": 300, "boi_token_id": 301, "eoi_token_id": 302}
+
+
+def e2e_prompt() -> list:
+    boi, img, eoi = E2E["boi_token_id"], E2E["image_token_id"], E2E["eoi_token_id"]
+    ids = [2, 17, 33, 108]
+    for k, (c, r) in enumerate(GRIDS):
+        ids += [boi] + [img] * (c * r // 9) + [eoi] + [45 + k, 99, 250 + 7 * k]
+    return ids + [12, 5]
+
+
+def e2e_golden(torch, manifest_models: dict) -> dict:
+    """Logits of Gemma4ForConditionalGeneration on a two-image prompt: the text weights are
+    tiny-gemma4's (make_tiny_model.build_model from its manifest seed), the vision ones
+    tiny-vision-e's. Checked: the multimodal model reproduces the text model on text alone."""
+    import make_tiny_model as tiny
+    import tiny_vision as tv
+    from transformers import Gemma4Config, Gemma4ForConditionalGeneration, Gemma4VisionConfig
+
+    tentry = manifest_models[E2E["text"]]
+    text_model, tcfg, _ = tiny.build_model("gemma4", tentry["seed"], **tentry["options"])
+    tower = next(t for t in TOWERS if t["id"] == E2E["tower"])
+    opts = tv.PRESETS[tower["preset"]]
+    vcfg = Gemma4VisionConfig(**{k: v for k, v in tv.hf_vision_config(opts).items() if k != "model_type"})
+    cfg = Gemma4Config(text_config=tcfg, vision_config=vcfg, audio_config=None,
+                       **{k: E2E[k] for k in ("image_token_id", "boi_token_id", "eoi_token_id")})
+    cfg._attn_implementation = "eager"
+    cfg.text_config._attn_implementation = "eager"
+    cfg.vision_config._attn_implementation = "eager"
+    model = Gemma4ForConditionalGeneration(cfg).float().eval()
+    model.model.language_model.load_state_dict(text_model.model.state_dict(), strict=True)
+    state = tv.draw_state(tower["seed"], opts)
+    model.model.vision_tower.load_state_dict(
+        {k[len(tv.VISION):]: torch.from_numpy(v) for k, v in state.items() if k.startswith(tv.VISION)}, strict=True)
+    model.model.embed_vision.load_state_dict({"embedding_projection.weight": torch.from_numpy(state[tv.PROJ])})
+    model.tie_weights()
+    with torch.no_grad():
+        probe = torch.tensor([tentry["token_ids"][:16]])
+        a = model(input_ids=probe, use_cache=False).logits
+        b = text_model(input_ids=probe, use_cache=False).logits
+        assert torch.equal(a, b), "the multimodal model does not reproduce the text model on text"
+        n_max = max(c * r for c, r in GRIDS)
+        pix = torch.zeros(len(GRIDS), n_max, 768)
+        pos = torch.full((len(GRIDS), n_max, 2), -1, dtype=torch.long)
+        for k, (c, r) in enumerate(GRIDS):
+            pix[k, : c * r] = torch.from_numpy(patch_grid(c, r))
+            yy, xx = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
+            pos[k, : c * r] = torch.from_numpy(np.stack([xx.ravel(), yy.ravel()], -1))
+        ids = e2e_prompt()
+        logits = model(input_ids=torch.tensor([ids]), pixel_values=pix, image_position_ids=pos,
+                       use_cache=False).logits[0]
+        plain = model(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
+        assert not torch.allclose(logits, plain), "the images changed nothing"
+    out = OUT / "e2e" / f"{E2E['id']}.logits.f32"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(logits.numpy().astype("<f4").tobytes())
+    print(f"  {E2E['id']}: {len(ids)} tokens, logits {tuple(logits.shape)}", file=sys.stderr)
+    return {**E2E, "token_ids": ids, "grids": GRIDS, "logits": f"e2e/{E2E['id']}.logits.f32",
+            "n_vocab": int(logits.shape[1])}
+
+
 def main() -> None:
     import PIL
     import torch
@@ -237,9 +301,9 @@ def main() -> None:
 
     import argparse
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--only", choices=["decode", "preprocess", "towers"], action="append",
+    ap.add_argument("--only", choices=["decode", "preprocess", "towers", "e2e"], action="append",
                     help="regenerate only these parts (default: all); the manifest keeps the others")
-    parts = set(ap.parse_args().only or ["decode", "preprocess", "towers"])
+    parts = set(ap.parse_args().only or ["decode", "preprocess", "towers", "e2e"])
     OUT.mkdir(parents=True, exist_ok=True)
     old = json.loads((OUT / "manifest.json").read_text()) if (OUT / "manifest.json").exists() else {}
     decode = write_decode_cases(Image, convert_to_rgb) if "decode" in parts else old["decode_cases"]
@@ -248,6 +312,8 @@ def main() -> None:
         (OUT / "preprocess.json").write_text(json.dumps({"cases": sweep}, indent=1) + "\n")
     sys.path.insert(0, str(ROOT / "python"))
     towers = [tower_golden(torch, t) for t in TOWERS] if "towers" in parts else old["towers"]
+    text_models = json.loads((ROOT / "tests" / "data" / "golden" / "manifest.json").read_text())["models"]
+    e2e = [e2e_golden(torch, text_models)] if "e2e" in parts else old.get("e2e", [])
     manifest = {
         "generator": "python/make_vision_golden.py",
         "transformers_version": transformers.__version__, "torch_version": torch.__version__,
@@ -255,6 +321,7 @@ def main() -> None:
         "pattern": "v(x,y,c) = (13x + 29y + 71c + (xy >> 3) + 37((x >> 2) ^ (y >> 2))) mod 256",
         "decode_cases": decode,
         "towers": towers,
+        "e2e": e2e,
         "taps_semantics": {
             "img<k>.embd": "patch projection of 2x-1 plus the x and y position rows [n_patches, d]",
             "img<k>.l_out.<i>": "encoder layer i's output [n_patches, d]",

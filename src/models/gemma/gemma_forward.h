@@ -178,6 +178,7 @@ class GemmaModel final : public Model {
   std::vector<TokenRef> ref_;
   std::vector<int64_t> out_rows_;  // tokens whose logits the batch wants, in slice order
   std::vector<float> x_, xn_, qkv_, v_, o_, att_, act_, ple_, pg_, rope_cs_, ple_row_;
+  std::vector<const float*> soft_;             // per step token: its soft-token row (SeqSlice::embd) or nullptr
   std::vector<uint8_t> act_q_;                 // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
   std::vector<kernels::PagedToken> attn_tok_;  // the step's tokens for the paged attention
   kernels::PagedAttention attn_;

@@ -12,6 +12,8 @@
 
 #include "base/error.h"
 #include "gguf/reader.h"
+#include "kv/kv_cache.h"
+#include "kv/sequence_kv.h"
 #include "models/encoder.h"
 #include "threading/thread_pool.h"
 #include "unit/media/media_util.h"
@@ -96,6 +98,74 @@ TEST(VisionGolden, EveryLayerMatchesTransformers) {
     EXPECT_EQ(compared, static_cast<int>(want.size()));
     std::printf("%s: %d taps, largest relative difference %.2e\n", t["id"].get<std::string>().c_str(), compared, worst);
   }
+}
+
+// Runs `ids` through a fresh cache in chunks of `chunk`, with `embd` (one entry per token,
+// nullptr or a soft-token row) as SeqSlice::embd; all logits.
+std::vector<float> run_with_soft_tokens(Model& m, const std::vector<int32_t>& ids,
+                                        const std::vector<const float*>& embd, size_t chunk) {
+  const auto& groups = m.spec().kv_groups;
+  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 16), KvType::F32);
+  SequenceKv seq(kv);
+  const int64_t V = m.spec().n_vocab;
+  std::vector<float> all(ids.size() * V);
+  for (size_t pos = 0; pos < ids.size(); pos += chunk) {
+    const size_t n = std::min(chunk, ids.size() - pos);
+    seq.release_outside_window(static_cast<int32_t>(pos));
+    EXPECT_TRUE(seq.reserve(static_cast<int32_t>(pos + n)));
+    ForwardBatch b;
+    SeqSlice s;
+    s.tokens = {ids.data() + pos, n};
+    s.embd = {embd.data() + pos, n};
+    s.pos0 = static_cast<int32_t>(pos);
+    for (int g = 0; g < kv.n_groups(); ++g) s.block_tables[g] = seq.table(g);
+    s.logits = LogitsWanted::kAll;
+    b.seqs.push_back(s);
+    m.forward(b, kv, all.data() + pos * V);
+  }
+  return all;
+}
+
+// tiny-gemma4 + tiny-vision-e on a prompt with two images (<|image> n x <|image|> <image|>):
+// soft tokens replace the placeholders unscaled, the per-layer inputs read the pad row there,
+// causal attention throughout — logits within 1e-4 of transformers' Gemma4ForConditionalGeneration,
+// whole or in chunks that split the images.
+TEST(VisionGolden, TwoImagePromptMatchesTransformers) {
+  const nlohmann::json e = vision_manifest()["e2e"].at(0);
+  ThreadPool pool(2);
+  LoadOptions opt;
+  opt.pool = &pool;
+  const auto text_file = golden::open_fixture(e["text"].get<std::string>() + ".f32.gguf");
+  const auto mm_file = golden::open_fixture(e["tower"].get<std::string>() + ".mmproj.f32.gguf");
+  const auto model = load_model(*text_file, opt);
+  const auto enc = load_image_encoder(*mm_file, opt);
+  check_encoder_fits(*enc, model->spec(), "mmproj");
+  const std::vector<int32_t> ids = e["token_ids"].get<std::vector<int32_t>>();
+  std::vector<std::vector<float>> soft;
+  for (const auto& g : e["grids"]) {
+    const int32_t cols = g[0], rows = g[1];
+    soft.emplace_back(static_cast<size_t>(cols / 3) * (rows / 3) * enc->text_width());
+    enc->encode(patch_grid(cols, rows).data(), cols, rows, soft.back().data());
+  }
+  std::vector<const float*> embd(ids.size(), nullptr);
+  size_t image = 0, row = 0;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] != e["image_token_id"].get<int32_t>()) continue;
+    if (row * enc->text_width() == soft[image].size()) ++image, row = 0;
+    embd[i] = soft.at(image).data() + row++ * enc->text_width();
+  }
+  ASSERT_EQ(image, soft.size() - 1);
+  const std::vector<float> want = golden::read_f32(golden::kDir + "vision/" + e["logits"].get<std::string>());
+  for (size_t chunk : {ids.size(), size_t{5}}) {
+    const std::vector<float> got = run_with_soft_tokens(*model, ids, embd, chunk);
+    ASSERT_EQ(got.size(), want.size());
+    const double diff = max_rel_diff(got, want);
+    EXPECT_LE(diff, 1e-4) << "chunk " << chunk;
+    std::printf("two-image prompt, chunks of %zu: largest relative logit difference %.2e\n", chunk, diff);
+  }
+  // Without the images (placeholders embedded as themselves) the logits are far off: the test sees them.
+  const std::vector<float> plain = run_with_soft_tokens(*model, ids, std::vector<const float*>(ids.size()), ids.size());
+  EXPECT_GT(max_rel_diff(plain, want), 1e-2);
 }
 
 TEST(VisionErrors, BadFilesAndGrids) {
