@@ -118,7 +118,7 @@ void Scheduler::abort_all(FinishReason why, std::vector<TokenOutput>& out) {
 }
 
 bool Scheduler::try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch) {
-  if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits) {
+  if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits && !s->req.soft) {
     s->n_computed = blocks_.match_prefix(s->blocks, s->tokens);
     if (!s->admitted_once) s->n_cached = s->n_computed;
   }
@@ -324,12 +324,12 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
     // last token, it has no K/V of its own.
     s->tokens.resize(static_cast<size_t>(last + 2 + j));
     if (s->n_computed > last + 1 + j) s->n_computed = blocks_.truncate(s->blocks, last + 1 + j);
-    blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+    if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
     o.is_stop_token = stop_id;
     finish(s, stop ? FinishReason::kStop : FinishReason::kLength, out, &o);
     return false;
   }
-  blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+  if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
   return true;
 }
 
@@ -342,7 +342,7 @@ void Scheduler::update(const ScheduledBatch& batch, std::span<const SliceSample>
       counters_.prompt_tokens_computed += std::min(s->n_prompt(), sl.pos0 + sl.n_tokens) - sl.pos0;
     if (!sl.sample) {
       s->n_computed = sl.pos0 + sl.n_tokens;
-      blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+      if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
       continue;
     }
     if (si >= sampled.size()) fail("scheduler: runner returned %zu answers for more sampling slices", sampled.size());

@@ -3,6 +3,7 @@
 // standardisation) on two patch grids; taps from python/make_vision_golden.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "base/error.h"
+#include "engine/engine_core.h"
 #include "gguf/reader.h"
 #include "kv/kv_cache.h"
 #include "kv/sequence_kv.h"
@@ -166,6 +168,65 @@ TEST(VisionGolden, TwoImagePromptMatchesTransformers) {
   // Without the images (placeholders embedded as themselves) the logits are far off: the test sees them.
   const std::vector<float> plain = run_with_soft_tokens(*model, ids, std::vector<const float*>(ids.size()), ids.size());
   EXPECT_GT(max_rel_diff(plain, want), 1e-2);
+}
+
+// The same prompt through the engine (engine::EngineRequest::soft): chunked by a small token
+// budget, batched with a text-only request of the same ids, and never served from the prefix
+// cache that request filled.
+TEST(VisionGolden, EngineRequestsWithImages) {
+  const nlohmann::json e = vision_manifest()["e2e"].at(0);
+  ThreadPool pool(2);
+  LoadOptions opt;
+  opt.pool = &pool;
+  const auto text_file = golden::open_fixture(e["text"].get<std::string>() + ".f32.gguf");
+  const auto mm_file = golden::open_fixture(e["tower"].get<std::string>() + ".mmproj.f32.gguf");
+  const auto model = load_model(*text_file, opt);
+  const auto enc = load_image_encoder(*mm_file, opt);
+  const std::vector<int32_t> ids = e["token_ids"].get<std::vector<int32_t>>();
+  auto soft = std::make_shared<engine::SoftTokens>();
+  soft->width = enc->text_width();
+  for (const auto& g : e["grids"]) {
+    const int32_t cols = g[0], rows = g[1];
+    const size_t at = soft->rows.size();
+    soft->rows.resize(at + static_cast<size_t>(cols / 3) * (rows / 3) * soft->width);
+    enc->encode(patch_grid(cols, rows).data(), cols, rows, soft->rows.data() + at);
+  }
+  int64_t row = 0;
+  for (int32_t t : ids)
+    soft->at.push_back(t == e["image_token_id"].get<int32_t>() ? soft->rows.data() + soft->width * row++ : nullptr);
+  const auto& groups = model->spec().kv_groups;
+  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 32), KvType::F32);
+  engine::EngineConfig cfg;
+  cfg.sched.token_budget = 7;  // the images span chunks
+  cfg.sched.ctx_size = 256;
+  engine::EngineCore core(*model, kv, cfg);
+  auto request = [&](engine::RequestId id, bool images, bool all_logits) {
+    engine::EngineRequest r;
+    r.id = id, r.prompt = ids, r.max_tokens = 2, r.all_logits = all_logits;
+    r.sampling.temperature = 0;
+    if (images) r.soft = soft;
+    core.add(std::move(r));
+  };
+  request(1, false, false);  // text only: publishes its full blocks
+  request(2, true, true);    // scoring with images, in the same steps
+  std::vector<float> logits;
+  std::map<engine::RequestId, int32_t> cached, first;
+  for (int step = 0; step < 100 && (core.stats().n_running + core.stats().n_waiting) > 0; ++step) {
+    for (engine::TokenOutput& o : core.step()) {
+      if (o.id == 2) logits.insert(logits.end(), o.logits.begin(), o.logits.end());
+      if (!cached.count(o.id)) cached[o.id] = o.n_cached;
+      if (o.token >= 0 && !first.count(o.id)) first[o.id] = o.token;
+    }
+    if (step == 0) request(3, true, false);  // images again, after request 1 published blocks
+  }
+  const std::vector<float> want = golden::read_f32(golden::kDir + "vision/" + e["logits"].get<std::string>());
+  ASSERT_GE(logits.size(), want.size());
+  logits.resize(want.size());
+  EXPECT_LE(max_rel_diff(logits, want), 1e-4);
+  EXPECT_EQ(cached[3], 0) << "an image prompt took K/V from the prefix cache";
+  const int64_t V = e["n_vocab"].get<int64_t>();
+  const auto last = want.begin() + static_cast<std::ptrdiff_t>((ids.size() - 1) * V);
+  EXPECT_EQ(first[3], static_cast<int32_t>(std::max_element(last, last + V) - last));
 }
 
 TEST(VisionErrors, BadFilesAndGrids) {
