@@ -228,8 +228,13 @@ def tower_golden(torch, tower: dict) -> dict:
 
 # End to end: tiny-gemma4 (the text fixture) + tiny-vision-e, a prompt with both grids as
 # images. Placeholder ids must fit the tiny vocabulary (512), so the config names its own.
-E2E = {"id": "tiny-gemma4-vision", "text": "tiny-gemma4", "tower": "tiny-vision-e",
-       "image_token_id": 300, "boi_token_id": 301, "eoi_token_id": 302}
+# The 31B-shaped text fixture with the large tower: use_bidirectional_attention = "vision", so
+# each image is a bidirectional block on the sliding layers (mm_token_type_ids passed).
+E2E_ALL = [{"id": "tiny-gemma4-vision", "text": "tiny-gemma4", "tower": "tiny-vision-e", "bidirectional": False,
+            "image_token_id": 300, "boi_token_id": 301, "eoi_token_id": 302},
+           {"id": "tiny-gemma4-k-eq-v-vision", "text": "tiny-gemma4-k-eq-v", "tower": "tiny-vision-large",
+            "bidirectional": True, "image_token_id": 300, "boi_token_id": 301, "eoi_token_id": 302}]
+E2E = E2E_ALL[0]
 
 
 def e2e_prompt() -> list:
@@ -240,7 +245,7 @@ def e2e_prompt() -> list:
     return ids + [12, 5]
 
 
-def e2e_golden(torch, manifest_models: dict) -> dict:
+def e2e_golden(torch, manifest_models: dict, E2E: dict) -> dict:
     """Logits of Gemma4ForConditionalGeneration on a two-image prompt: the text weights are
     tiny-gemma4's (make_tiny_model.build_model from its manifest seed), the vision ones
     tiny-vision-e's. Checked: the multimodal model reproduces the text model on text alone."""
@@ -253,6 +258,8 @@ def e2e_golden(torch, manifest_models: dict) -> dict:
     tower = next(t for t in TOWERS if t["id"] == E2E["tower"])
     opts = tv.PRESETS[tower["preset"]]
     vcfg = Gemma4VisionConfig(**{k: v for k, v in tv.hf_vision_config(opts).items() if k != "model_type"})
+    if E2E["bidirectional"]:
+        tcfg.use_bidirectional_attention = "vision"
     cfg = Gemma4Config(text_config=tcfg, vision_config=vcfg, audio_config=None,
                        **{k: E2E[k] for k in ("image_token_id", "boi_token_id", "eoi_token_id")})
     cfg._attn_implementation = "eager"
@@ -278,8 +285,12 @@ def e2e_golden(torch, manifest_models: dict) -> dict:
             yy, xx = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
             pos[k, : c * r] = torch.from_numpy(np.stack([xx.ravel(), yy.ravel()], -1))
         ids = e2e_prompt()
+        mm = (torch.tensor([ids]) == E2E["image_token_id"]).long()
         logits = model(input_ids=torch.tensor([ids]), pixel_values=pix, image_position_ids=pos,
+                       mm_token_type_ids=mm, use_cache=False).logits[0]
+        causal = model(input_ids=torch.tensor([ids]), pixel_values=pix, image_position_ids=pos,
                        use_cache=False).logits[0]
+        assert torch.equal(logits, causal) != E2E["bidirectional"], "the image blocks' mask is not what it should be"
         plain = model(input_ids=torch.tensor([ids]), use_cache=False).logits[0]
         assert not torch.allclose(logits, plain), "the images changed nothing"
     out = OUT / "e2e" / f"{E2E['id']}.logits.f32"
@@ -313,7 +324,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT / "python"))
     towers = [tower_golden(torch, t) for t in TOWERS] if "towers" in parts else old["towers"]
     text_models = json.loads((ROOT / "tests" / "data" / "golden" / "manifest.json").read_text())["models"]
-    e2e = [e2e_golden(torch, text_models)] if "e2e" in parts else old.get("e2e", [])
+    e2e = [e2e_golden(torch, text_models, e) for e in E2E_ALL] if "e2e" in parts else old.get("e2e", [])
     manifest = {
         "generator": "python/make_vision_golden.py",
         "transformers_version": transformers.__version__, "torch_version": torch.__version__,

@@ -82,6 +82,7 @@ ImagePrompt expand_images(const std::vector<int32_t>& ids, const ImageArgs& a, E
   models::check_encoder_fits(*enc, sess.spec(), a.mmproj);
   auto soft = std::make_shared<engine::SoftTokens>();
   soft->width = enc->text_width();
+  soft->blocks = enc->bidirectional_images();
   std::vector<int32_t> counts;
   for (const std::string& path : a.images) counts.push_back(encode_image(path, a.tokens, *enc, soft->rows));
   const int32_t img = marker_id(tok, kImageMarker), boi = marker_id(tok, "<|image>"), eoi = marker_id(tok, "<image|>");

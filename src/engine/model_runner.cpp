@@ -221,6 +221,7 @@ std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::
     s.tokens = std::span<const int32_t>(sl.seq->tokens.data() + sl.pos0, static_cast<size_t>(sl.n_tokens));
     s.pos0 = sl.pos0;
     s.embd = soft_rows(*sl.seq, sl.pos0, sl.n_tokens, i);
+    s.embd_blocks = sl.seq->req.soft && sl.seq->req.soft->blocks;
     for (int32_t g = 0; g < kv_.n_groups(); ++g) s.block_tables[g] = sl.seq->blocks.tables[g];
     s.logits = sl.seq->req.all_logits || sl.n_draft > 0 ? models::LogitsWanted::kAll
                : sl.sample                              ? models::LogitsWanted::kLast

@@ -46,6 +46,9 @@ struct SoftTokens {
   int32_t width = 0;
   std::vector<float> rows;       // [n_rows × width]
   std::vector<const float*> at;  // per prompt position: a row of `rows`, or nullptr
+  // Each contiguous run of rows is a bidirectional block (Gemma 4 26B/31B, SeqSlice::embd_blocks):
+  // the scheduler then never splits a run between two steps.
+  bool blocks = false;
 };
 
 struct EngineRequest {

@@ -22,6 +22,10 @@ class ImageEncoder {
   virtual int32_t text_width() const = 0;                 // soft-token width (the text model's n_embd)
   virtual int32_t patch_size() const = 0;                 // 16
   virtual int32_t pool_kernel() const = 0;                // 3: soft tokens = patches / 9
+  // Whether the text models this tower feeds attend bidirectionally within an image
+  // (SeqSlice::embd_blocks): the 26B/31B tower (the one with standardisation) does; the
+  // E2B/E4B one is causal. The text GGUF carries no use_bidirectional_attention key.
+  virtual bool bidirectional_images() const = 0;
   // The soft tokens of one image: `patches` [rows·cols][3·p·p] in raster order, each patch
   // [py][px][channel] with values in [0, 1] (media::PreprocessedImage); cols and rows multiples
   // of pool_kernel(). Writes (rows/k)·(cols/k) rows of text_width() floats to `out`.

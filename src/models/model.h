@@ -70,6 +70,10 @@ struct SeqSlice {
   // for the token's own embedding, else a row of n_embd floats used as the token's embedding
   // as is (no embed_scale); such tokens read the pad row (id 0) of the per-layer table.
   std::span<const float* const> embd;
+  // Each contiguous run of soft tokens in `embd` attends to itself bidirectionally on the
+  // sliding-window layers (Gemma 4 26B/31B images; full layers stay causal); the run must lie
+  // wholly in this slice. false: causal everywhere (E2B/E4B).
+  bool embd_blocks = false;
 };
 
 struct ForwardBatch {

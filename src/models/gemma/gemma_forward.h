@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
@@ -129,6 +130,7 @@ class GemmaModel final : public Model {
   void reserve_attention(const KvCache& kv);
   void gather_tokens(const ForwardBatch& b);
   void embed();
+  void mark_soft_blocks(const SeqSlice& sl);
   void rope_tables();
   void end_layer(int il, const std::vector<float>& post_norm);
   void keep_only_output_rows();
@@ -178,9 +180,10 @@ class GemmaModel final : public Model {
   std::vector<TokenRef> ref_;
   std::vector<int64_t> out_rows_;  // tokens whose logits the batch wants, in slice order
   std::vector<float> x_, xn_, qkv_, v_, o_, att_, act_, ple_, pg_, rope_cs_, ple_row_;
-  std::vector<const float*> soft_;             // per step token: its soft-token row (SeqSlice::embd) or nullptr
-  std::vector<uint8_t> act_q_;                 // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
-  std::vector<kernels::PagedToken> attn_tok_;  // the step's tokens for the paged attention
+  std::vector<const float*> soft_;                  // per step token: its soft-token row (SeqSlice::embd) or nullptr
+  std::vector<std::pair<int32_t, int32_t>> block_;  // per step token: its bidirectional block, or (-1, -1)
+  std::vector<uint8_t> act_q_;                      // act_ quantized for the down matrix (kernels::ActRows, kA8_32)
+  std::vector<kernels::PagedToken> attn_tok_;       // the step's tokens for the paged attention
   kernels::PagedAttention attn_;
   kernels::ActScratch scratch_;
 };

@@ -162,12 +162,28 @@ void GemmaModel::reserve_attention(const KvCache& kv) {
   }
 }
 
+// A slice's runs of soft tokens as bidirectional blocks: each token of a run gets the run's
+// first and last positions (appended to block_ for the slice's tokens).
+void GemmaModel::mark_soft_blocks(const SeqSlice& sl) {
+  const int64_t n = static_cast<int64_t>(sl.tokens.size());
+  block_.resize(tok_.size() - n, {-1, -1});
+  for (int64_t i = 0; i < n;) {
+    int64_t e = i;
+    while (e < n && !sl.embd.empty() && sl.embd[e]) ++e;
+    for (int64_t j = i; j < e; ++j)
+      block_.push_back({sl.pos0 + static_cast<int32_t>(i), sl.pos0 + static_cast<int32_t>(e - 1)});
+    if (e == i) block_.push_back({-1, -1}), ++e;
+    i = e;
+  }
+}
+
 // The step's tokens in slice order: ids, (sequence, position), and which want logits.
 void GemmaModel::gather_tokens(const ForwardBatch& b) {
   tok_.clear();
   ref_.clear();
   out_rows_.clear();
   soft_.clear();
+  block_.clear();
   for (int32_t s = 0; s < static_cast<int32_t>(b.seqs.size()); ++s) {
     const SeqSlice& sl = b.seqs[s];
     const int64_t n = static_cast<int64_t>(sl.tokens.size());
@@ -178,6 +194,8 @@ void GemmaModel::gather_tokens(const ForwardBatch& b) {
       ref_.push_back({s, sl.pos0 + static_cast<int32_t>(i)});
       soft_.push_back(sl.embd.empty() ? nullptr : sl.embd[i]);
     }
+    if (sl.embd_blocks) mark_soft_blocks(sl);
+    block_.resize(tok_.size(), {-1, -1});
   }
 }
 
@@ -270,6 +288,7 @@ void GemmaModel::keep_only_output_rows() {
     std::copy_n(&rope_cs_[t * rope_row_], rope_row_, &rope_cs_[i * rope_row_]);
     tok_[i] = tok_[t];
     ref_[i] = ref_[t];
+    block_[i] = block_[t];
     out_rows_[i] = i;
   }
   T_ = n;

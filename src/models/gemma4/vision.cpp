@@ -47,6 +47,7 @@ class Gemma4Vision final : public ImageEncoder {
   int32_t text_width() const override { return s_.text_d; }
   int32_t patch_size() const override { return kPatch; }
   int32_t pool_kernel() const override { return kPool; }
+  bool bidirectional_images() const override { return !std_bias_.empty(); }
   void encode(const float* patches, int32_t cols, int32_t rows, float* out) override;
   void set_tap(Tap tap) override { tap_ = std::move(tap); }
 
