@@ -159,6 +159,19 @@ def patch_grid(cols: int, rows: int) -> np.ndarray:
     return np.ascontiguousarray(p.reshape(rows * cols, 768))
 
 
+def batched_grids(torch):
+    """Both GRIDS as one padded batch, as the processor pads: pixel_values [2, n_max, 768] and
+    position ids [2, n_max, 2] ((column, row); padding (-1, -1))."""
+    n_max = max(c * r for c, r in GRIDS)
+    pix = torch.zeros(len(GRIDS), n_max, 768)
+    pos = torch.full((len(GRIDS), n_max, 2), -1, dtype=torch.long)
+    for k, (c, r) in enumerate(GRIDS):
+        pix[k, : c * r] = torch.from_numpy(patch_grid(c, r))
+        yy, xx = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
+        pos[k, : c * r] = torch.from_numpy(np.stack([xx.ravel(), yy.ravel()], -1))
+    return pix, pos
+
+
 def write_taps(path: pathlib.Path, records: list) -> None:
     import struct
     with open(path, "wb") as f:
@@ -193,13 +206,7 @@ def tower_golden(torch, tower: dict) -> dict:
     model.load_state_dict(sd_v, strict=True)
     embed.load_state_dict({"embedding_projection.weight": torch.from_numpy(state[tv.PROJ])}, strict=True)
 
-    n_max = max(c * r for c, r in GRIDS)
-    pix = torch.zeros(len(GRIDS), n_max, 768)
-    pos = torch.full((len(GRIDS), n_max, 2), -1, dtype=torch.long)
-    for k, (c, r) in enumerate(GRIDS):
-        pix[k, : c * r] = torch.from_numpy(patch_grid(c, r))
-        yy, xx = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
-        pos[k, : c * r] = torch.from_numpy(np.stack([xx.ravel(), yy.ravel()], -1))
+    pix, pos = batched_grids(torch)
     acts = {}
     hooks = [model.patch_embedder.register_forward_hook(lambda m, i, o: acts.__setitem__("embd", o.detach()))]
     for i, layer in enumerate(model.encoder.layers):
@@ -277,13 +284,7 @@ def e2e_golden(torch, manifest_models: dict, E2E: dict) -> dict:
         a = model(input_ids=probe, use_cache=False).logits
         b = text_model(input_ids=probe, use_cache=False).logits
         assert torch.equal(a, b), "the multimodal model does not reproduce the text model on text"
-        n_max = max(c * r for c, r in GRIDS)
-        pix = torch.zeros(len(GRIDS), n_max, 768)
-        pos = torch.full((len(GRIDS), n_max, 2), -1, dtype=torch.long)
-        for k, (c, r) in enumerate(GRIDS):
-            pix[k, : c * r] = torch.from_numpy(patch_grid(c, r))
-            yy, xx = np.meshgrid(np.arange(r), np.arange(c), indexing="ij")
-            pos[k, : c * r] = torch.from_numpy(np.stack([xx.ravel(), yy.ravel()], -1))
+        pix, pos = batched_grids(torch)
         ids = e2e_prompt()
         mm = (torch.tensor([ids]) == E2E["image_token_id"]).long()
         logits = model(input_ids=torch.tensor([ids]), pixel_values=pix, image_position_ids=pos,

@@ -129,6 +129,42 @@ std::vector<float> run_with_soft_tokens(Model& m, const std::vector<int32_t>& id
   return all;
 }
 
+// One e2e manifest entry loaded: the text model, the tower, the prompt and its soft tokens
+// (both grids encoded, one row per image placeholder, in order).
+struct E2e {
+  ThreadPool pool{2};
+  std::unique_ptr<gguf::GgufFile> text_file, mm_file;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ImageEncoder> enc;
+  std::vector<int32_t> ids;
+  std::shared_ptr<engine::SoftTokens> soft = std::make_shared<engine::SoftTokens>();
+};
+
+std::unique_ptr<E2e> load_e2e(const nlohmann::json& e) {
+  auto f = std::make_unique<E2e>();
+  LoadOptions opt;
+  opt.pool = &f->pool;
+  f->text_file = golden::open_fixture(e["text"].get<std::string>() + ".f32.gguf");
+  f->mm_file = golden::open_fixture(e["tower"].get<std::string>() + ".mmproj.f32.gguf");
+  f->model = load_model(*f->text_file, opt);
+  f->enc = load_image_encoder(*f->mm_file, opt);
+  f->ids = e["token_ids"].get<std::vector<int32_t>>();
+  engine::SoftTokens& soft = *f->soft;
+  soft.width = f->enc->text_width();
+  soft.blocks = e["bidirectional"].get<bool>();
+  for (const auto& g : e["grids"]) {
+    const int32_t cols = g[0], rows = g[1];
+    const size_t at = soft.rows.size();
+    soft.rows.resize(at + static_cast<size_t>(cols / 3) * (rows / 3) * soft.width);
+    f->enc->encode(patch_grid(cols, rows).data(), cols, rows, soft.rows.data() + at);
+  }
+  int64_t row = 0;
+  for (int32_t t : f->ids)
+    soft.at.push_back(t == e["image_token_id"].get<int32_t>() ? soft.rows.data() + soft.width * row++ : nullptr);
+  EXPECT_EQ(row * soft.width, static_cast<int64_t>(soft.rows.size()));
+  return f;
+}
+
 void two_image_prompt(const nlohmann::json& e);
 
 // tiny-gemma4 + tiny-vision-e on a prompt with two images (<|image> n x <|image|> <image|>):
@@ -147,45 +183,27 @@ TEST(VisionGolden, TwoImagePromptMatchesTransformers) {
 }
 
 void two_image_prompt(const nlohmann::json& e) {
-  ThreadPool pool(2);
-  LoadOptions opt;
-  opt.pool = &pool;
-  const auto text_file = golden::open_fixture(e["text"].get<std::string>() + ".f32.gguf");
-  const auto mm_file = golden::open_fixture(e["tower"].get<std::string>() + ".mmproj.f32.gguf");
-  const auto model = load_model(*text_file, opt);
-  const auto enc = load_image_encoder(*mm_file, opt);
-  check_encoder_fits(*enc, model->spec(), "mmproj");
+  const auto f = load_e2e(e);
+  check_encoder_fits(*f->enc, f->model->spec(), "mmproj");
   const bool blocks = e["bidirectional"].get<bool>();
-  EXPECT_EQ(enc->bidirectional_images(), blocks);
-  const std::vector<int32_t> ids = e["token_ids"].get<std::vector<int32_t>>();
-  std::vector<std::vector<float>> soft;
-  for (const auto& g : e["grids"]) {
-    const int32_t cols = g[0], rows = g[1];
-    soft.emplace_back(static_cast<size_t>(cols / 3) * (rows / 3) * enc->text_width());
-    enc->encode(patch_grid(cols, rows).data(), cols, rows, soft.back().data());
-  }
-  std::vector<const float*> embd(ids.size(), nullptr);
-  size_t image = 0, row = 0;
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] != e["image_token_id"].get<int32_t>()) continue;
-    if (row * enc->text_width() == soft[image].size()) ++image, row = 0;
-    embd[i] = soft.at(image).data() + row++ * enc->text_width();
-  }
-  ASSERT_EQ(image, soft.size() - 1);
+  EXPECT_EQ(f->enc->bidirectional_images(), blocks);
+  Model& model = *f->model;
+  const std::vector<int32_t>& ids = f->ids;
+  const std::vector<const float*>& embd = f->soft->at;
   const std::vector<float> want = golden::read_f32(golden::kDir + "vision/" + e["logits"].get<std::string>());
   for (size_t chunk : {ids.size(), size_t{5}}) {
     if (blocks && chunk != ids.size()) continue;
-    const std::vector<float> got = run_with_soft_tokens(*model, ids, embd, chunk, blocks);
+    const std::vector<float> got = run_with_soft_tokens(model, ids, embd, chunk, blocks);
     ASSERT_EQ(got.size(), want.size());
     const double diff = max_rel_diff(got, want);
     EXPECT_LE(diff, 1e-4) << "chunk " << chunk;
     std::printf("two-image prompt, chunks of %zu: largest relative logit difference %.2e\n", chunk, diff);
   }
   // Without the images (placeholders embedded as themselves) the logits are far off: the test sees them.
-  const std::vector<float> plain = run_with_soft_tokens(*model, ids, std::vector<const float*>(ids.size()), ids.size());
+  const std::vector<float> plain = run_with_soft_tokens(model, ids, std::vector<const float*>(ids.size()), ids.size());
   EXPECT_GT(max_rel_diff(plain, want), 1e-2);
   if (blocks) {  // and causal image tokens are not what transformers computes for this family
-    EXPECT_GT(max_rel_diff(run_with_soft_tokens(*model, ids, embd, ids.size(), false), want), 1e-3);
+    EXPECT_GT(max_rel_diff(run_with_soft_tokens(model, ids, embd, ids.size(), false), want), 1e-3);
   }
 }
 
@@ -204,26 +222,10 @@ TEST(VisionGolden, EngineRequestsWithImages) {
 }
 
 void engine_requests(const nlohmann::json& e) {
-  ThreadPool pool(2);
-  LoadOptions opt;
-  opt.pool = &pool;
-  const auto text_file = golden::open_fixture(e["text"].get<std::string>() + ".f32.gguf");
-  const auto mm_file = golden::open_fixture(e["tower"].get<std::string>() + ".mmproj.f32.gguf");
-  const auto model = load_model(*text_file, opt);
-  const auto enc = load_image_encoder(*mm_file, opt);
-  const std::vector<int32_t> ids = e["token_ids"].get<std::vector<int32_t>>();
-  auto soft = std::make_shared<engine::SoftTokens>();
-  soft->width = enc->text_width();
-  soft->blocks = e["bidirectional"].get<bool>();
-  for (const auto& g : e["grids"]) {
-    const int32_t cols = g[0], rows = g[1];
-    const size_t at = soft->rows.size();
-    soft->rows.resize(at + static_cast<size_t>(cols / 3) * (rows / 3) * soft->width);
-    enc->encode(patch_grid(cols, rows).data(), cols, rows, soft->rows.data() + at);
-  }
-  int64_t row = 0;
-  for (int32_t t : ids)
-    soft->at.push_back(t == e["image_token_id"].get<int32_t>() ? soft->rows.data() + soft->width * row++ : nullptr);
+  const auto f = load_e2e(e);
+  const auto& model = f->model;
+  const std::vector<int32_t>& ids = f->ids;
+  const std::shared_ptr<const engine::SoftTokens> soft = f->soft;
   const auto& groups = model->spec().kv_groups;
   KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 32), KvType::F32);
   engine::EngineConfig cfg;
