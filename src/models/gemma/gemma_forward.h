@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
@@ -167,6 +168,7 @@ class GemmaModel final : public Model {
   void reserve_attention(const KvCache& kv);
   void gather_tokens(const ForwardBatch& b);
   void embed();
+  void mark_soft_blocks(const SeqSlice& sl);
   void rope_tables();
   void end_layer(int il, const std::vector<float>& post_norm);
   void keep_only_output_rows();
@@ -231,6 +233,8 @@ class GemmaModel final : public Model {
   std::vector<int64_t> expert_row0_, expert_rows_, expert_fill_;
   std::vector<int32_t> picked_, picked_lane_;       // the step's picked experts, each one's lane
   std::vector<std::unique_ptr<ExpertLane>> lanes_;  // one per pool thread (MoE models only)
+  std::vector<const float*> soft_;                  // per step token: its soft-token row (SeqSlice::embd) or nullptr
+  std::vector<std::pair<int32_t, int32_t>> block_;  // per step token: its bidirectional block, or (-1, -1)
   std::vector<kernels::PagedToken> attn_tok_;       // the step's tokens for the paged attention
   kernels::PagedAttention attn_;
   kernels::ActScratch scratch_;
