@@ -97,6 +97,9 @@ struct Grammar {
   std::vector<ByteSet> sets;
   std::vector<Rule> rules;
   uint32_t root = 0;
+  // What a lenient front end dropped ("'uniqueItems' at #/properties/tags"), for the caller
+  // to report.
+  std::vector<std::string> warnings;
   // GBNF-like text, for messages and tests.
   std::string to_string() const;
 };

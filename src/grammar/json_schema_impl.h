@@ -1,11 +1,12 @@
 // Internal to the JSON Schema front end: the compiler object shared by json_schema.cpp
-// (structure: dispatch, objects, arrays, $ref, allOf) and json_scalars.cpp (strings,
-// formats, numbers).
+// (structure: dispatch, objects, arrays), json_schema_merge.cpp (keyword normalisation,
+// $ref, allOf as an intersection, oneOf) and json_scalars.cpp (strings, formats, numbers).
 #pragma once
 
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "grammar/json_schema.h"
 #include "grammar/regex.h"
@@ -21,32 +22,79 @@ constexpr uint32_t kMaxExponentDigits = 3;
 
 using Json = nlohmann::ordered_json;
 
+// A non-negative decimal: integer part and exactly kMaxFractionDigits fraction digits.
+struct Decimal {
+  uint64_t ip = 0;
+  std::string frac = std::string(kMaxFractionDigits, '0');
+  bool operator==(const Decimal&) const = default;
+  auto operator<=>(const Decimal& o) const {
+    if (ip != o.ip) return ip <=> o.ip;
+    return frac <=> o.frac;
+  }
+};
+
+// d +- one unit in the last of `digits` fraction digits (integer part when digits is 0).
+Decimal step(Decimal d, int dir, uint32_t digits);
+
 class SchemaCompiler {
  public:
   SchemaCompiler(GrammarBuilder& b, const Json& root, const JsonSchemaOptions& opts);
   uint32_t rule_for(const Json& s, const std::string& path, bool shared = false);
+  const std::vector<std::string>& dropped() const { return dropped_; }
+
+  // An assertion the grammar cannot enforce: an error naming it and where (strict), or
+  // dropped and recorded (lenient).
+  void unsupported(const std::string& what, const std::string& path);
+
+  // json_schema_merge.cpp
+  Json normalize(const Json& s, const std::string& path, int depth = 0);
+  Json intersect(const Json& a, const Json& b, const std::string& path, int depth = 0);
+  Json resolve_ref(const Json& ref, const std::string& path);
+  bool disjoint(const Json& a, const Json& b, int depth = 0);
+  Json schema_for_name(const Json& s, const std::string& name);
 
   // json_scalars.cpp
   Expr string_expr(const Json& s, const std::string& path);
   Expr number_expr(const Json& s, const std::string& path, bool integer);
   Expr quoted(Expr content);         // "..." or <|"|>...<|"|>
   Expr json_literal(const Json& v);  // a const/enum value in the output syntax
+  Expr not_strings_expr(const std::vector<std::string>& excluded);
 
  private:
   Expr value_expr(const Json& s, const std::string& path);
+  Expr union_expr(const Json& s, const std::string& path);
   Expr typed_expr(const Json& s, const std::string& type, const std::string& path);
   Expr object_expr(const Json& s, const std::string& path);
   Expr array_expr(const Json& s, const std::string& path);
   Expr any_value();
-  Json resolve(const Json& s, const std::string& path, int depth = 0);
-  Json merge_all_of(const Json& s, const std::string& path);
   Expr key_expr(const std::string& name);
-  Expr format_expr(const std::string& fmt, const std::string& path);
+  std::optional<Expr> extra_members(const Json& s, const std::string& path);
+  struct Members {
+    std::vector<std::optional<Expr>> members;  // per name: key and value; nullopt: never present
+    std::vector<bool> required;
+    std::vector<std::vector<size_t>> deps;  // dependentRequired: per name, the names it requires
+  };
+  Expr members_expr(const Json& s, const std::string& path, const Members& m, const std::optional<Expr>& extra);
+  bool admits(const Json& s, const Json& v);
+  Expr format_expr(const std::string& fmt, const std::string& path, uint64_t lo, uint64_t hi);
   Expr ws() { return opts_.any_whitespace ? ref(ws_) : empty(); }
   Expr punct(char c) { return seq({ws(), lit(std::string(1, c)), ws()}); }
   Expr digits_range(uint64_t lo, uint64_t hi, bool unbounded);
-  std::optional<Expr> magnitude(uint64_t a, bool a_open, std::optional<uint64_t> b, bool b_open, bool integer);
+  Expr fraction(const std::optional<std::string>& lo, const std::optional<std::string>& hi, uint32_t digits);
+  std::optional<Expr> magnitude(Decimal a, bool a_open, std::optional<Decimal> b, bool b_open, bool integer,
+                                uint32_t digits);
+  std::optional<Expr> multiple_of_expr(const Json& s, const std::string& path, bool integer, uint32_t& digits);
+  std::optional<Expr> integer_multiples(const Json& s, const std::string& path, uint64_t m);
+  Expr bounded_number(const std::optional<std::pair<Json, bool>>& lo, const std::optional<std::pair<Json, bool>>& hi,
+                      const std::string& path, bool integer, uint32_t digits);
   void common_rules();
+  Json fold_all_of(const Json& s, Json out, const std::string& path, int depth);
+  void one_of_as_any_of(Json& out, const std::string& path, int depth);
+  void rename_one_of(Json& out);
+  bool disjoint_objects(const Json& a, const Json& b, int depth);
+  void merge_objects(Json& res, const Json& a, const Json& b);
+  void merge_arrays(Json& res, const Json& a, const Json& b);
+  bool merge_keyword(Json& res, const std::string& k, const Json& vb, const std::string& path);
 
   GrammarBuilder& b_;
   const Json& root_;
@@ -57,6 +105,11 @@ class SchemaCompiler {
   std::unordered_map<std::string, uint32_t> memo_;  // canonical schema text -> rule
   size_t depth_ = 0;
   Expr char_;  // one string character, inlined into each use (see common_rules)
+  std::vector<std::string> dropped_;
 };
+
+// Keyword classes (json_schema_merge.cpp).
+bool is_type_name(const std::string& t);
+std::vector<std::string> types_of(const Json& s);  // explicit or implied types; empty: any
 
 }  // namespace sluice::grammar::detail
