@@ -143,6 +143,9 @@ Expr SchemaCompiler::any_value() { return ref(value_); }
 // follow tokens out of it (CompiledGrammar). Only $ref targets are shared (memoized by
 // their text), which is also what makes recursive schemas finite.
 uint32_t SchemaCompiler::rule_for(const Json& s, const std::string& path, bool shared) {
+  // Deep down, every rule is shared: a recursion that re-expands a schema inline (a $ref
+  // with siblings, an anyOf branch met again through a cycle) then closes on itself.
+  shared = shared || depth_ > 32;
   const std::string key = shared ? s.dump() : std::string();
   if (shared) {
     auto it = memo_.find(key);
@@ -175,6 +178,7 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     if (s.contains("enum") && (!s["enum"].is_array() || s["enum"].empty()))
       fail("json schema: 'enum' at %s must be a non-empty array", path.c_str());
     const Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
+    check_width(values.size(), "'enum'", path);
     for (const Json& v : values)
       if (admits(s, v)) alts.push_back(json_literal(v));
     if (alts.empty()) fail("json schema: no value of 'enum'/'const' at %s meets its sibling keywords", path.c_str());
@@ -212,6 +216,14 @@ bool SchemaCompiler::admits(const Json& s, const Json& v) {
   return false;
 }
 
+void SchemaCompiler::check_width(size_t n, const char* what, const std::string& path) {
+  if (n > 1 && width_ * n > opts_.limits.max_union_branches)
+    fail(
+        "json schema: %s at %s makes %zu alternatives for one value (with the unions around it), over the limit %zu "
+        "(limit max_union_branches)",
+        what, path.c_str(), width_ * n, opts_.limits.max_union_branches);
+}
+
 // anyOf: sibling keywords apply to every branch (intersected now, so contradictory
 // branches drop out: {"type":"string","anyOf":[{"minLength":1},{"type":"null"}]}).
 Expr SchemaCompiler::union_expr(const Json& s, const std::string& path) {
@@ -220,6 +232,8 @@ Expr SchemaCompiler::union_expr(const Json& s, const std::string& path) {
   Json rest = s;
   rest.erase("anyOf");
   rest.erase("nullable");
+  check_width(br.size(), "'anyOf'", path);
+  Widen widen{width_, width_ * br.size()};
   std::vector<Expr> alts;
   for (size_t i = 0; i < br.size(); ++i) {
     const std::string at = path + "/anyOf/" + std::to_string(i);
@@ -233,8 +247,16 @@ Expr SchemaCompiler::union_expr(const Json& s, const std::string& path) {
 }
 
 Expr SchemaCompiler::typed_expr(const Json& s, const std::string& type, const std::string& path) {
-  if (type == "object") return object_expr(s, path);
-  if (type == "array") return array_expr(s, path);
+  // Members and items start after a key or bracket: unions there are not alternatives of
+  // this value's first byte (only unions nested directly in unions multiply).
+  if (type == "object") {
+    Widen w{width_, 1};
+    return object_expr(s, path);
+  }
+  if (type == "array") {
+    Widen w{width_, 1};
+    return array_expr(s, path);
+  }
   if (type == "string") return string_expr(s, path);
   if (type == "integer") return number_expr(s, path, true);
   if (type == "number") return number_expr(s, path, false);
@@ -281,8 +303,8 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
   }
   std::vector<std::optional<Expr>> members;  // nullopt: the name may not appear (schema false)
   for (size_t i = 0; i < names.size(); ++i) {
-    const Json ps = normalize(schema_for_name(s, names[i]), path);
     const std::string at = path + "/properties/" + names[i];
+    const Json ps = normalize(schema_for_name(s, names[i]), at);
     if (ps == false) {
       if (required[i])
         fail("json schema: required property '%s' at %s admits no value", names[i].c_str(), path.c_str());
@@ -314,13 +336,14 @@ std::optional<Expr> SchemaCompiler::extra_members(const Json& s, const std::stri
   for (const auto& [p, ps] : pats.items())
     all_pats = all_pats == true ? ps : Json{{"allOf", Json::array({all_pats, ps})}};
   auto value_rule = [&](const Json& schema, const std::string& at) -> std::optional<uint32_t> {
+    Json n;
     try {
-      const Json n = normalize(schema, at);
-      if (n == false) return std::nullopt;
-      return rule_for(n, at);
+      n = normalize(schema, at);
     } catch (const Error&) {
-      return std::nullopt;  // a contradiction among the schemas: no such member
+      return std::nullopt;  // schemas that cannot be intersected: no such member
     }
+    if (n == false) return std::nullopt;
+    return rule_for(n, at);
   };
   if (!pats.empty() && !native_) {
     for (const auto& [p, ps] : pats.items()) {

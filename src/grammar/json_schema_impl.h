@@ -22,6 +22,18 @@ constexpr uint32_t kMaxExponentDigits = 3;
 
 using Json = nlohmann::ordered_json;
 
+// Sets a counter for a scope and restores it at the end, however the scope ends.
+struct Widen {
+  Widen(size_t& w, size_t value) : w_(w), outer_(w) { w_ = value; }
+  ~Widen() { w_ = outer_; }
+  Widen(const Widen&) = delete;
+  Widen& operator=(const Widen&) = delete;
+
+ private:
+  size_t& w_;
+  size_t outer_;
+};
+
 // A non-negative decimal: integer part and exactly kMaxFractionDigits fraction digits.
 struct Decimal {
   uint64_t ip = 0;
@@ -63,6 +75,7 @@ class SchemaCompiler {
  private:
   Expr value_expr(const Json& s, const std::string& path);
   Expr union_expr(const Json& s, const std::string& path);
+  void check_width(size_t n, const char* what, const std::string& path);
   Expr typed_expr(const Json& s, const std::string& type, const std::string& path);
   Expr object_expr(const Json& s, const std::string& path);
   Expr array_expr(const Json& s, const std::string& path);
@@ -91,6 +104,7 @@ class SchemaCompiler {
   Json fold_all_of(const Json& s, Json out, const std::string& path, int depth);
   void one_of_as_any_of(Json& out, const std::string& path, int depth);
   void rename_one_of(Json& out);
+  bool drop_shared_types(std::vector<Json>& br);
   bool disjoint_objects(const Json& a, const Json& b, int depth);
   void merge_objects(Json& res, const Json& a, const Json& b);
   void merge_arrays(Json& res, const Json& a, const Json& b);
@@ -104,7 +118,8 @@ class SchemaCompiler {
   uint32_t ws_ = 0, value_ = 0, string_ = 0, number_ = 0, str_char_ = 0, digit1_ = 0, key_ = 0;
   std::unordered_map<std::string, uint32_t> memo_;  // canonical schema text -> rule
   size_t depth_ = 0;
-  Expr char_;  // one string character, inlined into each use (see common_rules)
+  size_t width_ = 1;  // product of the enclosing unions' widths (Limits::max_union_branches)
+  Expr char_;         // one string character, inlined into each use (see common_rules)
   std::vector<std::string> dropped_;
 };
 

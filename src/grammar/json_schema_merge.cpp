@@ -4,6 +4,7 @@
 // siblings and `allOf` folded into one intersection, `oneOf` turned into `anyOf` where the
 // branches are provably disjoint); intersect() is `allOf` of two normalized schemas.
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <regex>
 #include <set>
@@ -281,6 +282,7 @@ void SchemaCompiler::one_of_as_any_of(Json& out, const std::string& path, int de
     std::vector<Json> norm;
     for (size_t i = 0; i < br.size(); ++i)
       norm.push_back(normalize(br[i], path + "/oneOf/" + std::to_string(i), depth + 1));
+    if (drop_shared_types(norm)) out["oneOf"] = Json(norm);
     for (size_t i = 0; i < norm.size(); ++i)
       for (size_t j = i + 1; j < norm.size(); ++j)
         if (!disjoint(norm[i], norm[j])) {
@@ -289,6 +291,49 @@ void SchemaCompiler::one_of_as_any_of(Json& out, const std::string& path, int de
         }
   }
   rename_one_of(out);
+}
+
+// A type two oneOf branches both admit wholly (no keyword of theirs constrains its values)
+// matches both: under oneOf no value of it is valid, so it leaves both branches
+// ({"oneOf":[{"type":["string","null"]},{"type":["integer","null"]}]}: null goes). Integer and
+// number are left alone (an integer is also a number). Returns whether a branch changed.
+bool SchemaCompiler::drop_shared_types(std::vector<Json>& br) {
+  static const std::map<std::string, std::vector<const char*>> kTypeKeywords = {
+      {"null", {}},
+      {"boolean", {}},
+      {"string", {"minLength", "maxLength", "pattern", "format"}},
+      {"array", {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"}},
+      {"object",
+       {"properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
+        "dependentRequired"}}};
+  auto wholly = [&](const Json& s, const std::string& t) {
+    if (!s.is_object() || !s.contains("type") || !type_set(s["type"]).count(t) || !kTypeKeywords.count(t)) return false;
+    for (const char* k : {"enum", "const", "anyOf", "oneOf", "not", "if", "$ref", "allOf"})
+      if (s.contains(k)) return false;
+    for (const char* k : kTypeKeywords.at(t))
+      if (s.contains(k)) return false;
+    return true;
+  };
+  bool changed = false;
+  for (const std::string t : {"null", "boolean", "string", "array", "object"}) {
+    size_t whole = 0;
+    bool typed = true;  // every branch says its types (else one may admit t implicitly)
+    for (const Json& b : br) {
+      whole += wholly(b, t);
+      typed = typed && (b == false || (b.is_object() && b.contains("type")));
+    }
+    if (whole < 2 || !typed) continue;
+    // Two branches take every value of type t: none of them is valid; t leaves every branch.
+    for (Json& b : br) {
+      if (b == false) continue;
+      auto ts = type_set(b["type"]);
+      if (!ts.erase(t)) continue;
+      if (ts.empty()) b = Json(false);
+      else b["type"] = Json(std::vector<std::string>(ts.begin(), ts.end()));
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 void SchemaCompiler::rename_one_of(Json& out) {

@@ -211,3 +211,39 @@ TEST(JsonSchema, DigitsAndFormatsStopAtRealWorldLimits) {
 
 }  // namespace
 }  // namespace sluice::grammar
+
+namespace sluice::grammar {
+namespace {
+
+std::string objects_union(int n) {
+  nlohmann::json branches = nlohmann::json::array();
+  for (int i = 0; i < n; ++i)
+    branches.push_back({{"type", "object"},
+                        {"properties", {{"k" + std::to_string(i), {{"type", "integer"}}}}},
+                        {"required", {"k" + std::to_string(i)}},
+                        {"additionalProperties", false}});
+  return nlohmann::json{{"anyOf", branches}}.dump();
+}
+
+// A union too wide for the matcher is refused when the schema compiles (a 400), naming the
+// limit — never a failure in the middle of generation; one within the limit runs.
+TEST(JsonSchema, TooWideUnionsAreRefusedAtCompileTime) {
+  expect_error(objects_union(2000), "(limit max_union_branches)");
+  nlohmann::json values = nlohmann::json::array();
+  for (int i = 0; i < 1500; ++i) values.push_back("v" + std::to_string(i));
+  expect_error(nlohmann::json{{"enum", values}}.dump(), "'enum' at # makes 1500 alternatives");
+  // Unions nested directly in unions multiply; one behind a key does not.
+  const auto nested = nlohmann::json{
+      {"anyOf", {nlohmann::json::parse(objects_union(600)), {{"type", "null"}}}}};  // 2 x 600
+  expect_error(nested.dump(), "'anyOf' at #/anyOf/0 makes 1200 alternatives");
+  const auto keyed = nlohmann::json{
+      {"anyOf",
+       {{{"type", "object"}, {"properties", {{"a", nlohmann::json::parse(objects_union(600))}}}}, {{"type", "null"}}}}};
+  EXPECT_TRUE(schema_matches(keyed.dump(), R"({"a":{"k5":1}})"));
+  const std::string ok = objects_union(1000);
+  EXPECT_TRUE(schema_matches(ok, R"({"k999":-12})"));
+  EXPECT_FALSE(schema_matches(ok, R"({"k1000":1})"));
+}
+
+}  // namespace
+}  // namespace sluice::grammar
