@@ -79,7 +79,10 @@ nlohmann::json check(const nlohmann::json& in, const std::shared_ptr<const gramm
   const auto t0 = Clock::now();
   try {
     const std::string text = in.at("schema").dump();
-    auto g = std::make_shared<const grammar::CompiledGrammar>(grammar::json_schema_grammar_text(text, opts), vocab);
+    grammar::Grammar gr = grammar::json_schema_grammar_text(text, opts);
+    out["grammar_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    out["positions"] = gr.elems.size();
+    auto g = std::make_shared<const grammar::CompiledGrammar>(std::move(gr), vocab);
     out["compile_ms"] = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     out["ok"] = true;
     out["warnings"] = g->grammar().warnings;

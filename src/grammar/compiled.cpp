@@ -96,7 +96,18 @@ void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::ve
   std::vector<int32_t> accepted;
   for (uint32_t i = 1; i < nodes.size();) {
     const auto& nd = nodes[i];
-    const uint32_t s = pda.step(state[nd.depth - 1], nd.byte);
+    uint32_t s;
+    try {
+      s = pda.step(state[nd.depth - 1], nd.byte);
+    } catch (const Error&) {
+      // Under the wildcard the walk follows every caller of a rule at once; past the limits
+      // (many call sites of a shared rule, a long token crossing several of them) the
+      // subtree's tokens are left to the run-time check from the real stack instead.
+      for (uint32_t j = i; j < nd.end; ++j)
+        out.dependent.insert(out.dependent.end(), toks.begin() + nodes[j].tok_begin, toks.begin() + nodes[j].tok_end);
+      i = nd.end;
+      continue;
+    }
     if (s == Pda::kDead) {  // dead in every context, with everything below it
       i = nd.end;
       continue;

@@ -165,7 +165,19 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     if (!s.get<bool>()) fail("json schema: schema at %s admits no value", path.c_str());
     return any_value();
   }
-  if (s.contains("$ref") && s.size() == 1) return ref(rule_for(resolve_ref(s["$ref"], path), path + "/$ref", true));
+  if (s.contains("$ref") && s.size() == 1) {
+    // One rule per target, found by the reference's text (no copy or dump of the target).
+    const Json& target = resolve_ref(s["$ref"], path);
+    const std::string key = s["$ref"].get<std::string>();
+    auto it = ref_memo_.find(key);
+    if (it != ref_memo_.end()) return ref(it->second);
+    const uint32_t r = b_.declare("s" + std::to_string(b_.n_rules()));
+    ref_memo_.emplace(key, r);
+    if (++depth_ > 200) fail("json schema: nesting deeper than 200 at %s", path.c_str());
+    b_.define(r, value_expr(target, path + "/$ref"));
+    --depth_;
+    return ref(r);
+  }
   for (const char* k : {"if", "not"})
     if (s.contains(k)) unsupported("'" + std::string(k) + "'", path);
   std::vector<Expr> alts;
@@ -322,6 +334,59 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
   return members_expr(s, path, Members{members, required, deps}, extra_members(s, path));
 }
 
+// The key of an additional member: any name but those "properties" declares (a duplicate
+// key would be a second value for a declared member, and parsing it both ways would keep
+// two parses alive through every nested level). A trie over the names: a key that leaves the
+// trie, or stops at a node that ends no name, is another name. Names with characters outside
+// printable ASCII fall back to any key; inside the trie `\u` escapes are left out (one
+// could spell a declared name).
+Expr SchemaCompiler::other_key(const Json& s) {
+  std::vector<std::string> names;
+  if (native_ || !s.contains("properties") || !s["properties"].is_object() || s["properties"].empty()) return ref(key_);
+  for (const auto& [n, ps] : s["properties"].items()) {
+    for (unsigned char c : n)
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return ref(key_);
+    names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  if (!other_key_rest_) other_key_rest_ = b_.add("key-rest", seq({star(char_), lit("\"")}));
+  return seq({lit("\""), key_trie(names, 0, 0, names.size())});
+}
+
+// Keys continuing a common prefix of length `depth` shared by names[lo, hi).
+Expr SchemaCompiler::key_trie(const std::vector<std::string>& names, size_t depth, size_t lo, size_t hi) {
+  std::vector<Expr> alts;
+  ByteSet next;
+  bool ends_here = false;
+  for (size_t i = lo; i < hi; ++i) {
+    if (names[i].size() == depth) ends_here = true;
+    else next.add(static_cast<uint8_t>(names[i][depth]));
+  }
+  if (!ends_here) alts.push_back(lit("\""));
+  // Leave the trie: a character no name continues with, then anything.
+  ByteSet plain = ByteSet::range(0x20, 0x7F);
+  plain.w[0] &= ~(uint64_t{1} << '"');
+  plain.w[1] &= ~(uint64_t{1} << ('\\' - 64));
+  for (int w = 0; w < 4; ++w) plain.w[w] &= ~next.w[w];
+  ByteSet esc;
+  for (char c : std::string_view("bfnrt")) esc.add(static_cast<uint8_t>(c));
+  if (!next.has('"')) esc.add('"');
+  if (!next.has('\\')) esc.add('\\');
+  if (!next.has('/')) esc.add('/');
+  alts.push_back(seq({alt({bytes(plain), ref(rx_.utf8_multi), seq({lit("\\"), bytes(esc)})}), ref(other_key_rest_)}));
+  for (size_t i = lo; i < hi;) {
+    if (names[i].size() == depth) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < hi && names[j].size() > depth && names[j][depth] == names[i][depth]) ++j;
+    alts.push_back(seq({lit(names[i].substr(depth, 1)), key_trie(names, depth + 1, i, j)}));
+    i = j;
+  }
+  return alt(std::move(alts));
+}
+
 // One additional member (a name not in "properties"): for each patternProperties key, a
 // name matching it whose value meets that schema and those of the patterns it may also
 // match; with additionalProperties not false, any name whose value meets
@@ -358,9 +423,9 @@ std::optional<Expr> SchemaCompiler::extra_members(const Json& s, const std::stri
   const Json add = s.value("additionalProperties", Json(true));
   if (!(add.is_boolean() && !add.get<bool>())) {
     const Json both = pats.empty() ? add : Json{{"allOf", Json::array({add, all_pats})}};
-    if (pats.empty() && add.is_boolean()) alts.push_back(seq({ref(key_), punct(':'), any_value()}));
-    else if (auto v = value_rule(both, path + "/additionalProperties"))
-      alts.push_back(seq({ref(key_), punct(':'), ref(*v)}));
+    const Expr key = other_key(s);
+    if (pats.empty() && add.is_boolean()) alts.push_back(seq({key, punct(':'), any_value()}));
+    else if (auto v = value_rule(both, path + "/additionalProperties")) alts.push_back(seq({key, punct(':'), ref(*v)}));
   }
   if (alts.empty()) return std::nullopt;
   return alt(std::move(alts));

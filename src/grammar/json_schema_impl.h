@@ -61,7 +61,7 @@ class SchemaCompiler {
   // json_schema_merge.cpp
   Json normalize(const Json& s, const std::string& path, int depth = 0);
   Json intersect(const Json& a, const Json& b, const std::string& path, int depth = 0);
-  Json resolve_ref(const Json& ref, const std::string& path);
+  const Json& resolve_ref(const Json& ref, const std::string& path);  // into the root document
   bool disjoint(const Json& a, const Json& b, int depth = 0);
   Json schema_for_name(const Json& s, const std::string& name);
 
@@ -82,6 +82,8 @@ class SchemaCompiler {
   Expr any_value();
   Expr key_expr(const std::string& name);
   std::optional<Expr> extra_members(const Json& s, const std::string& path);
+  Expr other_key(const Json& s);
+  Expr key_trie(const std::vector<std::string>& names, size_t depth, size_t lo, size_t hi);
   struct Members {
     std::vector<std::optional<Expr>> members;  // per name: key and value; nullopt: never present
     std::vector<bool> required;
@@ -116,10 +118,12 @@ class SchemaCompiler {
   bool native_;
   RegexContext rx_;
   uint32_t ws_ = 0, value_ = 0, string_ = 0, number_ = 0, str_char_ = 0, digit1_ = 0, key_ = 0;
-  std::unordered_map<std::string, uint32_t> memo_;  // canonical schema text -> rule
+  std::unordered_map<std::string, uint32_t> memo_;      // canonical schema text -> rule
+  std::unordered_map<std::string, uint32_t> ref_memo_;  // "$ref" text -> rule
   size_t depth_ = 0;
-  size_t width_ = 1;  // product of the enclosing unions' widths (Limits::max_union_branches)
-  Expr char_;         // one string character, inlined into each use (see common_rules)
+  uint32_t other_key_rest_ = 0;  // rule: the rest of a key that left the declared names' trie
+  size_t width_ = 1;             // product of the enclosing unions' widths (Limits::max_union_branches)
+  Expr char_;                    // one string character, inlined into each use (see common_rules)
   std::vector<std::string> dropped_;
 };
 

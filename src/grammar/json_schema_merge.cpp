@@ -156,7 +156,7 @@ void SchemaCompiler::unsupported(const std::string& what, const std::string& pat
 }
 
 // The schema a "$ref" points to (a JSON pointer into the root document).
-Json SchemaCompiler::resolve_ref(const Json& r, const std::string& path) {
+const Json& SchemaCompiler::resolve_ref(const Json& r, const std::string& path) {
   if (!r.is_string() || r.get<std::string>().rfind("#", 0) != 0)
     fail("json schema: only local '$ref' (\"#...\") is supported, at %s", path.c_str());
   const std::string ptr = r.get<std::string>().substr(1);

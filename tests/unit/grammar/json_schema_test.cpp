@@ -247,3 +247,43 @@ TEST(JsonSchema, TooWideUnionsAreRefusedAtCompileTime) {
 
 }  // namespace
 }  // namespace sluice::grammar
+
+namespace sluice::grammar {
+namespace {
+
+// An additional member never reuses a declared name (a duplicate key would be a second value
+// for the declared member); names that merely share a prefix are fine.
+TEST(JsonSchema, AdditionalMembersDoNotReuseDeclaredNames) {
+  const std::string s = R"({"type":"object","properties":{"a":{"type":"integer"},"ab":{"type":"null"}}})";
+  for (const char* ok :
+       {R"({"a":1,"abc":"x"})", R"({"b":true})", R"({"ab":null,"a2":[]})", R"({"":1})", R"({"a":1,"\n":2})"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"({"a":1,"a":"x"})", R"({"ab":null,"ab":1})", R"({"x":1,"a":2})", R"({"\u0061":"x"})"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+}
+
+}  // namespace
+}  // namespace sluice::grammar
+
+namespace sluice::grammar {
+namespace {
+
+// Under the wildcard the compile-time analysis follows every call site of a shared rule at
+// once; past max_stacks_per_state it leaves those tokens to the run-time check instead of
+// failing the grammar (a real stack has one caller).
+TEST(JsonSchema, AnalysisPastTheStackLimitDefersToTheRealStack) {
+  const std::string s =
+      R"({"type":"object","properties":{"a":{},"b":{"type":"array","items":{}},"c":{"anyOf":[{},{"type":"null"}]},)"
+      R"("d":{"type":"object","additionalProperties":{}},"e":{}}})";
+  Limits tight;
+  tight.max_stacks_per_state = 24;
+  tight.eager_compile_ms = 1e9;  // analyse every position at compile
+  auto vocab = test::byte_vocab(true);
+  auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar_text(s), vocab, tight);
+  EXPECT_TRUE(matches(g, R"({"a":{"x":[1,{"y":null}]},"b":[{},[]],"d":{"k":"v"},"e":"s","z":true})"));
+  EXPECT_FALSE(matches(g, R"({"a":1,"a":2})"));
+  EXPECT_FALSE(matches(g, R"({"b":{}})"));
+}
+
+}  // namespace
+}  // namespace sluice::grammar
