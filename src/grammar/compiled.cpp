@@ -8,6 +8,10 @@
 
 namespace sluice::grammar {
 
+namespace {
+constexpr size_t kAnalysisStacks = 256;
+}  // namespace
+
 CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, Limits limits)
     : g_(std::move(g)), vocab_(std::move(vocab)), limits_(limits), mask_index_(g_.elems.size(), -1) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -16,7 +20,12 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
       fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
   byte_tokens_.assign(vocab_->mask_words(), 0);
   for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
-  pda_ = std::make_unique<Pda>(g_, limits_, /*dense=*/true);
+  // The analysis gives up on a token sooner than the matcher would (see analyse): a state of
+  // hundreds of wildcard continuations costs more to build than checking the few tokens
+  // that reach it from the real stack.
+  Limits analysis = limits_;
+  analysis.max_stacks_per_state = std::min<size_t>(limits_.max_stacks_per_state, kAnalysisStacks);
+  pda_ = std::make_unique<Pda>(g_, analysis, /*dense=*/true);
   flag_.assign(static_cast<size_t>(vocab_->n_vocab()), 0);
   // Only rules reachable from the root can be on a stack (front ends add shared helpers
   // that a given schema may never use).

@@ -323,7 +323,10 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
       members.emplace_back();
       continue;
     }
-    members.emplace_back(seq({key_expr(names[i]), punct(':'), ref(rule_for(ps, at))}));
+    // A rule per member (and one for an additional member): the tail rules below each
+    // mention every later member, so inlining them would grow the grammar with the square
+    // of the member count.
+    members.emplace_back(ref(b_.add("member", seq({key_expr(names[i]), punct(':'), ref(rule_for(ps, at))}))));
   }
   std::vector<std::vector<size_t>> deps(names.size());
   for (const auto& [trigger, list] : dependent.items()) {
@@ -331,7 +334,9 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
     for (const Json& d : list)
       if (d.is_string()) deps[t].push_back(std::find(names.begin(), names.end(), d.get<std::string>()) - names.begin());
   }
-  return members_expr(s, path, Members{members, required, deps}, extra_members(s, path));
+  std::optional<Expr> extra = extra_members(s, path);
+  if (extra) extra = ref(b_.add("extra", *extra));
+  return members_expr(s, path, Members{members, required, deps}, extra);
 }
 
 // The key of an additional member: any name but those "properties" declares (a duplicate
