@@ -231,6 +231,22 @@ def test_unsupported_keywords_are_400_naming_them(client3, schema, keyword):
     assert f"'{keyword}'" in e.value.message
 
 
+def test_a_too_wide_union_is_a_400_naming_the_limit_not_a_5xx(client3):
+    """anyOf over 2,000 small objects used to compile and then end the request with a 503;
+    it is refused at compile time. 1,000 runs."""
+    def union(n):
+        return {"anyOf": [{"type": "object", "properties": {f"k{i}": {"type": "integer", "minimum": 0, "maximum": 9}},
+                           "required": [f"k{i}"], "additionalProperties": False} for i in range(n)]}
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": union(2000), "strict": True}}
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client3, response_format=rf)
+    assert "max_union_branches" in e.value.message
+    rf["json_schema"]["schema"] = union(1000)
+    r = chat(client3, response_format=rf, max_tokens=40, seed=3)
+    if r.choices[0].finish_reason == "stop":
+        valid(json.loads(r.choices[0].message.content), union(1000))
+
+
 def test_malformed_structured_output_requests_are_400(client3):
     cases = [
         ({"response_format": {"type": "xml"}}, "response_format"),
