@@ -16,6 +16,7 @@ compared with llguidance's default; --lenient runs sluice's lenient mode as well
 For a sample of compiled schemas, random walks through the grammar (schema_check's byte
 vocabulary) are validated with `jsonschema` and its format checker.
 
+    .venv/bin/pip install -r python/requirements-schema-bench.txt
     .venv/bin/python bench/schema_coverage.py [--build build] [--model models/gemma-3-270m-q4_k_m.gguf]
                                               [--limit 200] [--samples 40] [--json out.json]
 """
@@ -286,7 +287,6 @@ def main():
             print(f"    sluice   {c:4d}  {e[:150]}")
         for e, c in rep.get("llg_errors", []):
             print(f"    llguid.  {c:4d}  {e[:150]}")
-    all_ms = []
     sluice.close()
     walker.close()
     if a.json:

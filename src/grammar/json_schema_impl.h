@@ -70,7 +70,6 @@ class SchemaCompiler {
   Expr number_expr(const Json& s, const std::string& path, bool integer);
   Expr quoted(Expr content);         // "..." or <|"|>...<|"|>
   Expr json_literal(const Json& v);  // a const/enum value in the output syntax
-  Expr not_strings_expr(const std::vector<std::string>& excluded);
 
  private:
   Expr value_expr(const Json& s, const std::string& path);
