@@ -178,21 +178,21 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     --depth_;
     return ref(r);
   }
-  for (const char* k : {"if", "not"})
-    if (s.contains(k)) unsupported("'" + std::string(k) + "'", path);
+  if (s.contains("if")) unsupported("'if'", path);
+  Exclusions no;
+  if (s.contains("not") && !collect_not(s["not"], path + "/not", no)) unsupported("'not'", path + "/not");
   std::vector<Expr> alts;
   if (s.contains("nullable")) {
     if (!s["nullable"].is_boolean()) fail("json schema: 'nullable' at %s must be a boolean", path.c_str());
-    if (s["nullable"].get<bool>()) alts.push_back(lit("null"));
+    if (s["nullable"].get<bool>() && !no.excludes(Json(nullptr))) alts.push_back(lit("null"));
   }
-  const std::vector<std::string> types = types_of(s);
   if (s.contains("const") || s.contains("enum")) {
     if (s.contains("enum") && (!s["enum"].is_array() || s["enum"].empty()))
       fail("json schema: 'enum' at %s must be a non-empty array", path.c_str());
     const Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
     check_width(values.size(), "'enum'", path);
     for (const Json& v : values)
-      if (admits(s, v)) alts.push_back(json_literal(v));
+      if (admits(s, v) && !no.excludes(v)) alts.push_back(json_literal(v));
     if (alts.empty()) fail("json schema: no value of 'enum'/'const' at %s meets its sibling keywords", path.c_str());
     return alt(std::move(alts));
   }
@@ -200,16 +200,50 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     alts.push_back(union_expr(s, path));
     return alt(std::move(alts));
   }
-  if (types.empty()) {
+  std::vector<std::string> types = types_of(s);
+  if (types.empty() && no.empty()) {
     alts.push_back(any_value());
     return alt(std::move(alts));
   }
+  if (types.empty()) types = {"object", "array", "string", "number", "boolean", "null"};
   for (const std::string& t : types) {
     // "number" and "integer" together: the number grammar covers both.
     if (t == "integer" && std::find(types.begin(), types.end(), "number") != types.end()) continue;
+    if (no.types.count(t) || (t == "integer" && no.types.count("number")) ||
+        (t == "null" && no.excludes(Json(nullptr))))
+      continue;
+    if (t == "number" && no.types.count("integer")) unsupported("'not' of integers within numbers", path + "/not");
+    if (t == "boolean" && no.excludes(Json(true)) && no.excludes(Json(false))) continue;
+    not_ = &no;  // read by typed_expr for this value only (nested values set their own)
     alts.push_back(typed_expr(s, t, path));
   }
+  not_ = nullptr;
+  if (alts.empty()) fail("json schema: no value at %s escapes its 'not'", path.c_str());
   return alt(std::move(alts));
+}
+
+// not: {"type": ..}, {"const": ..}, {"enum": [..]}, and anyOf of those (not(A or B) is
+// not A and not B). Excluded values must be null, booleans or strings.
+bool SchemaCompiler::collect_not(const Json& n0, const std::string& path, Exclusions& no) {
+  const Json n = normalize(n0, path);
+  if (!n.is_object() || n.empty()) return false;
+  if (n.size() == 1 && n.contains("anyOf") && n["anyOf"].is_array()) {
+    for (size_t i = 0; i < n["anyOf"].size(); ++i)
+      if (!collect_not(n["anyOf"][i], path + "/anyOf/" + std::to_string(i), no)) return false;
+    return true;
+  }
+  if (n.size() == 1 && n.contains("type")) {
+    for (const std::string& t : types_of(n)) no.types.insert(t);
+    return true;
+  }
+  if (n.size() == 1 && (n.contains("const") || (n.contains("enum") && n["enum"].is_array()))) {
+    for (const Json& v : n.contains("const") ? Json::array({n["const"]}) : n["enum"]) {
+      if (!v.is_null() && !v.is_boolean() && !v.is_string()) return false;
+      no.values.push_back(v);
+    }
+    return true;
+  }
+  return false;
 }
 
 // A const/enum value that the schema's "type" (if any) admits. Other sibling keywords are
@@ -259,6 +293,8 @@ Expr SchemaCompiler::union_expr(const Json& s, const std::string& path) {
 }
 
 Expr SchemaCompiler::typed_expr(const Json& s, const std::string& type, const std::string& path) {
+  const Exclusions* no = not_;  // this value's `not`; members and items below are other values
+  not_ = nullptr;
   // Members and items start after a key or bracket: unions there are not alternatives of
   // this value's first byte (only unions nested directly in unions multiply).
   if (type == "object") {
@@ -269,10 +305,22 @@ Expr SchemaCompiler::typed_expr(const Json& s, const std::string& type, const st
     Widen w{width_, 1};
     return array_expr(s, path);
   }
-  if (type == "string") return string_expr(s, path);
+  if (type == "string") {
+    std::vector<std::string> out;
+    if (no)
+      for (const Json& v : no->values)
+        if (v.is_string()) out.push_back(v.get<std::string>());
+    if (!out.empty()) return strings_except(s, out, path);
+    return string_expr(s, path);
+  }
   if (type == "integer") return number_expr(s, path, true);
   if (type == "number") return number_expr(s, path, false);
-  if (type == "boolean") return alt({lit("true"), lit("false")});
+  if (type == "boolean") {
+    std::vector<Expr> b;
+    for (bool v : {true, false})
+      if (!no || !no->excludes(Json(v))) b.push_back(lit(v ? "true" : "false"));
+    return alt(std::move(b));
+  }
   if (type == "null") return lit("null");
   fail("json schema: unknown type '%s' at %s", type.c_str(), path.c_str());
 }
@@ -356,6 +404,23 @@ Expr SchemaCompiler::other_key(const Json& s) {
   std::sort(names.begin(), names.end());
   if (!other_key_rest_) other_key_rest_ = b_.add("key-rest", seq({star(char_), lit("\"")}));
   return seq({lit("\""), key_trie(names, 0, 0, names.size())});
+}
+
+// Strings other than `out` (a `not` of string values): the key trie, when the string has no
+// other keyword and the values are printable ASCII.
+Expr SchemaCompiler::strings_except(const Json& s, std::vector<std::string> out, const std::string& path) {
+  bool plain = !native_;
+  for (const char* k : {"minLength", "maxLength", "pattern", "format"}) plain = plain && !s.contains(k);
+  for (const std::string& n : out)
+    for (unsigned char c : n) plain = plain && c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  if (!plain) {
+    unsupported("'not' of strings beside other string keywords", path + "/not");
+    return string_expr(s, path);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (!other_key_rest_) other_key_rest_ = b_.add("key-rest", seq({star(char_), lit("\"")}));
+  return seq({lit("\""), key_trie(out, 0, 0, out.size())});
 }
 
 // Keys continuing a common prefix of length `depth` shared by names[lo, hi).

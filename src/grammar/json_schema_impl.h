@@ -3,7 +3,9 @@
 // $ref, allOf as an intersection, oneOf) and json_scalars.cpp (strings, formats, numbers).
 #pragma once
 
+#include <algorithm>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +50,14 @@ struct Decimal {
 // d +- one unit in the last of `digits` fraction digits (integer part when digits is 0).
 Decimal step(Decimal d, int dir, uint32_t digits);
 
+// What a `not` excludes: whole types and single values (null, booleans, strings).
+struct Exclusions {
+  std::set<std::string> types;
+  std::vector<Json> values;
+  bool empty() const { return types.empty() && values.empty(); }
+  bool excludes(const Json& v) const { return std::find(values.begin(), values.end(), v) != values.end(); }
+};
+
 class SchemaCompiler {
  public:
   SchemaCompiler(GrammarBuilder& b, const Json& root, const JsonSchemaOptions& opts);
@@ -90,6 +100,8 @@ class SchemaCompiler {
   };
   Expr members_expr(const Json& s, const std::string& path, const Members& m, const std::optional<Expr>& extra);
   bool admits(const Json& s, const Json& v);
+  bool collect_not(const Json& n, const std::string& path, Exclusions& no);
+  Expr strings_except(const Json& s, std::vector<std::string> out, const std::string& path);
   Expr format_expr(const std::string& fmt, const std::string& path, uint64_t lo, uint64_t hi);
   Expr ws() { return opts_.any_whitespace ? ref(ws_) : empty(); }
   Expr punct(char c) { return seq({ws(), lit(std::string(1, c)), ws()}); }
@@ -120,9 +132,11 @@ class SchemaCompiler {
   std::unordered_map<std::string, uint32_t> memo_;      // canonical schema text -> rule
   std::unordered_map<std::string, uint32_t> ref_memo_;  // "$ref" text -> rule
   size_t depth_ = 0;
-  uint32_t other_key_rest_ = 0;  // rule: the rest of a key that left the declared names' trie
-  size_t width_ = 1;             // product of the enclosing unions' widths (Limits::max_union_branches)
-  Expr char_;                    // one string character, inlined into each use (see common_rules)
+  uint32_t other_key_rest_ = 0;      // rule: the rest of a key that left the declared names' trie
+  size_t width_ = 1;                 // product of the enclosing unions' widths (Limits::max_union_branches)
+  const Exclusions* not_ = nullptr;  // the `not` of the value typed_expr is building
+                                     // product of the enclosing unions' widths (Limits::max_union_branches)
+  Expr char_;                        // one string character, inlined into each use (see common_rules)
   std::vector<std::string> dropped_;
 };
 
