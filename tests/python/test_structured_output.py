@@ -163,6 +163,11 @@ CONSTRUCTS = {
         "p": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 0.5, "multipleOf": 0.001},
         "m": {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 100}},
         "required": ["t", "p", "m"], "additionalProperties": False},
+    "not": {"type": "object", "properties": {
+        "v": {"type": ["boolean", "null", "string"], "maxLength": 2, "not": {"anyOf": [{"const": None}, {"const": True}]}},
+        "w": {"not": {"type": ["string", "object", "array", "number"]}},
+        "x": {"enum": ["a", "b", "c"], "not": {"const": "b"}}},
+        "required": ["v", "w", "x"], "additionalProperties": False},
     "draft4_spellings": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {
         "d4": {"type": "number", "minimum": 1, "exclusiveMinimum": True, "maximum": 2, "multipleOf": 0.1},
         "tup": {"type": "array", "items": [{"type": "boolean"}, {"type": "null"}], "additionalItems": False},
