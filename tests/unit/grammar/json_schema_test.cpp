@@ -209,12 +209,6 @@ TEST(JsonSchema, DigitsAndFormatsStopAtRealWorldLimits) {
   EXPECT_FALSE(schema_matches(e, R"("a@b.c.d.e.f")"));  // five labels
 }
 
-}  // namespace
-}  // namespace sluice::grammar
-
-namespace sluice::grammar {
-namespace {
-
 std::string objects_union(int n) {
   nlohmann::json branches = nlohmann::json::array();
   for (int i = 0; i < n; ++i)
@@ -245,12 +239,6 @@ TEST(JsonSchema, TooWideUnionsAreRefusedAtCompileTime) {
   EXPECT_FALSE(schema_matches(ok, R"({"k1000":1})"));
 }
 
-}  // namespace
-}  // namespace sluice::grammar
-
-namespace sluice::grammar {
-namespace {
-
 // An additional member never reuses a declared name (a duplicate key would be a second value
 // for the declared member); names that merely share a prefix are fine.
 TEST(JsonSchema, AdditionalMembersDoNotReuseDeclaredNames) {
@@ -261,12 +249,6 @@ TEST(JsonSchema, AdditionalMembersDoNotReuseDeclaredNames) {
   for (const char* bad : {R"({"a":1,"a":"x"})", R"({"ab":null,"ab":1})", R"({"x":1,"a":2})", R"({"\u0061":"x"})"})
     EXPECT_FALSE(schema_matches(s, bad)) << bad;
 }
-
-}  // namespace
-}  // namespace sluice::grammar
-
-namespace sluice::grammar {
-namespace {
 
 // Under the wildcard the compile-time analysis follows every call site of a shared rule at
 // once; past max_stacks_per_state it leaves those tokens to the run-time check instead of
@@ -284,12 +266,6 @@ TEST(JsonSchema, AnalysisPastTheStackLimitDefersToTheRealStack) {
   EXPECT_FALSE(matches(g, R"({"a":1,"a":2})"));
   EXPECT_FALSE(matches(g, R"({"b":{}})"));
 }
-
-}  // namespace
-}  // namespace sluice::grammar
-
-namespace sluice::grammar {
-namespace {
 
 // not over types and over null/boolean/string values (anyOf inside: each excluded).
 TEST(JsonSchema, NotExcludesTypesAndValues) {
