@@ -1,5 +1,6 @@
 // `sluice run -m FILE (-p TEXT | -f FILE | stdin)`: streams the continuation of a prompt.
-// --chat renders the prompt as one user turn with the model's chat template.
+// --chat renders the prompt as one user turn with the model's chat template. --mmproj FILE
+// --image PATH (repeatable) puts images in the prompt (apps/sluice/images.h).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "apps/sluice/chat_render.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/completion.h"
+#include "apps/sluice/images.h"
 #include "base/error.h"
 #include "grammar/compiled.h"
 #include "grammar/gbnf.h"
@@ -26,6 +28,7 @@ struct RunArgs {
   std::string prompt, prompt_file, system;
   std::string json_schema_file, grammar_file;
   bool chat = false;
+  ImageArgs images;
 };
 
 std::string read_all(std::istream& in) {
@@ -74,8 +77,12 @@ CommandFn add_run_command(CLI::App& app) {
                              "constrain the output to a JSON Schema (a file; docs/structured-output.md)");
   cmd->add_option("--grammar", args->grammar_file, "constrain the output to a GBNF grammar (a file)")->excludes(js);
   add_sampling_flags(cmd, args->sampling);
+  add_image_options(cmd, args->images);
   return [args]() {
-    const std::string text = read_prompt(args->prompt, args->prompt_file);
+    if (!args->images.images.empty() && args->images.mmproj.empty())
+      fail("--image needs --mmproj FILE (the vision projector that goes with the model)");
+    const std::string text = place_image_markers(read_prompt(args->prompt, args->prompt_file),
+                                                 args->images.images.size());
     EngineSession sess(args->session);
     sess.print_summary();
     auto tok = Tokenizer::from_gguf(sess.file());
@@ -88,8 +95,10 @@ CommandFn add_run_command(CLI::App& app) {
     } else {
       prompt = tok->encode(text, true, true);
     }
+    const ImagePrompt ip = expand_images(prompt, args->images, sess, *tok);
     CompletionRequest req;
-    req.prompt = prompt;
+    req.prompt = ip.ids;
+    req.soft = ip.soft;
     req.opt = resolve_sampling(args->sampling, sess.file());
     req.grammar = load_grammar(*args, *tok);
     engine::RequestId id = 0;

@@ -64,6 +64,7 @@ GenerationStats complete(EngineSession& sess, const Tokenizer& tok, const Comple
   req.stop_ids = tok.eog_ids();
   req.keep_kv = r.keep_kv;
   req.resume_from = r.resume_from;
+  req.soft = r.soft;
   if (r.grammar) req.constraint = engine::GrammarConstraint{r.grammar, std::nullopt, true};
   sess.core().add(std::move(req));
   GenerationStats st;

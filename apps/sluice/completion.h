@@ -55,6 +55,8 @@ struct CompletionRequest {
   std::optional<engine::RequestId> resume_from;  // an earlier keep_kv request of this session
   // Output constrained to this grammar (--json-schema, --grammar); it ends when the grammar closes.
   std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  // Images: soft tokens at some prompt positions (apps/sluice/images.h); null without.
+  std::shared_ptr<const engine::SoftTokens> soft;
 };
 
 // Runs the request to its end; `emit` receives text pieces as they become valid UTF-8.

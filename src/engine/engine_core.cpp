@@ -50,6 +50,14 @@ void EngineCore::add(EngineRequest r) {
     if (r.constraint->grammar->vocab().n_vocab() > V)
       fail("the grammar was compiled for %d tokens, the model has %d", r.constraint->grammar->vocab().n_vocab(), V);
   }
+  if (r.soft) {
+    if (r.soft->at.size() != r.prompt.size())
+      fail("soft tokens for %zu positions, the prompt has %zu", r.soft->at.size(), r.prompt.size());
+    if (r.soft->width != model_.spec().n_embd)
+      fail("soft tokens are %d wide, the model's embedding width is %d", r.soft->width, model_.spec().n_embd);
+    r.keep_kv = false;
+    r.resume_from.reset();
+  }
   const std::optional<RequestId> from = r.resume_from;
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
   if (s->req.constraint && !s->req.constraint->trigger)

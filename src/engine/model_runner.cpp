@@ -202,6 +202,18 @@ HiddenRows ModelRunner::hidden_rows() const {
   return {hidden_.data(), model_.spec().n_embd, first_row_};
 }
 
+// A slice's soft-token rows (SeqSlice::embd): none past the prompt; a slice that runs past the
+// prompt's end (the last chunk and a draft) gets a padded copy in slot `i` of soft_pad_.
+std::span<const float* const> ModelRunner::soft_rows(const Sequence& s, int32_t pos0, int32_t n, size_t i) {
+  if (!s.req.soft || pos0 >= static_cast<int32_t>(s.req.soft->at.size())) return {};
+  const std::vector<const float*>& at = s.req.soft->at;
+  if (pos0 + n <= static_cast<int32_t>(at.size())) return {at.data() + pos0, static_cast<size_t>(n)};
+  if (soft_pad_.size() <= i) soft_pad_.resize(i + 1);
+  soft_pad_[i].assign(static_cast<size_t>(n), nullptr);
+  std::copy(at.begin() + pos0, at.end(), soft_pad_[i].begin());
+  return soft_pad_[i];
+}
+
 std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::vector<TokenOutput>& out) {
   const size_t V = static_cast<size_t>(model_.spec().n_vocab);
   fb_.seqs.resize(batch.slices.size());
@@ -210,6 +222,8 @@ std::vector<SliceSample> ModelRunner::execute(const ScheduledBatch& batch, std::
     models::SeqSlice& s = fb_.seqs[i];
     s.tokens = std::span<const int32_t>(sl.seq->tokens.data() + sl.pos0, static_cast<size_t>(sl.n_tokens));
     s.pos0 = sl.pos0;
+    s.embd = soft_rows(*sl.seq, sl.pos0, sl.n_tokens, i);
+    s.embd_blocks = sl.seq->req.soft && sl.seq->req.soft->blocks;
     for (int32_t g = 0; g < kv_.n_groups(); ++g) s.block_tables[g] = sl.seq->blocks.tables[g];
     s.logits = sl.seq->req.all_logits || sl.n_draft > 0 ? models::LogitsWanted::kAll
                : sl.sample                              ? models::LogitsWanted::kLast

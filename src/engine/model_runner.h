@@ -113,9 +113,10 @@ class ModelRunner {
   models::Model& model_;
   KvCache& kv_;
   ThreadPool* pool_;
-  std::vector<float> logits_;     // [rows, n_vocab], reused
-  models::ForwardBatch fb_;       // reused: a step allocates nothing for it
-  std::vector<Scratch> scratch_;  // one per pool worker
+  std::vector<float> logits_;                        // [rows, n_vocab], reused
+  models::ForwardBatch fb_;                          // reused: a step allocates nothing for it
+  std::vector<std::vector<const float*>> soft_pad_;  // soft-token rows of slices that pass the prompt's end
+  std::vector<Scratch> scratch_;                     // one per pool worker
   std::vector<SampleTask> tasks_;
   std::vector<size_t> order_;  // tasks_ indices in the order the workers take them
   bool export_hidden_ = false;
@@ -125,6 +126,7 @@ class ModelRunner {
   int32_t sample_constrained(Sequence& s, float* row, std::span<const int32_t> history, Scratch& sc);
   void track_constraint(Sequence& s, SampledToken& st);
 
+  std::span<const float* const> soft_rows(const Sequence& s, int32_t pos0, int32_t n, size_t i);
   void report_rows(Sequence& s, const ScheduledSlice& sl, const float* rows, std::vector<TokenOutput>& out) const;
   // Samples one row given the sequence's first n_history tokens, n_before tokens after the
   // ones already generated (min_tokens counts them).

@@ -41,6 +41,17 @@ struct GrammarConstraint {
   bool stop_when_complete = true;
 };
 
+// Soft tokens of a prompt (images, docs/spec/gemma4.md §9.4): per prompt position, a row of
+// `width` floats (the model's n_embd) that replaces the position's token embedding, or none.
+struct SoftTokens {
+  int32_t width = 0;
+  std::vector<float> rows;       // [n_rows × width]
+  std::vector<const float*> at;  // per prompt position: a row of `rows`, or nullptr
+  // Each contiguous run of rows is a bidirectional block (Gemma 4 26B/31B, SeqSlice::embd_blocks):
+  // the scheduler then never splits a run between two steps.
+  bool blocks = false;
+};
+
 struct EngineRequest {
   RequestId id = 0;
   std::vector<int32_t> prompt;      // token ids, BOS included when wanted
@@ -62,6 +73,10 @@ struct EngineRequest {
   // Speculative decoding for this request: -1 the engine's setting; 0 none; K at most K
   // drafts a step (never above the engine's SchedulerConfig::draft_max).
   int32_t draft_max = -1;
+  // Images: soft tokens at some prompt positions (`at` as long as `prompt`). Such a request
+  // neither takes from nor adds to the prefix cache and does not park or resume K/V: its
+  // placeholder ids do not say which image they stand for.
+  std::shared_ptr<const SoftTokens> soft;
 };
 
 struct TokenLogprob {

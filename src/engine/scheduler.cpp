@@ -120,12 +120,28 @@ void Scheduler::abort_all(FinishReason why, std::vector<TokenOutput>& out) {
   while (!seqs_.empty()) finish(seqs_.begin()->second.get(), why, out);
 }
 
+// A prompt chunk of n tokens from n_computed, moved so that it does not split a bidirectional
+// block of soft tokens (EngineRequest::soft with blocks): it ends before the block, or, when
+// the block starts the chunk, at the block's end (over the budget if the block is longer).
+int32_t Scheduler::fit_soft_blocks(const Sequence* s, int32_t n) const {
+  if (!s->req.soft || !s->req.soft->blocks) return n;
+  const std::vector<const float*>& at = s->req.soft->at;
+  const int32_t a = s->n_computed, e = a + n, size = static_cast<int32_t>(at.size());
+  if (e >= size || e <= a || !at[e - 1] || !at[e]) return n;
+  int32_t start = e - 1;
+  while (start > a && at[start - 1]) --start;
+  if (start > a) return start - a;
+  int32_t end = e;
+  while (end < size && at[end]) ++end;
+  return end - a;
+}
+
 bool Scheduler::try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch) {
-  if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits) {
+  if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits && !s->req.soft) {
     s->n_computed = blocks_.match_prefix(s->blocks, s->tokens);
     if (!s->admitted_once) s->n_cached = s->n_computed;
   }
-  const int32_t n = std::min(s->n_pending(), budget);
+  const int32_t n = fit_soft_blocks(s, std::min(s->n_pending(), budget));
   blocks_.release_outside_window(s->blocks, s->n_computed);
   if (!blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n)) {
     // Not now: give the cache hits back (they stay cached) so they pin no memory meanwhile.
@@ -150,7 +166,7 @@ ScheduledBatch Scheduler::schedule(std::vector<TokenOutput>& out) {
     Sequence* s = running_[i];
     blocks_.release_outside_window(s->blocks, s->n_computed);
     int32_t n_draft = add_drafts(s, budget, adaptive ? &plan : nullptr);
-    int32_t n = std::min(s->n_pending(), budget);
+    int32_t n = fit_soft_blocks(s, std::min(s->n_pending(), budget));
     bool ok = blocks_.reserve(s->blocks, s->n_computed, s->n_computed + n);
     if (!ok && n_draft > 0) {  // no room for the lookahead: a plain step
       drop_drafts(s, n_draft);
@@ -308,12 +324,12 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
     // last token, it has no K/V of its own.
     s->tokens.resize(static_cast<size_t>(last + 2 + j));
     if (s->n_computed > last + 1 + j) s->n_computed = blocks_.truncate(s->blocks, last + 1 + j);
-    blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+    if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
     o.is_stop_token = stop_id;
     finish(s, stop ? FinishReason::kStop : FinishReason::kLength, out, &o);
     return false;
   }
-  blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+  if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
   return true;
 }
 
@@ -326,7 +342,7 @@ void Scheduler::update(const ScheduledBatch& batch, std::span<const SliceSample>
       counters_.prompt_tokens_computed += std::min(s->n_prompt(), sl.pos0 + sl.n_tokens) - sl.pos0;
     if (!sl.sample) {
       s->n_computed = sl.pos0 + sl.n_tokens;
-      blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+      if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
       continue;
     }
     if (si >= sampled.size()) fail("scheduler: runner returned %zu answers for more sampling slices", sampled.size());

@@ -132,6 +132,7 @@ class Scheduler {
   void remove_running(Sequence* s);
   void insert_running(Sequence* s);
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
+  int32_t fit_soft_blocks(const Sequence* s, int32_t n) const;
   int32_t add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan);
   spec::StepPlanner plan_step() const;  // the step before drafts: the tokens it will compute
   // With no drafts this step and a cheap proposal: score up to k of its tokens unverified.

@@ -8,6 +8,10 @@
 
 namespace sluice::grammar {
 
+namespace {
+constexpr size_t kAnalysisStacks = 256;
+}  // namespace
+
 CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, Limits limits)
     : g_(std::move(g)), vocab_(std::move(vocab)), limits_(limits), mask_index_(g_.elems.size(), -1) {
   const auto t0 = std::chrono::steady_clock::now();
@@ -16,7 +20,12 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
       fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
   byte_tokens_.assign(vocab_->mask_words(), 0);
   for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
-  pda_ = std::make_unique<Pda>(g_, limits_, /*dense=*/true);
+  // The analysis gives up on a token sooner than the matcher would (see analyse): a state of
+  // hundreds of wildcard continuations costs more to build than checking the few tokens
+  // that reach it from the real stack.
+  Limits analysis = limits_;
+  analysis.max_stacks_per_state = std::min<size_t>(limits_.max_stacks_per_state, kAnalysisStacks);
+  pda_ = std::make_unique<Pda>(g_, analysis, /*dense=*/true);
   flag_.assign(static_cast<size_t>(vocab_->n_vocab()), 0);
   // Only rules reachable from the root can be on a stack (front ends add shared helpers
   // that a given schema may never use).
@@ -96,7 +105,18 @@ void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::ve
   std::vector<int32_t> accepted;
   for (uint32_t i = 1; i < nodes.size();) {
     const auto& nd = nodes[i];
-    const uint32_t s = pda.step(state[nd.depth - 1], nd.byte);
+    uint32_t s;
+    try {
+      s = pda.step(state[nd.depth - 1], nd.byte);
+    } catch (const Error&) {
+      // Under the wildcard the walk follows every caller of a rule at once; past the limits
+      // (many call sites of a shared rule, a long token crossing several of them) the
+      // subtree's tokens are left to the run-time check from the real stack instead.
+      for (uint32_t j = i; j < nd.end; ++j)
+        out.dependent.insert(out.dependent.end(), toks.begin() + nodes[j].tok_begin, toks.begin() + nodes[j].tok_end);
+      i = nd.end;
+      continue;
+    }
     if (s == Pda::kDead) {  // dead in every context, with everything below it
       i = nd.end;
       continue;

@@ -90,6 +90,10 @@ struct Limits {
   double eager_compile_ms = 20;        // mask tables built at compile; the rest on first use
   size_t max_schema_bytes = 1 << 20;   // JSON Schema text
   size_t max_repeat = 10000;           // bound of one counted repetition (maxLength, ...)
+  // Alternatives one JSON value may start with (anyOf/oneOf branches, enum values, types),
+  // multiplied along nested unions: each is a parallel parse the matcher follows and a mask
+  // table analysed on first use, so a wider union is refused at compile time.
+  size_t max_union_branches = 1024;
 };
 
 struct Grammar {
@@ -97,6 +101,9 @@ struct Grammar {
   std::vector<ByteSet> sets;
   std::vector<Rule> rules;
   uint32_t root = 0;
+  // What a lenient front end dropped ("'uniqueItems' at #/properties/tags"), for the caller
+  // to report.
+  std::vector<std::string> warnings;
   // GBNF-like text, for messages and tests.
   std::string to_string() const;
 };

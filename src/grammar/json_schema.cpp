@@ -3,6 +3,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "base/error.h"
@@ -14,49 +15,26 @@ namespace detail {
 
 namespace {
 
-// Keywords that constrain nothing (annotations) are accepted; every other keyword outside
-// this list is an error naming it.
-const std::set<std::string> kKeywords = {"type",
-                                         "properties",
-                                         "required",
-                                         "additionalProperties",
-                                         "enum",
-                                         "const",
-                                         "anyOf",
-                                         "oneOf",
-                                         "allOf",
-                                         "items",
-                                         "prefixItems",
-                                         "minItems",
-                                         "maxItems",
-                                         "minLength",
-                                         "maxLength",
-                                         "pattern",
-                                         "minimum",
-                                         "maximum",
-                                         "exclusiveMinimum",
-                                         "exclusiveMaximum",
-                                         "format",
-                                         "$ref",
-                                         "$defs",
-                                         "definitions",
-                                         "nullable",
-                                         "title",
-                                         "description",
-                                         "default",
-                                         "examples",
-                                         "$schema",
-                                         "$id",
-                                         "$comment",
-                                         "deprecated",
-                                         "readOnly",
-                                         "writeOnly"};
-const std::set<std::string> kFormats = {"date", "time", "date-time", "uuid", "email", "ipv4"};
-
-void check_keywords(const Json& s, const std::string& path) {
-  if (!s.is_object()) fail("json schema: %s must be an object or a boolean", path.c_str());
-  for (const auto& [k, v] : s.items())
-    if (!kKeywords.count(k)) fail("json schema: unsupported keyword '%s' at %s", k.c_str(), path.c_str());
+// Patterns no name can match both: anchored, with literal prefixes where neither is a
+// prefix of the other (^S_ and ^I_).
+bool patterns_disjoint(const std::string& p, const std::string& q) {
+  auto prefix = [](const std::string& x) {
+    std::string out;
+    if (x.empty() || x[0] != '^') return std::optional<std::string>();
+    for (size_t i = 1; i < x.size(); ++i) {
+      if (std::string_view("\\.[]()*+?{}|^$").find(x[i]) != std::string_view::npos) {
+        // a quantifier makes the last literal optional
+        if (std::string_view("*?{").find(x[i]) != std::string_view::npos && !out.empty()) out.pop_back();
+        break;
+      }
+      out += x[i];
+    }
+    return std::optional<std::string>(out);
+  };
+  const auto a = prefix(p), b = prefix(q);
+  if (!a || !b) return false;
+  const size_t n = std::min(a->size(), b->size());
+  return a->compare(0, n, *b, 0, n) != 0;
 }
 
 size_t as_count(const Json& s, const char* key, const std::string& path) {
@@ -165,6 +143,9 @@ Expr SchemaCompiler::any_value() { return ref(value_); }
 // follow tokens out of it (CompiledGrammar). Only $ref targets are shared (memoized by
 // their text), which is also what makes recursive schemas finite.
 uint32_t SchemaCompiler::rule_for(const Json& s, const std::string& path, bool shared) {
+  // Deep down, every rule is shared: a recursion that re-expands a schema inline (a $ref
+  // with siblings, an anyOf branch met again through a cycle) then closes on itself.
+  shared = shared || depth_ > 32;
   const std::string key = shared ? s.dump() : std::string();
   if (shared) {
     auto it = memo_.find(key);
@@ -178,181 +159,418 @@ uint32_t SchemaCompiler::rule_for(const Json& s, const std::string& path, bool s
   return r;
 }
 
-// The schema a "$ref" points to (a JSON pointer into the root document).
-Json SchemaCompiler::resolve(const Json& s, const std::string& path, int depth) {
-  if (!s.is_object() || !s.contains("$ref")) return s;
-  if (depth > 32) fail("json schema: $ref chain longer than 32 at %s", path.c_str());
-  const Json& r = s["$ref"];
-  if (!r.is_string() || r.get<std::string>().rfind("#", 0) != 0)
-    fail("json schema: only local '$ref' (\"#...\") is supported, at %s", path.c_str());
-  const std::string ptr = r.get<std::string>().substr(1);
-  const Json* target = &root_;
-  try {
-    target = &root_.at(Json::json_pointer(ptr));
-  } catch (const std::exception&) {
-    fail("json schema: '$ref' \"%s\" at %s points nowhere", r.get<std::string>().c_str(), path.c_str());
-  }
-  for (const auto& [k, v] : s.items())
-    if (k != "$ref" && k != "$defs" && k != "definitions" && k != "title" && k != "description" && k != "$schema" &&
-        k != "$id" && k != "$comment")
-      fail("json schema: keyword '%s' beside '$ref' at %s is not supported", k.c_str(), path.c_str());
-  return resolve(*target, path, depth + 1);
-}
-
-Json SchemaCompiler::merge_all_of(const Json& s, const std::string& path) {
-  Json merged = s;
-  merged.erase("allOf");
-  if (!s["allOf"].is_array() || s["allOf"].empty())
-    fail("json schema: 'allOf' at %s must be a non-empty array", path.c_str());
-  for (size_t i = 0; i < s["allOf"].size(); ++i) {
-    const std::string sub_path = path + "/allOf/" + std::to_string(i);
-    Json sub = resolve(s["allOf"][i], sub_path);
-    if (sub.is_boolean()) {
-      if (!sub.get<bool>()) fail("json schema: 'allOf' at %s contains false", path.c_str());
-      continue;
-    }
-    check_keywords(sub, sub_path);
-    if (sub.contains("allOf")) sub = merge_all_of(sub, sub_path);
-    for (const auto& [k, v] : sub.items()) {
-      if (!merged.contains(k)) {
-        merged[k] = v;
-      } else if (k == "properties") {
-        for (const auto& [name, ps] : v.items())
-          merged[k][name] = merged[k].contains(name) ? Json{{"allOf", Json::array({merged[k][name], ps})}} : ps;
-      } else if (k == "required") {
-        for (const auto& name : v)
-          if (std::find(merged[k].begin(), merged[k].end(), name) == merged[k].end()) merged[k].push_back(name);
-      } else if (merged[k] != v) {
-        fail("json schema: 'allOf' at %s cannot merge two different values of '%s'", path.c_str(), k.c_str());
-      }
-    }
-  }
-  return merged;
-}
-
 Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
-  if (s0.is_boolean()) {
-    if (!s0.get<bool>()) fail("json schema: schema 'false' at %s admits no value", path.c_str());
+  const Json s = normalize(s0, path);
+  if (s.is_boolean()) {
+    if (!s.get<bool>()) fail("json schema: schema at %s admits no value", path.c_str());
     return any_value();
   }
-  check_keywords(s0, path);
-  if (s0.contains("$ref")) return ref(rule_for(resolve(s0, path), path + "/$ref", true));
-  const Json s = s0.contains("allOf") ? merge_all_of(s0, path) : s0;
-  if (s.contains("allOf")) return value_expr(s, path);
+  if (s.contains("$ref") && s.size() == 1) {
+    // One rule per target, found by the reference's text (no copy or dump of the target).
+    const Json& target = resolve_ref(s["$ref"], path);
+    const std::string key = s["$ref"].get<std::string>();
+    auto it = ref_memo_.find(key);
+    if (it != ref_memo_.end()) return ref(it->second);
+    const uint32_t r = b_.declare("s" + std::to_string(b_.n_rules()));
+    ref_memo_.emplace(key, r);
+    if (++depth_ > 200) fail("json schema: nesting deeper than 200 at %s", path.c_str());
+    b_.define(r, value_expr(target, path + "/$ref"));
+    --depth_;
+    return ref(r);
+  }
+  if (s.contains("if")) unsupported("'if'", path);
+  Exclusions no;
+  if (s.contains("not") && !collect_not(s["not"], path + "/not", no)) unsupported("'not'", path + "/not");
   std::vector<Expr> alts;
   if (s.contains("nullable")) {
     if (!s["nullable"].is_boolean()) fail("json schema: 'nullable' at %s must be a boolean", path.c_str());
-    if (s["nullable"].get<bool>()) alts.push_back(lit("null"));
+    if (s["nullable"].get<bool>() && !no.excludes(Json(nullptr))) alts.push_back(lit("null"));
   }
-  if (s.contains("const")) {
-    alts.push_back(json_literal(s["const"]));
-    return alt(std::move(alts));
-  }
-  if (s.contains("enum")) {
-    if (!s["enum"].is_array() || s["enum"].empty())
+  if (s.contains("const") || s.contains("enum")) {
+    if (s.contains("enum") && (!s["enum"].is_array() || s["enum"].empty()))
       fail("json schema: 'enum' at %s must be a non-empty array", path.c_str());
-    for (const Json& v : s["enum"]) alts.push_back(json_literal(v));
+    const Json values = s.contains("const") ? Json::array({s["const"]}) : s["enum"];
+    check_width(values.size(), "'enum'", path);
+    for (const Json& v : values)
+      if (admits(s, v) && !no.excludes(v)) alts.push_back(json_literal(v));
+    if (alts.empty()) fail("json schema: no value of 'enum'/'const' at %s meets its sibling keywords", path.c_str());
     return alt(std::move(alts));
   }
-  for (const char* k : {"anyOf", "oneOf"}) {
-    if (!s.contains(k)) continue;
-    if (!s[k].is_array() || s[k].empty()) fail("json schema: '%s' at %s must be a non-empty array", k, path.c_str());
-    Json rest = s;
-    rest.erase(k);
-    rest.erase("nullable");
-    for (size_t i = 0; i < s[k].size(); ++i) {
-      Json branch = s[k][i];
-      // Sibling keywords apply to every branch: {"type":"object","anyOf":[...]} etc.
-      if (rest.size() > 0 && !branch.is_boolean()) branch = Json{{"allOf", Json::array({rest, branch})}};
-      alts.push_back(ref(rule_for(branch, path + "/" + k + "/" + std::to_string(i))));
+  if (s.contains("anyOf")) {
+    alts.push_back(union_expr(s, path));
+    return alt(std::move(alts));
+  }
+  std::vector<std::string> types = types_of(s);
+  if (types.empty() && no.empty()) {
+    alts.push_back(any_value());
+    return alt(std::move(alts));
+  }
+  if (types.empty()) types = {"object", "array", "string", "number", "boolean", "null"};
+  for (const std::string& t : types) {
+    // "number" and "integer" together: the number grammar covers both.
+    if (t == "integer" && std::find(types.begin(), types.end(), "number") != types.end()) continue;
+    if (no.types.count(t) || (t == "integer" && no.types.count("number")) ||
+        (t == "null" && no.excludes(Json(nullptr))))
+      continue;
+    if (t == "number" && no.types.count("integer")) unsupported("'not' of integers within numbers", path + "/not");
+    if (t == "boolean" && no.excludes(Json(true)) && no.excludes(Json(false))) continue;
+    not_ = &no;  // read by typed_expr for this value only (nested values set their own)
+    alts.push_back(typed_expr(s, t, path));
+  }
+  not_ = nullptr;
+  if (alts.empty()) fail("json schema: no value at %s escapes its 'not'", path.c_str());
+  return alt(std::move(alts));
+}
+
+// not: {"type": ..}, {"const": ..}, {"enum": [..]}, and anyOf of those (not(A or B) is
+// not A and not B). Excluded values must be null, booleans or strings.
+bool SchemaCompiler::collect_not(const Json& n0, const std::string& path, Exclusions& no) {
+  const Json n = normalize(n0, path);
+  if (!n.is_object() || n.empty()) return false;
+  if (n.size() == 1 && n.contains("anyOf") && n["anyOf"].is_array()) {
+    for (size_t i = 0; i < n["anyOf"].size(); ++i)
+      if (!collect_not(n["anyOf"][i], path + "/anyOf/" + std::to_string(i), no)) return false;
+    return true;
+  }
+  if (n.size() == 1 && n.contains("type")) {
+    for (const std::string& t : types_of(n)) no.types.insert(t);
+    return true;
+  }
+  if (n.size() == 1 && (n.contains("const") || (n.contains("enum") && n["enum"].is_array()))) {
+    for (const Json& v : n.contains("const") ? Json::array({n["const"]}) : n["enum"]) {
+      if (!v.is_null() && !v.is_boolean() && !v.is_string()) return false;
+      no.values.push_back(v);
     }
-    return alt(std::move(alts));
+    return true;
   }
-  std::vector<std::string> types;
-  if (s.contains("type")) {
-    const Json& t = s["type"];
-    if (t.is_string()) types.push_back(t.get<std::string>());
-    else if (t.is_array())
-      for (const Json& x : t) types.push_back(x.is_string() ? x.get<std::string>() : std::string("?"));
-    if (types.empty()) fail("json schema: 'type' at %s must be a string or a non-empty array of strings", path.c_str());
-  } else {
-    // Keywords imply their type when "type" is absent (a value the grammar produces then
-    // also satisfies the keyword; see docs/structured-output.md).
-    if (s.contains("properties") || s.contains("required") || s.contains("additionalProperties"))
-      types.push_back("object");
-    else if (s.contains("items") || s.contains("prefixItems") || s.contains("minItems") || s.contains("maxItems"))
-      types.push_back("array");
-    else if (s.contains("minLength") || s.contains("maxLength") || s.contains("pattern") || s.contains("format"))
-      types.push_back("string");
-    else if (s.contains("minimum") || s.contains("maximum") || s.contains("exclusiveMinimum") ||
-             s.contains("exclusiveMaximum"))
-      types.push_back("number");
-    else if (alts.empty()) return any_value();
-    else alts.push_back(any_value());
+  return false;
+}
+
+// A const/enum value that the schema's "type" (if any) admits. Other sibling keywords are
+// not checked against it (docs: keep enum values consistent with them).
+bool SchemaCompiler::admits(const Json& s, const Json& v) {
+  if (!s.contains("type")) return true;
+  const std::vector<std::string> types = types_of(s);
+  const bool integral = v.is_number_integer() ||
+                        (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>());
+  for (const std::string& t : types) {
+    if ((t == "null" && v.is_null()) || (t == "boolean" && v.is_boolean()) || (t == "string" && v.is_string()) ||
+        (t == "array" && v.is_array()) || (t == "object" && v.is_object()) || (t == "number" && v.is_number()) ||
+        (t == "integer" && v.is_number() && integral))
+      return true;
   }
-  for (const std::string& t : types) alts.push_back(typed_expr(s, t, path));
+  return false;
+}
+
+void SchemaCompiler::check_width(size_t n, const char* what, const std::string& path) {
+  if (n > 1 && width_ * n > opts_.limits.max_union_branches)
+    fail(
+        "json schema: %s at %s makes %zu alternatives for one value (with the unions around it), over the limit %zu "
+        "(limit max_union_branches)",
+        what, path.c_str(), width_ * n, opts_.limits.max_union_branches);
+}
+
+// anyOf: sibling keywords apply to every branch (intersected now, so contradictory
+// branches drop out: {"type":"string","anyOf":[{"minLength":1},{"type":"null"}]}).
+Expr SchemaCompiler::union_expr(const Json& s, const std::string& path) {
+  const Json& br = s["anyOf"];
+  if (!br.is_array() || br.empty()) fail("json schema: 'anyOf' at %s must be a non-empty array", path.c_str());
+  Json rest = s;
+  rest.erase("anyOf");
+  rest.erase("nullable");
+  check_width(br.size(), "'anyOf'", path);
+  Widen widen{width_, width_ * br.size()};
+  std::vector<Expr> alts;
+  for (size_t i = 0; i < br.size(); ++i) {
+    const std::string at = path + "/anyOf/" + std::to_string(i);
+    Json branch = br[i];
+    if (!rest.empty()) branch = intersect(rest, normalize(branch, at), at);
+    if (branch == false) continue;
+    alts.push_back(ref(rule_for(branch, at)));
+  }
+  if (alts.empty()) fail("json schema: no branch of 'anyOf' at %s admits a value", path.c_str());
   return alt(std::move(alts));
 }
 
 Expr SchemaCompiler::typed_expr(const Json& s, const std::string& type, const std::string& path) {
-  if (type == "object") return object_expr(s, path);
-  if (type == "array") return array_expr(s, path);
-  if (type == "string") return string_expr(s, path);
+  const Exclusions* no = not_;  // this value's `not`; members and items below are other values
+  not_ = nullptr;
+  // Members and items start after a key or bracket: unions there are not alternatives of
+  // this value's first byte (only unions nested directly in unions multiply).
+  if (type == "object") {
+    Widen w{width_, 1};
+    return object_expr(s, path);
+  }
+  if (type == "array") {
+    Widen w{width_, 1};
+    return array_expr(s, path);
+  }
+  if (type == "string") {
+    std::vector<std::string> out;
+    if (no)
+      for (const Json& v : no->values)
+        if (v.is_string()) out.push_back(v.get<std::string>());
+    if (!out.empty()) return strings_except(s, out, path);
+    return string_expr(s, path);
+  }
   if (type == "integer") return number_expr(s, path, true);
   if (type == "number") return number_expr(s, path, false);
-  if (type == "boolean") return alt({lit("true"), lit("false")});
+  if (type == "boolean") {
+    std::vector<Expr> b;
+    for (bool v : {true, false})
+      if (!no || !no->excludes(Json(v))) b.push_back(lit(v ? "true" : "false"));
+    return alt(std::move(b));
+  }
   if (type == "null") return lit("null");
   fail("json schema: unknown type '%s' at %s", type.c_str(), path.c_str());
 }
 
 Expr SchemaCompiler::key_expr(const std::string& name) { return native_ ? lit(name) : json_literal(Json(name)); }
 
+// Members in the order of "properties", then required names not in "properties" (as
+// llguidance orders them), then additional members (patternProperties / additionalProperties).
 Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
+  if (s.contains("properties") && !s["properties"].is_object())
+    fail("json schema: 'properties' at %s must be an object", path.c_str());
+  if (s.contains("required") && !s["required"].is_array())
+    fail("json schema: 'required' at %s must be an array", path.c_str());
   std::vector<std::string> names;
-  std::vector<Expr> members;
-  if (s.contains("properties")) {
-    if (!s["properties"].is_object()) fail("json schema: 'properties' at %s must be an object", path.c_str());
-    for (const auto& [name, ps] : s["properties"].items()) {
-      names.push_back(name);
-      members.push_back(seq({key_expr(name), punct(':'), ref(rule_for(ps, path + "/properties/" + name))}));
-    }
-  }
+  if (s.contains("properties"))
+    for (const auto& [name, ps] : s["properties"].items()) names.push_back(name);
   std::vector<bool> required(names.size(), false);
-  if (s.contains("required")) {
-    if (!s["required"].is_array()) fail("json schema: 'required' at %s must be an array", path.c_str());
-    for (const Json& r : s["required"]) {
-      auto it = r.is_string() ? std::find(names.begin(), names.end(), r.get<std::string>()) : names.end();
-      if (it == names.end())
-        fail("json schema: required property %s at %s is not in 'properties'", r.dump().c_str(), path.c_str());
+  // dependentRequired names take part in the member order like properties (optional ones).
+  const Json dependent = s.value("dependentRequired", Json::object());
+  if (!dependent.is_object()) fail("json schema: 'dependentRequired' at %s must be an object", path.c_str());
+  for (const auto& [trigger, deps] : dependent.items()) {
+    if (!deps.is_array()) fail("json schema: 'dependentRequired' at %s must map names to arrays", path.c_str());
+    Json all = deps;
+    all.push_back(trigger);
+    for (const Json& d : all)
+      if (d.is_string() && std::find(names.begin(), names.end(), d.get<std::string>()) == names.end()) {
+        names.push_back(d.get<std::string>());
+        required.push_back(false);
+      }
+  }
+  for (const Json& r : s.value("required", Json::array())) {
+    if (!r.is_string()) fail("json schema: 'required' at %s must list strings", path.c_str());
+    auto it = std::find(names.begin(), names.end(), r.get<std::string>());
+    if (it == names.end()) {
+      names.push_back(r.get<std::string>());
+      required.push_back(true);
+    } else {
       required[it - names.begin()] = true;
     }
   }
-  std::optional<Expr> extra;  // one additional member
-  const Json add = s.contains("additionalProperties") ? s["additionalProperties"] : Json(true);
-  if (!(add.is_boolean() && !add.get<bool>())) {
-    extra = seq(
-        {ref(key_), punct(':'), add.is_boolean() ? any_value() : ref(rule_for(add, path + "/additionalProperties"))});
+  std::vector<std::optional<Expr>> members;  // nullopt: the name may not appear (schema false)
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string at = path + "/properties/" + names[i];
+    const Json ps = normalize(schema_for_name(s, names[i]), at);
+    if (ps == false) {
+      if (required[i])
+        fail("json schema: required property '%s' at %s admits no value", names[i].c_str(), path.c_str());
+      members.emplace_back();
+      continue;
+    }
+    // A rule per member (and one for an additional member): the tail rules below each
+    // mention every later member, so inlining them would grow the grammar with the square
+    // of the member count.
+    members.emplace_back(ref(b_.add("member", seq({key_expr(names[i]), punct(':'), ref(rule_for(ps, at))}))));
   }
-  const size_t n = names.size();
-  // tail[k][first]: the members from index k on, `first` when nothing was written yet.
-  std::vector<std::array<uint32_t, 2>> tail(n + 1);
-  for (size_t k = n + 1; k-- > 0;) {
-    for (int first = 0; first < 2; ++first) {
-      const Expr sep = first ? empty() : punct(',');
-      std::vector<Expr> alts;
-      for (size_t j = k; j < n; ++j) {
-        alts.push_back(seq({sep, members[j], ref(tail[j + 1][0])}));
-        if (required[j]) break;
-      }
-      const bool all_optional = std::none_of(required.begin() + k, required.end(), [](bool r) { return r; });
-      if (all_optional) {
-        if (extra) alts.push_back(opt(seq({sep, *extra, star(seq({punct(','), *extra}))})));
-        else alts.push_back(empty());
-      }
-      tail[k][first] = b_.add("obj" + std::to_string(k), alt(std::move(alts)));
+  std::vector<std::vector<size_t>> deps(names.size());
+  for (const auto& [trigger, list] : dependent.items()) {
+    const size_t t = std::find(names.begin(), names.end(), trigger) - names.begin();
+    for (const Json& d : list)
+      if (d.is_string()) deps[t].push_back(std::find(names.begin(), names.end(), d.get<std::string>()) - names.begin());
+  }
+  std::optional<Expr> extra = extra_members(s, path);
+  if (extra) extra = ref(b_.add("extra", *extra));
+  return members_expr(s, path, Members{members, required, deps}, extra);
+}
+
+// The key of an additional member: any name but those "properties" declares (a duplicate
+// key would be a second value for a declared member, and parsing it both ways would keep
+// two parses alive through every nested level). A trie over the names: a key that leaves the
+// trie, or stops at a node that ends no name, is another name. Names with characters outside
+// printable ASCII fall back to any key; inside the trie `\u` escapes are left out (one
+// could spell a declared name).
+Expr SchemaCompiler::other_key(const Json& s) {
+  std::vector<std::string> names;
+  if (native_ || !s.contains("properties") || !s["properties"].is_object() || s["properties"].empty()) return ref(key_);
+  for (const auto& [n, ps] : s["properties"].items()) {
+    for (unsigned char c : n)
+      if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\') return ref(key_);
+    names.push_back(n);
+  }
+  std::sort(names.begin(), names.end());
+  if (!other_key_rest_) other_key_rest_ = b_.add("key-rest", seq({star(char_), lit("\"")}));
+  return seq({lit("\""), key_trie(names, 0, 0, names.size())});
+}
+
+// Strings other than `out` (a `not` of string values): the key trie, when the string has no
+// other keyword and the values are printable ASCII.
+Expr SchemaCompiler::strings_except(const Json& s, std::vector<std::string> out, const std::string& path) {
+  bool plain = !native_;
+  for (const char* k : {"minLength", "maxLength", "pattern", "format"}) plain = plain && !s.contains(k);
+  for (const std::string& n : out)
+    for (unsigned char c : n) plain = plain && c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  if (!plain) {
+    unsupported("'not' of strings beside other string keywords", path + "/not");
+    return string_expr(s, path);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  if (!other_key_rest_) other_key_rest_ = b_.add("key-rest", seq({star(char_), lit("\"")}));
+  return seq({lit("\""), key_trie(out, 0, 0, out.size())});
+}
+
+// Keys continuing a common prefix of length `depth` shared by names[lo, hi).
+Expr SchemaCompiler::key_trie(const std::vector<std::string>& names, size_t depth, size_t lo, size_t hi) {
+  std::vector<Expr> alts;
+  ByteSet next;
+  bool ends_here = false;
+  for (size_t i = lo; i < hi; ++i) {
+    if (names[i].size() == depth) ends_here = true;
+    else next.add(static_cast<uint8_t>(names[i][depth]));
+  }
+  if (!ends_here) alts.push_back(lit("\""));
+  // Leave the trie: a character no name continues with, then anything.
+  ByteSet plain = ByteSet::range(0x20, 0x7F);
+  plain.w[0] &= ~(uint64_t{1} << '"');
+  plain.w[1] &= ~(uint64_t{1} << ('\\' - 64));
+  for (int w = 0; w < 4; ++w) plain.w[w] &= ~next.w[w];
+  ByteSet esc;
+  for (char c : std::string_view("bfnrt")) esc.add(static_cast<uint8_t>(c));
+  if (!next.has('"')) esc.add('"');
+  if (!next.has('\\')) esc.add('\\');
+  if (!next.has('/')) esc.add('/');
+  alts.push_back(seq({alt({bytes(plain), ref(rx_.utf8_multi), seq({lit("\\"), bytes(esc)})}), ref(other_key_rest_)}));
+  for (size_t i = lo; i < hi;) {
+    if (names[i].size() == depth) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < hi && names[j].size() > depth && names[j][depth] == names[i][depth]) ++j;
+    alts.push_back(seq({lit(names[i].substr(depth, 1)), key_trie(names, depth + 1, i, j)}));
+    i = j;
+  }
+  return alt(std::move(alts));
+}
+
+// One additional member (a name not in "properties"): for each patternProperties key, a
+// name matching it whose value meets that schema and those of the patterns it may also
+// match; with additionalProperties not false, any name whose value meets
+// additionalProperties and every pattern's schema (so whichever patterns the name matches,
+// the value fits). nullopt: no additional member.
+std::optional<Expr> SchemaCompiler::extra_members(const Json& s, const std::string& path) {
+  std::vector<Expr> alts;
+  const Json pats = s.value("patternProperties", Json::object());
+  if (!pats.is_object()) fail("json schema: 'patternProperties' at %s must be an object", path.c_str());
+  if (!pats.empty() && native_) unsupported("'patternProperties' in native tool syntax", path);
+  Json all_pats = Json(true);
+  for (const auto& [p, ps] : pats.items())
+    all_pats = all_pats == true ? ps : Json{{"allOf", Json::array({all_pats, ps})}};
+  auto value_rule = [&](const Json& schema, const std::string& at) -> std::optional<uint32_t> {
+    Json n;
+    try {
+      n = normalize(schema, at);
+    } catch (const Error&) {
+      return std::nullopt;  // schemas that cannot be intersected: no such member
+    }
+    if (n == false) return std::nullopt;
+    return rule_for(n, at);
+  };
+  if (!pats.empty() && !native_) {
+    for (const auto& [p, ps] : pats.items()) {
+      const std::string at = path + "/patternProperties/" + p;
+      Json all = Json::array({ps});
+      for (const auto& [q, qs] : pats.items())
+        if (q != p && !patterns_disjoint(p, q)) all.push_back(qs);
+      auto v = value_rule(all.size() == 1 ? ps : Json{{"allOf", all}}, at);
+      if (v) alts.push_back(seq({quoted(regex_to_expr(p, rx_)), punct(':'), ref(*v)}));
     }
   }
-  return seq({lit("{"), ws(), ref(tail[0][1]), ws(), lit("}")});
+  const Json add = s.value("additionalProperties", Json(true));
+  if (!(add.is_boolean() && !add.get<bool>())) {
+    const Json both = pats.empty() ? add : Json{{"allOf", Json::array({add, all_pats})}};
+    const Expr key = other_key(s);
+    if (pats.empty() && add.is_boolean()) alts.push_back(seq({key, punct(':'), any_value()}));
+    else if (auto v = value_rule(both, path + "/additionalProperties")) alts.push_back(seq({key, punct(':'), ref(*v)}));
+  }
+  if (alts.empty()) return std::nullopt;
+  return alt(std::move(alts));
+}
+
+// The object's members: named ones in order (optional ones may be skipped), then any
+// number of extra ones, with minProperties/maxProperties counted and dependentRequired
+// tracked along the way. tail(k, c, w): members from index k on, c members written so far
+// (saturating at the largest count that still matters), w the set of written members that
+// take part in a dependency (a bit each; a trigger's later dependents become required, its
+// earlier ones must be in w).
+Expr SchemaCompiler::members_expr(const Json& s, const std::string& path, const Members& m,
+                                  const std::optional<Expr>& extra) {
+  const size_t lo = s.contains("minProperties") ? as_count(s, "minProperties", path) : 0;
+  const size_t hi = s.contains("maxProperties") ? as_count(s, "maxProperties", path) : SIZE_MAX;
+  if (lo > hi) fail("json schema: minProperties > maxProperties at %s", path.c_str());
+  const size_t n = m.members.size();
+  const size_t cap = std::max<size_t>(1, hi == SIZE_MAX ? lo : hi);  // counts past cap behave alike
+  std::vector<int> bit(n, -1);
+  int n_bits = 0;
+  for (size_t t = 0; t < n; ++t)
+    for (size_t d : m.deps[t])
+      for (size_t x : {t, d})
+        if (bit[x] < 0) bit[x] = n_bits++;
+  if (n_bits > 6) fail("json schema: 'dependentRequired' at %s involves more than 6 names (limit)", path.c_str());
+  const size_t n_sets = size_t{1} << n_bits;
+  if ((n + 1) * (cap + 1) * n_sets > opts_.limits.max_rules / 4 || cap > opts_.limits.max_repeat)
+    fail("json schema: the member counts at %s need too many rules (limit max_rules)", path.c_str());
+  auto has = [&](size_t w, size_t j) { return bit[j] >= 0 && ((w >> bit[j]) & 1); };
+  auto forced = [&](size_t w, size_t j) {
+    if (m.required[j]) return true;
+    for (size_t t = 0; t < n; ++t)
+      if (has(w, t) && std::find(m.deps[t].begin(), m.deps[t].end(), j) != m.deps[t].end()) return true;
+    return false;
+  };
+  auto may_write = [&](size_t w, size_t j) {
+    for (size_t d : m.deps[j])
+      if (d < j && !has(w, d)) return false;
+    return true;
+  };
+  constexpr uint32_t kDead = UINT32_MAX;  // no way to finish from there
+  std::vector<uint32_t> tail((n + 1) * (cap + 1) * n_sets, kDead);
+  auto at = [&](size_t k, size_t c, size_t w) -> uint32_t& { return tail[(k * (cap + 1) + c) * n_sets + w]; };
+  for (size_t k = n + 1; k-- > 0;) {
+    for (size_t c = 0; c <= cap; ++c) {
+      for (size_t w = 0; w < n_sets; ++w) {
+        const Expr sep = c == 0 ? empty() : punct(',');
+        std::vector<Expr> alts;
+        bool open_end = true;  // nothing forced from k on
+        for (size_t j = k; j < n; ++j) {
+          const size_t w2 = bit[j] >= 0 ? w | (size_t{1} << bit[j]) : w;
+          const uint32_t next = at(j + 1, std::min(c + 1, cap), w2);
+          if (m.members[j] && c + 1 <= hi && next != kDead && may_write(w, j))
+            alts.push_back(seq({sep, *m.members[j], ref(next)}));
+          if (forced(w, j)) {
+            open_end = false;
+            break;
+          }
+        }
+        if (open_end) {
+          const size_t need = lo > c ? lo - c : 0;
+          const size_t room = hi == SIZE_MAX ? SIZE_MAX : hi - std::min(hi, c);
+          if (need == 0) alts.push_back(empty());
+          if (extra && room > 0 && need <= room) {
+            const uint32_t more_max = room == SIZE_MAX ? kInf : static_cast<uint32_t>(room - 1);
+            const uint32_t more_min = need > 0 ? static_cast<uint32_t>(need - 1) : 0;
+            alts.push_back(seq({sep, *extra, repeat(seq({punct(','), *extra}), more_min, more_max)}));
+          }
+        }
+        if (!alts.empty()) at(k, c, w) = b_.add("obj" + std::to_string(k), alt(std::move(alts)));
+      }
+    }
+  }
+  if (at(0, 0, 0) == kDead) fail("json schema: no object at %s meets its member counts", path.c_str());
+  return seq({lit("{"), ws(), ref(at(0, 0, 0)), ws(), lit("}")});
 }
 
 Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
@@ -365,14 +583,13 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   std::optional<Expr> item = any_value();
   if (s.contains("items")) {
     const Json& it = s["items"];
-    if (it.is_boolean() && !it.get<bool>()) item.reset();
-    else if (it.is_array())
-      fail("json schema: 'items' as an array (draft 2019) at %s: use 'prefixItems'", path.c_str());
+    if (normalize(it, path + "/items") == false) item.reset();
     else item = ref(rule_for(it, path + "/items"));
   }
   const size_t lo = s.contains("minItems") ? as_count(s, "minItems", path) : 0;
   const size_t hi = s.contains("maxItems") ? as_count(s, "maxItems", path) : SIZE_MAX;
   if (lo > hi) fail("json schema: minItems > maxItems at %s", path.c_str());
+  if (s.value("uniqueItems", false) == true && hi > 1) unsupported("'uniqueItems'", path);
   if (!item && lo > prefix.size())
     fail("json schema: minItems at %s needs more items than prefixItems allows", path.c_str());
   const size_t k = std::min(prefix.size(), hi);
@@ -416,8 +633,11 @@ uint32_t add_json_schema(GrammarBuilder& b, const nlohmann::ordered_json& schema
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
   GrammarBuilder b(opts.limits);
-  const uint32_t root = add_json_schema(b, schema, opts);
-  return b.finish(root);
+  detail::SchemaCompiler c(b, schema, opts);
+  const uint32_t root = c.rule_for(schema, "#");
+  Grammar g = b.finish(root);
+  g.warnings = c.dropped();
+  return g;
 }
 
 Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions& opts) {
@@ -434,7 +654,8 @@ Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions&
 }
 
 std::string json_schema_cache_key(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
-  return strfmt("json:%d:%d:%d:", static_cast<int>(opts.syntax), opts.any_whitespace ? 1 : 0, opts.native_quote_token) +
+  return strfmt("json:%d:%d:%d:%d:", static_cast<int>(opts.syntax), opts.any_whitespace ? 1 : 0,
+                opts.native_quote_token, opts.lenient ? 1 : 0) +
          schema.dump();
 }
 

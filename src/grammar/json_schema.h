@@ -4,7 +4,9 @@
 //   * Gemma 4's native tool-argument syntax: the same value shapes, keys unquoted, strings
 //     between `<|"|>` token terminals instead of quotes (gemma4.md §4.5).
 // The supported keywords and their exact semantics are listed in docs/structured-output.md.
-// A keyword outside the subset is an error naming it and its location — never ignored.
+// Annotations and unknown keywords are ignored (they constrain nothing); an assertion the
+// grammar cannot enforce is an error naming it and its location, or, with `lenient`, dropped
+// and listed in Grammar::warnings.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,9 @@ struct JsonSchemaOptions {
   bool any_whitespace = false;  // allow up to a few spaces/newlines around punctuation
   // Gemma 4 `<|"|>`; -1: the quote is that text in bytes (a vocabulary without the token).
   int32_t native_quote_token = 52;
+  // Drop unsupported assertions (listed in Grammar::warnings) instead of failing; oneOf
+  // branches that may overlap are then generated as anyOf.
+  bool lenient = false;
   Limits limits;
 };
 

@@ -14,6 +14,8 @@
 // (JSON Schema patterns search, they do not match whole strings).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "grammar/grammar.h"
@@ -29,5 +31,12 @@ struct RegexContext {
 
 // Throws sluice::Error ("pattern '...': <what> at offset N is not supported").
 Expr regex_to_expr(std::string_view pattern, const RegexContext& ctx);
+
+// The pattern's strings of min_chars to max_chars characters (max_chars may be kInf), or
+// nullopt when this subset cannot express the intersection: it can when the pattern's own
+// lengths lie inside the bounds, or when the pattern is anchored and its one variable-length
+// part is a single character under one quantifier (`^[a-z][a-z0-9-]*$`).
+std::optional<Expr> regex_to_expr_bounded(std::string_view pattern, const RegexContext& ctx, uint64_t min_chars,
+                                          uint64_t max_chars);
 
 }  // namespace sluice::grammar

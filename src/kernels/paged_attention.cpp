@@ -19,8 +19,14 @@ struct PagedAttention::Call {
   int64_t G, hd, Hkv, pairs;
 
   // Key range [lo(pr), hi(pr)] of (token, KV head) pair pr.
-  int64_t hi(int64_t pr) const { return toks[static_cast<size_t>(pr / Hkv)].pos; }
-  int64_t lo(int64_t pr) const { return l.window > 0 ? std::max<int64_t>(0, hi(pr) - l.window + 1) : 0; }
+  int64_t hi(int64_t pr) const {
+    const PagedToken& t = toks[static_cast<size_t>(pr / Hkv)];
+    return std::max(t.pos, t.last);
+  }
+  int64_t lo(int64_t pr) const {
+    const int64_t pos = toks[static_cast<size_t>(pr / Hkv)].pos;
+    return l.window > 0 ? std::max<int64_t>(0, pos - l.window + 1) : 0;
+  }
 };
 
 void PagedAttention::reserve(int nth, int64_t visible, int gs, int hd) {
@@ -53,7 +59,7 @@ AttnArgs PagedAttention::args(const Call& c, int64_t t, int64_t hk, int64_t g0, 
   a.block_tokens = l.block_tokens;
   a.elem = l.elem;
   a.lo = c.lo(t * c.Hkv + hk);
-  a.hi = c.toks[static_cast<size_t>(t)].pos;
+  a.hi = c.hi(t * c.Hkv + hk);
   a.scratch = &scratch_[static_cast<size_t>(ith) * attn_scratch_floats()];
   return a;
 }

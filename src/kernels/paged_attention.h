@@ -43,9 +43,13 @@ struct PagedLayer {
 };
 
 // One query token: its position and its sequence's block table for the layer's cache group.
+// With last > pos it also sees the later positions up to `last` (the rest of a bidirectional
+// block it is in, e.g. an image on Gemma 4 26B/31B's sliding layers: gemma4.md §9.4); the
+// window still counts back from pos.
 struct PagedToken {
   const int32_t* table = nullptr;
   int32_t pos = 0;
+  int32_t last = -1;
 };
 
 class PagedAttention {

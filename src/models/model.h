@@ -69,6 +69,14 @@ struct SeqSlice {
   int32_t pos0 = 0;
   std::span<const BlockId> block_tables[kMaxKvGroups];
   LogitsWanted logits = LogitsWanted::kLast;
+  // Soft tokens (images, docs/spec/gemma4.md §9.4): empty, or one entry per token — nullptr
+  // for the token's own embedding, else a row of n_embd floats used as the token's embedding
+  // as is (no embed_scale); such tokens read the pad row (id 0) of the per-layer table.
+  std::span<const float* const> embd;
+  // Each contiguous run of soft tokens in `embd` attends to itself bidirectionally on the
+  // sliding-window layers (Gemma 4 26B/31B images; full layers stay causal); the run must lie
+  // wholly in this slice. false: causal everywhere (E2B/E4B).
+  bool embd_blocks = false;
 };
 
 struct ForwardBatch {

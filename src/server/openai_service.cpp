@@ -260,9 +260,13 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
     json j = envelope(meta, shape.object, std::move(choices));
     j["usage"] = usage_json(*gen);
     j["timings"] = timings_json(*gen);
-    return json_reply(j);
+    if (gp.grammar && !gp.grammar->grammar().warnings.empty()) j["warnings"] = dropped_warnings(*gp.grammar);
+    Reply r = json_reply(j);
+    add_dropped_header(r.headers, gp.grammar.get());
+    return r;
   }
   Reply r;
+  add_dropped_header(r.headers, gp.grammar.get());
   r.content_type = "text/event-stream";
   r.stream = [gen, meta, gp, &shape, &tok, this](const StreamWriter& write) {
     // The last chunk before [DONE] carries the timings: the usage chunk, or the last choice's.

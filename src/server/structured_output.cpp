@@ -19,6 +19,7 @@ bool present(const json& j, const char* key) { return j.contains(key) && !j.at(k
 struct SchemaAt {
   std::string pointer;  // JSON pointer into the body ("" for json_object: any object)
   std::string param;
+  bool lenient = false;  // "strict": false — unsupported assertions dropped, not refused
 };
 
 // Checks response_format's shape; returns where its schema is, or nullopt for "text".
@@ -41,7 +42,8 @@ std::optional<SchemaAt> response_format_schema(const json& rf) {
   if (!present(js, "schema")) return SchemaAt{"", "response_format.json_schema.schema"};
   if (!js.at("schema").is_object() && !js.at("schema").is_boolean())
     bad_param("response_format.json_schema.schema", "must be a JSON Schema object");
-  return SchemaAt{"/response_format/json_schema/schema", "response_format.json_schema.schema"};
+  const bool lenient = js.contains("strict") && js.at("strict").is_boolean() && !js.at("strict").get<bool>();
+  return SchemaAt{"/response_format/json_schema/schema", "response_format.json_schema.schema", lenient};
 }
 
 std::shared_ptr<const grammar::CompiledGrammar> compile_schema(const std::string& body, const SchemaAt& at,
@@ -51,7 +53,8 @@ std::shared_ptr<const grammar::CompiledGrammar> compile_schema(const std::string
     // The body was parsed (and its depth checked) once already: this cannot fail.
     schema = ordered_json::parse(body).at(ordered_json::json_pointer(at.pointer));
   }
-  const grammar::JsonSchemaOptions opts;
+  grammar::JsonSchemaOptions opts;
+  opts.lenient = at.lenient;
   const std::string text = schema.dump();
   try {
     return m.grammars().get(grammar::json_schema_cache_key(schema, opts),
@@ -89,6 +92,22 @@ std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const st
   } catch (const Error& e) {
     throw ApiError(400, std::string("grammar: ") + e.what(), "invalid_request_error", "grammar");
   }
+}
+
+std::vector<std::string> dropped_warnings(const grammar::CompiledGrammar& g) {
+  std::vector<std::string> out;
+  for (const std::string& w : g.grammar().warnings) out.push_back("schema: dropped " + w);
+  return out;
+}
+
+void add_dropped_header(std::vector<std::pair<std::string, std::string>>& headers, const grammar::CompiledGrammar* g) {
+  if (!g || g->grammar().warnings.empty()) return;
+  std::string v;
+  for (const std::string& w : g->grammar().warnings) {
+    if (!v.empty()) v += "; ";
+    for (char c : w) v += (c >= 0x20 && c < 0x7f) ? c : '?';
+  }
+  headers.emplace_back("X-Sluice-Schema-Dropped", v);
 }
 
 }  // namespace sluice::server

@@ -4,7 +4,9 @@
 //                     "json_schema": {"name": ..., "schema": {...}, "strict": ...}}  (OpenAI)
 //   json_schema      a schema object at the top level                      (llama-server)
 //   grammar          GBNF text                                             (llama-server)
-// At most one of them constrains a request. Compiled grammars are cached per model by the
+// At most one of them constrains a request. `strict: false` compiles leniently: assertions the
+// grammar cannot enforce are dropped and listed in the grammar's warnings, which the reply
+// reports (a "warnings" field and an X-Sluice-Schema-Dropped header). Compiled grammars are cached per model by the
 // schema's canonical text (or the GBNF text). Every problem — an unsupported keyword, a limit,
 // a GBNF syntax error — is a 400 naming the parameter and, from the grammar module, the
 // keyword or limit.
@@ -12,6 +14,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,5 +31,11 @@ namespace sluice::server {
 // from it again with its keys in document order (property order decides the output's).
 std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const std::string& body,
                                                                         const nlohmann::json& j, const ModelContext& m);
+
+// What a lenient compile dropped, as "schema: dropped <assertion> at <pointer>" lines.
+std::vector<std::string> dropped_warnings(const grammar::CompiledGrammar& g);
+// Adds X-Sluice-Schema-Dropped (the dropped assertions, "; "-separated, printable ASCII)
+// when `g` dropped any.
+void add_dropped_header(std::vector<std::pair<std::string, std::string>>& headers, const grammar::CompiledGrammar* g);
 
 }  // namespace sluice::server

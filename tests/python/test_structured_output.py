@@ -3,6 +3,7 @@ weights: whatever they produce follows the grammar only because the engine masks
 by the official `openai` SDK: response_format json_object / json_schema, the SDK's parse
 helper with a pydantic model, the llama-server `json_schema` and `grammar` fields, and 400s
 that name unsupported keywords."""
+import decimal
 import json
 import re
 
@@ -120,12 +121,110 @@ def test_top_level_json_schema_and_gbnf_on_completions(client3):
     assert r.choices[0].message.content == "ok"
 
 
+# One bounded schema per construct of issue 39's list (docs/structured-output.md): each is
+# generated with on the tiny model and every finished answer validated with jsonschema.
+CONSTRUCTS = {
+    "annotations": {"$schema": "http://json-schema.org/draft-07/schema#", "$id": "x", "id": "y", "title": "t",
+                    "x-kubernetes-group-version-kind": [{"kind": "Pod"}], "preferredOrder": ["a"], "type": "object",
+                    "properties": {"a": {"type": "boolean", "description": "d", "default": True, "examples": [True],
+                                         "$comment": "c", "deprecated": True, "readOnly": True, "writeOnly": False,
+                                         "contentMediaType": "text/plain", "contentEncoding": "base64", "x-order": 1}},
+                    "required": ["a"], "additionalProperties": False},
+    "anyOf": {"anyOf": [{"type": "boolean"}, {"type": "null"}, {"enum": ["a", "b"]}]},
+    "oneOf": {"oneOf": [{"type": "object", "properties": {"k": {"const": "cat"}, "n": {"type": "integer", "minimum": 0, "maximum": 9}},
+                         "required": ["k", "n"], "additionalProperties": False},
+                        {"type": "object", "properties": {"k": {"const": "dog"}, "b": {"type": "boolean"}},
+                         "required": ["k", "b"], "additionalProperties": False}]},
+    "allOf": {"allOf": [{"$ref": "#/$defs/A"}, {"properties": {"n": {"type": "integer", "minimum": 1, "maximum": 3}},
+                                               "required": ["n"]}],
+              "properties": {"a": True, "n": True}, "additionalProperties": False,
+              "$defs": {"A": {"type": "object", "properties": {"a": {"enum": [1, 2]}, "n": {"type": "number"}}, "required": ["a"]}}},
+    "ref_pointer": {"type": "object", "properties": {"a": {"enum": ["x", "y"]}, "b": {"$ref": "#/properties/a"}},
+                    "required": ["a", "b"], "additionalProperties": False},
+    "recursive": {"$ref": "#/definitions/T", "definitions": {"T": {"type": "object", "properties": {
+        "v": {"type": "integer", "minimum": 0, "maximum": 9}, "kids": {"type": "array", "items": {"$ref": "#/definitions/T"}, "maxItems": 1}},
+        "required": ["v"], "additionalProperties": False}}},
+    "const_enum_type_array": {"type": "array", "prefixItems": [{"const": 7}, {"type": ["boolean", "null"]}, {"enum": ["a", 1, None]}],
+                              "items": False, "minItems": 3},
+    "items_min_max": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 9}, "minItems": 1, "maxItems": 3},
+    "pattern_properties": {"type": "object", "patternProperties": {"^s_": {"type": "string", "maxLength": 2},
+                                                                   "^i_": {"type": "integer", "minimum": 0, "maximum": 9}},
+                           "additionalProperties": False, "maxProperties": 2},
+    "min_max_properties": {"type": "object", "additionalProperties": {"type": "boolean"}, "minProperties": 1, "maxProperties": 2,
+                           "propertyNames": True},
+    "strings": {"type": "object", "properties": {"p": {"type": "string", "pattern": "^[a-z][a-z0-9]*$", "minLength": 2, "maxLength": 4},
+                                                 "l": {"type": "string", "minLength": 1, "maxLength": 3}},
+                "required": ["p", "l"], "additionalProperties": False},
+    "formats": {"type": "object", "properties": {f: {"type": "string", "format": f} for f in
+                                                 ("date-time", "time", "date", "duration", "uuid", "ipv4", "ipv6")},
+                "required": ["date", "uuid"], "additionalProperties": False},
+    "numbers": {"type": "object", "properties": {
+        "t": {"type": "number", "minimum": -40.5, "maximum": 60.25, "multipleOf": 0.01},
+        "p": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 0.5, "multipleOf": 0.001},
+        "m": {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 100}},
+        "required": ["t", "p", "m"], "additionalProperties": False},
+    "not": {"type": "object", "properties": {
+        "v": {"type": ["boolean", "null", "string"], "maxLength": 2, "not": {"anyOf": [{"const": None}, {"const": True}]}},
+        "w": {"not": {"type": ["string", "object", "array", "number"]}},
+        "x": {"enum": ["a", "b", "c"], "not": {"const": "b"}}},
+        "required": ["v", "w", "x"], "additionalProperties": False},
+    "draft4_spellings": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {
+        "d4": {"type": "number", "minimum": 1, "exclusiveMinimum": True, "maximum": 2, "multipleOf": 0.1},
+        "tup": {"type": "array", "items": [{"type": "boolean"}, {"type": "null"}], "additionalItems": False},
+        "a": {"type": "boolean"}, "b": {"type": "null"}}, "dependencies": {"a": ["b"]},
+        "required": ["d4"], "additionalProperties": False},
+}
+
+
+def exact_multiple_of(validator, m, instance, schema):
+    """multipleOf in decimal, as JSON writes numbers: jsonschema divides floats, so it finds
+    1.4 not a multiple of 0.1 (1.4 / 0.1 == 13.999999999999998)."""
+    if validator.is_type(instance, "number") and not isinstance(instance, bool):
+        if decimal.Decimal(str(instance)) % decimal.Decimal(str(m)) != 0:
+            yield jsonschema.ValidationError(f"{instance} is not a multiple of {m}")
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRUCTS))
+def test_every_construct_generates_valid_json(client3, name):
+    schema = CONSTRUCTS[name]
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": True}}
+    stopped = 0
+    for seed in range(3):
+        r = chat(client3, response_format=rf, seed=seed, temperature=1.0, max_tokens=160)
+        c = r.choices[0]
+        if c.finish_reason == "stop":
+            stopped += 1
+            base = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+            cls = jsonschema.validators.extend(base, {"multipleOf": exact_multiple_of})
+            cls(schema, format_checker=base.FORMAT_CHECKER).validate(json.loads(c.message.content))
+    assert stopped >= 1
+
+
+def test_strict_false_drops_what_it_cannot_enforce_and_says_so(client3, server3):
+    schema = {"type": "object", "properties": {"tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2,
+                                                        "contains": {"const": "a"}}},
+              "required": ["tags"], "additionalProperties": False}
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": False}}
+    raw = client3.chat.completions.with_raw_response.create(
+        model="tiny-gemma3", messages=[{"role": "user", "content": "tags"}], response_format=rf, max_tokens=60, seed=1)
+    assert "'contains' at #/properties/tags/contains" in raw.headers["x-sluice-schema-dropped"]
+    r = raw.parse()
+    assert r.choices[0].finish_reason == "stop"
+    value = json.loads(r.choices[0].message.content)  # valid JSON that follows every other constraint
+    dropped = {**schema, "properties": {"tags": {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2}}}
+    jsonschema.validate(value, dropped)
+    assert any("contains" in w for w in r.model_extra["warnings"])
+    with pytest.raises(openai.BadRequestError) as e:  # strict: the same schema is refused
+        chat(client3, response_format={"type": "json_schema",
+                                       "json_schema": {"name": "x", "schema": schema, "strict": True}})
+    assert "'contains' at #/properties/tags/contains" in e.value.message
+
+
 @pytest.mark.parametrize("schema,keyword", [
     ({"type": "array", "uniqueItems": True}, "uniqueItems"),
-    ({"type": "number", "multipleOf": 3}, "multipleOf"),
-    ({"type": "object", "properties": {"a": {"not": {"type": "null"}}}}, "not"),
-    ({"type": "object", "patternProperties": {"^x": {}}}, "patternProperties"),
-    ({"if": {"type": "string"}, "then": {"maxLength": 2}}, "if"),
+    ({"type": "array", "contains": {"type": "integer"}}, "contains"),
+    ({"type": "object", "propertyNames": {"maxLength": 3}}, "propertyNames"),
+    ({"oneOf": [{"type": "integer"}, {"type": "number"}]}, "oneOf"),
 ])
 def test_unsupported_keywords_are_400_naming_them(client3, schema, keyword):
     rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": True}}
@@ -135,6 +234,22 @@ def test_unsupported_keywords_are_400_naming_them(client3, schema, keyword):
     with pytest.raises(openai.BadRequestError) as e:
         client3.completions.create(model="tiny-gemma3", prompt="x", extra_body={"json_schema": schema})
     assert f"'{keyword}'" in e.value.message
+
+
+def test_a_too_wide_union_is_a_400_naming_the_limit_not_a_5xx(client3):
+    """anyOf over 2,000 small objects used to compile and then end the request with a 503;
+    it is refused at compile time. 1,000 runs."""
+    def union(n):
+        return {"anyOf": [{"type": "object", "properties": {f"k{i}": {"type": "integer", "minimum": 0, "maximum": 9}},
+                           "required": [f"k{i}"], "additionalProperties": False} for i in range(n)]}
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": union(2000), "strict": True}}
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client3, response_format=rf)
+    assert "max_union_branches" in e.value.message
+    rf["json_schema"]["schema"] = union(1000)
+    r = chat(client3, response_format=rf, max_tokens=40, seed=3)
+    if r.choices[0].finish_reason == "stop":
+        valid(json.loads(r.choices[0].message.content), union(1000))
 
 
 def test_malformed_structured_output_requests_are_400(client3):

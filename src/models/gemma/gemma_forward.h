@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
@@ -169,6 +170,7 @@ class GemmaModel final : public Model {
   void reserve_attention(const KvCache& kv);
   void gather_tokens(const ForwardBatch& b);
   void embed();
+  void mark_soft_blocks(const SeqSlice& sl);
   void rope_tables();
   void end_layer(int il, const std::vector<float>& post_norm);
   void keep_only_output_rows();
@@ -237,6 +239,8 @@ class GemmaModel final : public Model {
   std::vector<int32_t> picked_, picked_lane_;       // the step's picked experts, each one's lane
   std::vector<std::unique_ptr<ExpertLane>> lanes_;  // one per pool thread (MoE models only)
   std::vector<uint8_t> embd_raw_;                   // embd_packed_'s rows of the step, in the file layout
+  std::vector<const float*> soft_;                  // per step token: its soft-token row (SeqSlice::embd) or nullptr
+  std::vector<std::pair<int32_t, int32_t>> block_;  // per step token: its bidirectional block, or (-1, -1)
   std::vector<kernels::PagedToken> attn_tok_;       // the step's tokens for the paged attention
   kernels::PagedAttention attn_;
   kernels::ActScratch scratch_;

@@ -162,6 +162,8 @@ void GemmaModel::check_batch(const ForwardBatch& b, const KvCache& kv) const {
   for (const SeqSlice& s : b.seqs) {
     for (int32_t t : s.tokens)
       if (t < 0 || t >= spec_.n_vocab) fail("token id %d is outside the vocabulary (%d)", t, spec_.n_vocab);
+    if (!s.embd.empty() && s.embd.size() != s.tokens.size())
+      fail("a slice has %zu soft-token rows for %zu tokens", s.embd.size(), s.tokens.size());
     const int64_t end = static_cast<int64_t>(s.pos0) + static_cast<int64_t>(s.tokens.size());
     if (s.pos0 < 0) fail("negative position %d", s.pos0);
     for (int32_t g = 0; g < kv.n_groups(); ++g) {
@@ -188,11 +190,28 @@ void GemmaModel::reserve_attention(const KvCache& kv) {
   }
 }
 
+// A slice's runs of soft tokens as bidirectional blocks: each token of a run gets the run's
+// first and last positions (appended to block_ for the slice's tokens).
+void GemmaModel::mark_soft_blocks(const SeqSlice& sl) {
+  const int64_t n = static_cast<int64_t>(sl.tokens.size());
+  block_.resize(tok_.size() - n, {-1, -1});
+  for (int64_t i = 0; i < n;) {
+    int64_t e = i;
+    while (e < n && !sl.embd.empty() && sl.embd[e]) ++e;
+    for (int64_t j = i; j < e; ++j)
+      block_.push_back({sl.pos0 + static_cast<int32_t>(i), sl.pos0 + static_cast<int32_t>(e - 1)});
+    if (e == i) block_.push_back({-1, -1}), ++e;
+    i = e;
+  }
+}
+
 // The step's tokens in slice order: ids, (sequence, position), and which want logits.
 void GemmaModel::gather_tokens(const ForwardBatch& b) {
   tok_.clear();
   ref_.clear();
   out_rows_.clear();
+  soft_.clear();
+  block_.clear();
   for (int32_t s = 0; s < static_cast<int32_t>(b.seqs.size()); ++s) {
     const SeqSlice& sl = b.seqs[s];
     const int64_t n = static_cast<int64_t>(sl.tokens.size());
@@ -201,7 +220,10 @@ void GemmaModel::gather_tokens(const ForwardBatch& b) {
       if (i >= first) out_rows_.push_back(static_cast<int64_t>(tok_.size()));
       tok_.push_back(sl.tokens[i]);
       ref_.push_back({s, sl.pos0 + static_cast<int32_t>(i)});
+      soft_.push_back(sl.embd.empty() ? nullptr : sl.embd[i]);
     }
+    if (sl.embd_blocks) mark_soft_blocks(sl);
+    block_.resize(tok_.size(), {-1, -1});
   }
 }
 
@@ -237,7 +259,7 @@ void GemmaModel::forward(const ForwardBatch& b, KvCache& kv, float* logits) {
 }
 
 // x[T × d] = token_embd[t] · embed_scale (tied: the row unpacked from the lm_head to the file's
-// bytes, then decoded as the file's row would be: the same floats)
+// bytes, then decoded as the file's row would be: the same floats), or the token's soft-token row as is
 void GemmaModel::embed() {
   const int64_t d = spec_.n_embd;
   grow(x_, static_cast<size_t>(T_ * d));
@@ -246,6 +268,10 @@ void GemmaModel::embed() {
   const auto to_f32 = quant::traits(w_.tok_embd.type)->to_f32_ref;
   for_rows(pool_, T_, d * kCostCopy, [&](int64_t t) {
     float* row = x_.data() + t * d;
+    if (soft_[t]) {
+      std::copy_n(soft_[t], d, row);
+      return;
+    }
     if (embd_packed_) {
       uint8_t* raw = embd_raw_.data() + static_cast<uint64_t>(t) * rb;
       kernels::unpack_row(*embd_packed_, tok_[t], raw);
@@ -300,6 +326,7 @@ void GemmaModel::keep_only_output_rows() {
     std::copy_n(&rope_cs_[t * rope_row_], rope_row_, &rope_cs_[i * rope_row_]);
     tok_[i] = tok_[t];
     ref_[i] = ref_[t];
+    block_[i] = block_[t];
     out_rows_[i] = i;
   }
   T_ = n;

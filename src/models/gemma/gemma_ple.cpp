@@ -7,7 +7,8 @@
 
 namespace sluice::models {
 
-// ple[T × L·P] = (RMSNorm_P(Wpm·x0 / √d) + Tpl[t]·√P) / √2
+// ple[T × L·P] = (RMSNorm_P(Wpm·x0 / √d) + Tpl[t]·√P) / √2, with t the pad id (0) at
+// soft-token positions (x0 there is the soft token: gemma4.md §9.4)
 void GemmaModel::per_layer_inputs() {
   const int64_t d = spec_.n_embd, P = spec_.ple_dim, LP = static_cast<int64_t>(spec_.n_layer) * P;
   grow(ple_, static_cast<size_t>(T_ * LP));
@@ -18,7 +19,7 @@ void GemmaModel::per_layer_inputs() {
   const float combine = 1.0f / std::sqrt(2.0f);
   grow(ple_row_, static_cast<size_t>(LP * pool_.size()));
   auto one = [&](int64_t t, float* tok_row) {
-    kernels::dequant_row(w_.ple_tok, tok_[t], tok_row);
+    kernels::dequant_row(w_.ple_tok, soft_[t] ? 0 : tok_[t], tok_row);
     float* row = ple_.data() + t * LP;
     for (int64_t l = 0; l < spec_.n_layer; ++l) {
       float* sl = row + l * P;

@@ -1,0 +1,46 @@
+// Encoders: a media item's preprocessed input → soft tokens in the text model's width, which
+// replace that item's placeholder tokens in the prompt (docs/spec/gemma4.md §9.4). Loaded from
+// a separate GGUF (the "mmproj" file llama.cpp also reads); the text model never sees pixels.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "models/model.h"
+
+namespace sluice::gguf {
+class GgufFile;
+}
+
+namespace sluice::models {
+
+class ImageEncoder {
+ public:
+  virtual ~ImageEncoder() = default;
+  virtual const std::string& projector_type() const = 0;  // "gemma4v"
+  virtual int32_t text_width() const = 0;                 // soft-token width (the text model's n_embd)
+  virtual int32_t patch_size() const = 0;                 // 16
+  virtual int32_t pool_kernel() const = 0;                // 3: soft tokens = patches / 9
+  // Whether the text models this tower feeds attend bidirectionally within an image
+  // (SeqSlice::embd_blocks): the 26B/31B tower (the one with standardisation) does; the
+  // E2B/E4B one is causal. The text GGUF carries no use_bidirectional_attention key.
+  virtual bool bidirectional_images() const = 0;
+  // The soft tokens of one image: `patches` [rows·cols][3·p·p] in raster order, each patch
+  // [py][px][channel] with values in [0, 1] (media::PreprocessedImage); cols and rows multiples
+  // of pool_kernel(). Writes (rows/k)·(cols/k) rows of text_width() floats to `out`.
+  // Throws sluice::Error for a grid the tower cannot take (too wide for its position table).
+  virtual void encode(const float* patches, int32_t cols, int32_t rows, float* out) = 0;
+  // Debug taps of later encode() calls (TapView names "v_embd", "v_l_out" (layer i),
+  // "v_pooled", "v_soft"); empty: stop.
+  virtual void set_tap(Tap tap) = 0;
+};
+
+// Reads an mmproj GGUF (general.architecture "clip"); throws sluice::Error naming the file
+// when it is not one, or its projector type is not one sluice implements.
+std::unique_ptr<ImageEncoder> load_image_encoder(const gguf::GgufFile& f, const LoadOptions& opt);
+
+// Throws sluice::Error unless `enc` can feed `text` (same width, a model family that takes it).
+void check_encoder_fits(const ImageEncoder& enc, const ModelSpec& text, const std::string& mmproj_name);
+
+}  // namespace sluice::models

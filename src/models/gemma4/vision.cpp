@@ -1,0 +1,370 @@
+#include "models/gemma4/vision.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "base/error.h"
+#include "gguf/reader.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/linear.h"
+#include "kernels/rowops.h"
+#include "quant/quant.h"
+#include "tensor/weights.h"
+#include "threading/thread_pool.h"
+
+namespace sluice::models::gemma4 {
+namespace {
+
+using kernels::Linear;
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr int kPatch = 16, kPool = 3, kPatchValues = kPatch * kPatch * 3;
+
+// A projection with llama.cpp's clamp scalars: y = clamp(W·clamp(x, in), out) (±inf: no clamp).
+struct ClampedLinear {
+  Linear lin;
+  float in_lo = -kInf, in_hi = kInf, out_lo = -kInf, out_hi = kInf;
+  bool clamps_input() const { return in_lo > -kInf || in_hi < kInf; }
+  bool clamps_output() const { return out_lo > -kInf || out_hi < kInf; }
+};
+
+struct VisionLayer {
+  ClampedLinear q, k, v, o, gate, up, down;
+  std::vector<float> ln1, attn_post, ln2, ffn_post, q_norm, k_norm;
+  std::vector<float> out_scale;  // llama.cpp's optional v.blk.N.out_scale (not in transformers 5.24)
+};
+
+struct VisionShape {
+  int32_t d = 0, n_layer = 0, n_head = 0, head_dim = 0, n_ff = 0, text_d = 0, pos_size = 0;
+  float eps = 1e-6f;
+};
+
+class Gemma4Vision final : public ImageEncoder {
+ public:
+  Gemma4Vision(const gguf::GgufFile& f, const LoadOptions& opt);
+  const std::string& projector_type() const override { return type_; }
+  int32_t text_width() const override { return s_.text_d; }
+  int32_t patch_size() const override { return kPatch; }
+  int32_t pool_kernel() const override { return kPool; }
+  bool bidirectional_images() const override { return !std_bias_.empty(); }
+  void encode(const float* patches, int32_t cols, int32_t rows, float* out) override;
+  void set_tap(Tap tap) override { tap_ = std::move(tap); }
+
+ private:
+  ClampedLinear bind_linear(const WeightBinder& wb, const std::string& base, int64_t cols, int64_t rows);
+  void bind_layers(const gguf::GgufFile& f);
+  void embed(const float* patches, int32_t cols, int32_t rows);
+  void run(const ClampedLinear& cl, const float* x, int64_t m, float* y);
+  void layer(const VisionLayer& L, int64_t n, int32_t cols);
+  void rope_tables(int32_t cols, int32_t rows);
+  void attention(int64_t n, int32_t cols);
+  void pool_and_project(int32_t cols, int32_t rows, float* out);
+  void tap(const char* name, int layer, const float* data, int64_t rows, int64_t width) const {
+    if (tap_) tap_(TapView{name, layer, data, rows, width});
+  }
+
+  std::string type_ = "gemma4v";
+  VisionShape s_;
+  ThreadPool& pool_;
+  const kernels::CpuKernels& isa_;
+  kernels::RowOps ops_;
+  Linear patch_, proj_;
+  std::vector<float> pos_;  // [2][pos_size][d]: x rows, then y rows
+  std::vector<float> std_bias_, std_scale_;
+  std::vector<VisionLayer> layers_;
+  std::vector<float> inv_freq_;         // [head_dim/4]
+  std::vector<float> rope_x_, rope_y_;  // per column / row: [cos | sin] of head_dim/4 each
+  std::vector<float> h_, a_, q_, k_, v_, att_, g_, u_, in_;
+  kernels::ActScratch scratch_;
+  Tap tap_;
+};
+
+ClampedLinear Gemma4Vision::bind_linear(const WeightBinder& wb, const std::string& base, int64_t cols, int64_t rows) {
+  ClampedLinear cl;
+  const Mat m = wb.matrix(base + ".weight", cols, rows);
+  cl.lin = Linear::build({&m, 1}, pool_, base);
+  auto scalar = [&](const char* suffix, float def) {
+    const std::string n = base + "." + suffix;
+    return wb.has(n) ? wb.vector_f32(n, 1)[0] : def;
+  };
+  cl.in_lo = scalar("input_min", -kInf), cl.in_hi = scalar("input_max", kInf);
+  cl.out_lo = scalar("output_min", -kInf), cl.out_hi = scalar("output_max", kInf);
+  return cl;
+}
+
+void Gemma4Vision::bind_layers(const gguf::GgufFile& f) {
+  const WeightBinder wb(f);
+  const int64_t d = s_.d, hd = s_.head_dim, qd = int64_t{s_.n_head} * hd, ff = s_.n_ff;
+  for (int il = 0; il < s_.n_layer; ++il) {
+    const std::string p = "v.blk." + std::to_string(il) + ".";
+    VisionLayer L;
+    L.q = bind_linear(wb, p + "attn_q", d, qd);
+    L.k = bind_linear(wb, p + "attn_k", d, qd);
+    L.v = bind_linear(wb, p + "attn_v", d, qd);
+    L.o = bind_linear(wb, p + "attn_out", qd, d);
+    L.gate = bind_linear(wb, p + "ffn_gate", d, ff);
+    L.up = bind_linear(wb, p + "ffn_up", d, ff);
+    L.down = bind_linear(wb, p + "ffn_down", ff, d);
+    L.ln1 = wb.vector_f32(p + "ln1.weight", d);
+    L.attn_post = wb.vector_f32(p + "attn_post_norm.weight", d);
+    L.ln2 = wb.vector_f32(p + "ln2.weight", d);
+    L.ffn_post = wb.vector_f32(p + "ffn_post_norm.weight", d);
+    L.q_norm = wb.vector_f32(p + "attn_q_norm.weight", hd);
+    L.k_norm = wb.vector_f32(p + "attn_k_norm.weight", hd);
+    if (wb.has(p + "out_scale.weight")) L.out_scale = wb.vector_f32(p + "out_scale.weight", d);
+    layers_.push_back(std::move(L));
+  }
+}
+
+VisionShape read_shape(const gguf::GgufFile& f) {
+  const std::string arch(f.get_string_or("general.architecture", ""));
+  if (arch != "clip")
+    fail("%s: not an mmproj file (general.architecture is '%s', expected 'clip')", f.name().c_str(), arch.c_str());
+  const std::string proj(f.get_string_or("clip.vision.projector_type", f.get_string_or("clip.projector_type", "")));
+  if (proj != "gemma4v")
+    fail("%s: projector type '%s' is not supported (sluice reads Gemma 4's 'gemma4v')", f.name().c_str(), proj.c_str());
+  VisionShape s;
+  s.d = static_cast<int32_t>(f.get_uint("clip.vision.embedding_length", 1 << 16));
+  s.n_layer = static_cast<int32_t>(f.get_uint("clip.vision.block_count", 1024));
+  s.n_head = static_cast<int32_t>(f.get_uint("clip.vision.attention.head_count", 1024));
+  s.n_ff = static_cast<int32_t>(f.get_uint("clip.vision.feed_forward_length", 1 << 20));
+  s.text_d = static_cast<int32_t>(f.get_uint("clip.vision.projection_dim", 1 << 20));
+  s.eps = static_cast<float>(f.get_float_or("clip.vision.attention.layer_norm_epsilon", 1e-6));
+  const uint64_t patch = f.get_uint_or("clip.vision.patch_size", kPatch, 1 << 10);
+  if (s.d <= 0 || s.n_layer <= 0 || s.n_head <= 0 || s.n_ff <= 0 || s.text_d <= 0 || s.d % s.n_head != 0)
+    fail("%s: inconsistent vision shape (width %d, %d layers, %d heads, FFN %d, projection %d)", f.name().c_str(), s.d,
+         s.n_layer, s.n_head, s.n_ff, s.text_d);
+  if (patch != kPatch) fail("%s: patch size %llu, gemma4v uses 16", f.name().c_str(), (unsigned long long)patch);
+  s.head_dim = s.d / s.n_head;
+  if (s.head_dim % 4 != 0) fail("%s: head_dim %d is not a multiple of 4 (2-D RoPE)", f.name().c_str(), s.head_dim);
+  const gguf::TensorInfo& pos = f.tensor("v.position_embd.weight");
+  if (pos.ne[0] != static_cast<uint64_t>(s.d) || pos.ne[2] != 2 || pos.ne[3] != 1 || pos.ne[1] == 0 ||
+      pos.ne[1] > (1u << 20))
+    fail("%s: v.position_embd.weight has shape %s, expected [%d, N, 2]", f.name().c_str(), pos.shape_string().c_str(),
+         s.d);
+  s.pos_size = static_cast<int32_t>(pos.ne[1]);
+  return s;
+}
+
+// The whole tensor dequantized to f32 (checked: a type sluice reads).
+std::vector<float> read_all_f32(const gguf::GgufFile& f, const gguf::TensorInfo& t) {
+  if (!quant::traits(t.type)) fail("%s: tensor '%s' has a type sluice cannot read", f.name().c_str(), t.name.c_str());
+  std::vector<float> out(t.n_elements());
+  for (uint64_t r = 0; r < t.rows(); ++r)
+    quant::dequantize_ref(t.type, t.data + r * t.row_bytes(), out.data() + r * t.ne[0], static_cast<int64_t>(t.ne[0]));
+  return out;
+}
+
+Gemma4Vision::Gemma4Vision(const gguf::GgufFile& f, const LoadOptions& opt)
+    : s_(read_shape(f)),
+      pool_(*opt.pool),
+      isa_(opt.isa ? *opt.isa : kernels::cpu_kernels()),
+      ops_(kernels::merged_ops(isa_)) {
+  const WeightBinder wb(f);
+  // v.patch_embd.weight: a [16, 16, 3, d] conv kernel; each of its d rows is [channel][py][px].
+  const gguf::TensorInfo& pe = f.tensor("v.patch_embd.weight");
+  if (pe.ne[0] != kPatch || pe.ne[1] != kPatch || pe.ne[2] != 3 || pe.ne[3] != static_cast<uint64_t>(s_.d))
+    fail("%s: v.patch_embd.weight has shape %s, expected [16, 16, 3, %d]", f.name().c_str(), pe.shape_string().c_str(),
+         s_.d);
+  if (!quant::traits(pe.type)) fail("%s: v.patch_embd.weight has a type sluice cannot read", f.name().c_str());
+  const Mat pm{pe.name, pe.type, pe.data, kPatchValues, s_.d, dtype_row_bytes(pe.type, kPatchValues)};
+  patch_ = Linear::build({&pm, 1}, pool_, "v.patch_embd");
+  pos_ = read_all_f32(f, f.tensor("v.position_embd.weight"));
+  const Mat proj = wb.matrix("mm.input_projection.weight", s_.d, s_.text_d);
+  proj_ = Linear::build({&proj, 1}, pool_, "mm.input_projection");
+  if (wb.has("v.std_bias") || wb.has("v.std_scale")) {
+    std_bias_ = wb.vector_f32("v.std_bias", s_.d);
+    std_scale_ = wb.vector_f32("v.std_scale", s_.d);
+  }
+  bind_layers(f);
+  // inv_freq_i = 1 / 100^(2i / (head_dim/2)) for i < head_dim/4, in f32 as transformers computes it.
+  const int32_t spatial = s_.head_dim / 2;
+  for (int32_t i = 0; i < spatial / 2; ++i)
+    inv_freq_.push_back(1.0f / std::pow(100.0f, static_cast<float>(2 * i) / static_cast<float>(spatial)));
+}
+
+// h = (2p − 1)·W_inᵀ + pos_x + pos_y, the patch values reordered to the kernel's [c][py][px].
+void Gemma4Vision::embed(const float* patches, int32_t cols, int32_t rows) {
+  const int64_t n = int64_t{cols} * rows, d = s_.d;
+  in_.resize(n * kPatchValues);
+  for (int64_t i = 0; i < n; ++i) {
+    const float* p = patches + i * kPatchValues;
+    float* x = in_.data() + i * kPatchValues;
+    for (int c = 0; c < 3; ++c)
+      for (int j = 0; j < kPatch * kPatch; ++j) x[c * kPatch * kPatch + j] = (p[j * 3 + c] - 0.5f) * 2.0f;
+  }
+  h_.resize(n * d);
+  patch_.run(pool_, in_.data(), n, h_.data(), scratch_, &isa_);
+  for (int64_t i = 0; i < n; ++i) {
+    const float* px = pos_.data() + (i % cols) * d;
+    const float* py = pos_.data() + (int64_t{s_.pos_size} + i / cols) * d;
+    float* hi = h_.data() + i * d;
+    for (int64_t j = 0; j < d; ++j) hi[j] = hi[j] + (px[j] + py[j]);
+  }
+}
+
+void Gemma4Vision::run(const ClampedLinear& cl, const float* x, int64_t m, float* y) {
+  if (cl.clamps_input()) {
+    in_.assign(x, x + m * cl.lin.cols());
+    for (float& v : in_) v = std::min(std::max(v, cl.in_lo), cl.in_hi);
+    x = in_.data();
+  }
+  cl.lin.run(pool_, x, m, y, scratch_, &isa_);
+  if (cl.clamps_output()) {
+    for (int64_t i = 0; i < m * cl.lin.rows(); ++i) y[i] = std::min(std::max(y[i], cl.out_lo), cl.out_hi);
+  }
+}
+
+// Per position p: [cos(p·f_i) | sin(p·f_i)], angles in f32 as transformers computes them.
+void Gemma4Vision::rope_tables(int32_t cols, int32_t rows) {
+  const int64_t q = static_cast<int64_t>(inv_freq_.size());
+  auto fill = [&](std::vector<float>& t, int32_t n) {
+    t.resize(static_cast<size_t>(n) * 2 * q);
+    for (int32_t p = 0; p < n; ++p) {
+      for (int64_t i = 0; i < q; ++i) {
+        const float angle = static_cast<float>(p) * inv_freq_[i];
+        t[p * 2 * q + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
+        t[p * 2 * q + q + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
+      }
+    }
+  };
+  fill(rope_x_, cols);
+  fill(rope_y_, rows);
+}
+
+// Softmax(q·kᵀ)·v per head over all n patches (bidirectional, scale 1): one task per
+// (head, query), spread over the threads.
+void Gemma4Vision::attention(int64_t n, int32_t cols) {
+  const int64_t H = s_.n_head, hd = s_.head_dim, w = H * hd;
+  att_.assign(n * w, 0.0f);
+  pool_.run([&](int ith, int nth) {
+    std::vector<float> sc(static_cast<size_t>(n));
+    for (int64_t job = ith; job < H * n; job += nth) {
+      const int64_t h = job / n, i = job % n;
+      const float* qi = q_.data() + i * w + h * hd;
+      float mx = -kInf;
+      for (int64_t j = 0; j < n; ++j) {
+        const float* kj = k_.data() + j * w + h * hd;
+        float acc = 0.0f;
+        for (int64_t e = 0; e < hd; ++e) acc += qi[e] * kj[e];
+        sc[j] = acc;
+        mx = std::max(mx, acc);
+      }
+      float sum = 0.0f;
+      for (int64_t j = 0; j < n; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
+      const float inv = 1.0f / sum;
+      float* o = att_.data() + i * w + h * hd;
+      for (int64_t j = 0; j < n; ++j) {
+        const float pj = sc[j] * inv;
+        const float* vj = v_.data() + j * w + h * hd;
+        for (int64_t e = 0; e < hd; ++e) o[e] += pj * vj[e];
+      }
+    }
+  });
+  (void)cols;
+}
+
+// One encoder layer over the n patches in h_ (docs/spec/gemma4.md §9.3 step 2).
+void Gemma4Vision::layer(const VisionLayer& L, int64_t n, int32_t cols) {
+  const int64_t d = s_.d, H = s_.n_head, hd = s_.head_dim, half = hd / 2;
+  a_.resize(n * d);
+  q_.resize(n * H * hd), k_.resize(n * H * hd), v_.resize(n * H * hd);
+  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(h_.data() + i * d, L.ln1.data(), a_.data() + i * d, d, s_.eps);
+  run(L.q, a_.data(), n, q_.data());
+  run(L.k, a_.data(), n, k_.data());
+  run(L.v, a_.data(), n, v_.data());
+  for (int64_t i = 0; i < n; ++i) {
+    const float* rx = rope_x_.data() + (i % cols) * half;
+    const float* ry = rope_y_.data() + (i / cols) * half;
+    for (int64_t h = 0; h < H; ++h) {
+      float* qh = q_.data() + (i * H + h) * hd;
+      float* kh = k_.data() + (i * H + h) * hd;
+      ops_.rms_norm(qh, L.q_norm.data(), qh, hd, s_.eps);
+      ops_.rms_norm(kh, L.k_norm.data(), kh, hd, s_.eps);
+      ops_.rms_norm(v_.data() + (i * H + h) * hd, nullptr, v_.data() + (i * H + h) * hd, hd, s_.eps);
+      ops_.rope(qh, rx, half), ops_.rope(qh + half, ry, half);  // first half by x, second by y
+      ops_.rope(kh, rx, half), ops_.rope(kh + half, ry, half);
+    }
+  }
+  attention(n, cols);
+  run(L.o, att_.data(), n, a_.data());
+  for (int64_t i = 0; i < n; ++i)
+    ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.attn_post.data(), d, s_.eps);
+  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(h_.data() + i * d, L.ln2.data(), a_.data() + i * d, d, s_.eps);
+  const int64_t ff = s_.n_ff;
+  g_.resize(n * ff), u_.resize(n * ff);
+  run(L.gate, a_.data(), n, g_.data());
+  run(L.up, a_.data(), n, u_.data());
+  ops_.gelu_mul(g_.data(), u_.data(), g_.data(), n * ff);
+  run(L.down, g_.data(), n, a_.data());
+  for (int64_t i = 0; i < n; ++i) ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.ffn_post.data(), d, s_.eps);
+  if (!L.out_scale.empty()) {
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t j = 0; j < d; ++j) h_[i * d + j] *= L.out_scale[j];
+  }
+}
+
+// 3×3 average by position (token kx + (cols/3)·ky), ·sqrt(d), standardisation, then the
+// projector: weightless RMSNorm and mm.input_projection into `out`.
+void Gemma4Vision::pool_and_project(int32_t cols, int32_t rows, float* out) {
+  const int64_t d = s_.d, tc = cols / kPool, tr = rows / kPool, T = tc * tr;
+  a_.assign(T * d, 0.0f);
+  const float ninth = 1.0f / 9.0f, root = static_cast<float>(std::sqrt(static_cast<double>(d)));
+  for (int64_t i = 0; i < int64_t{cols} * rows; ++i) {
+    float* t = a_.data() + ((i % cols) / kPool + tc * ((i / cols) / kPool)) * d;
+    for (int64_t j = 0; j < d; ++j) t[j] += ninth * h_[i * d + j];
+  }
+  for (int64_t t = 0; t < T; ++t) {
+    float* r = a_.data() + t * d;
+    for (int64_t j = 0; j < d; ++j) r[j] *= root;
+    if (!std_bias_.empty())
+      for (int64_t j = 0; j < d; ++j) r[j] = (r[j] - std_bias_[j]) * std_scale_[j];
+  }
+  tap("v_pooled", -1, a_.data(), T, d);
+  for (int64_t t = 0; t < T; ++t) ops_.rms_norm(a_.data() + t * d, nullptr, a_.data() + t * d, d, s_.eps);
+  proj_.run(pool_, a_.data(), T, out, scratch_, &isa_);
+  tap("v_soft", -1, out, T, s_.text_d);
+}
+
+void Gemma4Vision::encode(const float* patches, int32_t cols, int32_t rows, float* out) {
+  if (cols <= 0 || rows <= 0 || cols % kPool != 0 || rows % kPool != 0)
+    fail("image patch grid %dx%d is not a positive multiple of 3 each way", cols, rows);
+  if (cols > s_.pos_size || rows > s_.pos_size)
+    fail("image patch grid %dx%d exceeds the tower's position table (%d per side)", cols, rows, s_.pos_size);
+  const int64_t n = int64_t{cols} * rows;
+  embed(patches, cols, rows);
+  tap("v_embd", -1, h_.data(), n, s_.d);
+  rope_tables(cols, rows);
+  for (int il = 0; il < s_.n_layer; ++il) {
+    layer(layers_[il], n, cols);
+    tap("v_l_out", il, h_.data(), n, s_.d);
+  }
+  pool_and_project(cols, rows, out);
+}
+
+}  // namespace
+
+std::unique_ptr<ImageEncoder> load_vision(const gguf::GgufFile& f, const LoadOptions& opt) {
+  if (!opt.pool) fail("load_vision: LoadOptions::pool is required");
+  return std::make_unique<Gemma4Vision>(f, opt);
+}
+
+}  // namespace sluice::models::gemma4
+
+namespace sluice::models {
+
+std::unique_ptr<ImageEncoder> load_image_encoder(const gguf::GgufFile& f, const LoadOptions& opt) {
+  return gemma4::load_vision(f, opt);
+}
+
+void check_encoder_fits(const ImageEncoder& enc, const ModelSpec& text, const std::string& mmproj_name) {
+  if (text.arch != "gemma4")
+    fail("%s: a %s projector feeds Gemma 4 models; this model is '%s'", mmproj_name.c_str(),
+         enc.projector_type().c_str(), text.arch.c_str());
+  if (enc.text_width() != text.n_embd)
+    fail("%s: the projector outputs width %d but the model's embedding width is %d (an mmproj of another model size)",
+         mmproj_name.c_str(), enc.text_width(), text.n_embd);
+}
+
+}  // namespace sluice::models

@@ -1,0 +1,292 @@
+// The Gemma 4 vision tower and projector against transformers, layer by layer: the tiny
+// towers of python/tiny_vision.py (E2B-shaped with clamps that bite, 26B-shaped with
+// standardisation) on two patch grids; taps from python/make_vision_golden.py.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/error.h"
+#include "engine/engine_core.h"
+#include "gguf/reader.h"
+#include "kv/kv_cache.h"
+#include "kv/sequence_kv.h"
+#include "models/encoder.h"
+#include "threading/thread_pool.h"
+#include "unit/media/media_util.h"
+#include "unit/models/golden_util.h"
+
+namespace sluice::models {
+namespace {
+
+nlohmann::json vision_manifest() {
+  std::ifstream in(golden::kDir + "vision/manifest.json");
+  return nlohmann::json::parse(in);
+}
+
+// make_vision_golden.patch_grid: pattern(16·cols, 16·rows)/255 as [rows·cols][16][16][3].
+std::vector<float> patch_grid(int32_t cols, int32_t rows) {
+  const media::RgbImage img = media::testing::pattern(cols * 16, rows * 16);
+  std::vector<float> p(static_cast<size_t>(cols) * rows * 768);
+  const float inv255 = static_cast<float>(1.0 / 255.0);
+  size_t o = 0;
+  for (int32_t gy = 0; gy < rows; ++gy)
+    for (int32_t gx = 0; gx < cols; ++gx)
+      for (int py = 0; py < 16; ++py)
+        for (int k = 0; k < 48; ++k) p[o++] = static_cast<float>(img.row(gy * 16 + py)[gx * 48 + k]) * inv255;
+  return p;
+}
+
+// Largest |a − b| relative to max(1, |b|), over all elements.
+double max_rel_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    m = std::max(m, std::fabs(double{a[i]} - b[i]) / std::max(1.0, std::fabs(double{b[i]})));
+  return m;
+}
+
+std::map<std::string, std::vector<float>> encode_with_taps(ImageEncoder& enc, int32_t cols, int32_t rows, int k,
+                                                           std::vector<float>* soft) {
+  std::map<std::string, std::vector<float>> got;
+  enc.set_tap([&](const TapView& t) {
+    std::string name = "img" + std::to_string(k) + ".";
+    if (std::string(t.name) == "v_embd") name += "embd";
+    if (std::string(t.name) == "v_l_out") name += "l_out." + std::to_string(t.layer);
+    if (std::string(t.name) == "v_pooled") name += "pooled";
+    if (std::string(t.name) == "v_soft") name += "soft";
+    got[name].assign(t.data, t.data + t.rows * t.width);
+  });
+  const std::vector<float> patches = patch_grid(cols, rows);
+  soft->assign(static_cast<size_t>(cols / 3) * (rows / 3) * enc.text_width(), 0.0f);
+  enc.encode(patches.data(), cols, rows, soft->data());
+  enc.set_tap({});
+  return got;
+}
+
+TEST(VisionGolden, EveryLayerMatchesTransformers) {
+  const nlohmann::json m = vision_manifest();
+  ASSERT_EQ(m["towers"].size(), 2u);
+  ThreadPool pool(2);
+  for (const auto& t : m["towers"]) {
+    SCOPED_TRACE(t["id"].get<std::string>());
+    const auto file = golden::open_fixture(t["gguf"].get<std::string>());
+    LoadOptions opt;
+    opt.pool = &pool;
+    const std::unique_ptr<ImageEncoder> enc = load_image_encoder(*file, opt);
+    EXPECT_EQ(enc->text_width(), t["options"]["text_hidden"].get<int>());
+    const auto want = golden::read_taps(golden::kDir + "vision/towers/" + t["id"].get<std::string>() + ".taps.bin");
+    int k = 0, compared = 0;
+    double worst = 0;
+    for (const auto& g : t["grids"]) {
+      std::vector<float> soft;
+      const auto got = encode_with_taps(*enc, g[0].get<int>(), g[1].get<int>(), k, &soft);
+      for (const auto& [name, ref] : want) {
+        if (name.rfind("img" + std::to_string(k) + ".", 0) != 0) continue;
+        ASSERT_TRUE(got.count(name)) << name;
+        ASSERT_EQ(got.at(name).size(), ref.size()) << name;
+        const double diff = max_rel_diff(got.at(name), ref);
+        EXPECT_LE(diff, 1e-4) << name;
+        worst = std::max(worst, diff);
+        ++compared;
+      }
+      EXPECT_EQ(soft, got.at("img" + std::to_string(k) + ".soft"));
+      ++k;
+    }
+    EXPECT_EQ(compared, static_cast<int>(want.size()));
+    std::printf("%s: %d taps, largest relative difference %.2e\n", t["id"].get<std::string>().c_str(), compared, worst);
+  }
+}
+
+// Runs `ids` through a fresh cache in chunks of `chunk`, with `embd` (one entry per token,
+// nullptr or a soft-token row) as SeqSlice::embd; all logits.
+std::vector<float> run_with_soft_tokens(Model& m, const std::vector<int32_t>& ids,
+                                        const std::vector<const float*>& embd, size_t chunk, bool blocks = false) {
+  const auto& groups = m.spec().kv_groups;
+  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 16), KvType::F32);
+  SequenceKv seq(kv);
+  const int64_t V = m.spec().n_vocab;
+  std::vector<float> all(ids.size() * V);
+  for (size_t pos = 0; pos < ids.size(); pos += chunk) {
+    const size_t n = std::min(chunk, ids.size() - pos);
+    seq.release_outside_window(static_cast<int32_t>(pos));
+    EXPECT_TRUE(seq.reserve(static_cast<int32_t>(pos + n)));
+    ForwardBatch b;
+    SeqSlice s;
+    s.tokens = {ids.data() + pos, n};
+    s.embd = {embd.data() + pos, n};
+    s.embd_blocks = blocks;
+    s.pos0 = static_cast<int32_t>(pos);
+    for (int g = 0; g < kv.n_groups(); ++g) s.block_tables[g] = seq.table(g);
+    s.logits = LogitsWanted::kAll;
+    b.seqs.push_back(s);
+    m.forward(b, kv, all.data() + pos * V);
+  }
+  return all;
+}
+
+// One e2e manifest entry loaded: the text model, the tower, the prompt and its soft tokens
+// (both grids encoded, one row per image placeholder, in order).
+struct E2e {
+  ThreadPool pool{2};
+  std::unique_ptr<gguf::GgufFile> text_file, mm_file;
+  std::unique_ptr<Model> model;
+  std::unique_ptr<ImageEncoder> enc;
+  std::vector<int32_t> ids;
+  std::shared_ptr<engine::SoftTokens> soft = std::make_shared<engine::SoftTokens>();
+};
+
+std::unique_ptr<E2e> load_e2e(const nlohmann::json& e) {
+  auto f = std::make_unique<E2e>();
+  LoadOptions opt;
+  opt.pool = &f->pool;
+  f->text_file = golden::open_fixture(e["text"].get<std::string>() + ".f32.gguf");
+  f->mm_file = golden::open_fixture(e["tower"].get<std::string>() + ".mmproj.f32.gguf");
+  f->model = load_model(*f->text_file, opt);
+  f->enc = load_image_encoder(*f->mm_file, opt);
+  f->ids = e["token_ids"].get<std::vector<int32_t>>();
+  engine::SoftTokens& soft = *f->soft;
+  soft.width = f->enc->text_width();
+  soft.blocks = e["bidirectional"].get<bool>();
+  for (const auto& g : e["grids"]) {
+    const int32_t cols = g[0], rows = g[1];
+    const size_t at = soft.rows.size();
+    soft.rows.resize(at + static_cast<size_t>(cols / 3) * (rows / 3) * soft.width);
+    f->enc->encode(patch_grid(cols, rows).data(), cols, rows, soft.rows.data() + at);
+  }
+  int64_t row = 0;
+  for (int32_t t : f->ids)
+    soft.at.push_back(t == e["image_token_id"].get<int32_t>() ? soft.rows.data() + soft.width * row++ : nullptr);
+  EXPECT_EQ(row * soft.width, static_cast<int64_t>(soft.rows.size()));
+  return f;
+}
+
+void two_image_prompt(const nlohmann::json& e);
+
+// tiny-gemma4 + tiny-vision-e on a prompt with two images (<|image> n x <|image|> <image|>):
+// soft tokens replace the placeholders unscaled, the per-layer inputs read the pad row there,
+// causal attention throughout — logits within 1e-4 of transformers' Gemma4ForConditionalGeneration,
+// whole or in chunks that split the images.
+// And the 31B-shaped text fixture with the large tower: each image a bidirectional block on
+// the sliding layers (whole prompt only: a block may not be split between slices).
+TEST(VisionGolden, TwoImagePromptMatchesTransformers) {
+  const nlohmann::json m = vision_manifest();
+  ASSERT_EQ(m["e2e"].size(), 2u);
+  for (const nlohmann::json& e : m["e2e"]) {
+    SCOPED_TRACE(e["id"].get<std::string>());
+    two_image_prompt(e);
+  }
+}
+
+void two_image_prompt(const nlohmann::json& e) {
+  const auto f = load_e2e(e);
+  check_encoder_fits(*f->enc, f->model->spec(), "mmproj");
+  const bool blocks = e["bidirectional"].get<bool>();
+  EXPECT_EQ(f->enc->bidirectional_images(), blocks);
+  Model& model = *f->model;
+  const std::vector<int32_t>& ids = f->ids;
+  const std::vector<const float*>& embd = f->soft->at;
+  const std::vector<float> want = golden::read_f32(golden::kDir + "vision/" + e["logits"].get<std::string>());
+  for (size_t chunk : {ids.size(), size_t{5}}) {
+    if (blocks && chunk != ids.size()) continue;
+    const std::vector<float> got = run_with_soft_tokens(model, ids, embd, chunk, blocks);
+    ASSERT_EQ(got.size(), want.size());
+    const double diff = max_rel_diff(got, want);
+    EXPECT_LE(diff, 1e-4) << "chunk " << chunk;
+    std::printf("two-image prompt, chunks of %zu: largest relative logit difference %.2e\n", chunk, diff);
+  }
+  // Without the images (placeholders embedded as themselves) the logits are far off: the test sees them.
+  const std::vector<float> plain = run_with_soft_tokens(model, ids, std::vector<const float*>(ids.size()), ids.size());
+  EXPECT_GT(max_rel_diff(plain, want), 1e-2);
+  if (blocks) {  // and causal image tokens are not what transformers computes for this family
+    EXPECT_GT(max_rel_diff(run_with_soft_tokens(model, ids, embd, ids.size(), false), want), 1e-3);
+  }
+}
+
+// The same prompt through the engine (engine::EngineRequest::soft): chunked by a small token
+// budget, batched with a text-only request of the same ids, and never served from the prefix
+// cache that request filled.
+void engine_requests(const nlohmann::json& e);
+
+TEST(VisionGolden, EngineRequestsWithImages) {
+  const nlohmann::json m = vision_manifest();
+  ASSERT_EQ(m["e2e"].size(), 2u);
+  for (const nlohmann::json& e : m["e2e"]) {
+    SCOPED_TRACE(e["id"].get<std::string>());
+    engine_requests(e);
+  }
+}
+
+void engine_requests(const nlohmann::json& e) {
+  const auto f = load_e2e(e);
+  const auto& model = f->model;
+  const std::vector<int32_t>& ids = f->ids;
+  const std::shared_ptr<const engine::SoftTokens> soft = f->soft;
+  const auto& groups = model->spec().kv_groups;
+  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 32), KvType::F32);
+  engine::EngineConfig cfg;
+  cfg.sched.token_budget = 7;  // the images span chunks
+  cfg.sched.ctx_size = 256;
+  engine::EngineCore core(*model, kv, cfg);
+  auto request = [&](engine::RequestId id, bool images, bool all_logits) {
+    engine::EngineRequest r;
+    r.id = id, r.prompt = ids, r.max_tokens = 2, r.all_logits = all_logits;
+    r.sampling.temperature = 0;
+    if (images) r.soft = soft;
+    core.add(std::move(r));
+  };
+  request(1, false, false);  // text only: publishes its full blocks
+  request(2, true, true);    // scoring with images, in the same steps
+  std::vector<float> logits;
+  std::map<engine::RequestId, int32_t> cached, first;
+  for (int step = 0; step < 100 && (core.stats().n_running + core.stats().n_waiting) > 0; ++step) {
+    for (engine::TokenOutput& o : core.step()) {
+      if (o.id == 2) logits.insert(logits.end(), o.logits.begin(), o.logits.end());
+      if (!cached.count(o.id)) cached[o.id] = o.n_cached;
+      if (o.token >= 0 && !first.count(o.id)) first[o.id] = o.token;
+    }
+    if (step == 0) request(3, true, false);  // images again, after request 1 published blocks
+  }
+  const std::vector<float> want = golden::read_f32(golden::kDir + "vision/" + e["logits"].get<std::string>());
+  ASSERT_GE(logits.size(), want.size());
+  logits.resize(want.size());
+  EXPECT_LE(max_rel_diff(logits, want), 1e-4);
+  EXPECT_EQ(cached[3], 0) << "an image prompt took K/V from the prefix cache";
+  const int64_t V = e["n_vocab"].get<int64_t>();
+  const auto last = want.begin() + static_cast<std::ptrdiff_t>((ids.size() - 1) * V);
+  EXPECT_EQ(first[3], static_cast<int32_t>(std::max_element(last, last + V) - last));
+}
+
+TEST(VisionErrors, BadFilesAndGrids) {
+  ThreadPool pool(1);
+  LoadOptions opt;
+  opt.pool = &pool;
+  // A text model is not an mmproj.
+  const auto text = golden::open_fixture("tiny-gemma4.f32.gguf");
+  try {
+    load_image_encoder(*text, opt);
+    FAIL() << "a text model loaded as an mmproj";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not an mmproj file"), std::string::npos) << e.what();
+  }
+  const auto file = golden::open_fixture("tiny-vision-e.mmproj.f32.gguf");
+  const auto enc = load_image_encoder(*file, opt);
+  std::vector<float> patches(768 * 9 * 66), out(1 << 16);
+  EXPECT_THROW(enc->encode(patches.data(), 4, 3, out.data()), Error);   // not a multiple of 3
+  EXPECT_THROW(enc->encode(patches.data(), 66, 9, out.data()), Error);  // wider than the position table (64)
+  // A mismatched text model: width 64 fits tiny-gemma4, a 32-wide one does not; gemma3 never.
+  ModelSpec spec;
+  spec.arch = "gemma4", spec.n_embd = 64;
+  EXPECT_NO_THROW(check_encoder_fits(*enc, spec, "mmproj"));
+  spec.n_embd = 32;
+  EXPECT_THROW(check_encoder_fits(*enc, spec, "mmproj"), Error);
+  spec.arch = "gemma3", spec.n_embd = 64;
+  EXPECT_THROW(check_encoder_fits(*enc, spec, "mmproj"), Error);
+}
+
+}  // namespace
+}  // namespace sluice::models
