@@ -87,6 +87,7 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
                s.stats.accepted_at);
   histogram(o, "sluice_time_to_first_token_seconds", "from submission to the first generated token", s.ttft);
   histogram(o, "sluice_inter_token_latency_seconds", "between consecutive tokens of a request", s.itl);
+  if (vllm_) render_vllm_metrics(o, s, *vllm_, TokenTotals{prompt_tokens_.load(), completion_tokens_.load()});
   return o.str();
 }
 
