@@ -28,9 +28,11 @@
 #include "base/error.h"
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"
+#include "kv/kv_events.h"
 #include "models/model.h"
 #include "server/agent_check.h"
 #include "server/http_server.h"
+#include "server/kv_events_zmq.h"
 #include "server/metrics.h"
 #include "server/model_context.h"
 #include "server/openai_service.h"
@@ -202,6 +204,8 @@ CommandFn add_serve_command(CLI::App& app) {
     eo.core.sched.ctx_size = so.ctx_size;
     eo.core.prefix_caching = !a->no_prefix_cache;
     eo.core.sample_pool = &pool;
+    const auto kv_log = make_kv_event_log(a->deploy, kv.block_tokens());
+    eo.core.kv_events = kv_log.get();
     apply_spec_options(so, eo.core, draft, &tuned.record.curve);
     const auto assistant = make_model_drafter(so, pool, *file, *model, kv, eo.core);  // --spec assistant
     eo.max_waiting = a->max_queue;
@@ -210,6 +214,7 @@ CommandFn add_serve_command(CLI::App& app) {
     server::ModelContext mctx(*file, *tok, a->alias, so.ctx_size, a->max_tokens);
     server::Metrics metrics;
     set_vllm_metrics(metrics, kv, mctx.alias(), eo.core.prefix_caching);
+    const auto kv_pub = start_kv_events(a->deploy, kv_log.get(), mctx.alias());
     server::OpenAiService service(engine, mctx, metrics);
     server::HttpOptions ho = a->http;
     ho.workers = a->parallel + a->max_queue + 4;  // every request the engine may hold, plus tokenize/detokenize

@@ -2,15 +2,20 @@
 
 #include <CLI/CLI.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "api/engine.h"
 #include "base/error.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_events.h"
 #include "server/agent_check.h"
 #include "server/http_server.h"
+#include "server/kv_events_zmq.h"
 #include "server/lifecycle.h"
 #include "server/metrics.h"
 
@@ -23,6 +28,30 @@ void add_deploy_flags(CLI::App* cmd, DeployOptions& o) {
       ->check(CLI::Range(0, 3600));
   cmd->add_option("--agent-port", o.agent_port, "HAProxy agent-check port: 'ready N%' or 'drain' (0: any free port)")
       ->check(CLI::Range(0, 65535));
+  cmd->add_option("--kv-events", o.kv_events,
+                  "publish prefix-cache events on ZeroMQ (e.g. tcp://*:5557), as llm-d's KV indexer reads vLLM's");
+  cmd->add_option("--kv-events-pod", o.kv_pod,
+                  "the pod part of the topic kv@POD@MODEL (default: $POD_IP, else the host name)");
+}
+
+std::unique_ptr<KvEventLog> make_kv_event_log(const DeployOptions& o, int32_t block_tokens) {
+  if (o.kv_events.empty()) return nullptr;
+  if (!server::KvEventPublisher::available())
+    fail("--kv-events: this sluice was built without ZeroMQ (libzmq3-dev, cppzmq-dev, libmsgpack-cxx-dev)");
+  return std::make_unique<KvEventLog>(block_tokens);
+}
+
+std::unique_ptr<server::KvEventPublisher> start_kv_events(const DeployOptions& o, KvEventLog* log,
+                                                          const std::string& model) {
+  if (!log) return nullptr;
+  std::string pod = o.kv_pod;
+  if (const char* ip = std::getenv("POD_IP"); pod.empty() && ip && *ip) pod = ip;
+  if (char host[256] = {}; pod.empty() && gethostname(host, sizeof host - 1) == 0) pod = host;
+  const std::string topic = "kv@" + pod + "@" + model;
+  auto pub = std::make_unique<server::KvEventPublisher>(*log, o.kv_events, topic);
+  pub->start();
+  std::fprintf(stderr, "sluice serve: KV events on %s, topic %s\n", o.kv_events.c_str(), topic.c_str());
+  return pub;
 }
 
 void warm_up(api::Engine& engine, int32_t token) {

@@ -13,7 +13,8 @@ class App;
 
 namespace sluice {
 class KvCache;
-}
+class KvEventLog;
+}  // namespace sluice
 
 namespace sluice::api {
 class Engine;
@@ -22,6 +23,7 @@ class Engine;
 namespace sluice::server {
 class AgentCheckServer;
 class HttpServer;
+class KvEventPublisher;
 class Lifecycle;
 class Metrics;
 }  // namespace sluice::server
@@ -31,9 +33,17 @@ namespace sluice::app {
 struct DeployOptions {
   int drain_delay_s = 0;  // after SIGTERM: keep admitting this long (readiness already 503)
   int agent_port = -1;    // HAProxy agent-check port; -1: none, 0: any free port (printed)
+  std::string kv_events;  // ZeroMQ endpoint for KV-cache events (tcp://*:5557); empty: none
+  std::string kv_pod;     // the topic's pod part; empty: $POD_IP, else the host name
 };
 
 void add_deploy_flags(CLI::App* cmd, DeployOptions& o);
+
+// The prefix cache's event log with --kv-events (created before the engine, which fills it), or
+// null; then the publisher that sends it as kv@<pod>@<model> (kv_events_zmq.h).
+std::unique_ptr<KvEventLog> make_kv_event_log(const DeployOptions& o, int32_t block_tokens);
+std::unique_ptr<server::KvEventPublisher> start_kv_events(const DeployOptions& o, KvEventLog* log,
+                                                          const std::string& model);
 
 // One short generation through the engine (2 prompt tokens, 1 generated): the weights are paged
 // in and every kernel has run once before a router is told the replica is ready.

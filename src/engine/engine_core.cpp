@@ -14,6 +14,7 @@ EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cf
       runner_(model, kv, cfg.sample_pool) {
   // A bad n range fails here, not at every request.
   if (cfg.spec == SpecMethod::kNgram) spec::NgramDrafter check(cfg.ngram);
+  blocks_.set_event_log(cfg.kv_events);
   if (cfg.spec == SpecMethod::kModel && !cfg.model_drafter) fail("engine: speculation by a model without its drafter");
   if (cfg.spec == SpecMethod::kModel) {
     runner_.set_export_hidden(cfg.model_drafter->wants_hidden());
@@ -138,6 +139,7 @@ EngineStats EngineCore::stats() const {
   st.prefix_queries = p.queries;
   st.prefix_query_tokens = p.query_tokens;
   st.prefix_hit_tokens = p.hit_tokens;
+  st.prefix_cached_blocks = blocks_.n_cached(blocks_.index_group());
   return st;
 }
 

@@ -30,6 +30,7 @@ struct EngineConfig {
   spec::NgramConfig ngram;
   BatchDrafter* model_drafter = nullptr;  // kModel: not owned, outlives the EngineCore
   ThreadPool* sample_pool = nullptr;      // samples a step's sequences in parallel (ModelRunner); not owned
+  KvEventLog* kv_events = nullptr;        // the prefix cache's events (kv/kv_events.h); not owned
 };
 
 struct EngineStats {
@@ -37,6 +38,7 @@ struct EngineStats {
   int32_t kv_blocks_used = 0, kv_blocks_total = 0;  // all groups together
   int64_t steps = 0, preemptions = 0, prompt_tokens_computed = 0, generated_tokens = 0;
   int64_t prefix_queries = 0, prefix_query_tokens = 0, prefix_hit_tokens = 0;
+  int32_t prefix_cached_blocks = 0;                 // findable blocks of BlockManager::index_group()
   int64_t drafted_tokens = 0, accepted_tokens = 0;  // speculative steps (EngineConfig::spec, SchedulerConfig::drafter)
   // Of those, the drafts n-gram lookup copied from the prompt, and from the output (self-repetition).
   int64_t drafted_prompt = 0, accepted_prompt = 0, drafted_output = 0, accepted_output = 0;

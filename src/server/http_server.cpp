@@ -41,6 +41,8 @@ enum class Route {
   kNone,
   kCompletions,
   kChat,
+  kRenderCompletions,
+  kRenderChat,
   kModels,
   kModel,
   kTokenize,
@@ -73,6 +75,8 @@ RouteMatch match_route(std::string_view path, bool ui) {
   static constexpr Entry kTable[] = {
       {"/v1/completions", Route::kCompletions, "POST", true, false},
       {"/v1/chat/completions", Route::kChat, "POST", true, false},
+      {"/v1/completions/render", Route::kRenderCompletions, "POST", true, false},
+      {"/v1/chat/completions/render", Route::kRenderChat, "POST", true, false},
       {"/v1/models", Route::kModels, "GET, HEAD", false, false},
       {"/tokenize", Route::kTokenize, "POST", true, false},
       {"/detokenize", Route::kDetokenize, "POST", true, false},
@@ -584,6 +588,8 @@ Reply HttpServer::Impl::route(const RouteMatch& m, const http::request<http::str
   switch (m.route) {
     case Route::kCompletions: return svc.completions(body, {session_id(req)});  // the service counts these two
     case Route::kChat: return svc.chat_completions(body, {session_id(req)});
+    case Route::kRenderCompletions: return svc.render_completions(body);
+    case Route::kRenderChat: return svc.render_chat(body);
     case Route::kApplyTemplate: return svc.apply_template(body);
     case Route::kHealth: return svc.health();
     case Route::kReady: r = svc.ready(); break;

@@ -72,6 +72,8 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
           s.stats.prefix_query_tokens);
   counter(o, "sluice_prefix_cache_hits_total", "prompt positions served from the prefix cache",
           s.stats.prefix_hit_tokens);
+  metric(o, "sluice_prefix_cache_blocks", "gauge", "findable prefix-cache blocks (the KV events' group)",
+         s.stats.prefix_cached_blocks);
   counter(o, "sluice_spec_drafted_tokens_total", "drafted tokens verified (--spec)", s.stats.drafted_tokens);
   counter(o, "sluice_spec_accepted_tokens_total", "drafted tokens the model agreed with and kept",
           s.stats.accepted_tokens);

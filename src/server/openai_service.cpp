@@ -278,6 +278,30 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
   });
 }
 
+namespace {
+
+json rendered(const std::vector<int32_t>& ids, const std::string& model) {
+  return {{"request_id", new_response_id("render-")}, {"model", model}, {"token_ids", ids}};
+}
+
+}  // namespace
+
+Reply OpenAiService::render_completions(const std::string& body) {
+  return guarded("/v1/completions/render", [&]() -> Reply {
+    const CompletionRequest req = parse_completion_request(parse_body(body, model_, false), model_);
+    return json_reply(json::array({rendered(req.prompt, model_.alias())}));
+  });
+}
+
+Reply OpenAiService::render_chat(const std::string& body) {
+  return guarded("/v1/chat/completions/render", [&]() -> Reply {
+    ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
+    keep_schema_order(req, body);
+    // As run_chat tokenizes: the template writes <bos> itself.
+    return json_reply(rendered(model_.tokenizer().encode(render_prompt(req), false, true), model_.alias()));
+  });
+}
+
 Reply OpenAiService::apply_template(const std::string& body) {
   return guarded("/apply-template", [&]() -> Reply {
     ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);

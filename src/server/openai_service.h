@@ -60,6 +60,11 @@ class OpenAiService {
   // Generation: admitted only while lifecycle().admitting() (else 503 + Retry-After).
   Reply completions(const std::string& body, const RequestMeta& meta = {});
   Reply chat_completions(const std::string& body, const RequestMeta& meta = {});
+  // vLLM's render endpoints, which llm-d's tokenizer calls: the prompt token ids a generation
+  // request would get, without generating (the model name is not checked: routers send their
+  // own). Completions: [{"request_id", "model", "token_ids"}]; chat: one such object.
+  Reply render_completions(const std::string& body);
+  Reply render_chat(const std::string& body);
   // llama-server's POST /apply-template: the chat prompt a request would get, {"prompt": text}.
   Reply apply_template(const std::string& body);
   Reply models() const;
