@@ -15,7 +15,9 @@ namespace sluice::server {
 int agent_weight_percent(const AgentLoad& l) {
   const double slots = std::max(1, l.parallel + l.max_queue);
   const double busy = std::max(std::clamp(l.kv_fraction, 0.0, 1.0), std::min(1.0, (l.running + l.queued) / slots));
-  return std::clamp(static_cast<int>(std::lround(100.0 * (1.0 - busy))), 1, 100);
+  // Whole tens: a light load keeps 100%, so a consistent-hash ring (balance hash) is not
+  // reshuffled by every request that starts or ends.
+  return std::clamp(100 - 10 * static_cast<int>(std::floor(busy * 10.0)), 1, 100);
 }
 
 std::string agent_reply(const AgentLoad& l) {

@@ -24,8 +24,10 @@ struct AgentLoad {
   double kv_fraction = 0;  // KV blocks in use, 0..1
 };
 
-// 100% idle, falling with the fuller of the request slots (running + queued over parallel +
-// max_queue) and the KV cache; never below 1% while ready (0% would read as DRAIN).
+// 100% idle, falling in steps of 10 with the fuller of the request slots (running + queued over
+// parallel + max_queue) and the KV cache; never below 1% while ready (0% would read as DRAIN).
+// HAProxy scales the server's configured weight by it: configure `weight 100`, since with the
+// default weight 1 any share below 100% rounds to 0, a drain.
 int agent_weight_percent(const AgentLoad& l);
 std::string agent_reply(const AgentLoad& l);  // one line, '\n' included
 
