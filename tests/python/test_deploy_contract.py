@@ -49,6 +49,14 @@ def run_stream(url, body, out, headers=None):
         out.append((None, "", repr(e)))
 
 
+def start_streams(url, n, out, body=None):
+    """n concurrent streamed completions, each appending its (status, text, error) to out."""
+    threads = [threading.Thread(target=run_stream, args=(url, body or long_body(), out)) for _ in range(n)]
+    for t in threads:
+        t.start()
+    return threads
+
+
 @pytest.fixture(scope="module")
 def server(sluice_bin):
     s = Server(sluice_bin, TINY, "-c", 4096, "--parallel", 2, "--max-queue", 8, "--agent-port", 0)
@@ -76,9 +84,7 @@ def test_metrics_track_a_scripted_load(server):
     before = families(server)
     ttft0 = value(before, "vllm:time_to_first_token_seconds", "vllm:time_to_first_token_seconds_count")
     out = []
-    threads = [threading.Thread(target=run_stream, args=(server.url, long_body(), out)) for _ in range(6)]
-    for t in threads:
-        t.start()
+    threads = start_streams(server.url, 6, out)
     seen_run, seen_wait, kv, health_s = [], [], [], []
     while any(t.is_alive() for t in threads):
         fams = families(server)
@@ -156,9 +162,7 @@ def agent_port(server):
 def test_agent_check_weight_falls_with_load(server):
     assert agent_line(agent_port(server)) == "ready 100%\n"
     out = []
-    threads = [threading.Thread(target=run_stream, args=(server.url, long_body(), out)) for _ in range(6)]
-    for t in threads:
-        t.start()
+    threads = start_streams(server.url, 6, out)
     lines = []
     while any(t.is_alive() for t in threads):
         lines.append(agent_line(agent_port(server)))
@@ -200,9 +204,7 @@ def test_drain_on_sigterm_finishes_in_flight_and_refuses_new(sluice_bin):
     port = agent_port(s)
     held = held_stream(s.url, long_body(3000))
     out = []
-    threads = [threading.Thread(target=run_stream, args=(s.url, long_body(), out)) for _ in range(3)]
-    for t in threads:
-        t.start()
+    threads = start_streams(s.url, 3, out)
     time.sleep(0.2)
     s.proc.send_signal(signal.SIGTERM)
     time.sleep(0.2)
@@ -231,9 +233,7 @@ def test_drain_on_sigterm_finishes_in_flight_and_refuses_new(sluice_bin):
 def test_drain_past_the_shutdown_timeout_ends_streams_with_an_error_event(sluice_bin):
     s = Server(sluice_bin, TINY, "-c", 4096, "--parallel", 1, "--max-queue", 8, "--shutdown-timeout", 0)
     out = []
-    threads = [threading.Thread(target=run_stream, args=(s.url, long_body(), out)) for _ in range(3)]
-    for t in threads:
-        t.start()
+    threads = start_streams(s.url, 3, out)
     time.sleep(0.3)
     s.proc.send_signal(signal.SIGTERM)
     for t in threads:
