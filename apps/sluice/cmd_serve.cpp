@@ -189,6 +189,7 @@ CommandFn add_serve_command(CLI::App& app) {
     server::HttpOptions ho = a->http;
     ho.workers = a->parallel + a->max_queue + 4;  // every request the engine may hold, plus tokenize/detokenize
     ho.max_body_bytes = parse_bytes(a->max_body, "--max-body");
+    ho.shutdown_timeout_s = kHttpFlushSeconds;  // after the drain (which spends --shutdown-timeout)
     raise_fd_limit();
     server::HttpServer http(service, metrics, ho);
     if (!http.bind()) fail("cannot listen on %s:%d", ho.host.c_str(), ho.port);
@@ -198,7 +199,7 @@ CommandFn add_serve_command(CLI::App& app) {
       int sig = 0;
       sigwait(&sigs, &sig);
       std::fprintf(stderr, "sluice serve: signal %d, shutting down\n", sig);
-      drain_and_stop(sigs, a->deploy, ho.shutdown_timeout_s, service.lifecycle(), engine, http);
+      drain_and_stop(sigs, a->deploy, a->http.shutdown_timeout_s, service.lifecycle(), engine, http);
     });
     std::fprintf(stderr, "sluice serve: model '%s' (%s), ctx %d, parallel %d, KV %.1f MiB (%s), %d threads\n",
                  mctx.alias().c_str(), stack.spec().arch.c_str(), so.ctx_size, a->parallel,

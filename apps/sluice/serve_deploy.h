@@ -57,6 +57,12 @@ void set_vllm_metrics(server::Metrics& metrics, const KvCache& kv, const std::st
 std::unique_ptr<server::AgentCheckServer> start_agent(const DeployOptions& o, const std::string& host,
                                                       server::Lifecycle& life, api::Engine& engine);
 
+// The HTTP server's own closing window once the engine has stopped: the ended streams write
+// their final error event, and a connection still busy after it is closed. The requests' own
+// time is --shutdown-timeout, spent by drain_and_stop before the engine stops; with a window of
+// 0 here a `--shutdown-timeout 0` drain would cut those last events off.
+inline constexpr int kHttpFlushSeconds = 2;
+
 // After the first SIGTERM/SIGINT: readiness 503 and agent "drain" at once; new generation
 // requests still admitted for --drain-delay s (a second signal ends the wait), then refused with
 // 503 + Retry-After; in-flight ones get up to `shutdown_timeout_s` to finish, then the engine

@@ -233,8 +233,12 @@ def test_drain_on_sigterm_finishes_in_flight_and_refuses_new(sluice_bin):
 def test_drain_past_the_shutdown_timeout_ends_streams_with_an_error_event(sluice_bin):
     s = Server(sluice_bin, TINY, "-c", 4096, "--parallel", 1, "--max-queue", 8, "--shutdown-timeout", 0)
     out = []
-    threads = start_streams(s.url, 3, out)
-    time.sleep(0.3)
+    # Long enough that the signal lands while they run or wait: the tiny model writes 300 tokens
+    # in ~25 ms, so three of those could all be done before a fixed sleep ended.
+    threads = start_streams(s.url, 3, out, long_body(4000))
+    deadline = time.monotonic() + 30
+    while s.metric("sluice_requests_running") != 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
     s.proc.send_signal(signal.SIGTERM)
     for t in threads:
         t.join()
