@@ -13,15 +13,18 @@ SLUICE := $(BUILD)/apps/sluice/sluice
 FUZZ_SECONDS ?= 60
 
 # What `make run` needs: the compiler, CMake/Ninja, the libraries the sluice binary links or
-# embeds (the image decoders and the chat page's browser libraries among them), and Python to fetch the default model.
+# embeds (the image decoders and the chat page's browser libraries among them; ZeroMQ and
+# msgpack-c for serve --kv-events), and Python to fetch the default model.
 APT_PACKAGES_RUN := build-essential cmake ninja-build pkg-config python3 python3-venv \
   nlohmann-json3-dev libcli11-dev libboost-dev libxxhash-dev zlib1g-dev \
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev \
+  libzmq3-dev cppzmq-dev libmsgpack-cxx-dev \
   libjs-marked node-dompurify libjs-highlight.js libjs-katex
 # What `make test` adds: test frameworks, clang with its sanitizer runtimes (fuzzing), the
-# formatter, and the browser the chat page's tests drive.
+# formatter, the browser the chat page's tests drive, and the routers the deploy recipes are
+# tested with (tests/python/test_routers.py).
 APT_PACKAGES_TEST := clang lld libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  clang-format-14 chromium chromium-driver
+  clang-format-14 chromium chromium-driver haproxy nginx
 APT_PACKAGES := $(APT_PACKAGES_RUN) $(APT_PACKAGES_TEST)
 # The aarch64 cross build and its test run (make test-arm64): Debian's cross compiler, qemu
 # user-mode emulation and the arm64 multiarch builds of the libraries the tests link. Boost is

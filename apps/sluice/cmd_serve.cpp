@@ -1,8 +1,11 @@
 // `sluice serve -m FILE`: an OpenAI-compatible HTTP server (docs/serving.md).
 //   threads: main + HTTP I/O threads (every connection: parsing, limits, /health, /metrics) ·
 //   HTTP workers (JSON, templates, tokenize, detokenize, stop strings, SSE) · one engine thread
-//   (schedule → forward → sample) · one signal thread (SIGTERM/SIGINT: stop the engine, then
-//   the HTTP server within --shutdown-timeout, then exit 0).
+//   (schedule → forward → sample) · one signal thread (SIGTERM/SIGINT: drain — readiness off,
+//   admitting for --drain-delay s, in-flight requests finish within --shutdown-timeout — then
+//   stop the engine and the HTTP server, exit 0; serve_deploy.h) · one warm-up thread (one
+//   generation, then /ready says 200 and "listening on" is printed) · with --agent-port, the
+//   agent-check thread.
 #include <CLI/CLI.hpp>
 
 #include <sys/resource.h>
@@ -19,8 +22,11 @@
 #include "api/engine.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
+#include "apps/sluice/serve_deploy.h"
 #include "base/error.h"
+#include "server/agent_check.h"
 #include "server/http_server.h"
+#include "server/kv_events_zmq.h"
 #include "server/metrics.h"
 #include "server/model_context.h"
 #include "server/openai_service.h"
@@ -33,6 +39,7 @@ namespace {
 struct ServeArgs {
   SessionOptions session;
   server::HttpOptions http;
+  DeployOptions deploy;
   std::string alias, kv_memory;
   std::string max_body = "8M";
   int parallel = 4, max_queue = 64, batch_tokens = 256, max_tokens = 0;
@@ -146,6 +153,7 @@ CommandFn add_serve_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("serve", "serve the model over an OpenAI-compatible HTTP API");
   add_engine_flags(cmd, *a);
   add_http_flags(cmd, a);
+  add_deploy_flags(cmd, a->deploy);
   return [a]() {
     // Signals go to the signal thread only: block them before any thread exists.
     sigset_t sigs;
@@ -164,41 +172,51 @@ CommandFn add_serve_command(CLI::App& app) {
     so.token_budget = a->batch_tokens;
     so.kv_memory = parse_bytes(a->kv_memory, "--kv-memory");
     so.prefix_caching = !a->no_prefix_cache;
+    so.kv_events = wants_kv_events(a->deploy);
     EngineStack stack(so);  // outlives the engine
     std::fprintf(stderr, "sluice serve: %s\n", describe_outcome(stack.tuning()).c_str());
     auto tok = Tokenizer::from_gguf(stack.file());
     api::EngineOptions eo;
-    eo.core = stack.config();
+    eo.core = stack.config();  // with the stack's KV event log (--kv-events)
     eo.max_waiting = a->max_queue;
     api::Engine engine(stack.model(), stack.kv(), eo);
 
     server::ModelContext mctx(stack.file(), *tok, a->alias, so.ctx_size, a->max_tokens);
     server::Metrics metrics;
+    set_vllm_metrics(metrics, stack.kv(), mctx.alias(), eo.core.prefix_caching);
+    const auto kv_pub = start_kv_events(a->deploy, stack.kv_events(), mctx.alias());
     server::OpenAiService service(engine, mctx, metrics);
     server::HttpOptions ho = a->http;
     ho.workers = a->parallel + a->max_queue + 4;  // every request the engine may hold, plus tokenize/detokenize
     ho.max_body_bytes = parse_bytes(a->max_body, "--max-body");
+    ho.shutdown_timeout_s = kHttpFlushSeconds;  // after the drain (which spends --shutdown-timeout)
     raise_fd_limit();
     server::HttpServer http(service, metrics, ho);
     if (!http.bind()) fail("cannot listen on %s:%d", ho.host.c_str(), ho.port);
 
+    const auto agent = start_agent(a->deploy, ho.host, service.lifecycle(), engine);
     std::thread signals([&] {
       int sig = 0;
       sigwait(&sigs, &sig);
       std::fprintf(stderr, "sluice serve: signal %d, shutting down\n", sig);
-      engine.shutdown();  // running requests end now; their streams close
-      http.stop();
+      drain_and_stop(sigs, a->deploy, a->http.shutdown_timeout_s, service.lifecycle(), engine, http);
     });
     std::fprintf(stderr, "sluice serve: model '%s' (%s), ctx %d, parallel %d, KV %.1f MiB (%s), %d threads\n",
                  mctx.alias().c_str(), stack.spec().arch.c_str(), so.ctx_size, a->parallel,
                  stack.kv().bytes() / 1048576.0, kv_type_name(stack.kv().type()), stack.pool().size());
     print_draft_summary(stack.draft());
-    std::fprintf(stderr, "sluice serve: listening on http://%s:%d\n", ho.host.c_str(), http.bound_port());
-    std::fflush(stderr);
+    // /health answers from here on; /ready and /v1/models once the warm-up step has run.
+    std::thread warm([&] {
+      warm_up(engine, tok->bos());
+      service.lifecycle().set_ready();
+      std::fprintf(stderr, "sluice serve: listening on http://%s:%d\n", ho.host.c_str(), http.bound_port());
+      std::fflush(stderr);
+    });
     http.serve();
     pthread_kill(signals.native_handle(), SIGTERM);  // serve() ended on its own: wake the signal thread
     signals.join();
     engine.shutdown();
+    warm.join();
     std::fprintf(stderr, "sluice serve: stopped\n");
     return 0;
   };

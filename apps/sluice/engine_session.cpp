@@ -73,6 +73,8 @@ EngineStack::EngineStack(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
   config_.sched.token_budget = static_cast<int32_t>(budget);
   config_.sched.ctx_size = ctx_size_;
   config_.prefix_caching = opt.prefix_caching;
+  if (opt.kv_events) kv_events_ = std::make_unique<KvEventLog>(opt.block_tokens);
+  config_.kv_events = kv_events_.get();
   apply_spec_options(opt, config_, draft_, &tuning_.record.curve);
   assistant_ = make_assistant(opt, *pool_, *file_, *model_, *kv_, config_);
   if (opt.draft_hook) {

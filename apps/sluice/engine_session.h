@@ -1,10 +1,11 @@
 // The one assembly of the serving stack, for every command that runs the model: EngineStack
 // loads the file, the thread pool, the model, the KV cache (sized by KvBudget), the drafter of
-// --spec, the host's tuning, and the engine::EngineConfig over them; `sluice serve` runs an
-// api::Engine on it, the single-user commands (run, chat, logits, perplexity, bench, tune) an
-// EngineSession: one engine::EngineCore they step themselves — the same decode path either way
-// (scheduling, KV blocks, prefix reuse, sampling, stop ids). Whatever joins the stack (encoders,
-// event sinks, drain hooks) is added here once.
+// --spec, the host's tuning, the prefix cache's event log (--kv-events), and the
+// engine::EngineConfig over them; `sluice serve` runs an api::Engine on it, the single-user
+// commands (run, chat, logits, perplexity, bench, tune) an EngineSession: one
+// engine::EngineCore they step themselves — the same decode path either way (scheduling, KV
+// blocks, prefix reuse, sampling, stop ids). Whatever joins the stack (encoders, event sinks,
+// drain hooks) is added here once.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,7 @@
 #include "engine/kv_budget.h"
 #include "gguf/reader.h"
 #include "kv/kv_cache.h"
+#include "kv/kv_events.h"
 #include "models/model.h"
 #include "threading/thread_pool.h"
 
@@ -62,6 +64,9 @@ struct SessionOptions {
   // the defaults; retune: calibrate even when cached (`sluice tune`).
   bool no_tune = false;
   bool retune = false;
+  // Record the prefix cache's events (serve --kv-events): the stack holds the log the engine
+  // fills and a publisher drains (kv/kv_events.h).
+  bool kv_events = false;
 };
 
 // --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a
@@ -90,6 +95,7 @@ class EngineStack {
   ThreadPool& pool() { return *pool_; }
   const gguf::GgufFile& file() const { return *file_; }
   const DraftParts& draft() const { return draft_; }
+  KvEventLog* kv_events() { return kv_events_.get(); }  // null unless SessionOptions::kv_events
   // The engine's configuration over this stack (scheduler shape, prefix caching, speculation
   // and its proposer, the sampling pool), for an EngineCore or an api::Engine.
   const engine::EngineConfig& config() const { return config_; }
@@ -106,6 +112,7 @@ class EngineStack {
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<models::Model> model_;
   std::unique_ptr<KvCache> kv_;
+  std::unique_ptr<KvEventLog> kv_events_;      // filled by the engine built over config_
   DraftParts draft_;                           // outlives the engine built over config_
   std::unique_ptr<AssistantParts> assistant_;  // --spec assistant; outlives the engine
   engine::EngineConfig config_;

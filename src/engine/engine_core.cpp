@@ -19,6 +19,7 @@ EngineCore::EngineCore(models::Model& model, KvCache& kv, const EngineConfig& cf
     own_proposer_ = std::make_unique<HookProposer>(cfg.sched.draft_hook);
   proposer_ = cfg.spec == SpecMethod::kModel ? cfg.model_proposer : own_proposer_.get();
   if (cfg.sched.draft_max <= 0) proposer_ = nullptr;
+  blocks_.set_event_log(cfg.kv_events);
   if (proposer_) {
     runner_.set_export_hidden(proposer_->wants_hidden());
     blocks_.set_window_margin(proposer_->window_margin());
@@ -152,6 +153,7 @@ EngineStats EngineCore::stats() const {
     st.kv_blocks_total += blocks_.n_total(g);
   }
   st.prefix = blocks_.prefix_stats();
+  st.prefix_cached_blocks = blocks_.n_cached(blocks_.index_group());
   return st;
 }
 

@@ -32,6 +32,7 @@ struct EngineConfig {
   spec::NgramConfig ngram;
   BatchProposer* model_proposer = nullptr;  // kModel: not owned, outlives the EngineCore
   ThreadPool* sample_pool = nullptr;        // samples a step's sequences in parallel (ModelRunner); not owned
+  KvEventLog* kv_events = nullptr;          // the prefix cache's events (kv/kv_events.h); not owned
 };
 
 // The scheduler's counters (steps, tokens, drafts: SchedulerCounters), the prefix cache's, and
@@ -40,6 +41,7 @@ struct EngineStats : SchedulerCounters {
   int32_t n_running = 0, n_waiting = 0;
   int32_t kv_blocks_used = 0, kv_blocks_total = 0;  // all groups together
   PrefixCacheStats prefix;
+  int32_t prefix_cached_blocks = 0;  // findable blocks of BlockManager::index_group()
 };
 
 class EngineCore {

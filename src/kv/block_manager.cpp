@@ -37,12 +37,21 @@ int32_t BlockManager::n_used_all() const {
   return n;
 }
 
+int32_t BlockManager::index_group() const {
+  for (int32_t g = 0; g < kv_.n_groups(); ++g)
+    if (kv_.group(g).window <= 0) return g;
+  return 0;
+}
+
+void BlockManager::forget(int32_t g, BlockId b) {
+  cached_[g].erase(block_hash_[g][b]);
+  has_hash_[g][b] = 0;
+  if (events_ && g == index_group()) events_->push({KvEvent::Kind::kRemoved, block_hash_[g][b], false, 0, {}});
+}
+
 BlockId BlockManager::take(int32_t g) {
   const BlockId b = kv_.pool(g).allocate();
-  if (b != kNoBlock && has_hash_[g][b]) {  // evicting a cached block: its prefix is forgotten
-    cached_[g].erase(block_hash_[g][b]);
-    has_hash_[g][b] = 0;
-  }
+  if (b != kNoBlock && has_hash_[g][b]) forget(g, b);  // evicting a cached block: its prefix is forgotten
   return b;
 }
 
@@ -163,6 +172,10 @@ void BlockManager::publish_full_blocks(SeqBlocks& s, std::span<const int32_t> to
       if (!cached_[g].emplace(h, b).second) continue;
       block_hash_[g][b] = h;
       has_hash_[g][b] = 1;
+      if (events_ && g == index_group()) {
+        const auto block = tokens.subspan(static_cast<size_t>(k) * bt, bt);
+        events_->push({KvEvent::Kind::kStored, h, k > 0, parent, std::vector<int32_t>(block.begin(), block.end())});
+      }
     }
   }
 }
@@ -202,8 +215,7 @@ int32_t BlockManager::truncate(SeqBlocks& s, int32_t n_keep) {
       t.pop_back();
     }
     if (n_keep % bt == 0 || t.empty() || t.back() == kNoBlock || !has_hash_[g][t.back()]) continue;
-    cached_[g].erase(block_hash_[g][t.back()]);  // its tail will change: no longer that prefix
-    has_hash_[g][t.back()] = 0;
+    forget(g, t.back());  // its tail will change: no longer that prefix
   }
   if (static_cast<int32_t>(s.hashes.size()) > n_keep / bt) s.hashes.resize(static_cast<size_t>(n_keep / bt));
   return n_keep;

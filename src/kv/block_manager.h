@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "kv/kv_events.h"
 
 namespace sluice {
 
@@ -102,9 +103,19 @@ class BlockManager {
   int32_t n_used_all() const;
   const PrefixCacheStats& prefix_stats() const { return stats_; }
 
+  // The group whose cached blocks stand for "this prefix is cached" to the outside (KV events,
+  // vllm:cache_config_info): the first global (window 0) group, which holds every block of a
+  // prefix; else group 0. Reuse also needs a sliding group's blocks near the resume point, so
+  // this group's set is an upper bound of what the next request can reuse.
+  int32_t index_group() const;
+  // Reports the index group's prefix cache to `log` from now on (stored when a full block is
+  // published, removed when a cached block's hash is forgotten). Not owned; null: none.
+  void set_event_log(KvEventLog* log) { events_ = log; }
+
  private:
-  BlockId take(int32_t g);          // allocate, forgetting an evicted block's hash
-  void hold(int32_t g, BlockId b);  // one more reference to a cached block
+  BlockId take(int32_t g);            // allocate, forgetting an evicted block's hash
+  void forget(int32_t g, BlockId b);  // drops b's hash from the prefix cache
+  void hold(int32_t g, BlockId b);    // one more reference to a cached block
   int32_t first_needed_block(int32_t g, int32_t first_query) const;
 
   KvCache& kv_;
@@ -114,6 +125,7 @@ class BlockManager {
   std::vector<std::vector<BlockHash>> block_hash_;              // [group][block]
   std::vector<std::vector<uint8_t>> has_hash_;                  // [group][block]
   PrefixCacheStats stats_;
+  KvEventLog* events_ = nullptr;
 };
 
 }  // namespace sluice

@@ -45,6 +45,16 @@ bool method_allowed(const RouteMatch& m, http::verb v) {
 
 std::string_view sv(boost::beast::string_view s) { return {s.data(), s.size()}; }
 
+// X-Session-ID as the reply echoes and the log shows it: up to 128 visible ASCII characters,
+// else none (a value that could forge a header or a log line is dropped, not repaired).
+std::string session_id(const http::request<http::string_body>& req) {
+  const std::string_view v = sv(req["X-Session-ID"]);
+  if (v.empty() || v.size() > 128) return {};
+  for (char c : v)
+    if (c < 0x21 || c > 0x7e) return {};
+  return std::string(v);
+}
+
 // ---- response bytes -----------------------------------------------------------------------
 
 enum class Framing { kLength, kChunked, kClose };
@@ -62,7 +72,10 @@ std::string head_bytes(const Reply& r, const Exchange& x, Framing f, size_t body
   for (const auto& [k, v] : r.headers) res.set(k, v);
   if (f == Framing::kLength && r.status != 304) res.content_length(body_size);  // a 304 has no body
   if (f == Framing::kChunked) res.chunked(true);
-  if (r.stream) res.set(http::field::cache_control, "no-cache");
+  if (r.stream) {  // SSE through proxies: nginx passes it unbuffered, nobody caches it
+    res.set(http::field::cache_control, "no-cache");
+    res.set("X-Accel-Buffering", "no");
+  }
   res.keep_alive(x.keep_alive && f != Framing::kClose);
   std::ostringstream o;
   o << res.base();
@@ -475,7 +488,9 @@ void Conn::close() {
 
 Reply HttpServer::Impl::call(const RouteMatch& m, const http::request<http::string_body>& req) {
   try {
-    return route(m, req);
+    Reply r = route(m, req);
+    if (std::string sid = session_id(req); !sid.empty()) r.headers.emplace_back("X-Session-ID", std::move(sid));
+    return r;
   } catch (const std::exception& e) {
     metrics.count_request(m.endpoint, 500);
     return OpenAiService::error_reply(500, std::string("internal error: ") + e.what(), "server_error");
@@ -486,10 +501,13 @@ Reply HttpServer::Impl::route(const RouteMatch& m, const http::request<http::str
   const std::string& body = req.body();
   Reply r;
   switch (m.route) {
-    case Route::kCompletions: return svc.completions(body);  // the service counts these two
-    case Route::kChat: return svc.chat_completions(body);
+    case Route::kCompletions: return svc.completions(body, {session_id(req)});  // the service counts these two
+    case Route::kChat: return svc.chat_completions(body, {session_id(req)});
+    case Route::kRenderCompletions: return svc.render_completions(body);
+    case Route::kRenderChat: return svc.render_chat(body);
     case Route::kApplyTemplate: return svc.apply_template(body);
     case Route::kHealth: return svc.health();
+    case Route::kReady: r = svc.ready(); break;
     case Route::kMetrics: return svc.metrics();
     case Route::kModels: r = svc.models(); break;
     case Route::kModel: r = svc.model(m.arg); break;

@@ -1,7 +1,7 @@
 // The HTTP/1.1 front (Boost.Beast on Boost.Asio, all of it inside http_server.cpp): a few
 // I/O threads hold every connection; requests that block (completions, chat, tokenize,
 // detokenize) run on a bounded worker pool and stream back through their connection's strand
-// with a bounded outgoing buffer. /health, /metrics, /v1/models, /props and the chat page's
+// with a bounded outgoing buffer. /health, /ready, /metrics, /v1/models, /props and the chat page's
 // files answer on the I/O threads, so they stay prompt whatever the workers do.
 //
 // A browser request from a foreign origin is refused (403, origin_guard.h) before routing and

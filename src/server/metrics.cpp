@@ -72,6 +72,8 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
           s.stats.prefix.query_tokens);
   counter(o, "sluice_prefix_cache_hits_total", "prompt positions served from the prefix cache",
           s.stats.prefix.hit_tokens);
+  metric(o, "sluice_prefix_cache_blocks", "gauge", "findable prefix-cache blocks (the KV events' group)",
+         s.stats.prefix_cached_blocks);
   counter(o, "sluice_spec_drafted_tokens_total", "drafted tokens verified (--spec)", s.stats.drafted_tokens);
   counter(o, "sluice_spec_accepted_tokens_total", "drafted tokens the model agreed with and kept",
           s.stats.accepted_tokens);
@@ -87,6 +89,7 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
                s.stats.accepted_at);
   histogram(o, "sluice_time_to_first_token_seconds", "from submission to the first generated token", s.ttft);
   histogram(o, "sluice_inter_token_latency_seconds", "between consecutive tokens of a request", s.itl);
+  if (vllm_) render_vllm_metrics(o, s, *vllm_, TokenTotals{prompt_tokens_.load(), completion_tokens_.load()});
   return o.str();
 }
 

@@ -1,6 +1,7 @@
 #include "server/openai_service.h"
 
 #include <chrono>
+#include <cstdio>
 #include <memory>
 
 #include "base/error.h"
@@ -38,8 +39,9 @@ std::string sse_error(const std::string& message) {
       json{{"error", {{"message", message}, {"type", "server_error"}, {"param", nullptr}, {"code", nullptr}}}});
 }
 
-constexpr auto kPoll = 1000ms;  // with no output for this long, a stream writes a keep-alive
-                                // comment, which is also how a vanished client is noticed
+constexpr auto kPoll = 1000ms;  // with no output for this long (queued, a long prefill), a stream
+                                // writes a `: ping` comment: proxies see bytes, and a vanished
+                                // client is noticed
 constexpr const char* kEndedByServer = "the request was ended by the server (shutting down)";
 
 // A generation that failed (a grammar or the engine step): 500 naming the cause.
@@ -156,6 +158,16 @@ std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, 
   return out;
 }
 
+// Who a request is for, when the client said so (X-Session-ID, the body's `user`): one log line,
+// so a session's requests can be followed across replicas. Values are printed as JSON strings.
+void log_session(const char* endpoint, const RequestMeta& meta, const json& body) {
+  const auto user = body.is_object() ? body.find("user") : body.end();
+  const bool has_user = user != body.end() && user->is_string();
+  if (meta.session_id.empty() && !has_user) return;
+  std::fprintf(stderr, "sluice serve: %s session=%s user=%s\n", endpoint, json(meta.session_id).dump().c_str(),
+               has_user ? user->dump(-1, ' ', true, json::error_handler_t::replace).c_str() : "null");
+}
+
 }  // namespace
 
 OpenAiService::OpenAiService(api::Engine& engine, const ModelContext& model, Metrics& metrics)
@@ -181,9 +193,37 @@ Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
   return r;
 }
 
-Reply OpenAiService::completions(const std::string& body) {
+template <class Fn>
+Reply OpenAiService::admitted(const char* endpoint, Fn&& fn) {
+  std::shared_ptr<void> token = lifecycle_.enter();
+  if (!token) {
+    metrics_.count_request(endpoint, 503);
+    Reply r = error_reply(503, "the server is shutting down; send the request to another replica", "server_error");
+    r.headers.emplace_back("Retry-After", "1");
+    return r;
+  }
+  Reply r = fn();
+  if (r.stream) r.stream = [inner = std::move(r.stream), token](const StreamWriter& w) { inner(w); };
+  return r;
+}
+
+Reply OpenAiService::not_ready(const char* what) const {
+  const bool starting = lifecycle_.state() == Lifecycle::State::kStarting;
+  Reply r = error_reply(503,
+                        std::string(what) + (starting ? ": the model is still warming up" : ": the server is draining"),
+                        "server_error");
+  r.headers.emplace_back("Retry-After", "1");
+  return r;
+}
+
+Reply OpenAiService::completions(const std::string& body, const RequestMeta& meta) {
+  return admitted("/v1/completions", [&] { return run_completions(body, meta); });
+}
+
+Reply OpenAiService::run_completions(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/completions", [&]() -> Reply {
     const json j = parse_body(body, model_, true);
+    log_session("/v1/completions", meta, j);
     CompletionRequest req = parse_completion_request(j, model_);
     req.gen.grammar = parse_structured_output(body, j, model_);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
@@ -205,9 +245,14 @@ std::string OpenAiService::render_prompt(ChatRequest& req) const {
   }
 }
 
-Reply OpenAiService::chat_completions(const std::string& body) {
+Reply OpenAiService::chat_completions(const std::string& body, const RequestMeta& meta) {
+  return admitted("/v1/chat/completions", [&] { return run_chat(body, meta); });
+}
+
+Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
     json j = parse_body(body, model_, true);
+    log_session("/v1/chat/completions", meta, j);
     std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(body, j, model_);
     ChatRequest req = parse_chat_request(std::move(j), model_);
     req.gen.grammar = std::move(grammar);
@@ -238,6 +283,30 @@ Reply OpenAiService::chat_completions(const std::string& body) {
           "invalid_request_error", "tool_choice");
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, gemma4, tools);
     return respond(std::move(gen), req.gen, kChatShape);
+  });
+}
+
+namespace {
+
+json rendered(const std::vector<int32_t>& ids, const std::string& model) {
+  return {{"request_id", new_response_id("render-")}, {"model", model}, {"token_ids", ids}};
+}
+
+}  // namespace
+
+Reply OpenAiService::render_completions(const std::string& body) {
+  return guarded("/v1/completions/render", [&]() -> Reply {
+    const CompletionRequest req = parse_completion_request(parse_body(body, model_, false), model_);
+    return json_reply(json::array({rendered(req.prompt, model_.alias())}));
+  });
+}
+
+Reply OpenAiService::render_chat(const std::string& body) {
+  return guarded("/v1/chat/completions/render", [&]() -> Reply {
+    ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
+    keep_schema_order(req, body);
+    // As run_chat tokenizes: the template writes <bos> itself.
+    return json_reply(rendered(model_.tokenizer().encode(render_prompt(req), false, true), model_.alias()));
   });
 }
 
@@ -287,7 +356,7 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
     std::vector<int32_t> n_calls(gen->n_choices(), 0);
     while (!gen->done()) {
       std::vector<ChoiceEvent> evs = gen->poll(kPoll);
-      if (evs.empty() && !write(": keep-alive\n\n")) return;  // client gone: ~Generation cancels
+      if (evs.empty() && !write(": ping\n\n")) return;  // client gone: ~Generation cancels
       for (ChoiceEvent& ev : evs) {
         if (ev.error || ev.aborted) {
           write(sse_error(ev.error ? failed_message(*ev.error) : kEndedByServer));
@@ -311,11 +380,13 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
 }
 
 Reply OpenAiService::models() const {
+  if (!lifecycle_.ready()) return not_ready("/v1/models");
   json m = {{"id", model_.alias()}, {"object", "model"}, {"created", model_.created()}, {"owned_by", "sluice"}};
   return json_reply({{"object", "list"}, {"data", json::array({m})}});
 }
 
 Reply OpenAiService::model(const std::string& id) const {
+  if (!lifecycle_.ready()) return not_ready("/v1/models");
   if (id != model_.alias())
     return api_error_reply(
         ApiError(404, "The model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
@@ -367,6 +438,11 @@ Reply OpenAiService::detokenize(const std::string& body) const {
 }
 
 Reply OpenAiService::health() const { return json_reply({{"status", "ok"}}); }
+
+Reply OpenAiService::ready() const {
+  if (!lifecycle_.ready()) return not_ready("/ready");
+  return json_reply({{"status", "ready"}});
+}
 
 Reply OpenAiService::metrics() const {
   Reply r;

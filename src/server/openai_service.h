@@ -4,7 +4,8 @@
 //   POST /v1/completions, /v1/chat/completions   (stream or not; n choices)
 //   GET  /v1/models, /v1/models/{id}
 //   POST /tokenize, /detokenize
-//   GET  /health, /metrics
+//   GET  /health, /ready, /metrics
+//   POST /v1/completions/render, /v1/chat/completions/render   (token ids, no generation)
 #pragma once
 
 #include <functional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "api/engine.h"
+#include "server/lifecycle.h"
 #include "server/metrics.h"
 #include "server/model_context.h"
 
@@ -46,12 +48,23 @@ struct ReplyShape {
 inline constexpr ReplyShape kCompletionShape{false, "cmpl-", "text_completion", "text_completion"};
 inline constexpr ReplyShape kChatShape{true, "chatcmpl-", "chat.completion", "chat.completion.chunk"};
 
+// What the HTTP layer knows of a request besides its body.
+struct RequestMeta {
+  std::string session_id;  // X-Session-ID, sanitized; echoed in the reply and logged
+};
+
 class OpenAiService {
  public:
   OpenAiService(api::Engine& engine, const ModelContext& model, Metrics& metrics);
 
-  Reply completions(const std::string& body);
-  Reply chat_completions(const std::string& body);
+  // Generation: admitted only while lifecycle().admitting() (else 503 + Retry-After).
+  Reply completions(const std::string& body, const RequestMeta& meta = {});
+  Reply chat_completions(const std::string& body, const RequestMeta& meta = {});
+  // vLLM's render endpoints, which llm-d's tokenizer calls: the prompt token ids a generation
+  // request would get, without generating (the model name is not checked: routers send their
+  // own). Completions: [{"request_id", "model", "token_ids"}]; chat: one such object.
+  Reply render_completions(const std::string& body);
+  Reply render_chat(const std::string& body);
   // llama-server's POST /apply-template: the chat prompt a request would get, {"prompt": text}.
   Reply apply_template(const std::string& body);
   Reply models() const;
@@ -59,8 +72,10 @@ class OpenAiService {
   Reply tokenize(const std::string& body) const;
   Reply detokenize(const std::string& body) const;
   Reply health() const;
+  Reply ready() const;  // 200 once warm, 503 while starting or draining (lifecycle.h)
   Reply metrics() const;
   const ModelContext& model_context() const { return model_; }
+  Lifecycle& lifecycle() { return lifecycle_; }
 
   // An ApiError (or any exception) as a JSON reply with its status.
   static Reply error_reply(int status, const std::string& message, const std::string& type = "invalid_request_error");
@@ -72,10 +87,18 @@ class OpenAiService {
   Reply respond(std::shared_ptr<Generation> gen, const GenerationParams& gp, const ReplyShape& shape);
   // The chat prompt: tools and tool messages shaped for the template (tool_prompt.h), rendered.
   std::string render_prompt(ChatRequest& req) const;
+  // Runs a generation endpoint if requests are admitted; its reply (a stream too) holds an
+  // admission token until it is complete.
+  template <class Fn>
+  Reply admitted(const char* endpoint, Fn&& fn);
+  Reply run_completions(const std::string& body, const RequestMeta& meta);
+  Reply run_chat(const std::string& body, const RequestMeta& meta);
+  Reply not_ready(const char* what) const;
 
   api::Engine& engine_;
   const ModelContext& model_;
   Metrics& metrics_;
+  Lifecycle lifecycle_;
 };
 
 }  // namespace sluice::server

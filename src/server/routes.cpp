@@ -14,11 +14,14 @@ RouteMatch match_route(std::string_view path, bool ui) {
   static constexpr Entry kTable[] = {
       {"/v1/completions", Route::kCompletions, "POST", true, false},
       {"/v1/chat/completions", Route::kChat, "POST", true, false},
+      {"/v1/completions/render", Route::kRenderCompletions, "POST", true, false},
+      {"/v1/chat/completions/render", Route::kRenderChat, "POST", true, false},
       {"/v1/models", Route::kModels, "GET, HEAD", false, false},
       {"/tokenize", Route::kTokenize, "POST", true, false},
       {"/detokenize", Route::kDetokenize, "POST", true, false},
       {"/apply-template", Route::kApplyTemplate, "POST", true, false},
       {"/health", Route::kHealth, "GET, HEAD", false, true},
+      {"/ready", Route::kReady, "GET, HEAD", false, true},
       {"/metrics", Route::kMetrics, "GET, HEAD", false, true},
       {"/props", Route::kProps, "GET, HEAD", false, false},
   };

@@ -374,7 +374,9 @@ def test_d7_sigterm_exits_within_the_shutdown_timeout(sluice_bin, scenario):
             pytest.fail(f"no exit within 20 s of SIGTERM ({scenario})")
         if stream is not None:
             rest = stream[1]._rest()
-            assert b'"error"' in rest and b"server_error" in rest, rest[-500:]
+            # SIGTERM lets in-flight requests finish within --shutdown-timeout (the drain,
+            # docs/deploy.md): the stream ends whole, or with the error event past the deadline.
+            assert (b'"error"' in rest and b"server_error" in rest) or b"data: [DONE]" in rest, rest[-500:]
     finally:
         stop.set()
         if t:
