@@ -177,16 +177,21 @@ def program_files() -> set[str]:
 def owners_of(paths: list[str]) -> dict[str, str]:
     """{path: package} for the paths dpkg knows (also through symlinks and usr-merge)."""
     owners: dict[str, str] = {}
-    queries: dict[str, str] = {}
+    queries: dict[str, list[str]] = {}   # a query path -> the paths it answers for
     for p in paths:
         real = os.path.realpath(p)
         for q in {p, real, re.sub(r"^/usr/lib/", "/lib/", real), re.sub(r"^/lib/", "/usr/lib/", real)}:
-            queries.setdefault(q, p)
+            queries.setdefault(q, []).append(p)
     out = run(["dpkg", "-S", *sorted(queries)])
     for line in out.splitlines():
         m = re.match(r"^([^:]+(?::[a-z0-9]+)?(?:, [^:]+(?::[a-z0-9]+)?)*): (/.*)$", line)
         if m and m.group(2) in queries:
-            owners.setdefault(queries[m.group(2)], m.group(1).split(", ")[0])
+            # A file of a Multi-Arch: same package has one owner per architecture installed;
+            # the native one is what a machine without the foreign architecture has.
+            pkgs = m.group(1).split(", ")
+            native = [k for k in pkgs if ":" not in k or k.endswith(":" + DEB_ARCH[NATIVE_ARCH])]
+            for p in queries[m.group(2)]:
+                owners.setdefault(p, (native or pkgs)[0])
     return owners
 
 

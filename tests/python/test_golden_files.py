@@ -26,7 +26,7 @@ VARIANTS = [(mid, ot) for mid, e in MANIFEST["models"].items() for ot in e["vari
 OUTTYPE_QT = {"f32": QT.F32, "f16": QT.F16, "bf16": QT.BF16, "q8_0": QT.Q8_0, "q4_0": QT.Q4_0}
 
 # Required metadata keys and their GGUF types (gemma4.md §3.2, §4.1, gemma3.md §3.1).
-U32, F32, STR = VT.UINT32, VT.FLOAT32, VT.STRING
+U32, F32, STR, ARRAY = VT.UINT32, VT.FLOAT32, VT.STRING, VT.ARRAY
 COMMON_KEYS = {
     "general.architecture": STR, "general.file_type": U32,
     "{a}.block_count": U32, "{a}.context_length": U32, "{a}.embedding_length": U32,
@@ -60,6 +60,22 @@ def _kv(r, key, default=None):
     return default if f is None else f.contents()
 
 
+def moe_tensors(r, b, d, n_exp, ffe):
+    """A 26B-A4B-style layer's extra tensors (docs/spec/gemma4.md §2.9): the router, its input
+    scale, the expert stacks (fused gate|up, or split) with the per-expert output scale, and the
+    norms of the two branches."""
+    names = {t.name for t in r.tensors}
+    exp = {b + "ffn_gate_inp.weight": [d, n_exp], b + "ffn_gate_inp.scale": [d],
+           b + "ffn_down_exps.weight": [ffe, d, n_exp], b + "ffn_down_exps.scale": [n_exp],
+           b + "pre_ffw_norm_2.weight": [d], b + "post_ffw_norm_1.weight": [d],
+           b + "post_ffw_norm_2.weight": [d]}
+    if b + "ffn_gate_up_exps.weight" in names:
+        exp[b + "ffn_gate_up_exps.weight"] = [d, 2 * ffe, n_exp]
+    else:
+        exp.update({b + "ffn_gate_exps.weight": [d, ffe, n_exp], b + "ffn_up_exps.weight": [d, ffe, n_exp]})
+    return exp
+
+
 def expected_tensors(r, k_eq_v=False):
     """{name: ne} that gemma4.md §3.3 / gemma3.md §3.3 require for this file's metadata;
     `k_eq_v`: global layers have no attn_v (31B-style, V from the K projection)."""
@@ -68,6 +84,7 @@ def expected_tensors(r, k_eq_v=False):
     n_layer, d = g("block_count"), g("embedding_length")
     n_vocab = len(_kv(r, "tokenizer.ggml.tokens"))
     H, Hkv = g("attention.head_count"), g("attention.head_count_kv")
+    hkv = (lambda il: Hkv[il]) if isinstance(Hkv, list) else (lambda il: Hkv)   # per-layer on MoE files
     ff = g("feed_forward_length")
     ff = ff if isinstance(ff, list) else [ff] * n_layer
     exp = {"token_embd.weight": [d, n_vocab], "output_norm.weight": [d]}
@@ -95,9 +112,11 @@ def expected_tensors(r, k_eq_v=False):
             b + "ffn_down.weight": [ff[il], d], b + "post_ffw_norm.weight": [d],
         })
         if il < first_shared:   # KV-shared layers carry no K/V in our converter's output
-            exp.update({b + "attn_k.weight": [d, Hkv * D], b + "attn_k_norm.weight": [D]})
+            exp.update({b + "attn_k.weight": [d, hkv(il) * D], b + "attn_k_norm.weight": [D]})
             if not (k_eq_v and a == "gemma4" and not swa[il]):
-                exp[b + "attn_v.weight"] = [d, Hkv * D]
+                exp[b + "attn_v.weight"] = [d, hkv(il) * D]
+        if a == "gemma4" and g("expert_count"):
+            exp.update(moe_tensors(r, b, d, g("expert_count"), g("expert_feed_forward_length")))
         if a == "gemma4":
             exp[b + "layer_output_scale.weight"] = [1]
             if P:
@@ -129,6 +148,8 @@ def test_manifest_lists_existing_files():
         for v in e["variants"].values():
             assert (GOLDEN / v["gguf"]).is_file(), v["gguf"]
             named.add(v["gguf"])
+    vision = json.loads((GOLDEN / "vision" / "manifest.json").read_text())   # its own manifest
+    named |= {"vision"} | {t["gguf"] for t in vision["towers"]}
     stray = {p.name for p in GOLDEN.iterdir()} - named
     assert not stray, f"files not in the manifest: {stray}"
     # committed: manifest, logits, taps; the GGUFs are rebuilt by `make fixtures`
@@ -185,13 +206,18 @@ def test_taps_file(mid):
     e = MANIFEST["models"][mid]
     n_layer, d = e["options"]["layers"], e["options"]["hidden"]
     want = {"embd", "result_norm"} | {f"{k}.{i}" for i in range(n_layer) for k in ("attn_out", "ffn_out", "l_out")}
+    top_k = e["options"].get("moe_top_k")
+    if top_k:   # the router's choices and weights and the experts' sum, per MoE layer
+        want |= {f"{k}.{i}" for i in range(n_layer) for k in ("moe_experts", "moe_weights", "moe_out")}
     if e["arch"] == "gemma4" and e["options"]["ple_width"]:
         want.add("ple")
         assert list(taps["ple"].shape) == [e["n_tokens"], n_layer, e["options"]["ple_width"]]
     assert set(taps) == want
     for k, t in taps.items():
         assert list(t.shape) == v["taps_shapes"][k]
-        if k != "ple":
+        if k.startswith(("moe_experts", "moe_weights")):
+            assert list(t.shape) == [e["n_tokens"], top_k]
+        elif k != "ple":
             assert list(t.shape) == [e["n_tokens"], d]
         assert np.isfinite(t).all() and np.abs(t).max() > 0
 
@@ -205,11 +231,16 @@ def test_gguf_metadata(mid, ot):
     for k, t in keys.items():
         k = k.format(a=a)
         assert k in r.fields, f"missing {k}"
+        if k.endswith("head_count_kv") and o.get("global_kv_heads"):
+            t = ARRAY   # per layer on MoE files: sliding and global layers differ
         assert r.fields[k].types[0] == t, k
     g = lambda k, d=None: _kv(r, f"{a}.{k}", d)
     assert _kv(r, "general.architecture") == a
     assert g("block_count") == o["layers"] and g("embedding_length") == o["hidden"]
-    assert g("attention.head_count") == o["heads"] and g("attention.head_count_kv") == o["kv_heads"]
+    pattern = [(o["layer_pattern"] * o["layers"])[i] == "S" for i in range(o["layers"])]
+    kv = [o["kv_heads"] if sw else o.get("global_kv_heads", o["kv_heads"]) for sw in pattern]
+    assert g("attention.head_count") == o["heads"]
+    assert g("attention.head_count_kv") == (kv if o.get("global_kv_heads") else o["kv_heads"])
     assert g("attention.sliding_window") == o["sliding_window"]
     assert g("rope.freq_base") == o["rope_theta"] and g("rope.freq_base_swa") == o["rope_theta_swa"]
     assert len(_kv(r, "tokenizer.ggml.tokens")) == e["n_vocab"]
@@ -257,6 +288,8 @@ def test_gguf_tensors(mid, ot):
     for name, ne in exp.items():
         t = got[name]
         assert [int(x) for x in t.shape] == ne, (name, list(t.shape), ne)
+        if "exps" in name or "gate_inp" in name:
+            continue                                  # expert stacks and the router: types as the loader tests take them
         if len(ne) == 1:
             assert t.tensor_type == QT.F32, name       # norms, scalars, rope_freqs stay F32
         else:

@@ -115,7 +115,7 @@ void GemmaModel::paged_attention(int il, const ForwardBatch& b, KvCache& kv) {
   grow(attn_tok_, static_cast<size_t>(T_));
   for (int64_t t = 0; t < T_; ++t)
     attn_tok_[t] = {b.seqs[ref_[t].seq].block_tables[ls.kv_group].data(), ref_[t].pos,
-                    ls.window > 0 ? block_[t].second : -1};  // blocks: sliding layers only (§9.4)
+                    ls.window > 0 ? block_[t].second : -1};  // blocks: sliding layers only (gemma4.md §9.4)
   const int64_t qw = static_cast<int64_t>(ls.n_head) * ls.head_dim;
   grow(o_, static_cast<size_t>(T_ * qw));
   attn_.run(pool_, isa_, pl, {attn_tok_.data(), static_cast<size_t>(T_)}, qkv_.data(), layer_ops_[il].qkv.rows(),
