@@ -216,9 +216,16 @@ def test_drain_on_sigterm_finishes_in_flight_and_refuses_new(sluice_bin):
     during = httpx.post(s.url + "/v1/completions", json=long_body(8, stream=False), timeout=60)
     assert during.status_code == 200   # inside --drain-delay: still admitted
     time.sleep(1.2)
-    late = httpx.post(s.url + "/v1/completions", json=long_body(8, stream=False), timeout=60)
-    assert late.status_code == 503 and late.headers["retry-after"] == "1"
-    assert "shutting down" in late.json()["error"]["message"]
+    # Past the delay a new request gets 503 + Retry-After while anything is still in flight. The
+    # tiny model writes the held 3,000 tokens into the socket buffers in well under a second, so
+    # the server may already have finished its work and exited: then the port is closed, which
+    # refuses the request as surely.
+    try:
+        late = httpx.post(s.url + "/v1/completions", json=long_body(8, stream=False), timeout=60)
+        assert late.status_code == 503 and late.headers["retry-after"] == "1"
+        assert "shutting down" in late.json()["error"]["message"]
+    except httpx.ConnectError:
+        assert s.proc.poll() is not None or s.proc.wait(30) == 0
     held_text = read_all(held)
     for t in threads:
         t.join()
