@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "base/error.h"
+#include "base/json_read.h"
 #include "grammar/json_schema_impl.h"
 
 namespace sluice::grammar {
@@ -312,6 +315,9 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
   std::vector<Expr> members;
   if (s.contains("properties")) {
     if (!s["properties"].is_object()) fail("json schema: 'properties' at %s must be an object", path.c_str());
+    // Each property takes a rule of its own: a count over the limit fails before any is built.
+    if (s["properties"].size() > opts_.limits.max_rules)
+      fail("grammar: more than %zu rules (limit max_rules)", opts_.limits.max_rules);
     for (const auto& [name, ps] : s["properties"].items()) {
       names.push_back(name);
       members.push_back(seq({key_expr(name), punct(':'), ref(rule_for(ps, path + "/properties/" + name))}));
@@ -320,11 +326,13 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
   std::vector<bool> required(names.size(), false);
   if (s.contains("required")) {
     if (!s["required"].is_array()) fail("json schema: 'required' at %s must be an array", path.c_str());
+    std::unordered_map<std::string_view, size_t> position;  // a linear search per name would be quadratic
+    for (size_t i = 0; i < names.size(); ++i) position.emplace(names[i], i);
     for (const Json& r : s["required"]) {
-      auto it = r.is_string() ? std::find(names.begin(), names.end(), r.get<std::string>()) : names.end();
-      if (it == names.end())
+      const auto it = r.is_string() ? position.find(r.get_ref<const std::string&>()) : position.end();
+      if (it == position.end())
         fail("json schema: required property %s at %s is not in 'properties'", r.dump().c_str(), path.c_str());
-      required[it - names.begin()] = true;
+      required[it->second] = true;
     }
   }
   std::optional<Expr> extra;  // one additional member
@@ -426,16 +434,20 @@ Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions&
          opts.limits.max_schema_bytes);
   nlohmann::ordered_json schema;
   try {
-    schema = nlohmann::ordered_json::parse(text);
-  } catch (const std::exception& e) {
-    fail("json schema: not valid JSON (%s)", e.what());
+    schema = read_json<nlohmann::ordered_json>(text, JsonLimits{}, "the schema");
+  } catch (const JsonReadError& e) {
+    fail("json schema: %s", e.what());
   }
   return json_schema_grammar(schema, opts);
 }
 
 std::string json_schema_cache_key(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
+  std::string text = schema.dump();
+  if (text.size() > opts.limits.max_schema_bytes)
+    fail("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", text.size(),
+         opts.limits.max_schema_bytes);
   return strfmt("json:%d:%d:%d:", static_cast<int>(opts.syntax), opts.any_whitespace ? 1 : 0, opts.native_quote_token) +
-         schema.dump();
+         text;
 }
 
 }  // namespace sluice::grammar

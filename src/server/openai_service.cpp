@@ -25,6 +25,38 @@ Reply json_reply(const json& j, int status = 200) {
   return r;
 }
 
+Reply json_reply_text(std::string body) {
+  Reply r;
+  r.body = std::move(body);
+  return r;
+}
+
+// /tokenize and /detokenize answer for at most a context's worth of tokens: the reply grows
+// with the count (up to ~30 bytes a token with pieces), so the count is what bounds it.
+void check_token_count(const char* param, size_t n, int32_t ctx_size) {
+  if (n > static_cast<size_t>(ctx_size))
+    bad_param(param, std::to_string(n) + " tokens, over the limit of " + std::to_string(ctx_size) +
+                         " (the server's context size) a request may tokenize or detokenize");
+}
+
+// {"tokens":[ids]} or {"tokens":[{"id":..,"piece":..}]}, written straight into the reply text
+// (the same bytes dump_json writes for that value, without a value per token).
+std::string tokens_json(const std::vector<int32_t>& ids, const Tokenizer* pieces) {
+  std::string out = "{\"tokens\":[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    if (!pieces) {
+      out += std::to_string(ids[i]);
+      continue;
+    }
+    out += "{\"id\":" + std::to_string(ids[i]) + ",\"piece\":";
+    out += dump_json(json(pieces->token_to_piece(ids[i], true)));
+    out += '}';
+  }
+  out += "]}";
+  return out;
+}
+
 Reply api_error_reply(const ApiError& e) {
   Reply r = json_reply(e.to_json(), e.status());
   if (e.status() == 429) r.headers.emplace_back("Retry-After", "1");
@@ -177,9 +209,9 @@ Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
 
 Reply OpenAiService::completions(const std::string& body) {
   return guarded("/v1/completions", [&]() -> Reply {
-    const json j = parse_body(body, model_, true);
+    const nlohmann::ordered_json j = parse_body(body, model_, true);
     CompletionRequest req = parse_completion_request(j, model_);
-    req.gen.grammar = parse_structured_output(body, j, model_);
+    req.gen.grammar = parse_structured_output(j, model_);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
     return respond(std::move(gen), req.gen, kCompletionShape);
   });
@@ -201,11 +233,10 @@ std::string OpenAiService::render_prompt(ChatRequest& req) const {
 
 Reply OpenAiService::chat_completions(const std::string& body) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
-    json j = parse_body(body, model_, true);
-    std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(body, j, model_);
+    nlohmann::ordered_json j = parse_body(body, model_, true);
+    std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(j, model_);
     ChatRequest req = parse_chat_request(std::move(j), model_);
     req.gen.grammar = std::move(grammar);
-    keep_schema_order(req, body);
     const std::string prompt_text = render_prompt(req);
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
@@ -236,7 +267,6 @@ Reply OpenAiService::chat_completions(const std::string& body) {
 Reply OpenAiService::apply_template(const std::string& body) {
   return guarded("/apply-template", [&]() -> Reply {
     ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
-    keep_schema_order(req, body);
     return json_reply({{"prompt", render_prompt(req)}});
   });
 }
@@ -313,7 +343,7 @@ Reply OpenAiService::model(const std::string& id) const {
 
 Reply OpenAiService::tokenize(const std::string& body) const {
   try {
-    const json j = parse_body(body, model_, false);
+    const nlohmann::ordered_json j = parse_body(body, model_, false);
     if (!j.contains("content") || !j.at("content").is_string()) bad_param("content", "is required (a string)");
     bool add_special = true, with_pieces = false;
     if (j.contains("add_special")) {
@@ -325,13 +355,9 @@ Reply OpenAiService::tokenize(const std::string& body) const {
       with_pieces = j.at("with_pieces").get<bool>();
     }
     const Tokenizer& tok = model_.tokenizer();
-    const auto ids = tok.encode(j.at("content").get<std::string>(), add_special, true);
-    json tokens = json::array();
-    for (int32_t id : ids) {
-      if (with_pieces) tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
-      else tokens.push_back(id);
-    }
-    return json_reply({{"tokens", tokens}});
+    const auto ids = tok.encode(j.at("content").get_ref<const std::string&>(), add_special, true);
+    check_token_count("content", ids.size(), model_.ctx_size());
+    return json_reply_text(tokens_json(ids, with_pieces ? &tok : nullptr));
   } catch (const ApiError& e) {
     return api_error_reply(e);
   }
@@ -339,11 +365,13 @@ Reply OpenAiService::tokenize(const std::string& body) const {
 
 Reply OpenAiService::detokenize(const std::string& body) const {
   try {
-    const json j = parse_body(body, model_, false);
+    const nlohmann::ordered_json j = parse_body(body, model_, false);
     if (!j.contains("tokens") || !j.at("tokens").is_array()) bad_param("tokens", "is required (an array of token ids)");
     const Tokenizer& tok = model_.tokenizer();
+    check_token_count("tokens", j.at("tokens").size(), model_.ctx_size());
     std::vector<int32_t> ids;
-    for (const json& x : j.at("tokens")) {
+    ids.reserve(j.at("tokens").size());
+    for (const nlohmann::ordered_json& x : j.at("tokens")) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= tok.n_vocab())
         bad_param("tokens", "token ids must be integers below " + std::to_string(tok.n_vocab()));
       ids.push_back(x.get<int32_t>());
