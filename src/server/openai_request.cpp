@@ -359,6 +359,16 @@ ToolsParams parse_tools(const ojson& j) {
 
 }  // namespace
 
+void check_prompt_bytes(size_t bytes, const ModelContext& m) {
+  const int64_t at_least = m.min_tokens(bytes);
+  if (at_least >= m.ctx_size())
+    throw ApiError(400,
+                   strfmt("the prompt is %zu bytes, at least %lld tokens, but the context holds %d (prompt plus at "
+                          "least one generated token)",
+                          bytes, static_cast<long long>(at_least), m.ctx_size()),
+                   "invalid_request_error", "messages", "context_length_exceeded");
+}
+
 const JsonLimits& request_json_limits() {
   static const JsonLimits limits{kMaxJsonDepth, size_t{64} << 20, kMaxJsonValues};
   return limits;
@@ -396,6 +406,7 @@ CompletionRequest parse_completion_request(const ojson& j, const ModelContext& m
     p = &(*p)[0];  // one prompt in a list
   const Tokenizer& tok = m.tokenizer();
   if (p->is_string()) {
+    check_prompt_bytes(p->get_ref<const std::string&>().size(), m);
     r.prompt = tok.encode(p->get_ref<const std::string&>(), true, true);  // as `sluice run` does: BOS, specials parsed
   } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
     for (const ojson& x : *p) {

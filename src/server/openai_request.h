@@ -93,6 +93,10 @@ const JsonLimits& request_json_limits();
 // another model). Every consumer of the request reads this value.
 nlohmann::ordered_json parse_body(const std::string& body, const ModelContext& m, bool need_model);
 
+// A prompt whose text alone makes at least the context's worth of tokens: 400
+// context_length_exceeded before it is tokenized (the engine's admission says the same after).
+void check_prompt_bytes(size_t bytes, const ModelContext& m);
+
 CompletionRequest parse_completion_request(const nlohmann::ordered_json& j, const ModelContext& m);
 ChatRequest parse_chat_request(nlohmann::ordered_json&& j, const ModelContext& m);
 

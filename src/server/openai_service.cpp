@@ -238,6 +238,7 @@ Reply OpenAiService::chat_completions(const std::string& body) {
     ChatRequest req = parse_chat_request(std::move(j), model_);
     req.gen.grammar = std::move(grammar);
     const std::string prompt_text = render_prompt(req);
+    check_prompt_bytes(prompt_text.size(), model_);
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
     const bool gemma4 = model_.arch() == chat::ChatArch::Gemma4;
@@ -355,7 +356,13 @@ Reply OpenAiService::tokenize(const std::string& body) const {
       with_pieces = j.at("with_pieces").get<bool>();
     }
     const Tokenizer& tok = model_.tokenizer();
-    const auto ids = tok.encode(j.at("content").get_ref<const std::string&>(), add_special, true);
+    const std::string& content = j.at("content").get_ref<const std::string&>();
+    if (model_.min_tokens(content.size()) > model_.ctx_size())
+      bad_param("content",
+                strfmt("%zu bytes make at least %lld tokens, over the limit of %d (the server's context "
+                       "size) a request may tokenize or detokenize",
+                       content.size(), static_cast<long long>(model_.min_tokens(content.size())), model_.ctx_size()));
+    const auto ids = tok.encode(content, add_special, true);
     check_token_count("content", ids.size(), model_.ctx_size());
     return json_reply_text(tokens_json(ids, with_pieces ? &tok : nullptr));
   } catch (const ApiError& e) {
