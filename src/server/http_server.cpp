@@ -163,6 +163,7 @@ std::string chunk(std::string_view bytes) {
 }
 
 constexpr size_t kTrimAfterBody = 1u << 20;
+constexpr const char* kBusy = "the server is busy: no room for this request's work; retry later";
 
 // ---- the worker pool ----------------------------------------------------------------------
 
@@ -437,6 +438,8 @@ void Conn::on_header() {
   if (!m.open && !srv_.opt.api_key.empty() && !key_matches(sv(req[http::field::authorization]), srv_.opt.api_key))
     return reject(401, "missing or wrong API key (Authorization: Bearer ...)", m.endpoint, clean);
   if (clean) return dispatch(m);
+  // A side route with no room is refused before its body is read (up to --max-body each).
+  if (m.side && srv_.side_running.load() >= srv_.opt.side_workers) return reject(429, kBusy, m.endpoint, false);
   if (boost::beast::iequals(req[http::field::expect], "100-continue")) push("HTTP/1.1 100 Continue\r\n\r\n", false);
   http::async_read(socket_, buf_, *parser_, [self = shared_from_this(), m](const error_code& ec, size_t) {
     if (ec) return self->fail_read(ec);
@@ -447,12 +450,15 @@ void Conn::on_header() {
 void Conn::reject(int status, const std::string& message, const char* endpoint, bool keep_alive) {
   srv_.metrics.count_request(endpoint, status);
   std::string type = status >= 500 ? "server_error" : "invalid_request_error";
+  if (status == 429) type = "rate_limit_error";
   if (status == 401) type = "authentication_error";
   if (status == 403) type = "permission_error";
   Exchange x;
   if (parser_ && parser_->is_header_done()) x.version = parser_->get().version();
   x.keep_alive = keep_alive && parser_ && parser_->get().keep_alive();
-  respond(OpenAiService::error_reply(status, message, type), x);
+  Reply r = OpenAiService::error_reply(status, message, type);
+  if (status == 429) r.headers.emplace_back("Retry-After", "1");
+  respond(std::move(r), x);
 }
 
 void Conn::dispatch(const RouteMatch& m) {
@@ -486,7 +492,7 @@ void Conn::dispatch(const RouteMatch& m) {
 
 void Conn::busy(const RouteMatch& m, const Exchange& x) {
   srv_.metrics.count_request(m.endpoint, 429);
-  Reply r = OpenAiService::error_reply(429, "the server is busy; try again shortly", "server_error");
+  Reply r = OpenAiService::error_reply(429, kBusy, "rate_limit_error");
   r.headers.emplace_back("Retry-After", "1");
   respond(std::move(r), x);
 }
@@ -578,12 +584,13 @@ void Conn::linger_close() {
 }
 
 void Conn::drain(size_t drained) {
-  constexpr size_t kMaxDrain = 4u << 20;
+  // Up to a whole body: a request refused before its body was read (429) still gets its answer read.
+  const size_t max_drain = std::max<size_t>(4u << 20, srv_.opt.max_body_bytes);
   constexpr size_t kDrainBuffer = 4096;
   if (!drain_) drain_ = std::make_unique<char[]>(kDrainBuffer);
   socket_.async_read_some(net::buffer(drain_.get(), kDrainBuffer),
-                          [self = shared_from_this(), drained](const error_code& ec, size_t n) {
-                            if (ec || drained + n > kMaxDrain) return self->close();
+                          [self = shared_from_this(), drained, max_drain](const error_code& ec, size_t n) {
+                            if (ec || drained + n > max_drain) return self->close();
                             self->drain(drained + n);
                           });
 }
@@ -787,7 +794,7 @@ bool HttpServer::serve() {
     std::lock_guard<std::mutex> lk(s.conns_mu);
     deadline = s.stop_deadline;
   }
-  if (deadline != std::chrono::steady_clock::time_point::max()) deadline += std::chrono::milliseconds(500);
+  if (deadline != std::chrono::steady_clock::time_point::max()) deadline += std::chrono::milliseconds(100);
   return s.pool.stop(deadline);
 }
 

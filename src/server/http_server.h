@@ -51,7 +51,7 @@ class HttpServer {
 
   bool bind();  // false: address in use or not valid
   int bound_port() const;
-  // Blocks until stop() has finished. False when a handler was still busy half a second past
+  // Blocks until stop() has finished. False when a handler was still busy 0.1 s past
   // the shutdown deadline: it was left running, and the caller should end the process.
   bool serve();
   void stop();  // safe from another thread (a signal thread)
