@@ -2,8 +2,6 @@
 // parser (an implementation we did not write); limits and depth are checked on texts far past
 // what a recursive reader or converter survives.
 #include <gtest/gtest.h>
-#include <pthread.h>
-
 #include <chrono>
 #include <functional>
 #include <iterator>
@@ -11,6 +9,7 @@
 #include <string>
 
 #include "base/json_read.h"
+#include "unit/small_stack.h"
 
 namespace sluice {
 namespace {
@@ -19,22 +18,6 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 std::string nested(size_t depth) { return "{\"a\":" + std::string(depth, '[') + std::string(depth, ']') + "}"; }
-
-// Runs fn on a thread with a small stack (a worker's stack, scaled down so that the depth
-// that overflows it is cheap to build).
-void on_small_stack(size_t bytes, const std::function<void()>& fn) {
-  pthread_attr_t attr;
-  pthread_attr_init(&attr);
-  pthread_attr_setstacksize(&attr, bytes);
-  pthread_t t;
-  auto call = [](void* p) -> void* {
-    (*static_cast<const std::function<void()>*>(p))();
-    return nullptr;
-  };
-  ASSERT_EQ(pthread_create(&t, &attr, call, const_cast<std::function<void()>*>(&fn)), 0);
-  pthread_join(t, nullptr);
-  pthread_attr_destroy(&attr);
-}
 
 // A random JSON text with duplicate keys, nesting, every scalar kind.
 std::string random_json(std::mt19937& rng, int depth) {
@@ -153,12 +136,12 @@ TEST(JsonReadDeathTest, NlohmannsConversionOverflowsTheStackWhereConvertJsonDoes
   EXPECT_DEATH(
       {
         const json deep = json::parse(nested(100'000));  // its parser and destructor do not recurse
-        on_small_stack(256 << 10, [&] { ordered_json o(deep); });
+        test_util::on_small_stack(256 << 10, [&] { ordered_json o(deep); });
       },
       "");
   const json deep = json::parse(nested(100'000));
   size_t depth = 0;
-  on_small_stack(256 << 10, [&] {
+  test_util::on_small_stack(256 << 10, [&] {
     const ordered_json o = convert_json<ordered_json>(deep);
     const json back = convert_json<json>(o);
     for (const json* p = &back; p->is_structured() && !p->empty(); ++depth)  // == recurses: walk instead
