@@ -277,7 +277,6 @@ struct HttpServer::Impl {
   std::unordered_map<const Conn*, Held> conns;
   size_t n_counted = 0;                                // connections admitted and open
   std::unordered_map<std::string, size_t> per_client;  // the same, by peer address
-  std::atomic<int> side_running{0};                    // tokenize, detokenize, apply-template at work
   std::chrono::steady_clock::time_point stop_deadline = std::chrono::steady_clock::time_point::max();
   WorkerPool pool;
   std::optional<UiAssets> ui;  // the chat page's files; empty with --no-ui
@@ -439,7 +438,8 @@ void Conn::on_header() {
     return reject(401, "missing or wrong API key (Authorization: Bearer ...)", m.endpoint, clean);
   if (clean) return dispatch(m);
   // A side route with no room is refused before its body is read (up to --max-body each).
-  if (m.side && srv_.side_running.load() >= srv_.opt.side_workers) return reject(429, kBusy, m.endpoint, false);
+  if (m.side && srv_.metrics.side_running().load() >= srv_.opt.side_workers)
+    return reject(429, kBusy, m.endpoint, false);
   if (boost::beast::iequals(req[http::field::expect], "100-continue")) push("HTTP/1.1 100 Continue\r\n\r\n", false);
   http::async_read(socket_, buf_, *parser_, [self = shared_from_this(), m](const error_code& ec, size_t) {
     if (ec) return self->fail_read(ec);
@@ -472,20 +472,20 @@ void Conn::dispatch(const RouteMatch& m) {
   // never holds the ones the engine's requests need; past that, and past a full pool queue,
   // the answer is 429 at once instead of a wait with the body held.
   const bool side = m.side;
-  if (side && srv_.side_running.fetch_add(1) >= srv_.opt.side_workers) {
-    srv_.side_running.fetch_sub(1);
+  if (side && srv_.metrics.side_running().fetch_add(1) >= srv_.opt.side_workers) {
+    srv_.metrics.side_running().fetch_sub(1);
     return busy(m, x);
   }
   const bool queued = srv_.pool.submit([self = shared_from_this(), req, m, x, side] {
     Reply r = self->srv_.call(m, *req);
-    if (side) self->srv_.side_running.fetch_sub(1);
+    if (side) self->srv_.metrics.side_running().fetch_sub(1);
     // A large body's values were many small blocks on this worker's malloc arena: give the
     // freed pages back, or the process keeps its peak size after the request.
     if (req->body().size() >= kTrimAfterBody) malloc_trim(0);
     self->respond(std::move(r), x);
   });
   if (!queued) {
-    if (side) srv_.side_running.fetch_sub(1);
+    if (side) srv_.metrics.side_running().fetch_sub(1);
     busy(m, x);
   }
 }

@@ -245,8 +245,10 @@ def test_side_routes_past_their_share_get_429_and_chat_still_answers(server):
     assert chat.status_code == 200, chat.text
     assert codes.count(429) > 0 and set(codes) <= {200, 400, 429}, codes
     assert chat_s < 10, chat_s
-    counted = re.search(r'sluice_requests_total\{endpoint="/tokenize",status="429"\} (\d+)', server.get("/metrics"))
+    metrics = server.get("/metrics")
+    counted = re.search(r'sluice_requests_total\{endpoint="/tokenize",status="429"\} (\d+)', metrics)
     assert counted and int(counted.group(1)) >= codes.count(429)
+    assert re.search(r"^sluice_side_requests_running 0$", metrics, re.M), metrics   # the load gauge, idle again
 
 
 # ---- D22: one client cannot take the whole connection cap ------------------------------------
