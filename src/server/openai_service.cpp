@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "grammar/compiled.h"
 #include "server/api_error.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
@@ -23,6 +24,15 @@ Reply json_reply(const json& j, int status = 200) {
   r.status = status;
   r.body = dump_json(j);
   return r;
+}
+
+// A fresh grammar's deferred positions are analysed here, on the request's worker, before the
+// request reaches the engine: the engine's step, which every stream waits for, then meets few
+// positions to analyse first. Past the budget the rest is left to first use as before.
+constexpr double kGrammarWarmMs = 1000;
+
+void warm(const std::shared_ptr<const grammar::CompiledGrammar>& g) {
+  if (g) g->warm(kGrammarWarmMs);
 }
 
 Reply json_reply_text(std::string body) {
@@ -212,6 +222,7 @@ Reply OpenAiService::completions(const std::string& body) {
     const nlohmann::ordered_json j = parse_body(body, model_, true);
     CompletionRequest req = parse_completion_request(j, model_);
     req.gen.grammar = parse_structured_output(j, model_);
+    warm(req.gen.grammar);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
     return respond(std::move(gen), req.gen, kCompletionShape);
   });
@@ -260,6 +271,8 @@ Reply OpenAiService::chat_completions(const std::string& body) {
           "tools: an enforced tool call (required, named or a strict tool) cannot be combined with response_format, "
           "json_schema or grammar (one constraint per request)",
           "invalid_request_error", "tool_choice");
+    warm(req.gen.grammar);
+    warm(tools.constraint.grammar);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, gemma4, tools);
     return respond(std::move(gen), req.gen, kChatShape);
   });
