@@ -287,7 +287,10 @@ def test_sigterm_with_a_busy_handler_exits_within_the_shutdown_timeout(sluice_bi
     body = json.dumps({"content": "a b " * (MIB8 // 4 - 100)}).encode()
     for _ in range(2):
         threading.Thread(target=lambda: _quiet_post(s, "/tokenize", body), daemon=True).start()
-    time.sleep(0.5)
+    for _ in range(200):   # until a handler is at work (the bodies take a moment to arrive)
+        if s.metric("sluice_side_requests_running"):
+            break
+        time.sleep(0.02)
     t0 = time.monotonic()
     s.proc.send_signal(signal.SIGTERM)
     s.proc.wait(30)
