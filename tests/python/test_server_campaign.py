@@ -281,31 +281,33 @@ def test_one_client_with_every_idle_socket_leaves_others_answered(sluice_bin):
 # ---- D23: SIGTERM ends busy handlers at the deadline ------------------------------------------
 
 def test_sigterm_with_a_busy_handler_exits_within_the_shutdown_timeout(sluice_bin):
-    # A context large enough that 8 MiB of text is tokenized (~2 s on the tiny vocabulary)
-    # before its count is refused: two such handlers are busy when SIGTERM comes.
-    s = Server(sluice_bin, TINY, "-c", 1 << 20, "--shutdown-timeout", 0)
-    body = json.dumps({"content": "a b " * (MIB8 // 4 - 100)}).encode()
-    for _ in range(2):
-        threading.Thread(target=lambda: _quiet_post(s, "/tokenize", body), daemon=True).start()
-    for _ in range(200):   # until a handler is at work (the bodies take a moment to arrive)
-        if s.metric("sluice_side_requests_running"):
-            break
-        time.sleep(0.02)
+    # A 60 MiB template render (330,000 messages: parsing and rendering take seconds) is at work
+    # when SIGTERM comes. The whole body is sent first: the side-route count moves at the
+    # headers, before the handler runs. The deadline is the drain (0 s here), the HTTP flush
+    # (0.5 s), then 0.1 s for handlers.
+    s = Server(sluice_bin, TINY, "-c", 4096, "--shutdown-timeout", 0, "--max-body", "64M")
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": "a b c " * 25} for i in range(330_000)]
+    body = json.dumps({"messages": msgs}).encode()
+    sent = threading.Event()
+    sock = socket.create_connection(("127.0.0.1", s.port), timeout=30)
+
+    def send():
+        sock.sendall(f"POST /apply-template HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                     f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
+        sent.set()
+
+    threading.Thread(target=send, daemon=True).start()
+    assert sent.wait(30)
+    time.sleep(0.2)   # the last bytes leave the socket buffers; the handler is parsing
     t0 = time.monotonic()
     s.proc.send_signal(signal.SIGTERM)
     s.proc.wait(30)
     took = time.monotonic() - t0
+    sock.close()
     rc, log = s.stop()
     assert took <= 0 + 1, (took, log[-2000:])
     assert rc == 0, log[-2000:]
     assert "handler still busy" in log, log[-2000:]   # the deadline, not the work, ended them
-
-
-def _quiet_post(server, path, body):
-    try:
-        post(server, path, body, timeout=60)
-    except httpx.HTTPError:
-        pass
 
 
 # ---- D25: errors before the body are counted under their route -------------------------------
