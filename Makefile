@@ -167,12 +167,12 @@ build-tsan:
 	cmake -S . -B $(BUILD)-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSLUICE_SANITIZE=thread
 	cmake --build $(BUILD)-tsan -j $(JOBS) --target $(TSAN_TARGETS)
 
-# The tiny-model server tests (API, soak, hostile-client defects, hostile clients) against the ASan
+# The tiny-model server tests (API, soak, hostile-client defects, hostile clients, the issue-41 campaign) against the ASan
 # build: every server they start must exit 0 on SIGTERM with no LeakSanitizer report (tests/python/server_util.py).
 test-server-asan: build-asan venv fixtures
 	$(TIMED) test-server-asan env SLUICE_BUILD_DIR=$(abspath $(BUILD)-asan) SLUICE_ASAN=1 \
 	  $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py \
-	  tests/python/test_server_defects.py tests/python/test_server_hostile.py
+	  tests/python/test_server_defects.py tests/python/test_server_hostile.py tests/python/test_server_campaign.py
 
 # libFuzzer on the GGUF reader and on the image decoders, FUZZ_SECONDS each, seeded with the
 # malformed GGUF corpus and the golden image files.

@@ -11,6 +11,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <malloc.h>
 #include <pthread.h>
 #include <csignal>
 #include <cstdio>
@@ -136,6 +137,10 @@ void add_http_flags(CLI::App* cmd, const std::shared_ptr<ServeArgs>& a) {
   cmd->add_option("--max-connections", a->http.max_connections, "open connections; more are answered 503 and closed")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-connections-per-client", a->http.max_connections_per_client,
+                  "open connections one client address may hold (0: 3/4 of --max-connections)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--max-body", a->max_body, "largest request body (e.g. 8M; more is 413)")->capture_default_str();
   cmd->add_option("--shutdown-timeout", a->http.shutdown_timeout_s,
                   "seconds SIGTERM waits for streams before closing them")
@@ -162,6 +167,10 @@ CommandFn add_serve_command(CLI::App& app) {
     sigaddset(&sigs, SIGINT);
     pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     std::signal(SIGPIPE, SIG_IGN);  // a vanished client is a failed write, not a dead server
+    // Request-sized buffers (bodies, replies, token lists) are mapped and unmapped whole:
+    // glibc's default threshold rises to the largest block freed so far, after which an 8 MiB
+    // request's buffers stay in the heap and the process keeps its peak size.
+    mallopt(M_MMAP_THRESHOLD, 1 << 20);
 
     if (a->parallel < 1) fail("--parallel must be at least 1");
     if (a->max_queue < 0) fail("--max-queue must be >= 0");
@@ -189,7 +198,7 @@ CommandFn add_serve_command(CLI::App& app) {
     server::HttpOptions ho = a->http;
     ho.workers = a->parallel + a->max_queue + 4;  // every request the engine may hold, plus tokenize/detokenize
     ho.max_body_bytes = parse_bytes(a->max_body, "--max-body");
-    ho.shutdown_timeout_s = kHttpFlushSeconds;  // after the drain (which spends --shutdown-timeout)
+    ho.shutdown_timeout_ms = kHttpFlushMs;  // after the drain (which spends --shutdown-timeout)
     raise_fd_limit();
     server::HttpServer http(service, metrics, ho);
     if (!http.bind()) fail("cannot listen on %s:%d", ho.host.c_str(), ho.port);
@@ -212,10 +221,15 @@ CommandFn add_serve_command(CLI::App& app) {
       std::fprintf(stderr, "sluice serve: listening on http://%s:%d\n", ho.host.c_str(), http.bound_port());
       std::fflush(stderr);
     });
-    http.serve();
+    const bool handlers_done = http.serve();
     pthread_kill(signals.native_handle(), SIGTERM);  // serve() ended on its own: wake the signal thread
     signals.join();
     engine.shutdown();
+    if (!handlers_done) {  // a handler still busy past the shutdown deadline: the deadline is hard
+      std::fprintf(stderr, "sluice serve: stopped with a request handler still busy past --shutdown-timeout\n");
+      std::fflush(stderr);
+      std::_Exit(0);
+    }
     warm.join();
     std::fprintf(stderr, "sluice serve: stopped\n");
     return 0;

@@ -58,10 +58,12 @@ std::unique_ptr<server::AgentCheckServer> start_agent(const DeployOptions& o, co
                                                       server::Lifecycle& life, api::Engine& engine);
 
 // The HTTP server's own closing window once the engine has stopped: the ended streams write
-// their final error event, and a connection still busy after it is closed. The requests' own
-// time is --shutdown-timeout, spent by drain_and_stop before the engine stops; with a window of
-// 0 here a `--shutdown-timeout 0` drain would cut those last events off.
-inline constexpr int kHttpFlushSeconds = 2;
+// their final error event (milliseconds), and a connection still busy after it is closed. The
+// requests' own time is --shutdown-timeout, spent by drain_and_stop before the engine stops; with
+// a window of 0 here a `--shutdown-timeout 0` drain would cut those last events off. Short, since
+// the process exits within --drain-delay + --shutdown-timeout + 1 s: this window, then 0.1 s for
+// handlers, after which one still busy (a long tokenize) is not waited for.
+inline constexpr int kHttpFlushMs = 500;
 
 // After the first SIGTERM/SIGINT: readiness 503 and agent "drain" at once; new generation
 // requests still admitted for --drain-delay s (a second signal ends the wait), then refused with

@@ -92,6 +92,17 @@ void CompiledGrammar::analyse_deferred(size_t index) const {
   if (--pending_ == 0) release_workspace();
 }
 
+bool CompiledGrammar::warm(double budget_ms) const {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < mask_pos_.size(); ++i) {
+    if (ready_[i].load(std::memory_order_acquire)) continue;
+    if (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() >= budget_ms)
+      return false;
+    analyse_deferred(i);
+  }
+  return true;
+}
+
 size_t CompiledGrammar::analysed() const {
   std::lock_guard lock(mu_);
   return masks_.size() - pending_;

@@ -74,6 +74,11 @@ class CompiledGrammar {
   }
   // Positions analysed so far (compile plus first uses).
   size_t analysed() const;
+  // Analyses positions the compile deferred, for up to `budget_ms`, on the calling thread: a
+  // request's worker does this before the request reaches the engine, so the engine's step
+  // (which every stream waits for) meets few positions it must analyse first. Thread-safe;
+  // true when none is left.
+  bool warm(double budget_ms) const;
   // Bits of every token that has bytes (the base of a complement-form position mask).
   const std::vector<uint64_t>& byte_tokens() const { return byte_tokens_; }
 

@@ -144,8 +144,12 @@ class GbnfParser {
       return any_char(ByteSet{});
     }
     if (c == '(') {
+      // The parser, the expression tree and its lowering recurse once per group level.
+      if (++depth_ > kMaxGroupDepth)
+        error(("groups nested deeper than " + std::to_string(kMaxGroupDepth) + " levels").c_str());
       ++i_;
       Expr e = alternation();
+      --depth_;
       skip();
       if (i_ >= t_.size() || t_[i_] != ')') error("expected ')'");
       ++i_;
@@ -269,8 +273,10 @@ class GbnfParser {
     return bytes(s);
   }
 
+  static constexpr int kMaxGroupDepth = 128;
   std::string_view t_;
   size_t i_ = 0;
+  int depth_ = 0;
   GrammarBuilder b_;
   std::unordered_map<std::string, uint32_t> rules_;
 };

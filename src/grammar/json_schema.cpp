@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string_view>
+#include <unordered_map>
 
 #include "base/error.h"
+#include "base/json_read.h"
 #include "grammar/json_schema_impl.h"
 
 namespace sluice::grammar {
@@ -335,9 +338,25 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
   if (s.contains("required") && !s["required"].is_array())
     fail("json schema: 'required' at %s must be an array", path.c_str());
   std::vector<std::string> names;
-  if (s.contains("properties"))
+  if (s.contains("properties")) {
+    // Each property takes a rule of its own: a count over the limit fails before any is built.
+    if (s["properties"].size() > opts_.limits.max_rules)
+      fail("grammar: more than %zu rules (limit max_rules)", opts_.limits.max_rules);
     for (const auto& [name, ps] : s["properties"].items()) names.push_back(name);
+  }
   std::vector<bool> required(names.size(), false);
+  // A name's place in `names`: a linear search per name would be quadratic in the member count.
+  std::unordered_map<std::string, size_t> position;
+  for (size_t i = 0; i < names.size(); ++i) position.emplace(names[i], i);
+  const auto add_name = [&](const std::string& n, bool req) {
+    const auto [it, fresh] = position.emplace(n, names.size());
+    if (fresh) {
+      names.push_back(n);
+      required.push_back(req);
+    } else if (req) {
+      required[it->second] = true;
+    }
+  };
   // dependentRequired names take part in the member order like properties (optional ones).
   const Json dependent = s.value("dependentRequired", Json::object());
   if (!dependent.is_object()) fail("json schema: 'dependentRequired' at %s must be an object", path.c_str());
@@ -346,20 +365,11 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
     Json all = deps;
     all.push_back(trigger);
     for (const Json& d : all)
-      if (d.is_string() && std::find(names.begin(), names.end(), d.get<std::string>()) == names.end()) {
-        names.push_back(d.get<std::string>());
-        required.push_back(false);
-      }
+      if (d.is_string()) add_name(d.get<std::string>(), false);
   }
   for (const Json& r : s.value("required", Json::array())) {
     if (!r.is_string()) fail("json schema: 'required' at %s must list strings", path.c_str());
-    auto it = std::find(names.begin(), names.end(), r.get<std::string>());
-    if (it == names.end()) {
-      names.push_back(r.get<std::string>());
-      required.push_back(true);
-    } else {
-      required[it - names.begin()] = true;
-    }
+    add_name(r.get<std::string>(), true);
   }
   std::vector<std::optional<Expr>> members;  // nullopt: the name may not appear (schema false)
   for (size_t i = 0; i < names.size(); ++i) {
@@ -378,9 +388,9 @@ Expr SchemaCompiler::object_expr(const Json& s, const std::string& path) {
   }
   std::vector<std::vector<size_t>> deps(names.size());
   for (const auto& [trigger, list] : dependent.items()) {
-    const size_t t = std::find(names.begin(), names.end(), trigger) - names.begin();
+    const size_t t = position.at(trigger);
     for (const Json& d : list)
-      if (d.is_string()) deps[t].push_back(std::find(names.begin(), names.end(), d.get<std::string>()) - names.begin());
+      if (d.is_string()) deps[t].push_back(position.at(d.get<std::string>()));
   }
   std::optional<Expr> extra = extra_members(s, path);
   if (extra) extra = ref(b_.add("extra", *extra));
@@ -646,17 +656,21 @@ Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions&
          opts.limits.max_schema_bytes);
   nlohmann::ordered_json schema;
   try {
-    schema = nlohmann::ordered_json::parse(text);
-  } catch (const std::exception& e) {
-    fail("json schema: not valid JSON (%s)", e.what());
+    schema = read_json<nlohmann::ordered_json>(text, JsonLimits{}, "the schema");
+  } catch (const JsonReadError& e) {
+    fail("json schema: %s", e.what());
   }
   return json_schema_grammar(schema, opts);
 }
 
 std::string json_schema_cache_key(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
+  std::string text = schema.dump();
+  if (text.size() > opts.limits.max_schema_bytes)
+    fail("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", text.size(),
+         opts.limits.max_schema_bytes);
   return strfmt("json:%d:%d:%d:%d:", static_cast<int>(opts.syntax), opts.any_whitespace ? 1 : 0,
                 opts.native_quote_token, opts.lenient ? 1 : 0) +
-         schema.dump();
+         text;
 }
 
 }  // namespace sluice::grammar

@@ -1,5 +1,6 @@
 #include "server/http_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -15,6 +16,8 @@
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include <malloc.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -91,33 +94,51 @@ std::string chunk(std::string_view bytes) {
   return out;
 }
 
+constexpr size_t kTrimAfterBody = 1u << 20;
+constexpr const char* kBusy = "the server is busy: no room for this request's work; retry later";
+
 // ---- the worker pool ----------------------------------------------------------------------
 
 class WorkerPool {
  public:
-  explicit WorkerPool(int n) {
+  // At most `max_waiting` tasks wait for a worker; more are refused (submit returns false).
+  WorkerPool(int n, size_t max_waiting) : max_waiting_(max_waiting) {
     for (int i = 0; i < n; ++i) threads_.emplace_back([this] { loop(); });
   }
-  ~WorkerPool() { stop(); }
+  ~WorkerPool() {
+    if (abandoned_) {  // stop() gave up on a busy handler: its thread cannot be joined
+      for (auto& t : threads_) t.detach();
+      return;
+    }
+    stop(std::chrono::steady_clock::time_point::max());
+  }
 
-  void submit(std::function<void()> task) {
+  bool submit(std::function<void()> task) {
     {
       std::lock_guard<std::mutex> lk(mu_);
+      if (stop_ || tasks_.size() >= max_waiting_) return false;
       tasks_.push_back(std::move(task));
     }
     cv_.notify_one();
+    return true;
   }
 
-  // Tasks not started yet are dropped (their connections are closed by then); running ones finish.
-  void stop() {
-    {
-      std::lock_guard<std::mutex> lk(mu_);
-      stop_ = true;
-      tasks_.clear();
-    }
+  // Tasks not started yet are dropped (their connections are closed by then). Running ones
+  // get until `deadline`: true once every worker has returned, false when some handler is
+  // still busy then (its thread is left running; the caller ends the process).
+  bool stop(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lk(mu_);
+    stop_ = true;
+    tasks_.clear();
     cv_.notify_all();
+    if (!idle_.wait_until(lk, deadline, [&] { return busy_ == 0; })) {
+      abandoned_ = true;
+      return false;
+    }
+    lk.unlock();
     for (auto& t : threads_)
       if (t.joinable()) t.join();
+    return true;
   }
 
  private:
@@ -130,16 +151,22 @@ class WorkerPool {
         if (stop_) return;
         task = std::move(tasks_.front());
         tasks_.pop_front();
+        ++busy_;
       }
       task();
+      std::lock_guard<std::mutex> lk(mu_);
+      --busy_;
+      if (busy_ == 0) idle_.notify_all();
     }
   }
 
+  const size_t max_waiting_;
   std::mutex mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, idle_;
   std::deque<std::function<void()>> tasks_;
   std::vector<std::thread> threads_;
-  bool stop_ = false;
+  int busy_ = 0;
+  bool stop_ = false, abandoned_ = false;
 };
 
 class Conn;
@@ -149,7 +176,8 @@ class Conn;
 // ---- the server ---------------------------------------------------------------------------
 
 struct HttpServer::Impl {
-  Impl(OpenAiService& s, Metrics& m, const HttpOptions& o) : svc(s), metrics(m), opt(o), pool(o.workers) {
+  Impl(OpenAiService& s, Metrics& m, const HttpOptions& o)
+      : svc(s), metrics(m), opt(o), pool(o.workers, static_cast<size_t>(o.workers)) {
     if (o.ui) ui.emplace();
   }
 
@@ -157,8 +185,9 @@ struct HttpServer::Impl {
   void on_accept(const error_code& ec, tcp::socket sock);
   void begin_stop();
   void poll_stop(std::chrono::steady_clock::time_point deadline);
-  void add(const std::shared_ptr<Conn>& c);
+  bool add(const std::shared_ptr<Conn>& c, const std::string& client);  // false: over a cap
   void forget(const Conn* c);
+  size_t client_share() const;
   template <class Fn>
   void each_conn(Fn&& fn);
   Reply call(const RouteMatch& m, const http::request<http::string_body>& req);  // never throws
@@ -172,7 +201,15 @@ struct HttpServer::Impl {
   net::steady_timer retry_timer{ioc}, stop_timer{ioc};
   std::atomic<bool> stopping{false};
   std::mutex conns_mu;
-  std::unordered_map<const Conn*, std::weak_ptr<Conn>> conns;
+  struct Held {
+    std::weak_ptr<Conn> conn;
+    std::string client;  // the peer's address
+    bool counted;        // false: refused (503, closing), not held against the caps
+  };
+  std::unordered_map<const Conn*, Held> conns;
+  size_t n_counted = 0;                                // connections admitted and open
+  std::unordered_map<std::string, size_t> per_client;  // the same, by peer address
+  std::chrono::steady_clock::time_point stop_deadline = std::chrono::steady_clock::time_point::max();
   WorkerPool pool;
   std::optional<UiAssets> ui;  // the chat page's files; empty with --no-ui
   int port = -1;
@@ -221,7 +258,8 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void fail_read(const error_code& ec);
   void reject(int status, const std::string& message, const char* endpoint, bool keep_alive);
   void dispatch(const RouteMatch& m);
-  void respond(Reply r, const Exchange& x);  // any thread; may block while a stream runs
+  void busy(const RouteMatch& m, const Exchange& x);  // 429: no room for the request's work
+  void respond(Reply r, const Exchange& x);           // any thread; may block while a stream runs
   bool push(std::string bytes, bool wait_for_room);
   void write_some();
   void finish(bool keep_alive);
@@ -287,7 +325,7 @@ void Conn::read_header() {
 void Conn::fail_read(const error_code& ec) {
   const bool started = parser_ && parser_->got_some();
   const char* endpoint = "unmatched";
-  if (started && parser_->is_header_done()) {
+  if (started && !parser_->get().target().empty()) {  // the request line was read
     const std::string_view target = sv(parser_->get().target());
     endpoint = match_route(target.substr(0, target.find('?')), srv_.opt.ui).endpoint;
   }
@@ -331,6 +369,9 @@ void Conn::on_header() {
   if (!m.open && !srv_.opt.api_key.empty() && !key_matches(sv(req[http::field::authorization]), srv_.opt.api_key))
     return reject(401, "missing or wrong API key (Authorization: Bearer ...)", m.endpoint, clean);
   if (clean) return dispatch(m);
+  // A side route with no room is refused before its body is read (up to --max-body each).
+  if (m.side && srv_.metrics.side_running().load() >= srv_.opt.side_workers)
+    return reject(429, kBusy, m.endpoint, false);
   if (boost::beast::iequals(req[http::field::expect], "100-continue")) push("HTTP/1.1 100 Continue\r\n\r\n", false);
   http::async_read(socket_, buf_, *parser_, [self = shared_from_this(), m](const error_code& ec, size_t) {
     if (ec) return self->fail_read(ec);
@@ -341,12 +382,15 @@ void Conn::on_header() {
 void Conn::reject(int status, const std::string& message, const char* endpoint, bool keep_alive) {
   srv_.metrics.count_request(endpoint, status);
   std::string type = status >= 500 ? "server_error" : "invalid_request_error";
+  if (status == 429) type = "rate_limit_error";
   if (status == 401) type = "authentication_error";
   if (status == 403) type = "permission_error";
   Exchange x;
   if (parser_ && parser_->is_header_done()) x.version = parser_->get().version();
   x.keep_alive = keep_alive && parser_ && parser_->get().keep_alive();
-  respond(OpenAiService::error_reply(status, message, type), x);
+  Reply r = OpenAiService::error_reply(status, message, type);
+  if (status == 429) r.headers.emplace_back("Retry-After", "1");
+  respond(std::move(r), x);
 }
 
 void Conn::dispatch(const RouteMatch& m) {
@@ -356,7 +400,33 @@ void Conn::dispatch(const RouteMatch& m) {
   parser_.reset();
   const Exchange x{req->version(), req->keep_alive(), req->method() == http::verb::head};
   if (!m.blocking) return respond(srv_.call(m, *req), x);
-  srv_.pool.submit([self = shared_from_this(), req, m, x] { self->respond(self->srv_.call(m, *req), x); });
+  // Work outside the engine (tokenize, templates) takes at most side_workers workers, so it
+  // never holds the ones the engine's requests need; past that, and past a full pool queue,
+  // the answer is 429 at once instead of a wait with the body held.
+  const bool side = m.side;
+  if (side && srv_.metrics.side_running().fetch_add(1) >= srv_.opt.side_workers) {
+    srv_.metrics.side_running().fetch_sub(1);
+    return busy(m, x);
+  }
+  const bool queued = srv_.pool.submit([self = shared_from_this(), req, m, x, side] {
+    Reply r = self->srv_.call(m, *req);
+    if (side) self->srv_.metrics.side_running().fetch_sub(1);
+    // A large body's values were many small blocks on this worker's malloc arena: give the
+    // freed pages back, or the process keeps its peak size after the request.
+    if (req->body().size() >= kTrimAfterBody) malloc_trim(0);
+    self->respond(std::move(r), x);
+  });
+  if (!queued) {
+    if (side) srv_.metrics.side_running().fetch_sub(1);
+    busy(m, x);
+  }
+}
+
+void Conn::busy(const RouteMatch& m, const Exchange& x) {
+  srv_.metrics.count_request(m.endpoint, 429);
+  Reply r = OpenAiService::error_reply(429, kBusy, "rate_limit_error");
+  r.headers.emplace_back("Retry-After", "1");
+  respond(std::move(r), x);
 }
 
 void Conn::respond(Reply r, const Exchange& x) {
@@ -446,18 +516,20 @@ void Conn::linger_close() {
 }
 
 void Conn::drain(size_t drained) {
-  constexpr size_t kMaxDrain = 4u << 20;
+  // Up to a whole body: a request refused before its body was read (429) still gets its answer read.
+  const size_t max_drain = std::max<size_t>(4u << 20, srv_.opt.max_body_bytes);
   constexpr size_t kDrainBuffer = 4096;
   if (!drain_) drain_ = std::make_unique<char[]>(kDrainBuffer);
   socket_.async_read_some(net::buffer(drain_.get(), kDrainBuffer),
-                          [self = shared_from_this(), drained](const error_code& ec, size_t n) {
-                            if (ec || drained + n > kMaxDrain) return self->close();
+                          [self = shared_from_this(), drained, max_drain](const error_code& ec, size_t n) {
+                            if (ec || drained + n > max_drain) return self->close();
                             self->drain(drained + n);
                           });
 }
 
 void Conn::refuse() {
   phase_ = Phase::kBusy;
+  srv_.metrics.count_request("unmatched", 503);  // refused before a request line was read
   respond(OpenAiService::error_reply(503, "too many connections; try again later", "server_error"),
           Exchange{11, false, false});
 }
@@ -524,14 +596,35 @@ Reply HttpServer::Impl::route(const RouteMatch& m, const http::request<http::str
   return r;
 }
 
-void HttpServer::Impl::add(const std::shared_ptr<Conn>& c) {
+size_t HttpServer::Impl::client_share() const {
+  if (opt.max_connections_per_client > 0) return static_cast<size_t>(opt.max_connections_per_client);
+  return std::max<size_t>(1, static_cast<size_t>(opt.max_connections) * 3 / 4);
+}
+
+bool HttpServer::Impl::add(const std::shared_ptr<Conn>& c, const std::string& client) {
   std::lock_guard<std::mutex> lk(conns_mu);
-  conns.emplace(c.get(), c);
+  auto pc = per_client.try_emplace(client, 0).first;
+  const bool admit = n_counted < static_cast<size_t>(opt.max_connections) && pc->second < client_share();
+  conns.emplace(c.get(), Held{c, client, admit});
+  if (admit) {
+    ++n_counted;
+    ++pc->second;
+  } else if (pc->second == 0) {
+    per_client.erase(pc);
+  }
+  return admit;
 }
 
 void HttpServer::Impl::forget(const Conn* c) {
   std::lock_guard<std::mutex> lk(conns_mu);
-  conns.erase(c);
+  auto it = conns.find(c);
+  if (it == conns.end()) return;
+  if (it->second.counted) {
+    --n_counted;
+    auto pc = per_client.find(it->second.client);
+    if (pc != per_client.end() && --pc->second == 0) per_client.erase(pc);
+  }
+  conns.erase(it);
 }
 
 template <class Fn>
@@ -539,8 +632,8 @@ void HttpServer::Impl::each_conn(Fn&& fn) {
   std::vector<std::shared_ptr<Conn>> live;
   {
     std::lock_guard<std::mutex> lk(conns_mu);
-    for (auto& [p, w] : conns)
-      if (auto c = w.lock()) live.push_back(std::move(c));
+    for (auto& [p, h] : conns)
+      if (auto c = h.conn.lock()) live.push_back(std::move(c));
   }
   for (auto& c : live) c->on_strand(fn);
 }
@@ -562,27 +655,31 @@ void HttpServer::Impl::on_accept(const error_code& ec, tcp::socket sock) {
   }
   error_code ig;
   sock.set_option(tcp::no_delay(true), ig);
-  size_t n = 0;
-  {
-    std::lock_guard<std::mutex> lk(conns_mu);
-    n = conns.size();
-  }
+  const auto peer = sock.remote_endpoint(ig);
+  const std::string client = ig ? std::string() : peer.address().to_string();
   auto c = std::make_shared<Conn>(std::move(sock), *this);
-  add(c);
-  if (n >= static_cast<size_t>(opt.max_connections)) c->on_strand([](Conn& x) { x.refuse(); });
-  else c->on_strand([](Conn& x) { x.start(); });
+  // One client (address) holds at most its share of the cap: the rest stays open to others.
+  if (add(c, client)) c->on_strand([](Conn& x) { x.start(); });
+  else c->on_strand([](Conn& x) { x.refuse(); });
   accept();
 }
 
 // Stop accepting, close every connection that is not answering a request, and give the rest
-// shutdown_timeout_s to finish (streams end with the engine's error event) before closing them.
+// shutdown_timeout_s (or _ms) to finish (streams end with the engine's error event) before closing them.
 void HttpServer::Impl::begin_stop() {
   if (stopping.exchange(true)) return;
   error_code ig;
   acceptor.close(ig);
   retry_timer.cancel();
   each_conn([](Conn& c) { c.soft_stop(); });
-  poll_stop(std::chrono::steady_clock::now() + std::chrono::seconds(opt.shutdown_timeout_s));
+  const auto window = opt.shutdown_timeout_ms >= 0 ? std::chrono::milliseconds(opt.shutdown_timeout_ms)
+                                                   : std::chrono::milliseconds(opt.shutdown_timeout_s * 1000);
+  const auto deadline = std::chrono::steady_clock::now() + window;
+  {
+    std::lock_guard<std::mutex> lk(conns_mu);
+    stop_deadline = deadline;
+  }
+  poll_stop(deadline);
 }
 
 void HttpServer::Impl::poll_stop(std::chrono::steady_clock::time_point deadline) {
@@ -621,15 +718,23 @@ bool HttpServer::bind() {
   return true;
 }
 
-void HttpServer::serve() {
+bool HttpServer::serve() {
   Impl& s = *impl_;
-  if (s.stopping) return;
+  if (s.stopping) return true;
   s.accept();
   std::vector<std::thread> io;
   for (int i = 1; i < s.opt.io_threads; ++i) io.emplace_back([&s] { s.ioc.run(); });
   s.ioc.run();
   for (auto& t : io) t.join();
-  s.pool.stop();  // handlers still running see closed connections and return
+  // Handlers still running see closed connections and return; one busy past the deadline
+  // (a long tokenize, a template) is not waited for.
+  std::chrono::steady_clock::time_point deadline;
+  {
+    std::lock_guard<std::mutex> lk(s.conns_mu);
+    deadline = s.stop_deadline;
+  }
+  if (deadline != std::chrono::steady_clock::time_point::max()) deadline += std::chrono::milliseconds(100);
+  return s.pool.stop(deadline);
 }
 
 void HttpServer::stop() {

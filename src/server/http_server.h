@@ -26,15 +26,18 @@ class OpenAiService;
 
 struct HttpOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;             // 0: any free port (bound_port() tells which)
-  std::string api_key;         // empty: no auth
-  int io_threads = 2;          // threads running the event loop
-  int workers = 16;            // threads running blocking handlers (streams hold one each)
-  int request_timeout_s = 30;  // a request's headers and body must arrive within this
-  int write_timeout_s = 30;    // a client that stops reading is dropped after this
-  int keep_alive_s = 5;        // idle keep-alive connections close after this
-  int shutdown_timeout_s = 5;  // stop(): connections still open after this are closed
-  int max_connections = 4096;  // beyond: 503 and close
+  int port = 8080;                     // 0: any free port (bound_port() tells which)
+  std::string api_key;                 // empty: no auth
+  int io_threads = 2;                  // threads running the event loop
+  int workers = 16;                    // threads running blocking handlers (streams hold one each)
+  int request_timeout_s = 30;          // a request's headers and body must arrive within this
+  int write_timeout_s = 30;            // a client that stops reading is dropped after this
+  int keep_alive_s = 5;                // idle keep-alive connections close after this
+  int shutdown_timeout_s = 5;          // stop(): connections still open after this are closed
+  int shutdown_timeout_ms = -1;        // >= 0: that window in milliseconds instead (a flush after a drain)
+  int max_connections = 4096;          // beyond: 503 and close
+  int max_connections_per_client = 0;  // one peer address's share (0: 3/4 of max_connections)
+  int side_workers = 4;                // tokenize, detokenize, apply-template, render at work at once (beyond: 429)
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;  // request line + header fields
   int max_headers = 100;
@@ -49,8 +52,10 @@ class HttpServer {
 
   bool bind();  // false: address in use or not valid
   int bound_port() const;
-  void serve();  // blocks until stop() has finished
-  void stop();   // safe from another thread (a signal thread)
+  // Blocks until stop() has finished. False when a handler was still busy 0.1 s past
+  // the shutdown deadline: it was left running, and the caller should end the process.
+  bool serve();
+  void stop();  // safe from another thread (a signal thread)
 
   struct Impl;
 

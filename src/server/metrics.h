@@ -23,12 +23,16 @@ class Metrics {
   std::string render(const api::EngineSnapshot& s, int32_t parallel) const;
   // Adds the vLLM-named series (vllm_metrics.h) to render(); set once, before serving.
   void set_vllm_info(VllmCacheInfo info) { vllm_ = std::move(info); }
+  // /tokenize, /detokenize, /apply-template and the render routes at work: the HTTP layer admits them against
+  // this count (sluice_side_requests_running).
+  std::atomic<int>& side_running() { return side_running_; }
 
  private:
   mutable std::mutex mu_;
   std::map<std::pair<std::string, int>, uint64_t> requests_;
   std::atomic<int64_t> prompt_tokens_{0}, completion_tokens_{0};
   std::optional<VllmCacheInfo> vllm_;
+  std::atomic<int> side_running_{0};
 };
 
 }  // namespace sluice::server

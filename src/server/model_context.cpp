@@ -39,6 +39,10 @@ ModelContext::ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::s
   const std::string bos = tok.bos() >= 0 ? std::string(tok.token_text(tok.bos())) : "";
   const std::string eos = tok.eos() >= 0 ? std::string(tok.token_text(tok.eos())) : "";
   tmpl_ = std::make_unique<chat::ChatTemplate>(source, bos, eos);
+  // A token's text as stored is at least as long as the text it stands for ("▁" is 3 bytes
+  // for a space, "<0x41>" 6 for one byte).
+  for (int32_t id = 0; id < tok.n_vocab(); ++id)
+    max_token_bytes_ = std::max(max_token_bytes_, tok.token_text(id).size());
 }
 
 grammar::GrammarCache& ModelContext::grammars() const {

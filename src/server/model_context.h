@@ -69,6 +69,13 @@ class ModelContext {
   // does not pay. Thread-safe.
   grammar::GrammarCache& grammars() const;
 
+  // The fewest tokens `bytes` of text can encode to: no token stands for more text than the
+  // vocabulary's longest token text. A text whose lower bound is already over a limit is
+  // refused without tokenizing it (8 MiB took seconds).
+  int64_t min_tokens(size_t bytes) const {
+    return static_cast<int64_t>((bytes + max_token_bytes_ - 1) / max_token_bytes_);
+  }
+
  private:
   const Tokenizer& tok_;
   std::string alias_;
@@ -78,6 +85,7 @@ class ModelContext {
   std::unique_ptr<chat::ChatTemplate> tmpl_;
   mutable std::mutex tmpl_mu_;  // rendering is cheap; one at a time keeps the interpreter simple
   int64_t created_;
+  size_t max_token_bytes_ = 1;
   bool file_template_ = false, template_tools_ = false, template_tool_responses_ = false;
   mutable std::once_flag grammars_once_;
   mutable std::unique_ptr<grammar::GrammarCache> grammars_;

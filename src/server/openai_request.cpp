@@ -7,19 +7,22 @@
 #include <random>
 
 #include "base/error.h"
+#include "base/json_read.h"
+#include "grammar/grammar.h"
 #include "server/api_error.h"
 
 namespace sluice::server {
 
 using nlohmann::json;
+using ojson = nlohmann::ordered_json;
 
 namespace {
 
-bool present(const json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
+bool present(const ojson& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
 
-std::optional<double> get_number(const json& j, const char* key) {
+std::optional<double> get_number(const ojson& j, const char* key) {
   if (!present(j, key)) return std::nullopt;
-  const json& v = j.at(key);
+  const ojson& v = j.at(key);
   if (!v.is_number() || v.is_boolean()) bad_param(key, "must be a number");
   const double d = v.get<double>();
   if (!std::isfinite(d)) bad_param(key, "is out of range (beyond a 64-bit float)");  // 1e400 parses as inf
@@ -27,7 +30,7 @@ std::optional<double> get_number(const json& j, const char* key) {
 }
 
 // A number the sampler keeps as a 32-bit float: beyond its range it would become infinite.
-std::optional<float> get_float(const json& j, const char* key) {
+std::optional<float> get_float(const ojson& j, const char* key) {
   const auto d = get_number(j, key);
   if (!d) return std::nullopt;
   if (std::fabs(*d) > std::numeric_limits<float>::max())
@@ -37,9 +40,9 @@ std::optional<float> get_float(const json& j, const char* key) {
 
 // Integers beyond int64 (up to 2^64 - 1, or integral floats like 1e300) saturate: every
 // caller bounds the value, so the message names the real limit instead of a wrapped value.
-std::optional<int64_t> get_int(const json& j, const char* key) {
+std::optional<int64_t> get_int(const ojson& j, const char* key) {
   if (!present(j, key)) return std::nullopt;
-  const json& v = j.at(key);
+  const ojson& v = j.at(key);
   if (v.is_number_unsigned()) {
     const auto u = v.get<uint64_t>();
     return u > static_cast<uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(u);
@@ -56,13 +59,13 @@ std::optional<int64_t> get_int(const json& j, const char* key) {
   bad_param(key, "must be an integer");
 }
 
-std::optional<bool> get_bool(const json& j, const char* key) {
+std::optional<bool> get_bool(const ojson& j, const char* key) {
   if (!present(j, key)) return std::nullopt;
   if (!j.at(key).is_boolean()) bad_param(key, "must be true or false");
   return j.at(key).get<bool>();
 }
 
-void reject_unsupported(const json& j) {
+void reject_unsupported(const ojson& j) {
   for (const char* k : {"functions", "function_call"})
     if (present(j, k))
       throw ApiError(400, std::string(k) + ": the legacy function-call fields are not supported; use tools",
@@ -71,7 +74,7 @@ void reject_unsupported(const json& j) {
     throw ApiError(400, "logit_bias is not supported yet", "invalid_request_error", "logit_bias");
 }
 
-int32_t bounded_int(const json& j, const char* key, int64_t lo, int64_t hi, int32_t def) {
+int32_t bounded_int(const ojson& j, const char* key, int64_t lo, int64_t hi, int32_t def) {
   const auto v = get_int(j, key);
   if (!v) return def;
   if (*v < lo || *v > hi) bad_param(key, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
@@ -80,18 +83,18 @@ int32_t bounded_int(const json& j, const char* key, int64_t lo, int64_t hi, int3
 
 // llama-server's per-request speculation fields; n_min and p_min are accepted and ignored
 // (the engine's policy chooses the length, and the n-gram drafter has no confidence).
-std::optional<int32_t> parse_speculative(const json& j) {
+std::optional<int32_t> parse_speculative(const ojson& j) {
   std::optional<int32_t> k;
   if (present(j, "speculative.n_max")) k = bounded_int(j, "speculative.n_max", 0, 1 << 20, 0);
   if (!present(j, "speculative")) return k;
-  const json& sp = j.at("speculative");
+  const ojson& sp = j.at("speculative");
   if (sp.is_boolean()) return sp.get<bool>() ? k : std::optional<int32_t>(0);
   if (!sp.is_object()) bad_param("speculative", "must be true, false or an object {\"n_max\": K, \"enabled\": bool}");
   for (const auto& [key, v] : sp.items())
     if (key != "n_max" && key != "enabled" && key != "n_min" && key != "p_min")
       bad_param("speculative", "unknown field '" + key + "' (expected n_max, enabled, n_min, p_min)");
   if (present(sp, "n_max")) {
-    const json& n = sp.at("n_max");
+    const ojson& n = sp.at("n_max");
     if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > (1 << 20))
       bad_param("speculative", "n_max must be an integer between 0 and " + std::to_string(1 << 20));
     k = static_cast<int32_t>(n.get<int64_t>());
@@ -103,7 +106,7 @@ std::optional<int32_t> parse_speculative(const json& j) {
   return k;
 }
 
-GenerationParams parse_generation(const json& j, const ModelContext& m) {
+GenerationParams parse_generation(const ojson& j, const ModelContext& m) {
   reject_unsupported(j);
   GenerationParams g;
   SamplingParams& s = g.sampling;
@@ -150,11 +153,11 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
   }
   g.min_tokens = bounded_int(j, "min_tokens", 0, 1 << 30, 0);
   if (present(j, "stop")) {
-    const json& st = j.at("stop");
+    const ojson& st = j.at("stop");
     if (st.is_string()) g.stop.push_back(st.get<std::string>());
     else if (st.is_array()) {
       if (st.size() > kMaxStops) bad_param("stop", "at most " + std::to_string(kMaxStops) + " stop strings");
-      for (const json& x : st) {
+      for (const ojson& x : st) {
         if (!x.is_string()) bad_param("stop", "must be a string or an array of strings");
         g.stop.push_back(x.get<std::string>());
       }
@@ -165,9 +168,9 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
       if (x.empty()) bad_param("stop", "stop strings must not be empty");
   }
   if (present(j, "stop_token_ids")) {
-    const json& st = j.at("stop_token_ids");
+    const ojson& st = j.at("stop_token_ids");
     if (!st.is_array()) bad_param("stop_token_ids", "must be an array of token ids");
-    for (const json& x : st) {
+    for (const ojson& x : st) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= m.tokenizer().n_vocab())
         bad_param("stop_token_ids", "must hold token ids below " + std::to_string(m.tokenizer().n_vocab()));
       g.stop_token_ids.push_back(x.get<int32_t>());
@@ -179,7 +182,7 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
     bad_param("best_of", "is not supported (only best_of == n)");
   g.stream = get_bool(j, "stream").value_or(false);
   if (present(j, "stream_options")) {
-    const json& so = j.at("stream_options");
+    const ojson& so = j.at("stream_options");
     if (!so.is_object()) bad_param("stream_options", "must be an object");
     if (!g.stream) bad_param("stream_options", "is only allowed with stream: true");
     g.include_usage = get_bool(so, "include_usage").value_or(false);
@@ -189,14 +192,14 @@ GenerationParams parse_generation(const json& j, const ModelContext& m) {
 }
 
 // A message's text: a string, or the concatenated text parts.
-std::string message_text(const json& msg, const std::string& role) {
-  static const json kNone;
-  const json& c = msg.contains("content") ? msg.at("content") : kNone;
+std::string message_text(const ojson& msg, const std::string& role) {
+  static const ojson kNone;
+  const ojson& c = msg.contains("content") ? msg.at("content") : kNone;
   std::string text;
   if (c.is_string()) {
     text = c.get_ref<const std::string&>();
   } else if (c.is_array()) {
-    for (const json& part : c) {
+    for (const ojson& part : c) {
       if (!part.is_object() || !part.contains("type") || !part.at("type").is_string())
         bad_param("messages", "content parts need a string 'type'");
       if (part.at("type") != "text")
@@ -219,21 +222,36 @@ bool valid_tool_name(const std::string& n) {
   return true;
 }
 
+// JSON text inside a request string (a tool call's arguments), read with the body's limits.
+// nullopt for text that is not JSON; a 400 naming the field for text over a limit.
+std::optional<json> read_embedded_json(const std::string& text, const std::string& field) {
+  try {
+    return read_json<json>(text, request_json_limits(), field);
+  } catch (const JsonReadError& e) {
+    if (e.limit()) throw ApiError(400, e.what(), "invalid_request_error", "messages");
+    return std::nullopt;
+  }
+}
+
 // An assistant message's tool_calls, arguments parsed from their JSON text into objects (as
-// the templates read them). `names` maps each call id to its function, for tool messages.
-json parse_assistant_calls(const json& calls, std::map<std::string, std::string>& names) {
+// the templates read them, keys sorted). `names` maps each call id to its function, for tool
+// messages; `where` is the message's place ("messages[3]") for errors.
+json parse_assistant_calls(const ojson& calls, std::map<std::string, std::string>& names, const std::string& where) {
   if (!calls.is_array()) bad_param("messages", "tool_calls must be an array");
   json out = json::array();
-  for (const json& c : calls) {
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const ojson& c = calls[k];
     if (!c.is_object() || !c.contains("function") || !c.at("function").is_object())
       bad_param("messages", "each tool call needs a 'function' object");
-    const json& fn = c.at("function");
+    const ojson& fn = c.at("function");
     if (!fn.contains("name") || !fn.at("name").is_string() || !valid_tool_name(fn.at("name").get<std::string>()))
       bad_param("messages", "a tool call's function.name must be 1-64 letters, digits, '_', '-' or '.'");
     json args = json::object();
     if (present(fn, "arguments")) {
-      const json& a = fn.at("arguments");
-      args = a.is_string() ? json::parse(a.get<std::string>(), nullptr, false) : a;
+      const ojson& a = fn.at("arguments");
+      const std::string field = where + ".tool_calls[" + std::to_string(k) + "].function.arguments";
+      args = a.is_string() ? read_embedded_json(a.get_ref<const std::string&>(), field).value_or(json())
+                           : convert_json<json>(a);
       if (!args.is_object()) bad_param("messages", "a tool call's function.arguments must be a JSON object (as text)");
     }
     const std::string id = c.contains("id") && c.at("id").is_string() ? c.at("id").get<std::string>() : "";
@@ -244,11 +262,12 @@ json parse_assistant_calls(const json& calls, std::map<std::string, std::string>
   return out;
 }
 
-json normalize_messages(const json& in) {
+json normalize_messages(const ojson& in) {
   if (!in.is_array() || in.empty()) bad_param("messages", "must be a non-empty array");
   json out = json::array();
   std::map<std::string, std::string> call_names;  // tool_call id -> function name
-  for (const json& msg : in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const ojson& msg = in[i];
     if (!msg.is_object() || !msg.contains("role") || !msg.at("role").is_string())
       bad_param("messages", "each message needs a string 'role'");
     std::string role = msg.at("role").get<std::string>();
@@ -259,7 +278,7 @@ json normalize_messages(const json& in) {
     json m = {{"role", role}, {"content", message_text(msg, role)}};
     if (present(msg, "tool_calls")) {
       if (role != "assistant") bad_param("messages", "only assistant messages may carry tool_calls");
-      m["tool_calls"] = parse_assistant_calls(msg.at("tool_calls"), call_names);
+      m["tool_calls"] = parse_assistant_calls(msg.at("tool_calls"), call_names, "messages[" + std::to_string(i) + "]");
     }
     if (role == "tool") {
       std::string id, name;
@@ -276,11 +295,11 @@ json normalize_messages(const json& in) {
   return out;
 }
 
-ToolSpec parse_tool(const json& t) {
+ToolSpec parse_tool(const ojson& t) {
   if (!t.is_object() || !t.contains("type") || t.at("type") != "function" || !t.contains("function") ||
       !t.at("function").is_object())
     bad_param("tools", "each tool must be {\"type\": \"function\", \"function\": {...}}");
-  const json& fn = t.at("function");
+  const ojson& fn = t.at("function");
   ToolSpec s;
   if (!fn.contains("name") || !fn.at("name").is_string() || !valid_tool_name(fn.at("name").get<std::string>()))
     bad_param("tools", "function.name must be 1-64 letters, digits, '_', '-' or '.'");
@@ -291,26 +310,32 @@ ToolSpec parse_tool(const json& t) {
   }
   if (present(fn, "parameters")) {
     if (!fn.at("parameters").is_object()) bad_param("tools", "function.parameters must be a JSON Schema object");
-    s.parameters = nlohmann::ordered_json::parse(fn.at("parameters").dump());
+    s.parameters = fn.at("parameters");  // document order, as the body was read
+    // The schema's text is what the prompt and the grammar are made of: its size is checked
+    // before either is built.
+    const size_t bytes = s.parameters.dump().size();
+    if (bytes > grammar::Limits{}.max_schema_bytes)
+      bad_param("tools", "function '" + s.name + "': the parameters schema is " + std::to_string(bytes) +
+                             " bytes, over the limit of " + std::to_string(grammar::Limits{}.max_schema_bytes));
   }
   s.strict = get_bool(fn, "strict").value_or(false);
   return s;
 }
 
-ToolsParams parse_tools(const json& j) {
+ToolsParams parse_tools(const ojson& j) {
   ToolsParams p;
   if (present(j, "tools")) {
-    const json& ts = j.at("tools");
+    const ojson& ts = j.at("tools");
     if (!ts.is_array()) bad_param("tools", "must be an array");
     if (ts.size() > kMaxTools) bad_param("tools", "at most " + std::to_string(kMaxTools) + " tools");
-    for (const json& t : ts) {
+    for (const ojson& t : ts) {
       p.tools.push_back(parse_tool(t));
       for (size_t i = 0; i + 1 < p.tools.size(); ++i)
         if (p.tools[i].name == p.tools.back().name) bad_param("tools", "two tools are named '" + p.tools[i].name + "'");
     }
   }
   if (present(j, "tool_choice")) {
-    const json& c = j.at("tool_choice");
+    const ojson& c = j.at("tool_choice");
     if (c == "auto") p.choice = ToolChoice::kAuto;
     else if (c == "none") p.choice = ToolChoice::kNone;
     else if (c == "required") p.choice = ToolChoice::kRequired;
@@ -334,21 +359,29 @@ ToolsParams parse_tools(const json& j) {
 
 }  // namespace
 
-json parse_body(const std::string& body, const ModelContext& m, bool need_model) {
-  // The depth is checked while parsing, so a deeper value is never built: copying or
-  // converting one recurses once per level and would overflow the stack.
-  auto limit_depth = [](int depth, json::parse_event_t event, json&) {
-    if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-        depth >= kMaxJsonDepth)
-      throw ApiError(400, "the request body is nested deeper than " + std::to_string(kMaxJsonDepth) +
-                              " levels of arrays and objects");
-    return true;
-  };
-  json j;
+void check_prompt_bytes(size_t bytes, const ModelContext& m) {
+  const int64_t at_least = m.min_tokens(bytes);
+  if (at_least >= m.ctx_size())
+    throw ApiError(400,
+                   strfmt("the prompt is %zu bytes, at least %lld tokens, but the context holds %d (prompt plus at "
+                          "least one generated token)",
+                          bytes, static_cast<long long>(at_least), m.ctx_size()),
+                   "invalid_request_error", "messages", "context_length_exceeded");
+}
+
+const JsonLimits& request_json_limits() {
+  static const JsonLimits limits{kMaxJsonDepth, size_t{64} << 20, kMaxJsonValues};
+  return limits;
+}
+
+ojson parse_body(const std::string& body, const ModelContext& m, bool need_model) {
+  // Depth and value count are checked while parsing, so a deeper value is never built:
+  // copying or converting one recurses once per level and would overflow the stack.
+  ojson j;
   try {
-    j = json::parse(body, limit_depth);
-  } catch (const json::parse_error& e) {
-    throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what());
+    j = read_json<ojson>(body, request_json_limits(), "the request body");
+  } catch (const JsonReadError& e) {
+    throw ApiError(400, e.what());
   }
   if (!j.is_object()) throw ApiError(400, "the request body must be a JSON object");
   if (need_model) {
@@ -361,21 +394,22 @@ json parse_body(const std::string& body, const ModelContext& m, bool need_model)
   return j;
 }
 
-CompletionRequest parse_completion_request(const json& j, const ModelContext& m) {
+CompletionRequest parse_completion_request(const ojson& j, const ModelContext& m) {
   CompletionRequest r;
   r.gen = parse_generation(j, m);
   if (get_bool(j, "echo").value_or(false)) bad_param("echo", "is not supported");
   if (present(j, "suffix")) bad_param("suffix", "is not supported");
   if (present(j, "logprobs")) r.gen.top_logprobs = bounded_int(j, "logprobs", 0, kMaxTopLogprobs, 0);
   if (!present(j, "prompt")) bad_param("prompt", "is required");
-  const json* p = &j.at("prompt");
+  const ojson* p = &j.at("prompt");
   if (p->is_array() && p->size() == 1 && ((*p)[0].is_string() || (*p)[0].is_array()))
     p = &(*p)[0];  // one prompt in a list
   const Tokenizer& tok = m.tokenizer();
   if (p->is_string()) {
+    check_prompt_bytes(p->get_ref<const std::string&>().size(), m);
     r.prompt = tok.encode(p->get_ref<const std::string&>(), true, true);  // as `sluice run` does: BOS, specials parsed
   } else if (p->is_array() && !p->empty() && (*p)[0].is_number()) {
-    for (const json& x : *p) {
+    for (const ojson& x : *p) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= tok.n_vocab())
         bad_param("prompt", "token ids must be integers from 0 to " + std::to_string(tok.n_vocab() - 1));
       r.prompt.push_back(x.get<int32_t>());
@@ -389,7 +423,7 @@ CompletionRequest parse_completion_request(const json& j, const ModelContext& m)
   return r;
 }
 
-ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
+ChatRequest parse_chat_request(ojson&& j, const ModelContext& m) {
   ChatRequest r;
   r.gen = parse_generation(j, m);
   if (get_bool(j, "logprobs").value_or(false))
@@ -401,7 +435,8 @@ ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
   r.template_kwargs = json::object();
   if (present(j, "chat_template_kwargs")) {
     if (!j.at("chat_template_kwargs").is_object()) bad_param("chat_template_kwargs", "must be an object");
-    r.template_kwargs = std::move(j.at("chat_template_kwargs"));
+    // The templates see sorted keys, as before the body kept its order (depth <= kMaxJsonDepth).
+    r.template_kwargs = convert_json<json>(j.at("chat_template_kwargs"));
   }
   if (r.template_kwargs.contains("enable_thinking")) {
     if (!r.template_kwargs.at("enable_thinking").is_boolean())
@@ -410,16 +445,6 @@ ChatRequest parse_chat_request(json&& j, const ModelContext& m) {
   }
   r.template_kwargs["enable_thinking"] = r.enable_thinking;  // thinking is off unless asked for
   return r;
-}
-
-void keep_schema_order(ChatRequest& r, const std::string& body) {
-  if (r.tools.tools.empty()) return;
-  const auto o = nlohmann::ordered_json::parse(body, nullptr, false);
-  if (!o.is_object() || !o.contains("tools") || o.at("tools").size() != r.tools.tools.size()) return;
-  for (size_t i = 0; i < r.tools.tools.size(); ++i) {
-    const auto& fn = o.at("tools")[i].at("function");
-    if (fn.contains("parameters") && fn.at("parameters").is_object()) r.tools.tools[i].parameters = fn.at("parameters");
-  }
 }
 
 }  // namespace sluice::server

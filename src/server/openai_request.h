@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/json_read.h"
 #include "server/model_context.h"
 
 namespace sluice::grammar {
@@ -50,7 +51,7 @@ struct CompletionRequest {
 struct ToolSpec {
   std::string name;
   std::string description;
-  nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // JSON Schema as sent
+  nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // JSON Schema as sent, keys in order
   bool strict = false;
 };
 
@@ -81,17 +82,22 @@ inline constexpr int32_t kMaxTopLogprobs = 20;
 inline constexpr size_t kMaxStops = 16;
 inline constexpr size_t kMaxTools = 128;
 inline constexpr int kMaxJsonDepth = 128;  // arrays and objects in a request body, the body itself included
+inline constexpr size_t kMaxJsonValues = size_t{1} << 20;  // scalars, arrays and objects in one JSON text
 
-// Parses the body text (400 on bad JSON, on nesting deeper than kMaxJsonDepth, or a body
-// that is not an object) and checks the model name (404 for another model).
-nlohmann::json parse_body(const std::string& body, const ModelContext& m, bool need_model);
+// The limits every JSON text a client sends is read with: the body, and JSON inside one of
+// its strings (a tool call's arguments, a tool result).
+const JsonLimits& request_json_limits();
 
-CompletionRequest parse_completion_request(const nlohmann::json& j, const ModelContext& m);
-// Takes the body by rvalue: chat_template_kwargs is moved out of it, never copied.
-ChatRequest parse_chat_request(nlohmann::json&& j, const ModelContext& m);
-// The tools' parameter schemas again from the body text, keys in document order (the order
-// of `properties` is the order a constrained call writes them in). Call after a successful
-// parse_chat_request of the same body.
-void keep_schema_order(ChatRequest& r, const std::string& body);
+// Parses the body text once, keys in document order (400 on bad JSON, on a limit of
+// request_json_limits(), or a body that is not an object) and checks the model name (404 for
+// another model). Every consumer of the request reads this value.
+nlohmann::ordered_json parse_body(const std::string& body, const ModelContext& m, bool need_model);
+
+// A prompt whose text alone makes at least the context's worth of tokens: 400
+// context_length_exceeded before it is tokenized (the engine's admission says the same after).
+void check_prompt_bytes(size_t bytes, const ModelContext& m);
+
+CompletionRequest parse_completion_request(const nlohmann::ordered_json& j, const ModelContext& m);
+ChatRequest parse_chat_request(nlohmann::ordered_json&& j, const ModelContext& m);
 
 }  // namespace sluice::server

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "base/error.h"
+#include "grammar/compiled.h"
 #include "server/api_error.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
@@ -24,6 +25,47 @@ Reply json_reply(const json& j, int status = 200) {
   r.status = status;
   r.body = dump_json(j);
   return r;
+}
+
+// A fresh grammar's deferred positions are analysed here, on the request's worker, before the
+// request reaches the engine: the engine's step, which every stream waits for, then meets few
+// positions to analyse first. Past the budget the rest is left to first use as before.
+constexpr double kGrammarWarmMs = 1000;
+
+void warm(const std::shared_ptr<const grammar::CompiledGrammar>& g) {
+  if (g) g->warm(kGrammarWarmMs);
+}
+
+Reply json_reply_text(std::string body) {
+  Reply r;
+  r.body = std::move(body);
+  return r;
+}
+
+// /tokenize and /detokenize answer for at most a context's worth of tokens: the reply grows
+// with the count (up to ~30 bytes a token with pieces), so the count is what bounds it.
+void check_token_count(const char* param, size_t n, int32_t ctx_size) {
+  if (n > static_cast<size_t>(ctx_size))
+    bad_param(param, std::to_string(n) + " tokens, over the limit of " + std::to_string(ctx_size) +
+                         " (the server's context size) a request may tokenize or detokenize");
+}
+
+// {"tokens":[ids]} or {"tokens":[{"id":..,"piece":..}]}, written straight into the reply text
+// (the same bytes dump_json writes for that value, without a value per token).
+std::string tokens_json(const std::vector<int32_t>& ids, const Tokenizer* pieces) {
+  std::string out = "{\"tokens\":[";
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (i) out += ',';
+    if (!pieces) {
+      out += std::to_string(ids[i]);
+      continue;
+    }
+    out += "{\"id\":" + std::to_string(ids[i]) + ",\"piece\":";
+    out += dump_json(json(pieces->token_to_piece(ids[i], true)));
+    out += '}';
+  }
+  out += "]}";
+  return out;
 }
 
 Reply api_error_reply(const ApiError& e) {
@@ -160,7 +202,7 @@ std::vector<json> delta_choices(const ChoiceEvent& ev, const ReplyShape& shape, 
 
 // Who a request is for, when the client said so (X-Session-ID, the body's `user`): one log line,
 // so a session's requests can be followed across replicas. Values are printed as JSON strings.
-void log_session(const char* endpoint, const RequestMeta& meta, const json& body) {
+void log_session(const char* endpoint, const RequestMeta& meta, const nlohmann::ordered_json& body) {
   const auto user = body.is_object() ? body.find("user") : body.end();
   const bool has_user = user != body.end() && user->is_string();
   if (meta.session_id.empty() && !has_user) return;
@@ -222,10 +264,11 @@ Reply OpenAiService::completions(const std::string& body, const RequestMeta& met
 
 Reply OpenAiService::run_completions(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/completions", [&]() -> Reply {
-    const json j = parse_body(body, model_, true);
+    const nlohmann::ordered_json j = parse_body(body, model_, true);
     log_session("/v1/completions", meta, j);
     CompletionRequest req = parse_completion_request(j, model_);
-    req.gen.grammar = parse_structured_output(body, j, model_);
+    req.gen.grammar = parse_structured_output(j, model_);
+    warm(req.gen.grammar);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
     return respond(std::move(gen), req.gen, kCompletionShape);
   });
@@ -251,13 +294,13 @@ Reply OpenAiService::chat_completions(const std::string& body, const RequestMeta
 
 Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
-    json j = parse_body(body, model_, true);
+    nlohmann::ordered_json j = parse_body(body, model_, true);
     log_session("/v1/chat/completions", meta, j);
-    std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(body, j, model_);
+    std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(j, model_);
     ChatRequest req = parse_chat_request(std::move(j), model_);
     req.gen.grammar = std::move(grammar);
-    keep_schema_order(req, body);
     const std::string prompt_text = render_prompt(req);
+    check_prompt_bytes(prompt_text.size(), model_);
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
     const bool gemma4 = model_.arch() == chat::ChatArch::Gemma4;
@@ -281,6 +324,8 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
           "tools: an enforced tool call (required, named or a strict tool) cannot be combined with response_format, "
           "json_schema or grammar (one constraint per request)",
           "invalid_request_error", "tool_choice");
+    warm(req.gen.grammar);
+    warm(tools.constraint.grammar);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, gemma4, tools);
     return respond(std::move(gen), req.gen, kChatShape);
   });
@@ -304,16 +349,16 @@ Reply OpenAiService::render_completions(const std::string& body) {
 Reply OpenAiService::render_chat(const std::string& body) {
   return guarded("/v1/chat/completions/render", [&]() -> Reply {
     ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
-    keep_schema_order(req, body);
+    const std::string prompt_text = render_prompt(req);
+    check_prompt_bytes(prompt_text.size(), model_);  // as run_chat: refused before tokenizing
     // As run_chat tokenizes: the template writes <bos> itself.
-    return json_reply(rendered(model_.tokenizer().encode(render_prompt(req), false, true), model_.alias()));
+    return json_reply(rendered(model_.tokenizer().encode(prompt_text, false, true), model_.alias()));
   });
 }
 
 Reply OpenAiService::apply_template(const std::string& body) {
   return guarded("/apply-template", [&]() -> Reply {
     ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
-    keep_schema_order(req, body);
     return json_reply({{"prompt", render_prompt(req)}});
   });
 }
@@ -396,7 +441,7 @@ Reply OpenAiService::model(const std::string& id) const {
 
 Reply OpenAiService::tokenize(const std::string& body) const {
   try {
-    const json j = parse_body(body, model_, false);
+    const nlohmann::ordered_json j = parse_body(body, model_, false);
     if (!j.contains("content") || !j.at("content").is_string()) bad_param("content", "is required (a string)");
     bool add_special = true, with_pieces = false;
     if (j.contains("add_special")) {
@@ -408,13 +453,15 @@ Reply OpenAiService::tokenize(const std::string& body) const {
       with_pieces = j.at("with_pieces").get<bool>();
     }
     const Tokenizer& tok = model_.tokenizer();
-    const auto ids = tok.encode(j.at("content").get<std::string>(), add_special, true);
-    json tokens = json::array();
-    for (int32_t id : ids) {
-      if (with_pieces) tokens.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
-      else tokens.push_back(id);
-    }
-    return json_reply({{"tokens", tokens}});
+    const std::string& content = j.at("content").get_ref<const std::string&>();
+    if (model_.min_tokens(content.size()) > model_.ctx_size())
+      bad_param("content",
+                strfmt("%zu bytes make at least %lld tokens, over the limit of %d (the server's context "
+                       "size) a request may tokenize or detokenize",
+                       content.size(), static_cast<long long>(model_.min_tokens(content.size())), model_.ctx_size()));
+    const auto ids = tok.encode(content, add_special, true);
+    check_token_count("content", ids.size(), model_.ctx_size());
+    return json_reply_text(tokens_json(ids, with_pieces ? &tok : nullptr));
   } catch (const ApiError& e) {
     return api_error_reply(e);
   }
@@ -422,11 +469,13 @@ Reply OpenAiService::tokenize(const std::string& body) const {
 
 Reply OpenAiService::detokenize(const std::string& body) const {
   try {
-    const json j = parse_body(body, model_, false);
+    const nlohmann::ordered_json j = parse_body(body, model_, false);
     if (!j.contains("tokens") || !j.at("tokens").is_array()) bad_param("tokens", "is required (an array of token ids)");
     const Tokenizer& tok = model_.tokenizer();
+    check_token_count("tokens", j.at("tokens").size(), model_.ctx_size());
     std::vector<int32_t> ids;
-    for (const json& x : j.at("tokens")) {
+    ids.reserve(j.at("tokens").size());
+    for (const nlohmann::ordered_json& x : j.at("tokens")) {
       if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= tok.n_vocab())
         bad_param("tokens", "token ids must be integers below " + std::to_string(tok.n_vocab()));
       ids.push_back(x.get<int32_t>());

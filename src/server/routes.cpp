@@ -9,21 +9,21 @@ RouteMatch match_route(std::string_view path, bool ui) {
     std::string_view path;
     Route route;
     const char* allow;
-    bool blocking, open;
+    bool blocking, side, open;
   };
   static constexpr Entry kTable[] = {
-      {"/v1/completions", Route::kCompletions, "POST", true, false},
-      {"/v1/chat/completions", Route::kChat, "POST", true, false},
-      {"/v1/completions/render", Route::kRenderCompletions, "POST", true, false},
-      {"/v1/chat/completions/render", Route::kRenderChat, "POST", true, false},
-      {"/v1/models", Route::kModels, "GET, HEAD", false, false},
-      {"/tokenize", Route::kTokenize, "POST", true, false},
-      {"/detokenize", Route::kDetokenize, "POST", true, false},
-      {"/apply-template", Route::kApplyTemplate, "POST", true, false},
-      {"/health", Route::kHealth, "GET, HEAD", false, true},
-      {"/ready", Route::kReady, "GET, HEAD", false, true},
-      {"/metrics", Route::kMetrics, "GET, HEAD", false, true},
-      {"/props", Route::kProps, "GET, HEAD", false, false},
+      {"/v1/completions", Route::kCompletions, "POST", true, false, false},
+      {"/v1/chat/completions", Route::kChat, "POST", true, false, false},
+      {"/v1/completions/render", Route::kRenderCompletions, "POST", true, true, false},
+      {"/v1/chat/completions/render", Route::kRenderChat, "POST", true, true, false},
+      {"/v1/models", Route::kModels, "GET, HEAD", false, false, false},
+      {"/tokenize", Route::kTokenize, "POST", true, true, false},
+      {"/detokenize", Route::kDetokenize, "POST", true, true, false},
+      {"/apply-template", Route::kApplyTemplate, "POST", true, true, false},
+      {"/health", Route::kHealth, "GET, HEAD", false, false, true},
+      {"/ready", Route::kReady, "GET, HEAD", false, false, true},
+      {"/metrics", Route::kMetrics, "GET, HEAD", false, false, true},
+      {"/props", Route::kProps, "GET, HEAD", false, false, false},
   };
   RouteMatch m;
   for (const Entry& e : kTable)
@@ -32,6 +32,7 @@ RouteMatch match_route(std::string_view path, bool ui) {
       m.endpoint = e.path.data();
       m.allow = e.allow;
       m.blocking = e.blocking;
+      m.side = e.side;
       m.open = e.open;
       return m;
     }

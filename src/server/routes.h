@@ -31,6 +31,7 @@ struct RouteMatch {
   const char* endpoint = "unmatched";  // the metrics label: a fixed set, never the client's path
   const char* allow = "";              // the methods the path answers
   bool blocking = false;               // runs on a worker
+  bool side = false;                   // a worker route outside the engine (tokenize, templates)
   bool open = false;                   // answered without the API key
   std::string arg;                     // /v1/models/{arg}, the page's file path
 };

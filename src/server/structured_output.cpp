@@ -13,7 +13,7 @@ using nlohmann::ordered_json;
 
 namespace {
 
-bool present(const json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
+bool present(const ordered_json& j, const char* key) { return j.contains(key) && !j.at(key).is_null(); }
 
 // Where the request's schema is: the pointer into the body, the parameter name for errors.
 struct SchemaAt {
@@ -23,7 +23,7 @@ struct SchemaAt {
 };
 
 // Checks response_format's shape; returns where its schema is, or nullopt for "text".
-std::optional<SchemaAt> response_format_schema(const json& rf) {
+std::optional<SchemaAt> response_format_schema(const ordered_json& rf) {
   if (!rf.is_object() || !rf.contains("type") || !rf.at("type").is_string())
     bad_param("response_format", "must be an object with a string 'type'");
   const std::string& type = rf.at("type").get_ref<const std::string&>();
@@ -33,7 +33,7 @@ std::optional<SchemaAt> response_format_schema(const json& rf) {
     bad_param("response_format", "unknown type '" + type + "' (text, json_object, json_schema)");
   if (!rf.contains("json_schema") || !rf.at("json_schema").is_object())
     bad_param("response_format", "type json_schema needs a 'json_schema' object");
-  const json& js = rf.at("json_schema");
+  const ordered_json& js = rf.at("json_schema");
   if (js.contains("name") && !js.at("name").is_string())
     bad_param("response_format.json_schema.name", "must be a string");
   if (js.contains("strict") && !js.at("strict").is_boolean() && !js.at("strict").is_null())
@@ -46,28 +46,35 @@ std::optional<SchemaAt> response_format_schema(const json& rf) {
   return SchemaAt{"/response_format/json_schema/schema", "response_format.json_schema.schema", lenient};
 }
 
-std::shared_ptr<const grammar::CompiledGrammar> compile_schema(const std::string& body, const SchemaAt& at,
+std::shared_ptr<const grammar::CompiledGrammar> compile_schema(const ordered_json& body, const SchemaAt& at,
                                                                const ModelContext& m) {
-  ordered_json schema = ordered_json{{"type", "object"}};
-  if (!at.pointer.empty()) {
-    // The body was parsed (and its depth checked) once already: this cannot fail.
-    schema = ordered_json::parse(body).at(ordered_json::json_pointer(at.pointer));
-  }
+  static const ordered_json kAnyObject = ordered_json{{"type", "object"}};
+  const ordered_json& schema = at.pointer.empty() ? kAnyObject : body.at(ordered_json::json_pointer(at.pointer));
   grammar::JsonSchemaOptions opts;
   opts.lenient = at.lenient;
-  const std::string text = schema.dump();
   try {
-    return m.grammars().get(grammar::json_schema_cache_key(schema, opts),
-                            [&] { return grammar::json_schema_grammar_text(text, opts); });
+    // The cache key holds the schema's text, so its size is known before any compiling.
+    const std::string key = grammar::json_schema_cache_key(schema, opts);
+    return m.grammars().get(key, [&] { return grammar::json_schema_grammar(schema, opts); });
   } catch (const Error& e) {
     throw ApiError(400, at.param + ": " + e.what(), "invalid_request_error", at.param);
   }
 }
 
+// A token terminal naming an end-of-generation token would let the mask allow a token that
+// ends the request before the grammar is complete: refused while compiling, not at run time.
+void refuse_end_tokens(const grammar::Grammar& g, const Tokenizer& tok) {
+  for (const grammar::Elem& e : g.elems)
+    if (e.kind == grammar::Elem::kToken && tok.is_eog(static_cast<int32_t>(e.arg)))
+      fail(
+          "the token terminal <[%u]> is an end-of-generation token: generation stops there, so a grammar cannot "
+          "name it (end the grammar instead)",
+          e.arg);
+}
+
 }  // namespace
 
-std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const std::string& body, const json& j,
-                                                                        const ModelContext& m) {
+std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const ordered_json& j, const ModelContext& m) {
   std::optional<SchemaAt> schema;
   int n_given = 0;
   if (present(j, "response_format")) {
@@ -84,11 +91,15 @@ std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const st
     ++n_given;
   }
   if (n_given > 1) bad_param("grammar", "give at most one of response_format (json), json_schema and grammar");
-  if (schema) return compile_schema(body, *schema, m);
+  if (schema) return compile_schema(j, *schema, m);
   if (!present(j, "grammar")) return nullptr;
   const std::string& text = j.at("grammar").get_ref<const std::string&>();
   try {
-    return m.grammars().get("gbnf:" + text, [&] { return grammar::gbnf_grammar(text); });
+    return m.grammars().get("gbnf:" + text, [&] {
+      grammar::Grammar g = grammar::gbnf_grammar(text);
+      refuse_end_tokens(g, m.tokenizer());
+      return g;
+    });
   } catch (const Error& e) {
     throw ApiError(400, std::string("grammar: ") + e.what(), "invalid_request_error", "grammar");
   }

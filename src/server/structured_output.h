@@ -27,10 +27,10 @@ class CompiledGrammar;
 
 namespace sluice::server {
 
-// Null when the request asks for no constraint. `body` is the request text: a schema is read
-// from it again with its keys in document order (property order decides the output's).
-std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const std::string& body,
-                                                                        const nlohmann::json& j, const ModelContext& m);
+// Null when the request asks for no constraint. `j` is the body as parse_body read it, keys in
+// document order (property order decides the output's).
+std::shared_ptr<const grammar::CompiledGrammar> parse_structured_output(const nlohmann::ordered_json& j,
+                                                                        const ModelContext& m);
 
 // What a lenient compile dropped, as "schema: dropped <assertion> at <pointer>" lines.
 std::vector<std::string> dropped_warnings(const grammar::CompiledGrammar& g);

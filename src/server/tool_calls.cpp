@@ -2,6 +2,8 @@
 
 #include <cctype>
 
+#include "base/json_read.h"
+#include "server/openai_request.h"
 #include "server/openai_responses.h"
 
 namespace sluice::server {
@@ -351,15 +353,24 @@ std::optional<ToolCall> parse_native_call(std::string_view body) {
   return ToolCall{new_tool_call_id(), std::string(name), compact(*args)};
 }
 
+// The model's text is read with the limits of a request's JSON: too deep or too big is no call.
+std::optional<ojson> read_model_json(std::string_view text) {
+  try {
+    return read_json<ojson>(text, request_json_limits(), "a tool call");
+  } catch (const JsonReadError&) {
+    return std::nullopt;
+  }
+}
+
 std::optional<ToolCall> parse_json_call(std::string_view object_text) {
-  const ojson v = ojson::parse(object_text, nullptr, false);
+  const ojson v = read_model_json(object_text).value_or(ojson());
   if (!v.is_object() || v.size() != 1 || !v.contains("tool_call")) return std::nullopt;
   const ojson& c = v.at("tool_call");
   if (!c.is_object() || !c.contains("name") || !c.at("name").is_string()) return std::nullopt;
   const std::string name = c.at("name").get<std::string>();
   if (!valid_name(name)) return std::nullopt;
   ojson args = c.contains("arguments") ? c.at("arguments") : ojson::object();
-  if (args.is_string()) args = ojson::parse(args.get<std::string>(), nullptr, false);
+  if (args.is_string()) args = read_model_json(args.get<std::string>()).value_or(ojson());
   if (!args.is_object()) return std::nullopt;
   return ToolCall{new_tool_call_id(), name, compact(args)};
 }

@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "base/json_read.h"
 #include "server/api_error.h"
+#include "server/openai_request.h"
 
 namespace sluice::server {
 
@@ -15,7 +17,7 @@ namespace {
 
 constexpr int kMaxSchemaDepth = 64;
 
-json plain(const ojson& v) { return json::parse(v.dump()); }
+json plain(const ojson& v) { return convert_json<json>(v); }
 
 // Keys of `from` that `into` lacks are copied; properties and required are unions.
 void merge_into(json& into, const json& from) {
@@ -115,8 +117,15 @@ class Resolver {
   std::vector<std::string> stack_;
 };
 
+// A tool result that is a JSON object is given to the template as one; anything else as text.
 json response_value(const std::string& content) {
-  json v = json::parse(content, nullptr, false);
+  json v;
+  try {
+    v = read_json<json>(content, request_json_limits(), "a tool message's content");
+  } catch (const JsonReadError& e) {
+    if (e.limit()) bad_param("messages", e.what());
+    return content;
+  }
   if (v.is_object()) return v;
   return content;
 }

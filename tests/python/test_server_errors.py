@@ -44,12 +44,13 @@ def post(server, path, body):
 
 
 def impossible(server):
-    """A body whose grammar allows only the end-of-text token while min_tokens bans it."""
-    status, text = post(server, "/tokenize", {"content": "<eos>", "add_special": False})
+    """A body whose grammar allows only one token, made a stop token that min_tokens bans. (A
+    grammar naming an end-of-generation token itself is refused at compile time, a 400.)"""
+    status, text = post(server, "/tokenize", {"content": "a", "add_special": False})
     assert status == 200, text
-    [eos] = json.loads(text)["tokens"]
+    [a] = json.loads(text)["tokens"]
     return {"model": "tiny-gemma3", "prompt": "Answer:", "max_tokens": 8, "min_tokens": 4,
-            "grammar": f"root ::= <[{eos}]>"}
+            "stop_token_ids": [a], "grammar": f"root ::= <[{a}]>"}
 
 
 def test_a_grammar_failure_is_a_500_naming_it(server, client):
@@ -61,7 +62,7 @@ def test_a_grammar_failure_is_a_500_naming_it(server, client):
     body = impossible(server)
     with pytest.raises(openai.InternalServerError) as e:  # what an SDK user sees
         client.completions.create(model=body["model"], prompt=body["prompt"], max_tokens=body["max_tokens"],
-                                  extra_body={"min_tokens": body["min_tokens"], "grammar": body["grammar"]})
+                                  extra_body={k: body[k] for k in ("min_tokens", "stop_token_ids", "grammar")})
     assert e.value.status_code == 500 and "grammar" in str(e.value)
     # The server goes on: the next request is answered.
     ok = client.completions.create(model="tiny-gemma3", prompt="Answer:", max_tokens=3)

@@ -219,5 +219,22 @@ TEST(Grammar, DeferredPositionsAreSafeToShareAcrossThreads) {
   EXPECT_GT(deferred->analysed(), 0u);
 }
 
+// A grammar warmed on the request's thread has every position ready before any matcher runs,
+// with the masks the eager compile makes; a zero budget leaves them deferred.
+TEST(Grammar, WarmAnalysesDeferredPositionsWithinItsBudget) {
+  auto v = test::byte_vocab();
+  const std::string schema =
+      R"({"type":"object","properties":{"s":{"type":"string","maxLength":12},"n":{"type":"integer"}}})";
+  Limits lazy;
+  lazy.eager_compile_ms = 0;
+  auto deferred = compile_schema(schema, v, lazy);
+  ASSERT_GT(deferred->stats().deferred, 0u);
+  EXPECT_FALSE(deferred->warm(0));
+  EXPECT_EQ(deferred->analysed(), 0u);
+  EXPECT_TRUE(deferred->warm(1e9));
+  EXPECT_EQ(deferred->analysed(), deferred->stats().positions);
+  check_mask_walks(deferred, 6, 40, 1);  // the same masks as brute force
+}
+
 }  // namespace
 }  // namespace sluice::grammar
