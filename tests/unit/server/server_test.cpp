@@ -283,6 +283,7 @@ TEST_F(RequestParsing, SchemaWorkGrowsLinearlyInKeys) {
     return best;
   };
   for (const std::string where : {"schema", "ignored field"}) {
+    double first = 0;  // the time at 10,000 keys: 8x the keys may take ~8x, not 64x
     for (const int n : {10'000, 20'000, 40'000, 80'000}) {
       const std::string body = body_of(n, where);
       const double ours = fastest([&] {
@@ -296,7 +297,10 @@ TEST_F(RequestParsing, SchemaWorkGrowsLinearlyInKeys) {
       const double reference = fastest([&] { (void)nlohmann::json::parse(body); });
       if (where == "ignored field")
         EXPECT_LT(ours, 5 * reference + 0.01) << n << " keys: " << ours << " vs " << reference;
-      EXPECT_LT(ours, 0.5) << where << ", " << n << " keys";
+      if (n == 10'000) first = ours;
+      // Linear with room for noise (a quadratic step makes 80k keys 64x the 10k time); no absolute
+      // bound: the sanitizer builds run this too, and timing belongs in benchmarks.
+      EXPECT_LT(ours, 3.0 * first * n / 10'000 + 0.05) << where << ", " << n << " keys";
     }
   }
 }
