@@ -22,9 +22,10 @@ APT_PACKAGES_RUN := build-essential cmake ninja-build pkg-config python3 python3
   libjs-marked node-dompurify libjs-highlight.js libjs-katex
 # What `make test` adds: test frameworks, clang with its sanitizer runtimes (fuzzing), the
 # formatter, the browser the chat page's tests drive, and the routers the deploy recipes are
-# tested with (tests/python/test_routers.py).
+# tested with (tests/python/test_routers.py); ccache, which CMake uses where present, so the
+# test build reuses what make run compiled and worktrees share their objects.
 APT_PACKAGES_TEST := clang lld libclang-rt-14-dev libgtest-dev libgmock-dev libbenchmark-dev \
-  clang-format-14 chromium chromium-driver haproxy nginx
+  clang-format-14 chromium chromium-driver haproxy nginx ccache
 APT_PACKAGES := $(APT_PACKAGES_RUN) $(APT_PACKAGES_TEST)
 # The aarch64 cross build and its test run (make test-arm64): Debian's cross compiler, qemu
 # user-mode emulation and the arm64 multiarch builds of the libraries the tests link. Boost is
