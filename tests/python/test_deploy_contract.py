@@ -49,6 +49,15 @@ def run_stream(url, body, out, headers=None):
         out.append((None, "", repr(e)))
 
 
+def stream_until(url, body, stop, out):
+    """POSTs a streamed completion and hangs up once `stop` is set (or it ends); appends its status."""
+    with httpx.stream("POST", url + "/v1/completions", json=body, timeout=120) as r:
+        for _ in r.iter_lines():
+            if stop.is_set():
+                break
+        out.append(r.status_code)
+
+
 def start_streams(url, n, out, body=None):
     """n concurrent streamed completions, each appending its (status, text, error) to out."""
     threads = [threading.Thread(target=run_stream, args=(url, body or long_body(), out)) for _ in range(n)]
@@ -84,7 +93,9 @@ def test_metrics_track_a_scripted_load(server):
     before = families(server)
     ttft0 = value(before, "vllm:time_to_first_token_seconds", "vllm:time_to_first_token_seconds_count")
     out = []
-    threads = start_streams(server.url, 6, out)
+    # 3000 tokens each: the tiny model writes ~12k tokens a second on a fast host, so 300-token
+    # requests could all end between two scrapes; these keep four waiting for a few hundred ms.
+    threads = start_streams(server.url, 6, out, long_body(3000))
     seen_run, seen_wait, kv, health_s = [], [], [], []
     while any(t.is_alive() for t in threads):
         fams = families(server)
@@ -264,8 +275,10 @@ def test_sse_pings_while_a_request_waits_in_the_queue(sluice_bin, gemma3_path):
     s = Server(sluice_bin, gemma3_path, "-c", 1024, "--parallel", 1, "--max-queue", 4)
     try:
         alias = httpx.get(s.url + "/v1/models").json()["data"][0]["id"]
-        first = []
-        t = threading.Thread(target=run_stream, args=(s.url, {**long_body(160), "model": alias}, first))
+        first, pinged = [], threading.Event()
+        # The running request lasts until the queued one has seen its ping (then its client hangs
+        # up, which cancels it): a fixed length could end before the first ping on a fast host.
+        t = threading.Thread(target=stream_until, args=(s.url, {**long_body(900), "model": alias}, pinged, first))
         t.start()
         deadline = time.monotonic() + 30
         while s.metric("sluice_requests_running") != 1 and time.monotonic() < deadline:
