@@ -66,10 +66,12 @@ def _encode(gname: str, arr: np.ndarray, outtype: str):
 
 
 def convert_vision_state(vcfg: dict, text_hidden: int, tensors: dict[str, np.ndarray], out_path,
-                         outtype: str = "f32", name: str = "mmproj", verbose: bool = True) -> dict:
+                         outtype: str = "f32", name: str = "mmproj", verbose: bool = True,
+                         audio_config: dict | None = None) -> dict:
     """Write the mmproj GGUF of one checkpoint's vision tower. `vcfg` is its `vision_config`,
-    `tensors` its HF state (full names, `model.vision_tower.*` and the projector). Returns
-    {gguf name: (type name, shape)}."""
+    `tensors` its HF state (full names, `model.vision_tower.*` and the projector). With
+    `audio_config` (E2B/E4B), the audio tower goes into the same file, as llama.cpp writes it
+    (python/convert_audio_mmproj.py). Returns {gguf name: (type name, shape)}."""
     d, heads = int(vcfg["hidden_size"]), int(vcfg["num_attention_heads"])
     head_dim = int(vcfg.get("head_dim") or d // heads)
     if head_dim * heads != d:
@@ -108,6 +110,9 @@ def convert_vision_state(vcfg: dict, text_hidden: int, tensors: dict[str, np.nda
     for need in ("v.patch_embd.weight", "v.position_embd.weight", "mm.input_projection.weight"):
         if need not in summary:
             raise ValueError(f"the checkpoint has no tensor for {need}")
+    if audio_config:
+        import convert_audio_mmproj
+        summary.update(convert_audio_mmproj.add_audio(w, audio_config, text_hidden, tensors, outtype, verbose))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Golden data for sluice's Gemma 4 audio tower (src/models/gemma4/audio.cpp, docs/spec/gemma4.md
+§10), from transformers' Gemma4AudioModel and Gemma4MultimodalEmbedder — code we did not write.
+
+    .venv-golden/bin/python python/make_audio_golden.py
+
+Writes tests/data/golden/audio/:
+  towers/<id>.taps.bin  the tiny tower of python/tiny_audio.py on two mel inputs batched with
+                        padding, as transformers computes them, per input k:
+                        `aud<k>.mel` the input [frames, 128] (padded frames hold noise, which
+                        the mask must keep out), `aud<k>.sscp` the two subsampling stages
+                        and the input projection [T/4, d], `aud<k>.l_out.<i>` conformer
+                        layer i's output [T/4, d], `aud<k>.out` output_proj [T/4, out_dims]
+                        (every position, padded ones too), `aud<k>.soft` the projector's soft
+                        tokens for the valid positions only [n_tokens, text_hidden]. Format
+                        SLTP v1 (make_golden.py). The mmproj GGUF is not committed (make
+                        fixtures rebuilds it, checking the sha256 recorded here);
+  manifest.json         versions, the towers, the inputs' frame counts and valid frames.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import pathlib
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "data" / "golden" / "audio"
+sys.path.insert(0, str(ROOT / "python"))
+
+TOWERS = [{"id": "tiny-audio-e", "preset": "e", "seed": 351}]
+# (frames in the batch, valid frames) per input: the second is padded (its valid frames give
+# 31 then 16 positions after the two stride-2 stages, 25 in the batch), so whole chunks of
+# padding and a chunk that straddles the end are both exercised.
+INPUTS = [(100, 100), (100, 61)]
+INPUT_SEED = 352
+
+
+def mel_inputs() -> np.ndarray:
+    """[len(INPUTS), frames, 128] float32 log-mel-like values (mean -2, sd 1.5); the padded
+    frames are noise too (transformers' mask zeroes them before each convolution)."""
+    rng = np.random.default_rng(INPUT_SEED)
+    n = max(f for f, _ in INPUTS)
+    return (rng.standard_normal((len(INPUTS), n, 128), dtype=np.float32) * np.float32(1.5) - np.float32(2.0))
+
+
+def n_tokens(valid: int) -> int:
+    """Soft tokens of `valid` frames: transformers' mask[::2] twice (Gemma4Processor's
+    _compute_audio_num_tokens says the same: t = (t + 2 - 3) // 2 + 1, twice)."""
+    for _ in range(2):
+        valid = (valid + 2 - 3) // 2 + 1
+    return valid
+
+
+def write_taps(path: pathlib.Path, records: list) -> None:
+    import struct
+    with open(path, "wb") as f:
+        f.write(b"SLTP" + struct.pack("<II", 1, len(records)))
+        for name, arr in records:
+            a = np.ascontiguousarray(arr, dtype=np.float32)
+            nb = name.encode()
+            f.write(struct.pack("<I", len(nb)) + nb + struct.pack("<I", a.ndim))
+            f.write(struct.pack(f"<{a.ndim}Q", *a.shape) + a.tobytes())
+
+
+def build_tower(torch, tower: dict):
+    """transformers' audio model and embedder with tiny_audio's weights for `tower`."""
+    import tiny_audio as ta
+    from transformers import Gemma4AudioConfig, Gemma4TextConfig
+    from transformers.models.gemma4.modeling_gemma4 import Gemma4AudioModel, Gemma4MultimodalEmbedder
+
+    opts = ta.PRESETS[tower["preset"]]
+    acfg = Gemma4AudioConfig(**{k: v for k, v in ta.hf_audio_config(opts).items() if k != "model_type"})
+    acfg._attn_implementation = "eager"
+    model = Gemma4AudioModel(acfg).float().eval()
+    embed = Gemma4MultimodalEmbedder(acfg, Gemma4TextConfig(hidden_size=opts["text_hidden"])).float().eval()
+    state = ta.draw_state(tower["seed"], opts)
+    sd = {k[len(ta.AUDIO):]: torch.from_numpy(v) for k, v in state.items() if k.startswith(ta.AUDIO)}
+    got = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert got == {k: tuple(v.shape) for k, v in sd.items()}, "tiny_audio.tensor_shapes differs from HF"
+    model.load_state_dict(sd, strict=True)
+    embed.load_state_dict({"embedding_projection.weight": torch.from_numpy(state[ta.PROJ])}, strict=True)
+    return model, embed, opts, state
+
+
+def tower_golden(torch, tower: dict) -> dict:
+    """Runs one tiny tower on INPUTS (one padded batch), writes its taps and its mmproj GGUF."""
+    import convert_audio_mmproj as ca
+    import tiny_audio as ta
+
+    model, embed, opts, state = build_tower(torch, tower)
+    mel = torch.from_numpy(mel_inputs())
+    mask = torch.zeros(mel.shape[:2], dtype=torch.bool)
+    for k, (_, valid) in enumerate(INPUTS):
+        mask[k, :valid] = True
+    acts = {}
+
+    def keep(name):
+        return lambda m, i, o: acts.__setitem__(name, (o[0] if isinstance(o, tuple) else o).detach())
+
+    sscp = model.subsample_conv_projection
+    hooks = [sscp.register_forward_hook(keep("sscp")),
+             model.output_proj.register_forward_hook(keep("out"))]
+    hooks += [layer.register_forward_hook(keep(f"l_out.{i}")) for i, layer in enumerate(model.layers)]
+    with torch.no_grad():
+        out = model(mel, mask, return_dict=True)
+        soft = embed(out.last_hidden_state)
+    for h in hooks:
+        h.remove()
+    assert torch.equal(out.last_hidden_state, acts["out"])
+    records = []
+    for k, (_, valid) in enumerate(INPUTS):
+        keep_k = out.attention_mask[k]
+        assert int(keep_k.sum()) == n_tokens(valid), "the encoder's mask disagrees with the processor's count"
+        records.append((f"aud{k}.mel", mel[k].numpy()))
+        records.append((f"aud{k}.sscp", acts["sscp"][k].numpy()))
+        records += [(f"aud{k}.l_out.{i}", acts[f"l_out.{i}"][k].numpy()) for i in range(opts["layers"])]
+        records.append((f"aud{k}.out", acts["out"][k].numpy()))
+        records.append((f"aud{k}.soft", soft[k][keep_k].numpy()))
+    (OUT / "towers").mkdir(parents=True, exist_ok=True)
+    write_taps(OUT / "towers" / f"{tower['id']}.taps.bin", records)
+    gguf_path = ROOT / "tests" / "data" / "golden" / f"{tower['id']}.mmproj.f32.gguf"
+    ca.convert_audio_state(ta.hf_audio_config(opts), opts["text_hidden"], state, gguf_path, "f32",
+                           name=tower["id"], verbose=False)
+    sha = hashlib.sha256(gguf_path.read_bytes()).hexdigest()
+    print(f"  {tower['id']}: {len(records)} taps, {gguf_path.name} sha256 {sha[:12]}", file=sys.stderr)
+    return {**tower, "options": opts, "gguf": gguf_path.name, "gguf_sha256": sha,
+            "inputs": [{"frames": f, "valid": v, "tokens": n_tokens(v)} for f, v in INPUTS]}
+
+
+def main() -> None:
+    import torch
+    import transformers
+
+    OUT.mkdir(parents=True, exist_ok=True)
+    towers = [tower_golden(torch, t) for t in TOWERS]
+    manifest = {
+        "generator": "python/make_audio_golden.py",
+        "transformers_version": transformers.__version__, "torch_version": torch.__version__,
+        "towers": towers,
+        "taps_semantics": {
+            "aud<k>.mel": "the input features [frames, 128], padded frames included",
+            "aud<k>.sscp": "two stages of (3x3 stride-2 conv, LayerNorm over channels, ReLU), the second's output flattened (frequency-major, channel fastest) and input_proj_linear [T/4, d]",
+            "aud<k>.l_out.<i>": "conformer layer i's output [T/4, d]",
+            "aud<k>.out": "output_proj (with bias) [T/4, out_dims]",
+            "aud<k>.soft": "valid positions only: weightless RMSNorm then embedding_projection [n, text_hidden]",
+        },
+    }
+    (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
