@@ -16,6 +16,7 @@ import sys
 import numpy as np
 
 import gguf
+from convert_vision_mmproj import add_tensors, block_tensor_name
 
 QT = gguf.GGMLQuantizationType
 AUDIO = "model.audio_tower."
@@ -51,15 +52,9 @@ def gguf_name(hf: str) -> str | None:
     if parts[0] != "layers":
         return None
     bid, rest = parts[1], ".".join(parts[2:])
-    for hf_mod, short in _LINEARS.items():
-        if rest == hf_mod + ".linear.weight":
-            return f"a.blk.{bid}.{short}.weight"
-        for c in ("input_min", "input_max", "output_min", "output_max"):
-            if rest == f"{hf_mod}.{c}":
-                return f"a.blk.{bid}.{short}.{c}"
-    for hf_mod, short in _NORMS.items():
-        if rest == hf_mod + ".weight":
-            return f"a.blk.{bid}.{short}.weight"
+    name = block_tensor_name("a", bid, rest, _LINEARS, _NORMS)
+    if name:
+        return name
     other = {"self_attn.relative_k_proj.weight": "attn_k_rel.weight", "self_attn.per_dim_scale": "per_dim_scale.weight",
              "lconv1d.depthwise_conv1d.weight": "conv_dw.weight"}
     return f"a.blk.{bid}.{other[rest]}" if rest in other else None
@@ -69,6 +64,14 @@ def _softplus(x: np.ndarray) -> np.ndarray:
     """float32 softplus as torch computes it (threshold 20: x itself above it)."""
     x = np.asarray(x, dtype=np.float32)
     return np.where(x > 20, x, np.log1p(np.exp(x.astype(np.float64)))).astype(np.float32)
+
+
+def _prepare(gname: str, arr: np.ndarray) -> np.ndarray:
+    if gname.endswith(".per_dim_scale.weight"):
+        return _softplus(arr)
+    if gname.endswith(".conv_dw.weight"):   # [d, 1, k] -> [d, k]
+        return arr.reshape(arr.shape[0], arr.shape[2])
+    return arr
 
 
 def _encode(gname: str, arr: np.ndarray, outtype: str):
@@ -101,28 +104,9 @@ def add_audio(w, acfg: dict, text_hidden: int, tensors: dict[str, np.ndarray], o
     w.add_uint32(gguf.Keys.ClipAudio.BLOCK_COUNT, int(acfg["num_hidden_layers"]))
     w.add_uint32(gguf.Keys.ClipAudio.Attention.HEAD_COUNT, heads)
     w.add_float32(gguf.Keys.ClipAudio.Attention.LAYERNORM_EPS, float(acfg.get("rms_norm_eps", 1e-6)))
-    summary = {}
-    for hf in sorted(tensors):
-        gname = gguf_name(hf)
-        if gname is None:
-            continue
-        arr = np.asarray(tensors[hf], dtype=np.float32)
-        if arr.ndim == 0:
-            arr = arr.reshape(1)   # clamp scalars -> 1-D
-        if gname.endswith(".per_dim_scale.weight"):
-            arr = _softplus(arr)
-        if gname.endswith(".conv_dw.weight"):   # [d, 1, k] -> [d, k]
-            arr = arr.reshape(arr.shape[0], arr.shape[2])
-        data, qt = _encode(gname, arr, outtype)
-        w.add_tensor(gname, data, raw_dtype=qt if qt != QT.F32 else None)
-        summary[gname] = (qt.name, list(reversed(arr.shape)))
-        if verbose:
-            print(f"  {hf} -> {gname} {qt.name} {list(reversed(arr.shape))}", file=sys.stderr)
-    for need in ("a.conv1d.0.weight", "a.input_projection.weight", "a.pre_encode.out.weight",
-                 "mm.a.input_projection.weight"):
-        if need not in summary:
-            raise ValueError(f"the checkpoint has no tensor for {need}")
-    return summary
+    return add_tensors(w, tensors, gguf_name, _prepare, _encode, outtype, verbose,
+                       ("a.conv1d.0.weight", "a.input_projection.weight", "a.pre_encode.out.weight",
+                        "mm.a.input_projection.weight"))
 
 
 def convert_audio_state(acfg: dict, text_hidden: int, tensors: dict[str, np.ndarray], out_path,

@@ -36,6 +36,14 @@ TOWERS = [{"id": "tiny-audio-e", "preset": "e", "seed": 351}]
 # padding and a chunk that straddles the end are both exercised.
 INPUTS = [(100, 100), (100, 61)]
 INPUT_SEED = 352
+TAPS = {
+    "aud<k>.mel": "the input features [frames, 128], padded frames included",
+    "aud<k>.sscp": "two stages of (3x3 stride-2 conv, LayerNorm over channels, ReLU), the second's output "
+                   "flattened (frequency-major, channel fastest) and input_proj_linear [T/4, d]",
+    "aud<k>.l_out.<i>": "conformer layer i's output [T/4, d]",
+    "aud<k>.out": "output_proj (with bias) [T/4, out_dims]",
+    "aud<k>.soft": "valid positions only: weightless RMSNorm then embedding_projection [n, text_hidden]",
+}
 
 
 def mel_inputs() -> np.ndarray:
@@ -54,21 +62,11 @@ def n_tokens(valid: int) -> int:
     return valid
 
 
-def write_taps(path: pathlib.Path, records: list) -> None:
-    import struct
-    with open(path, "wb") as f:
-        f.write(b"SLTP" + struct.pack("<II", 1, len(records)))
-        for name, arr in records:
-            a = np.ascontiguousarray(arr, dtype=np.float32)
-            nb = name.encode()
-            f.write(struct.pack("<I", len(nb)) + nb + struct.pack("<I", a.ndim))
-            f.write(struct.pack(f"<{a.ndim}Q", *a.shape) + a.tobytes())
-
-
 def build_tower(torch, tower: dict):
     """transformers' audio model and embedder with tiny_audio's weights for `tower`."""
     import tiny_audio as ta
     from transformers import Gemma4AudioConfig, Gemma4TextConfig
+    from make_vision_golden import load_tower_state
     from transformers.models.gemma4.modeling_gemma4 import Gemma4AudioModel, Gemma4MultimodalEmbedder
 
     opts = ta.PRESETS[tower["preset"]]
@@ -77,11 +75,7 @@ def build_tower(torch, tower: dict):
     model = Gemma4AudioModel(acfg).float().eval()
     embed = Gemma4MultimodalEmbedder(acfg, Gemma4TextConfig(hidden_size=opts["text_hidden"])).float().eval()
     state = ta.draw_state(tower["seed"], opts)
-    sd = {k[len(ta.AUDIO):]: torch.from_numpy(v) for k, v in state.items() if k.startswith(ta.AUDIO)}
-    got = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    assert got == {k: tuple(v.shape) for k, v in sd.items()}, "tiny_audio.tensor_shapes differs from HF"
-    model.load_state_dict(sd, strict=True)
-    embed.load_state_dict({"embedding_projection.weight": torch.from_numpy(state[ta.PROJ])}, strict=True)
+    load_tower_state(torch, model, embed, state, ta.AUDIO, ta.PROJ)
     return model, embed, opts, state
 
 
@@ -89,6 +83,7 @@ def tower_golden(torch, tower: dict) -> dict:
     """Runs one tiny tower on INPUTS (one padded batch), writes its taps and its mmproj GGUF."""
     import convert_audio_mmproj as ca
     import tiny_audio as ta
+    from make_vision_golden import write_taps
 
     model, embed, opts, state = build_tower(torch, tower)
     mel = torch.from_numpy(mel_inputs())
@@ -140,13 +135,7 @@ def main() -> None:
         "generator": "python/make_audio_golden.py",
         "transformers_version": transformers.__version__, "torch_version": torch.__version__,
         "towers": towers,
-        "taps_semantics": {
-            "aud<k>.mel": "the input features [frames, 128], padded frames included",
-            "aud<k>.sscp": "two stages of (3x3 stride-2 conv, LayerNorm over channels, ReLU), the second's output flattened (frequency-major, channel fastest) and input_proj_linear [T/4, d]",
-            "aud<k>.l_out.<i>": "conformer layer i's output [T/4, d]",
-            "aud<k>.out": "output_proj (with bias) [T/4, out_dims]",
-            "aud<k>.soft": "valid positions only: weightless RMSNorm then embedding_projection [n, text_hidden]",
-        },
+        "taps_semantics": TAPS,
     }
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
 

@@ -15,6 +15,8 @@ import math
 
 import numpy as np
 
+import tiny_vision
+
 PRESETS = {
     "e": dict(hidden=32, layers=2, heads=2, conv_channels=(128, 8), output_proj_dims=48, clipped=True,
               text_hidden=64),
@@ -69,29 +71,18 @@ def tensor_shapes(opts: dict) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def _init(name: str, shape, rng) -> np.ndarray:
-    """One tensor's random value. Linear and conv weights N(0, 1/fan_in) keep pre-activations
-    ~N(0, 1); the clamps sit at ~±1.5-2.5, so a few percent of the values are clipped (each
-    bound matters); per_dim_scale around 0 (softplus ~0.7), as trained towers have it."""
+    """One tensor's random value: tiny_vision's rules (linear weights N(0, 1/in), norms
+    N(1, 0.35), clamps at ~±1.5-2.5 so that a few percent of the values are clipped) and,
+    for what only the audio tower has: convolutions N(0, 1/fan_in), per_dim_scale around 0
+    (softplus ~0.7), the output projection's bias N(0, 0.5)."""
     def normal(mean, std):
         return np.asarray(rng.standard_normal(shape, dtype=np.float32) * np.float32(std) + np.float32(mean))
 
-    def uniform(lo, hi):
-        return np.asarray(rng.random(shape, dtype=np.float32) * np.float32(hi - lo) + np.float32(lo))
-
-    leaf = name.split(".")[-1]
-    if leaf in ("input_min", "output_min"):
-        return uniform(-2.5, -1.5)
-    if leaf in ("input_max", "output_max"):
-        return uniform(1.5, 2.5)
-    if leaf == "per_dim_scale":
+    if name.endswith("per_dim_scale") or name.endswith("output_proj.bias"):
         return normal(0.0, 0.5)
-    if name.endswith("output_proj.bias"):
-        return normal(0.0, 0.5)
-    if len(shape) == 1:
-        return normal(1.0, 0.35)
-    if len(shape) in (2, 3, 4):
+    if len(shape) in (3, 4):
         return normal(0.0, 1.0 / math.sqrt(int(np.prod(shape[1:]))))
-    raise ValueError(f"no init rule for {name} {shape}")
+    return tiny_vision._init(name, shape, rng)
 
 
 def draw_state(seed: int, opts: dict) -> dict[str, np.ndarray]:
