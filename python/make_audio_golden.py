@@ -15,7 +15,10 @@ Writes tests/data/golden/audio/:
                         tokens for the valid positions only [n_tokens, text_hidden]. Format
                         SLTP v1 (make_golden.py). The mmproj GGUF is not committed (make
                         fixtures rebuilds it, checking the sha256 recorded here);
-  manifest.json         versions, the towers, the inputs' frame counts and valid frames.
+  e2e/<id>.logits.f32   Gemma4ForConditionalGeneration's logits (tiny-gemma4 + the tiny tower)
+                        on a prompt with both inputs as clips, <|audio> n x <|audio|> <audio|>;
+  manifest.json         versions, the towers, the inputs' frame counts and valid frames, the
+                        end-to-end prompt.
 """
 from __future__ import annotations
 
@@ -125,16 +128,76 @@ def tower_golden(torch, tower: dict) -> dict:
             "inputs": [{"frames": f, "valid": v, "tokens": n_tokens(v)} for f, v in INPUTS]}
 
 
+# End to end: tiny-gemma4 (the text fixture) + tiny-audio-e, a prompt with both INPUTS as clips
+# (<|audio> n x <|audio|> <audio|>, causal). Placeholder ids must fit the tiny vocabulary (512).
+E2E = {"id": "tiny-gemma4-audio", "text": "tiny-gemma4", "tower": "tiny-audio-e", "audio_token_id": 303,
+       "boa_token_id": 304, "eoa_token_index": 305}
+
+
+def e2e_prompt() -> list:
+    ids = [2, 17, 33, 108]
+    for k, (_, valid) in enumerate(INPUTS):
+        ids += [E2E["boa_token_id"]] + [E2E["audio_token_id"]] * n_tokens(valid) + [E2E["eoa_token_index"]]
+        ids += [45 + k, 99, 250 + 7 * k]
+    return ids + [12, 5]
+
+
+def e2e_golden(torch) -> dict:
+    """Logits of Gemma4ForConditionalGeneration on the two-clip prompt: the text weights are
+    tiny-gemma4's (make_tiny_model.build_model from its manifest seed), the audio ones
+    tiny-audio-e's. Checked: the multimodal model reproduces the text model on text alone, and
+    the clips change the logits."""
+    import make_tiny_model as tiny
+    import tiny_audio as ta
+    from make_vision_golden import load_tower_state
+    from transformers import Gemma4AudioConfig, Gemma4Config, Gemma4ForConditionalGeneration
+
+    text_models = json.loads((ROOT / "tests" / "data" / "golden" / "manifest.json").read_text())["models"]
+    tentry = text_models[E2E["text"]]
+    text_model, tcfg, _ = tiny.build_model("gemma4", tentry["seed"], **tentry["options"])
+    tower = next(t for t in TOWERS if t["id"] == E2E["tower"])
+    opts = ta.PRESETS[tower["preset"]]
+    acfg = Gemma4AudioConfig(**{k: v for k, v in ta.hf_audio_config(opts).items() if k != "model_type"})
+    cfg = Gemma4Config(text_config=tcfg, vision_config=None, audio_config=acfg,
+                       **{k: E2E[k] for k in ("audio_token_id", "boa_token_id", "eoa_token_index")})
+    for c in (cfg, cfg.text_config, cfg.audio_config):
+        c._attn_implementation = "eager"
+    model = Gemma4ForConditionalGeneration(cfg).float().eval()
+    model.model.language_model.load_state_dict(text_model.model.state_dict(), strict=True)
+    load_tower_state(torch, model.model.audio_tower, model.model.embed_audio, ta.draw_state(tower["seed"], opts),
+                     ta.AUDIO, ta.PROJ)
+    model.tie_weights()
+    mel = torch.from_numpy(mel_inputs())
+    mask = torch.zeros(mel.shape[:2], dtype=torch.bool)
+    for k, (_, valid) in enumerate(INPUTS):
+        mask[k, :valid] = True
+    ids = torch.tensor([e2e_prompt()])
+    with torch.no_grad():
+        probe = torch.tensor([tentry["token_ids"][:16]])
+        assert torch.equal(model(input_ids=probe, use_cache=False).logits, text_model(input_ids=probe, use_cache=False).logits)
+        logits = model(input_ids=ids, input_features=mel, input_features_mask=mask, use_cache=False).logits[0]
+        plain = model(input_ids=ids, use_cache=False).logits[0]
+        assert not torch.allclose(logits, plain), "the clips changed nothing"
+    out = OUT / "e2e" / f"{E2E['id']}.logits.f32"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(logits.numpy().astype("<f4").tobytes())
+    print(f"  {E2E['id']}: {ids.shape[1]} tokens, logits {tuple(logits.shape)}", file=sys.stderr)
+    return {**E2E, "token_ids": ids[0].tolist(), "logits": f"e2e/{E2E['id']}.logits.f32",
+            "n_vocab": int(logits.shape[1])}
+
+
 def main() -> None:
     import torch
     import transformers
 
     OUT.mkdir(parents=True, exist_ok=True)
     towers = [tower_golden(torch, t) for t in TOWERS]
+    e2e = [e2e_golden(torch)]
     manifest = {
         "generator": "python/make_audio_golden.py",
         "transformers_version": transformers.__version__, "torch_version": torch.__version__,
         "towers": towers,
+        "e2e": e2e,
         "taps_semantics": TAPS,
     }
     (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")

@@ -109,6 +109,58 @@ TEST(AudioGolden, EveryLayerMatchesTransformers) {
   EXPECT_EQ(first_failing_tap(*enc, t, true), "");
 }
 
+// The soft tokens of every input of `tower` (mels from its taps), in order, one row each.
+std::vector<float> encode_inputs(AudioEncoder& enc, const nlohmann::json& tower) {
+  const auto taps = golden::read_taps(golden::kDir + "audio/towers/" + tower["id"].get<std::string>() + ".taps.bin");
+  std::vector<float> rows;
+  int k = 0;
+  for (const auto& input : tower["inputs"]) {
+    const int32_t frames = input["frames"].get<int32_t>(), valid = input["valid"].get<int32_t>();
+    std::vector<uint8_t> mask(static_cast<size_t>(frames), 0);
+    std::fill_n(mask.begin(), valid, uint8_t{1});
+    const size_t at = rows.size();
+    rows.resize(at + static_cast<size_t>(enc.n_tokens(mask.data(), frames)) * enc.text_width());
+    enc.encode(taps.at("aud" + std::to_string(k++) + ".mel").data(), mask.data(), frames, rows.data() + at);
+  }
+  return rows;
+}
+
+// tiny-gemma4 + tiny-audio-e on a prompt with both inputs as clips (<|audio> n x <|audio|>
+// <audio|>): soft tokens replace the placeholders unscaled, the per-layer inputs read the pad
+// row there, causal attention throughout (the image path's SeqSlice::embd) — logits within 1e-4
+// of transformers' Gemma4ForConditionalGeneration, whole or in chunks that split the clips.
+TEST(AudioGolden, TwoClipPromptMatchesTransformers) {
+  const nlohmann::json m = audio_manifest();
+  ASSERT_EQ(m["e2e"].size(), 1u);
+  const nlohmann::json& e = m["e2e"][0];
+  ThreadPool pool(2);
+  LoadOptions opt;
+  opt.pool = &pool;
+  const auto text_file = golden::open_fixture(e["text"].get<std::string>() + ".f32.gguf");
+  const auto mm_file = golden::open_fixture(e["tower"].get<std::string>() + ".mmproj.f32.gguf");
+  const auto model = load_model(*text_file, opt);
+  const auto enc = load_audio_encoder(*mm_file, opt);
+  check_encoder_fits(*enc, model->spec(), "mmproj");
+  const std::vector<float> rows = encode_inputs(*enc, m["towers"][0]);
+  const auto ids = e["token_ids"].get<std::vector<int32_t>>();
+  std::vector<const float*> embd;
+  int64_t row = 0;
+  for (int32_t t : ids)
+    embd.push_back(t == e["audio_token_id"].get<int32_t>() ? rows.data() + enc->text_width() * row++ : nullptr);
+  ASSERT_EQ(row * enc->text_width(), static_cast<int64_t>(rows.size()));
+  const std::vector<float> want = golden::read_f32(golden::kDir + "audio/" + e["logits"].get<std::string>());
+  for (size_t chunk : {ids.size(), size_t{5}}) {
+    const std::vector<float> got = golden::run_with_soft_tokens(*model, ids, embd, chunk);
+    ASSERT_EQ(got.size(), want.size());
+    const double diff = max_rel_diff(got, want);
+    EXPECT_LE(diff, 1e-4) << "chunk " << chunk;
+    std::printf("two-clip prompt, chunks of %zu: largest relative logit difference %.2e\n", chunk, diff);
+  }
+  // Without the clips (placeholders embedded as themselves) the logits are far off: the test sees them.
+  const auto plain = golden::run_with_soft_tokens(*model, ids, std::vector<const float*>(ids.size()), ids.size());
+  EXPECT_GT(max_rel_diff(plain, want), 1e-2);
+}
+
 // The fixture parsed from `bytes` (its file read whole), with the first half of the values of
 // F32 tensor `name` multiplied by `factor` in place before anything is bound from it (half: a
 // uniform scale of a tensor that a norm follows would change nothing).
