@@ -5,7 +5,7 @@
     .venv-golden/bin/python python/make_audio_golden.py
 
 Writes tests/data/golden/audio/:
-  towers/<id>.taps.bin  the tiny tower of python/tiny_audio.py on two mel inputs batched with
+  towers/<id>.taps.bin  the tiny tower of python/tiny_audio.py on three mel inputs batched with
                         padding, as transformers computes them, per input k:
                         `aud<k>.mel` the input [frames, 128] (padded frames hold noise, which
                         the mask must keep out), `aud<k>.sscp` the two subsampling stages
@@ -16,7 +16,7 @@ Writes tests/data/golden/audio/:
                         SLTP v1 (make_golden.py). The mmproj GGUF is not committed (make
                         fixtures rebuilds it, checking the sha256 recorded here);
   e2e/<id>.logits.f32   Gemma4ForConditionalGeneration's logits (tiny-gemma4 + the tiny tower)
-                        on a prompt with both inputs as clips, <|audio> n x <|audio|> <audio|>;
+                        on a prompt with the three inputs as clips, <|audio> n x <|audio|> <audio|>;
   manifest.json         versions, the towers, the inputs' frame counts and valid frames, the
                         end-to-end prompt.
 """
@@ -35,9 +35,10 @@ sys.path.insert(0, str(ROOT / "python"))
 
 TOWERS = [{"id": "tiny-audio-e", "preset": "e", "seed": 351}]
 # (frames in the batch, valid frames) per input: the second is padded (its valid frames give
-# 31 then 16 positions after the two stride-2 stages, 25 in the batch), so whole chunks of
-# padding and a chunk that straddles the end are both exercised.
-INPUTS = [(100, 100), (100, 61)]
+# 31 then 16 positions after the two stride-2 stages, 25 in the batch), so a chunk that
+# straddles the end is exercised; the third keeps 6 positions, so positions 17-24 see no valid
+# key at all (transformers' softmax is then uniform over the window).
+INPUTS = [(100, 100), (100, 61), (100, 21)]
 INPUT_SEED = 352
 TAPS = {
     "aud<k>.mel": "the input features [frames, 128], padded frames included",
@@ -128,7 +129,7 @@ def tower_golden(torch, tower: dict) -> dict:
             "inputs": [{"frames": f, "valid": v, "tokens": n_tokens(v)} for f, v in INPUTS]}
 
 
-# End to end: tiny-gemma4 (the text fixture) + tiny-audio-e, a prompt with both INPUTS as clips
+# End to end: tiny-gemma4 (the text fixture) + tiny-audio-e, a prompt with the INPUTS as clips
 # (<|audio> n x <|audio|> <audio|>, causal). Placeholder ids must fit the tiny vocabulary (512).
 E2E = {"id": "tiny-gemma4-audio", "text": "tiny-gemma4", "tower": "tiny-audio-e", "audio_token_id": 303,
        "boa_token_id": 304, "eoa_token_index": 305}
@@ -143,7 +144,7 @@ def e2e_prompt() -> list:
 
 
 def e2e_golden(torch) -> dict:
-    """Logits of Gemma4ForConditionalGeneration on the two-clip prompt: the text weights are
+    """Logits of Gemma4ForConditionalGeneration on the clip prompt: the text weights are
     tiny-gemma4's (make_tiny_model.build_model from its manifest seed), the audio ones
     tiny-audio-e's. Checked: the multimodal model reproduces the text model on text alone, and
     the clips change the logits."""

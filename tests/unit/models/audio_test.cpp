@@ -1,7 +1,7 @@
 // The Gemma 4 audio tower and projector against transformers, layer by layer: the tiny tower
-// of python/tiny_audio.py (clamps that bite) on two mel inputs, one of them padded, with
-// taps from python/make_audio_golden.py. And the proof the comparison can fail: the same
-// file with one layer's weight scaled fails at that layer and not before.
+// of python/tiny_audio.py (clamps that bite) on three mel inputs, two of them padded (one so far
+// that its last positions see no valid key), with taps from python/make_audio_golden.py. And the proof the comparison
+// can fail: the same file with one layer's weight scaled fails at that layer and not before.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -125,11 +125,11 @@ std::vector<float> encode_inputs(AudioEncoder& enc, const nlohmann::json& tower)
   return rows;
 }
 
-// tiny-gemma4 + tiny-audio-e on a prompt with both inputs as clips (<|audio> n x <|audio|>
+// tiny-gemma4 + tiny-audio-e on a prompt with the three inputs as clips (<|audio> n x <|audio|>
 // <audio|>): soft tokens replace the placeholders unscaled, the per-layer inputs read the pad
 // row there, causal attention throughout (the image path's SeqSlice::embd) — logits within 1e-4
 // of transformers' Gemma4ForConditionalGeneration, whole or in chunks that split the clips.
-TEST(AudioGolden, TwoClipPromptMatchesTransformers) {
+TEST(AudioGolden, ThreeClipPromptMatchesTransformers) {
   const nlohmann::json m = audio_manifest();
   ASSERT_EQ(m["e2e"].size(), 1u);
   const nlohmann::json& e = m["e2e"][0];
@@ -154,11 +154,43 @@ TEST(AudioGolden, TwoClipPromptMatchesTransformers) {
     ASSERT_EQ(got.size(), want.size());
     const double diff = max_rel_diff(got, want);
     EXPECT_LE(diff, 1e-4) << "chunk " << chunk;
-    std::printf("two-clip prompt, chunks of %zu: largest relative logit difference %.2e\n", chunk, diff);
+    std::printf("three-clip prompt, chunks of %zu: largest relative logit difference %.2e\n", chunk, diff);
   }
   // Without the clips (placeholders embedded as themselves) the logits are far off: the test sees them.
   const auto plain = golden::run_with_soft_tokens(*model, ids, std::vector<const float*>(ids.size()), ids.size());
   EXPECT_GT(max_rel_diff(plain, want), 1e-2);
+}
+
+// What the padded frames hold never reaches the valid soft tokens (the masks keep it out),
+// and without the mask the same frames are heard as audio: more tokens, other values.
+TEST(AudioGolden, PaddedFramesNeverReachTheSoftTokens) {
+  const nlohmann::json t = audio_manifest()["towers"][0];
+  const nlohmann::json& input = t["inputs"][1];
+  ASSERT_LT(input["valid"].get<int32_t>(), input["frames"].get<int32_t>());
+  ThreadPool pool(2);
+  LoadOptions opt;
+  opt.pool = &pool;
+  const auto file = golden::open_fixture(t["gguf"].get<std::string>());
+  const auto enc = load_audio_encoder(*file, opt);
+  const auto taps = golden::read_taps(golden::kDir + "audio/towers/" + t["id"].get<std::string>() + ".taps.bin");
+  const int32_t frames = input["frames"].get<int32_t>(), valid = input["valid"].get<int32_t>();
+  std::vector<float> noisy = taps.at("aud1.mel"), zeroed = noisy;
+  std::fill(zeroed.begin() + static_cast<std::ptrdiff_t>(valid) * 128, zeroed.end(), 0.0f);
+  std::vector<uint8_t> mask(static_cast<size_t>(frames), 0);
+  std::fill_n(mask.begin(), valid, uint8_t{1});
+  auto encode = [&](const std::vector<float>& mel, const uint8_t* m) {
+    std::vector<float> out(static_cast<size_t>(enc->n_tokens(m, frames)) * enc->text_width());
+    enc->encode(mel.data(), m, frames, out.data());
+    return out;
+  };
+  const std::vector<float> a = encode(noisy, mask.data()), b = encode(zeroed, mask.data());
+  EXPECT_EQ(a, b);
+  EXPECT_LE(max_rel_diff(a, taps.at("aud1.soft")), 1e-4);
+  const std::vector<float> unmasked = encode(noisy, nullptr);
+  ASSERT_GT(unmasked.size(), a.size());
+  EXPECT_GT(
+      max_rel_diff(std::vector<float>(unmasked.begin(), unmasked.begin() + static_cast<std::ptrdiff_t>(a.size())), a),
+      1e-3);
 }
 
 // The fixture parsed from `bytes` (its file read whole), with the first half of the values of
