@@ -20,6 +20,9 @@ import tiny_vision
 PRESETS = {
     "e": dict(hidden=32, layers=2, heads=2, conv_channels=(128, 8), output_proj_dims=48, clipped=True,
               text_hidden=64),
+    # The real E2B tower's shapes (random weights): python/audio_bench.py, never the tests.
+    "e2b": dict(hidden=1024, layers=12, heads=8, conv_channels=(128, 32), output_proj_dims=1536, clipped=True,
+                text_hidden=1536),
 }
 AUDIO = "model.audio_tower."
 PROJ = "model.embed_audio.embedding_projection.weight"
