@@ -48,7 +48,7 @@ class AudioEncoder {
   // The soft tokens of one clip: `mel` [frames][n_mel()] log-mel features, `mask` one byte per
   // frame (nonzero: real audio; nullptr: all real). Padded frames are kept out exactly as
   // transformers keeps them out. Writes n_tokens(mask, frames) rows of text_width() floats.
-  // Throws sluice::Error for a frame count it cannot take.
+  // Throws sluice::Error for a frame count it cannot take (none, or over 5 minutes).
   virtual void encode(const float* mel, const uint8_t* mask, int32_t frames, float* out) = 0;
   // Debug taps of later encode() calls (TapView names "a_conv0", "a_sscp", "a_l_out" (layer
   // i), "a_out" — every position, padded ones too — and "a_soft"); empty: stop.

@@ -69,3 +69,44 @@ def test_fixture_file_layout():
     assert list(tensors["a.blk.0.attn_q.input_max"].shape) == [1]
     assert tensors["a.pre_encode.out.bias"].data.shape == (opts["output_proj_dims"],)
     assert all(t.tensor_type == gguf.GGMLQuantizationType.F32 for t in r.tensors)
+
+
+def _write_safetensors(path: pathlib.Path, tensors: dict) -> None:
+    """A minimal .safetensors file (F32 only): 8-byte header length, JSON header, data."""
+    import json
+    header, blobs, at = {}, [], 0
+    for name, arr in tensors.items():
+        b = np.ascontiguousarray(arr, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(np.shape(arr)), "data_offsets": [at, at + len(b)]}
+        blobs.append(b)
+        at += len(b)
+    h = json.dumps(header).encode()
+    path.write_bytes(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
+def test_checkpoint_with_vision_and_audio_gives_one_mmproj(tmp_path):
+    """convert_hf_to_gguf.py --mmproj on an E2B-like checkpoint (vision and audio configs):
+    one file with both projector types, the vision tensors and exactly the audio tensors (same
+    bytes) the audio-only fixture holds."""
+    import json
+    import convert_hf_to_gguf as conv
+    import tiny_vision as tv
+    vopts, aopts = tv.PRESETS["e"], ta.PRESETS["e"]
+    state = {**tv.draw_state(341, vopts), **ta.draw_state(351, aopts)}
+    ckpt = tmp_path / "ckpt"
+    ckpt.mkdir()
+    (ckpt / "config.json").write_text(json.dumps({
+        "text_config": {"hidden_size": aopts["text_hidden"]}, "vision_config": tv.hf_vision_config(vopts),
+        "audio_config": ta.hf_audio_config(aopts)}))
+    _write_safetensors(ckpt / "model.safetensors", state)
+    out = tmp_path / "mmproj.gguf"
+    conv.convert_mmproj(ckpt, out, "f32", verbose=False)
+    r = GGUFReader(out)
+    kv = {f.name: f.contents() for f in r.fields.values()}
+    assert kv["clip.vision.projector_type"] == "gemma4v" and kv["clip.audio.projector_type"] == "gemma4a"
+    both = {t.name: t for t in r.tensors}
+    audio_only = {t.name: t for t in GGUFReader(GOLDEN / "tiny-audio-e.mmproj.f32.gguf").tensors}
+    vision_only = {t.name for t in GGUFReader(GOLDEN / "tiny-vision-e.mmproj.f32.gguf").tensors}
+    assert set(both) == set(audio_only) | vision_only
+    for name, t in audio_only.items():
+        assert np.array_equal(both[name].data, t.data), name

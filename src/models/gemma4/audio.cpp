@@ -26,6 +26,10 @@ using kernels::Linear;
 constexpr int kMel = 128, kChunk = 12, kPast = 12, kWindow = kChunk + kPast, kRel = kPast + 1, kKernel = 5;
 constexpr int kLeft = 12;  // a key j is visible from query i iff 0 <= i − j < 12
 constexpr float kCap = 50.0f, kInvalid = -1.0e9f, kResidual = 0.5f, kClip = 1.0e10f, kEps = 1e-6f;
+// The longest clip one encode() takes: 5 minutes (7500 tokens). transformers' processor cuts
+// at 30 s; longer audio is encoded in windows by the caller. The first stage's output, the
+// largest buffer, is 16 KiB a frame (480 MB here, for an E2B tower).
+constexpr int32_t kMaxFrames = 30000;
 
 float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
 float silu(float x) { return x * sigmoid(x); }
@@ -453,7 +457,9 @@ void Gemma4Audio::project(const std::vector<uint8_t>& valid, float* out) {
 
 void Gemma4Audio::encode(const float* mel, const uint8_t* mask, int32_t frames, float* out) {
   if (frames <= 0) fail("audio clip of %d frames: nothing to encode", frames);
-  if (frames > (1 << 20)) fail("audio clip of %d frames is too long (at most %d)", frames, 1 << 20);
+  if (frames > kMaxFrames)
+    fail("audio clip of %d frames (%.1f s) is too long: one encode takes at most %d (5 minutes)", frames,
+         frames / 100.0, kMaxFrames);
   const Subsampled sub = subsample_masks(mask, frames);
   conv0(mel, sub, frames);
   conv1_and_project(sub);

@@ -255,6 +255,7 @@ TEST(AudioErrors, BadFilesAndClips) {
   std::vector<float> mel(128 * 8), out(1 << 12);
   EXPECT_THROW(enc->encode(mel.data(), nullptr, 0, out.data()), Error);
   EXPECT_THROW(enc->encode(mel.data(), nullptr, -3, out.data()), Error);
+  EXPECT_THROW(enc->encode(mel.data(), nullptr, 30001, out.data()), Error);  // over 5 minutes: refused before reading
   // Token counts: transformers' (t + 2 − 3) // 2 + 1 twice for an unpadded clip; a mask counts
   // the positions whose frame 4t is real. 1 s of audio (99 frames) gives 25 tokens.
   EXPECT_EQ(enc->n_tokens(nullptr, 99), 25);
