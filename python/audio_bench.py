@@ -61,7 +61,7 @@ def run_sluice(outtype: str, seconds: float, threads: int, runs: int, out: pathl
 def check(seconds: float) -> None:
     """Soft tokens of the f32 file against transformers' Gemma4AudioModel + embedder."""
     import torch
-    import make_audio_golden as mg
+    import make_audio_tower_golden as mg
     tower = {"id": "e2b-shaped", "preset": "e2b", "seed": SEED}
     model, embed, opts, _ = mg.build_tower(torch, tower)
     mel, frames = mel_file(seconds)

@@ -79,8 +79,8 @@ def rebuild(golden: pathlib.Path, manifest: dict, verbose: bool = True) -> list[
 
 
 def rebuild_towers(golden: pathlib.Path, verbose: bool = True) -> list[str]:
-    """The tiny encoder towers' mmproj GGUFs: vision/manifest.json and audio/manifest.json
-    "towers" (make_vision_golden.py, make_audio_golden.py)."""
+    """The tiny encoder towers' mmproj GGUFs: vision/manifest.json and audio/towers.json
+    "towers" (make_vision_golden.py, make_audio_tower_golden.py)."""
     def vision(t, tmp):
         opts = t["options"]
         conv_vision.convert_vision_state(tiny_vision.hf_vision_config(opts), opts["text_hidden"],
@@ -94,8 +94,8 @@ def rebuild_towers(golden: pathlib.Path, verbose: bool = True) -> list[str]:
                                        verbose=False)
 
     problems = []
-    for kind, write in (("vision", vision), ("audio", audio)):
-        path = golden / kind / "manifest.json"
+    for kind, file, write in (("vision", "manifest.json", vision), ("audio", "towers.json", audio)):
+        path = golden / kind / file
         if not path.exists():
             continue
         for t in json.loads(path.read_text()).get("towers", []):
@@ -106,7 +106,7 @@ def rebuild_towers(golden: pathlib.Path, verbose: bool = True) -> list[str]:
             write(t, tmp)
             if sha256(tmp) != t["gguf_sha256"]:
                 tmp.unlink()
-                problems.append(f"{out.name}: rebuilt file's sha256 differs from {kind}/manifest.json")
+                problems.append(f"{out.name}: rebuilt file's sha256 differs from {kind}/{file}")
                 continue
             tmp.replace(out)
             if verbose:

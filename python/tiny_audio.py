@@ -2,7 +2,7 @@
 """A tiny random Gemma 4 audio tower (+ projector) for golden tests: the E2B/E4B conformer
 of docs/spec/gemma4.md §10 in miniature (2 layers of width 32, 2 heads, clipped linears whose
 clamps bite), weights drawn with numpy only, so python/make_fixtures.py rebuilds its GGUF
-without torch and make_audio_golden.py runs transformers on the same weights.
+without torch and make_audio_tower_golden.py runs transformers on the same weights.
 
 What stays at the real values: 128 mel bins and 128 channels in the first subsampling stage
 (transformers sizes the input projection as (channels[0] // 4) * channels[1], which is the
@@ -43,7 +43,7 @@ def hf_audio_config(opts: dict) -> dict:
 
 def tensor_shapes(opts: dict) -> list[tuple[str, tuple[int, ...]]]:
     """Every HF tensor of the tower and projector: (name, shape), as Gemma4AudioModel and
-    Gemma4MultimodalEmbedder hold them (make_audio_golden.py checks it against their state dicts)."""
+    Gemma4MultimodalEmbedder hold them (make_audio_tower_golden.py checks it against their state dicts)."""
     d, h = opts["hidden"], opts["heads"]
     c0, c1 = opts["conv_channels"]
     hd = d // h

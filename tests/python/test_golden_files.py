@@ -148,8 +148,8 @@ def test_manifest_lists_existing_files():
         for v in e["variants"].values():
             assert (GOLDEN / v["gguf"]).is_file(), v["gguf"]
             named.add(v["gguf"])
-    for kind in ("vision", "audio"):   # the encoder towers: their own manifests
-        towers = json.loads((GOLDEN / kind / "manifest.json").read_text())
+    for kind, file in (("vision", "manifest.json"), ("audio", "towers.json")):   # the encoder towers' own
+        towers = json.loads((GOLDEN / kind / file).read_text())
         named |= {kind} | {t["gguf"] for t in towers["towers"]}
     stray = {p.name for p in GOLDEN.iterdir()} - named
     assert not stray, f"files not in the manifest: {stray}"

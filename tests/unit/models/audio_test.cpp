@@ -1,7 +1,7 @@
 // The Gemma 4 audio tower and projector against transformers, layer by layer: the tiny tower
 // of python/tiny_audio.py (clamps that bite) on three mel inputs, two of them padded (one so far
-// that its last positions see no valid key), with taps from python/make_audio_golden.py. And the proof the comparison
-// can fail: the same file with one layer's weight scaled fails at that layer and not before.
+// that its last positions see no valid key), with taps from python/make_audio_tower_golden.py. And the proof the
+// comparison can fail: the same file with one layer's weight scaled fails at that layer and not before.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -23,7 +23,7 @@ namespace sluice::models {
 namespace {
 
 nlohmann::json audio_manifest() {
-  std::ifstream in(golden::kDir + "audio/manifest.json");
+  std::ifstream in(golden::kDir + "audio/towers.json");
   return nlohmann::json::parse(in);
 }
 

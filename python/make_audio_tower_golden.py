@@ -2,9 +2,10 @@
 """Golden data for sluice's Gemma 4 audio tower (src/models/gemma4/audio.cpp, docs/spec/gemma4.md
 §10), from transformers' Gemma4AudioModel and Gemma4MultimodalEmbedder — code we did not write.
 
-    .venv-golden/bin/python python/make_audio_golden.py
+    .venv-golden/bin/python python/make_audio_tower_golden.py
 
-Writes tests/data/golden/audio/:
+Writes, in tests/data/golden/audio/ (whose other files are make_audio_golden.py's: decoding
+and features):
   towers/<id>.taps.bin  the tiny tower of python/tiny_audio.py on three mel inputs batched with
                         padding, as transformers computes them, per input k:
                         `aud<k>.mel` the input [frames, 128] (padded frames hold noise, which
@@ -17,7 +18,7 @@ Writes tests/data/golden/audio/:
                         fixtures rebuilds it, checking the sha256 recorded here);
   e2e/<id>.logits.f32   Gemma4ForConditionalGeneration's logits (tiny-gemma4 + the tiny tower)
                         on a prompt with the three inputs as clips, <|audio> n x <|audio|> <audio|>;
-  manifest.json         versions, the towers, the inputs' frame counts and valid frames, the
+  towers.json           versions, the towers, the inputs' frame counts and valid frames, the
                         end-to-end prompt.
 """
 from __future__ import annotations
@@ -195,13 +196,13 @@ def main() -> None:
     towers = [tower_golden(torch, t) for t in TOWERS]
     e2e = [e2e_golden(torch)]
     manifest = {
-        "generator": "python/make_audio_golden.py",
+        "generator": "python/make_audio_tower_golden.py",
         "transformers_version": transformers.__version__, "torch_version": torch.__version__,
         "towers": towers,
         "e2e": e2e,
         "taps_semantics": TAPS,
     }
-    (OUT / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    (OUT / "towers.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
 if __name__ == "__main__":
