@@ -34,7 +34,7 @@ APT_PACKAGES := $(APT_PACKAGES_RUN) $(APT_PACKAGES_TEST)
 # compiler's own copy is not on its path); zlib1g-dev:arm64 is linked by the server.
 APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 libgmock-dev:arm64 \
   libxxhash-dev:arm64 zlib1g-dev:arm64 libstdc++6:arm64 \
-  libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64
+  libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 libzmq5:arm64
 ARM64_BUILD := $(BUILD)-arm64
 # Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test sluice
