@@ -177,14 +177,15 @@ test-server-asan: build-asan venv fixtures
 	  $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py \
 	  tests/python/test_server_defects.py tests/python/test_server_hostile.py tests/python/test_server_campaign.py
 
-# libFuzzer on the GGUF reader and on the image decoders, FUZZ_SECONDS each, seeded with the
-# malformed GGUF corpus and the golden image files.
+# libFuzzer on the GGUF reader, the image decoders and the audio decoders, FUZZ_SECONDS each,
+# seeded with the malformed GGUF corpus and the golden image and audio files.
 fuzz:
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_SANITIZE=address,undefined
-	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz image_decode_fuzz
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz image_decode_fuzz audio_decode_fuzz
 	$(TIMED) fuzz tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 	$(TIMED) fuzz-image tests/fuzz/run_image.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+	$(TIMED) fuzz-audio tests/fuzz/run_audio.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 
 # Style: every C++ file as clang-format 14 (.clang-format) lays it out. `make format` rewrites
 # them in place; format-check only reports (part of make test).

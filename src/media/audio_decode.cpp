@@ -99,7 +99,7 @@ void downmix(const float* in, int64_t frames, int32_t channels, std::vector<floa
 
 // Streams mono blocks at `rate` Hz to 16 kHz with libsoxr (HQ, linear phase, as python-soxr's
 // "soxr_hq" that librosa uses); `finish` flushes and fixes the length to ceil(n·16000/rate) as
-// librosa.resample(fix=True) does.
+// librosa.resample(fix=True) computes it (zero-padding or trimming soxr's output).
 class Resampler {
  public:
   Resampler(int32_t rate, const std::string& name) : rate_(rate), name_(name) {
@@ -122,8 +122,17 @@ class Resampler {
 
   std::vector<float> finish() {
     if (soxr_) run(nullptr, 0);
-    const int64_t want = (in_count_ * kAudioSampleRate + rate_ - 1) / rate_;
+    // librosa's n_samples = int(np.ceil(n * (target / orig))) in double, which is one more than
+    // the exact ceiling for some n (e.g. 199920 samples at 7350 Hz: 435201).
+    const double ratio = static_cast<double>(kAudioSampleRate) / rate_;
+    const int64_t want = static_cast<int64_t>(std::ceil(static_cast<double>(in_count_) * ratio));
     out_.resize(static_cast<size_t>(want), 0.0f);
+    // Finite input can still overflow: float samples near 3.4e38 summed by the downmix or
+    // filtered by soxr become inf or NaN, which the features would turn into NaN.
+    for (size_t i = 0; i < out_.size(); ++i)
+      if (!std::isfinite(out_[i]))
+        fail("%s: the audio's samples are too large to process (the 16 kHz mono sample %zu is not finite)",
+             name_.c_str(), i);
     return std::move(out_);
   }
 

@@ -115,6 +115,11 @@ TEST(AudioErrors, NonFiniteSamples) {
     put(d, u, 4);
   }
   expect_error(wav(3, 32, 1, 16000, d), "non-finite sample (frame 1)");
+  // Finite but huge: the downmix overflows to inf, and is refused after it.
+  d.clear();
+  for (int i = 0; i < 8; ++i) put(d, 0x7F7FFFFFu, 4);  // FLT_MAX, both channels
+  expect_error(wav(3, 32, 2, 16000, d), "too large to process");
+  expect_error(wav(3, 32, 1, 44100, d), "too large to process");
 }
 
 // Each golden file truncated at many points and with bytes flipped: an error or a decode, never
@@ -172,6 +177,8 @@ TEST(AudioMono16k, DownmixAndPassThrough) {
     tone[i] = static_cast<float>(0.5 * std::sin(2 * M_PI * 1000.0 * i / 48000.0));
   const std::vector<float> out = to_mono_16k(tone, 1, 48000, "x");
   ASSERT_EQ(out.size(), 1600u);
+  // librosa's length in double: ceil(199920 · (16000/7350)) = 435201, one over the exact ceiling.
+  EXPECT_EQ(to_mono_16k(std::vector<float>(199920, 0.0f), 1, 7350, "x").size(), 435201u);
   float peak = 0.0f;
   for (size_t i = 200; i < 1400; ++i) peak = std::max(peak, std::fabs(out[i]));
   EXPECT_NEAR(peak, 0.5f, 0.005f);
