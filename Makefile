@@ -13,12 +13,12 @@ SLUICE := $(BUILD)/apps/sluice/sluice
 FUZZ_SECONDS ?= 60
 
 # What `make run` needs: the compiler, CMake/Ninja, the libraries the sluice binary links or
-# embeds (the image decoders, libsndfile and libsoxr for audio, and the chat page's browser
-# libraries among them; ZeroMQ and msgpack-c for serve --kv-events), and Python to fetch the
-# default model.
+# embeds (the image decoders, libsndfile, libsoxr and libvorbis for audio, and the chat page's
+# browser libraries among them; ZeroMQ and msgpack-c for serve --kv-events), and Python to
+# fetch the default model.
 APT_PACKAGES_RUN := build-essential cmake ninja-build pkg-config python3 python3-venv \
   nlohmann-json3-dev libcli11-dev libboost-dev libxxhash-dev zlib1g-dev \
-  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libsndfile1-dev libsoxr-dev \
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libsndfile1-dev libsoxr-dev libvorbis-dev \
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev \
   libjs-marked node-dompurify libjs-highlight.js libjs-katex
 # What `make test` adds: test frameworks, clang with its sanitizer runtimes (fuzzing), the
@@ -36,7 +36,7 @@ APT_PACKAGES := $(APT_PACKAGES_RUN) $(APT_PACKAGES_TEST)
 APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 libgmock-dev:arm64 \
   libxxhash-dev:arm64 zlib1g-dev:arm64 libstdc++6:arm64 \
   libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 \
-  libsndfile1-dev:arm64 libsoxr-dev:arm64
+  libsndfile1-dev:arm64 libsoxr-dev:arm64 libvorbis-dev:arm64
 ARM64_BUILD := $(BUILD)-arm64
 # Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test sluice

@@ -12,6 +12,7 @@
 
 #include "base/error.h"
 #include "media/audio_features.h"
+#include "media/audio_ogg.h"
 
 namespace sluice::media {
 
@@ -223,6 +224,10 @@ DecodedAudio decode_audio(std::span<const uint8_t> bytes, const std::string& nam
   out.format = sniff_audio_format(bytes);
   if (out.format == AudioFormat::kUnknown)
     fail("%s: not a supported audio format (WAV, FLAC, Ogg Vorbis/Opus or MP3)", name.c_str());
+  if (out.format == AudioFormat::kOgg) {
+    const std::string problem = vorbis_header_problem(bytes);
+    if (!problem.empty()) fail("%s: the ogg audio's Vorbis headers are corrupt: %s", name.c_str(), problem.c_str());
+  }
   MemoryFile mem{bytes, 0};
   SF_VIRTUAL_IO vio{mem_length, mem_seek, mem_read, mem_write, mem_tell};
   SF_INFO info{};

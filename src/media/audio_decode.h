@@ -2,7 +2,7 @@
 // in memory, through Debian's libsndfile, to the f32 mono 16 kHz samples Gemma 4's feature
 // extractor takes (media/audio_features.h). Channels are averaged (librosa's to_mono), then the
 // rate converted with libsoxr at its HQ recipe, linear phase (librosa's default resampler,
-// res_type="soxr_hq"); docs/spec/gemma4.md §7.1 says where this departs from a transformers
+// res_type="soxr_hq"); docs/spec/gemma4.md §10.1 says where this departs from a transformers
 // user's librosa.load(path, sr=16000).
 //
 // Every failure throws sluice::Error naming the input. The byte size is checked before anything

@@ -1,5 +1,5 @@
 // Gemma 4's audio features: the log-mel spectrogram and frame mask of transformers'
-// Gemma4AudioFeatureExtractor (docs/spec/gemma4.md §7.1), from 16 kHz mono f32 samples
+// Gemma4AudioFeatureExtractor (docs/spec/gemma4.md §10.2), from 16 kHz mono f32 samples
 // (media/audio_decode.h makes them), and the number of <|audio|> soft tokens the processor puts
 // in the prompt for a clip of a given length.
 //

@@ -3,7 +3,6 @@
 # Seeds from the golden decode cases (tests/data/golden/audio/decode), runs libFuzzer for
 # SECONDS (default 60), keeping new inputs in fuzz-corpus/audio and crash reproducers in
 # fuzz-corpus/crashes (fuzz-corpus/ is gitignored). Exits non-zero if the fuzzer finds anything.
-# tests/fuzz/audio_lsan.supp names the leaks inside Debian's codec libraries that are let pass.
 set -euo pipefail
 build=${1:?usage: tests/fuzz/run_audio.sh BUILD_DIR [SECONDS]}
 seconds=${2:-60}
@@ -12,6 +11,5 @@ root=fuzz-corpus
 mkdir -p "$root/audio" "$root/audio-seeds" "$root/crashes"
 cp tests/data/golden/audio/decode/*.wav tests/data/golden/audio/decode/*.flac \
    tests/data/golden/audio/decode/*.ogg tests/data/golden/audio/decode/*.mp3 "$root/audio-seeds/"
-LSAN_OPTIONS="suppressions=tests/fuzz/audio_lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}" \
 "$bin" -max_total_time="$seconds" -max_len=40000 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 -artifact_prefix="$root/crashes/" "$root/audio" "$root/audio-seeds"
