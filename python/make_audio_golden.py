@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Golden data for sluice's audio path (src/media/audio_*, docs/spec/gemma4.md §7.1), from
+"""Golden data for sluice's audio path (src/media/audio_*, docs/spec/gemma4.md §10), from
 implementations we did not write: transformers' Gemma4AudioFeatureExtractor and Gemma4Processor
 (features, frame masks, <|audio|> counts), and soundfile + python-soxr, which is what
 librosa.load(path, sr=16000) runs (decoding, downmix, resampling).
