@@ -5,7 +5,12 @@ implementations we did not write: transformers' Gemma4AudioFeatureExtractor and 
 librosa.load(path, sr=16000) runs (decoding, downmix, resampling).
 
     .venv-golden/bin/python python/make_audio_golden.py features
-    <venv with numpy soundfile soxr>/bin/python python/make_audio_golden.py decode
+    <venv with numpy, soundfile==0.14.0, soxr==1.1.0>/bin/python python/make_audio_golden.py decode
+
+(transformers 5.24.0 and numpy 2.4 made the committed features; soundfile 0.14.0 with its bundled
+libsndfile 1.2.2 and python-soxr 1.1.0 with libsoxr 0.1.3-14 the decode cases. The features are
+reproducible bit for bit; soundfile's Ogg writer picks a random stream serial number, so the .ogg
+files change on every run while what they decode to does not.)
 
 Writes tests/data/golden/audio/:
   features.json        per signal: its formula (the C++ test regenerates the samples from it,

@@ -178,7 +178,8 @@ void check_header(const SF_INFO& info, AudioFormat f, const std::string& name, c
 std::vector<float> read_all(SNDFILE* sf, const SF_INFO& info, AudioFormat f, const std::string& name,
                             const AudioLimits& limits) {
   const char* fmt = audio_format_name(f);
-  const int64_t max_frames = static_cast<int64_t>(std::ceil(limits.max_seconds * info.samplerate));
+  const double limit = std::ceil(limits.max_seconds * info.samplerate);  // frames; capped below 2^62
+  const int64_t max_frames = limit < 4.6e18 ? static_cast<int64_t>(limit) : int64_t{1} << 62;
   constexpr sf_count_t kBlock = 8192;
   std::vector<float> block(static_cast<size_t>(kBlock) * info.channels), mono;
   Resampler rs(info.samplerate, name);
