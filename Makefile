@@ -39,7 +39,7 @@ APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 
   libsndfile1-dev:arm64 libsoxr-dev:arm64 libvorbis-dev:arm64
 ARM64_BUILD := $(BUILD)-arm64
 # Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
-ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test sluice
+ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test media_test sluice
 
 .PHONY: run test deps deps-run venv model build build-run test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
   e2b-model e2b-assistant e4b-model 31b-model 26b-model bench-venv bench bench-31b bench-26b format format-check function-length test-times-reset \

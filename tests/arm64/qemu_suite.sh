@@ -35,6 +35,7 @@ qrun max -- "$T/quant/quant_test" "${brief[@]}"
 qrun max SLUICE_EXPECT_ISA=i8mm -- "$T/kernels/kernels_test" "${brief[@]}"
 qrun max -- "$T/models/models_test" "${brief[@]}"
 qrun max -- "$T/sampling/sampling_test" "${brief[@]}"
+qrun max -- "$T/media/media_test" "${brief[@]}"   # image and audio decoding, the features
 golden='*Golden*'
 for isa in scalar neon dotprod; do
   qrun max SLUICE_ISA=$isa -- "$T/models/models_test" "${brief[@]}" --gtest_filter="$golden"
