@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write a Gemma 4 audio tower + projector into an mmproj GGUF the way llama.cpp's converter
-does (`Gemma4VisionAudioModel`, docs/spec/gemma4.md §10.4): `clip.audio.projector_type =
+does (`Gemma4VisionAudioModel`, docs/spec/gemma4.md §10.7): `clip.audio.projector_type =
 gemma4a`, `a.*` tensors and `mm.a.input_projection.weight`, softplus applied to per_dim_scale,
 the depthwise kernel as [d, 5], clamp scalars as 1-element F32 tensors, the convolutions F32.
 

@@ -426,7 +426,7 @@ void Gemma4Audio::light_conv(const AudioLayer& L, int64_t n) {
   for (int64_t i = 0; i < n * d; ++i) h_[i] = h_[i] + u_[i];
 }
 
-// One conformer layer over h_ (docs/spec/gemma4.md §10.2 step 3).
+// One conformer layer over h_ (docs/spec/gemma4.md §10.5 step 3).
 void Gemma4Audio::layer(const AudioLayer& L, const std::vector<uint8_t>& valid) {
   const int64_t d = s_.d, n = n_;
   ffn(L.ffn1, n);

@@ -1,5 +1,5 @@
 // Gemma 4's audio tower (E2B/E4B: the "Universal Speech Model" conformer) and its projector
-// (docs/spec/gemma4.md §10), read from an mmproj GGUF as llama.cpp writes it (§10.4). One clip
+// (docs/spec/gemma4.md §10), read from an mmproj GGUF as llama.cpp writes it (§10.7). One clip
 // at a time, all its frames at once; f32 reference arithmetic in transformers' order.
 #pragma once
 
