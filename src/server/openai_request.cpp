@@ -369,11 +369,6 @@ void check_prompt_bytes(size_t bytes, const ModelContext& m) {
                    "invalid_request_error", "messages", "context_length_exceeded");
 }
 
-const JsonLimits& request_json_limits() {
-  static const JsonLimits limits{kMaxJsonDepth, size_t{64} << 20, kMaxJsonValues};
-  return limits;
-}
-
 ojson parse_body(const std::string& body, const ModelContext& m, bool need_model) {
   // Depth and value count are checked while parsing, so a deeper value is never built:
   // copying or converting one recurses once per level and would overflow the stack.
