@@ -54,25 +54,44 @@ SchemaCompiler::SchemaCompiler(GrammarBuilder& b, const Json& root, const JsonSc
   common_rules();
 }
 
-void SchemaCompiler::common_rules() {
-  ByteSet space;
-  space.add(' ');
-  space.add('\n');
-  space.add('\t');
-  ws_ = b_.add("ws", repeat(bytes(space), 0, 4));
-  digit1_ = b_.add("digit19", bytes(ByteSet::range('1', '9')));
+namespace {
+
+ByteSet byte_set(std::string_view chars) {
+  ByteSet out;
+  for (char c : chars) out.add(static_cast<uint8_t>(c));
+  return out;
+}
+
+// The well-formed multi-byte UTF-8 sequences (no overlongs, no surrogates, at most U+10FFFF).
+std::vector<Expr> utf8_sequences() {
   const Expr cont = bytes(ByteSet::range(0x80, 0xBF));
   ByteSet e1x;
   e1x.add_range(0xE1, 0xEC);
   e1x.add_range(0xEE, 0xEF);
-  std::vector<Expr> utf8_alts{seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}),
-                              seq({lit("\xE0"), bytes(ByteSet::range(0xA0, 0xBF)), cont}),
-                              seq({bytes(e1x), cont, cont}),
-                              seq({lit("\xED"), bytes(ByteSet::range(0x80, 0x9F)), cont}),
-                              seq({lit("\xF0"), bytes(ByteSet::range(0x90, 0xBF)), cont, cont}),
-                              seq({bytes(ByteSet::range(0xF1, 0xF3)), cont, cont, cont}),
-                              seq({lit("\xF4"), bytes(ByteSet::range(0x80, 0x8F)), cont, cont})};
-  const uint32_t utf8 = b_.add("utf8", alt(utf8_alts));
+  return {seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}),
+          seq({lit("\xE0"), bytes(ByteSet::range(0xA0, 0xBF)), cont}),
+          seq({bytes(e1x), cont, cont}),
+          seq({lit("\xED"), bytes(ByteSet::range(0x80, 0x9F)), cont}),
+          seq({lit("\xF0"), bytes(ByteSet::range(0x90, 0xBF)), cont, cont}),
+          seq({bytes(ByteSet::range(0xF1, 0xF3)), cont, cont, cont}),
+          seq({lit("\xF4"), bytes(ByteSet::range(0x80, 0x8F)), cont, cont})};
+}
+
+// A native string's character: raw text up to the closing <|"|> token; '|' is left out so
+// the text `<|"|>` can never appear inside one.
+Expr native_string_char(const std::vector<Expr>& utf8) {
+  ByteSet plain = ByteSet::range(0x20, 0x7E);
+  plain.add('\n');
+  plain.add('\t');
+  plain.w[1] &= ~(uint64_t{1} << ('|' - 64));
+  std::vector<Expr> alts{bytes(plain)};
+  alts.insert(alts.end(), utf8.begin(), utf8.end());
+  return alt(std::move(alts));
+}
+
+// A JSON string's character: printable ASCII but '"' and '\\', UTF-8, or an escape; \uXXXX
+// outside the surrogate range, so that one escape is one character.
+Expr json_string_char(const std::vector<Expr>& utf8) {
   ByteSet hex = ByteSet::range('0', '9');
   hex.add_range('a', 'f');
   hex.add_range('A', 'F');
@@ -81,52 +100,50 @@ void SchemaCompiler::common_rules() {
   hex_no_d.add_range('A', 'C');
   hex_no_d.add_range('e', 'f');
   hex_no_d.add_range('E', 'F');
-  ByteSet dd;
-  dd.add('d');
-  dd.add('D');
-  ByteSet simple_esc;
-  for (char c : std::string_view("\"\\/bfnrt")) simple_esc.add(static_cast<uint8_t>(c));
-  // \uXXXX outside the surrogate range: one escape is one character.
-  const Expr uesc = seq({lit("u"), alt({seq({bytes(hex_no_d), bytes(hex), bytes(hex), bytes(hex)}),
-                                        seq({bytes(dd), bytes(ByteSet::range('0', '7')), bytes(hex), bytes(hex)})})});
-  if (native_) {
-    // Native strings are raw text up to the closing <|"|> token; '|' is left out so the
-    // text `<|"|>` can never appear inside one.
-    ByteSet plain = ByteSet::range(0x20, 0x7E);
-    plain.add('\n');
-    plain.add('\t');
-    plain.w[1] &= ~(uint64_t{1} << ('|' - 64));
-    std::vector<Expr> alts{bytes(plain)};
-    alts.insert(alts.end(), utf8_alts.begin(), utf8_alts.end());
-    char_ = alt(std::move(alts));
-  } else {
-    ByteSet plain = ByteSet::range(0x20, 0x7F);
-    plain.w[0] &= ~(uint64_t{1} << '"');
-    plain.w[1] &= ~(uint64_t{1} << ('\\' - 64));
-    std::vector<Expr> alts{bytes(plain)};
-    alts.insert(alts.end(), utf8_alts.begin(), utf8_alts.end());
-    alts.push_back(seq({lit("\\"), alt({bytes(simple_esc), uesc})}));
-    char_ = alt(std::move(alts));
-  }
+  const Expr uesc = seq(
+      {lit("u"), alt({seq({bytes(hex_no_d), bytes(hex), bytes(hex), bytes(hex)}),
+                      seq({bytes(byte_set("dD")), bytes(ByteSet::range('0', '7')), bytes(hex), bytes(hex)})})});
+  ByteSet plain = ByteSet::range(0x20, 0x7F);
+  plain.w[0] &= ~(uint64_t{1} << '"');
+  plain.w[1] &= ~(uint64_t{1} << ('\\' - 64));
+  std::vector<Expr> alts{bytes(plain)};
+  alts.insert(alts.end(), utf8.begin(), utf8.end());
+  alts.push_back(seq({lit("\\"), alt({bytes(byte_set("\"\\/bfnrt")), uesc})}));
+  return alt(std::move(alts));
+}
+
+// -?(0|[1-9][0-9]*)(.[0-9]{1,F})?([eE][+-]?[0-9]{1,X})?, `digit19` the rule for [1-9].
+Expr number_syntax(uint32_t digit19) {
+  const Expr digit = bytes(ByteSet::range('0', '9'));
+  return seq({opt(lit("-")), alt({lit("0"), seq({ref(digit19), star(bytes(ByteSet::range('0', '9')))})}),
+              opt(seq({lit("."), repeat(digit, 1, kMaxFractionDigits)})),
+              opt(seq({bytes(byte_set("eE")), opt(bytes(byte_set("+-"))), repeat(digit, 1, kMaxExponentDigits)}))});
+}
+
+}  // namespace
+
+// The rules every schema's grammar shares, added in this order: ws, digit19, utf8, char,
+// string, number, value (and in native syntax ident, the bare key).
+void SchemaCompiler::common_rules() {
+  ws_ = b_.add("ws", repeat(bytes(byte_set(" \n\t")), 0, 4));
+  digit1_ = b_.add("digit19", bytes(ByteSet::range('1', '9')));
+  const std::vector<Expr> utf8_alts = utf8_sequences();
+  const uint32_t utf8 = b_.add("utf8", alt(utf8_alts));
+  char_ = native_ ? native_string_char(utf8_alts) : json_string_char(utf8_alts);
   // The character is an expression, not a shared rule: each string gets its own loop rule,
   // whose one call site lets the mask analysis follow a token past the closing quote
   // (CompiledGrammar). Shared rules are analysed under a wildcard caller instead.
   str_char_ = b_.add("char", char_);
   rx_ = RegexContext{&b_, !native_, char_, utf8};
   string_ = b_.add("string", quoted(star(ref(str_char_))));
-  const Expr digit = bytes(ByteSet::range('0', '9'));
-  ByteSet e;
-  e.add('e');
-  e.add('E');
-  ByteSet sign;
-  sign.add('+');
-  sign.add('-');
-  number_ = b_.add("number",
-                   seq({opt(lit("-")), alt({lit("0"), seq({ref(digit1_), star(bytes(ByteSet::range('0', '9')))})}),
-                        opt(seq({lit("."), repeat(digit, 1, kMaxFractionDigits)})),
-                        opt(seq({bytes(e), opt(bytes(sign)), repeat(digit, 1, kMaxExponentDigits)}))}));
+  number_ = b_.add("number", number_syntax(digit1_));
+  value_rule();
+}
+
+// Any JSON value. Keys of members the schema does not name: any string, or in native syntax
+// an identifier.
+void SchemaCompiler::value_rule() {
   value_ = b_.declare("value");
-  // Keys of members the schema does not name: any string, or in native syntax an identifier.
   ByteSet id0 = ByteSet::range('a', 'z');
   id0.add_range('A', 'Z');
   id0.add('_');

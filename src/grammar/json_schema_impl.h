@@ -114,6 +114,7 @@ class SchemaCompiler {
   Expr bounded_number(const std::optional<std::pair<Json, bool>>& lo, const std::optional<std::pair<Json, bool>>& hi,
                       const std::string& path, bool integer, uint32_t digits);
   void common_rules();
+  void value_rule();
   Json fold_all_of(const Json& s, Json out, const std::string& path, int depth);
   void one_of_as_any_of(Json& out, const std::string& path, int depth);
   void rename_one_of(Json& out);
