@@ -181,7 +181,6 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     --depth_;
     return ref(r);
   }
-  if (s.contains("if")) unsupported("'if'", path);
   Exclusions no;
   if (s.contains("not") && !collect_not(s["not"], path + "/not", no)) unsupported("'not'", path + "/not");
   std::vector<Expr> alts;
@@ -503,7 +502,11 @@ std::optional<Expr> SchemaCompiler::extra_members(const Json& s, const std::stri
   const Json add = s.value("additionalProperties", Json(true));
   if (!(add.is_boolean() && !add.get<bool>())) {
     const Json both = pats.empty() ? add : Json{{"allOf", Json::array({add, all_pats})}};
-    const Expr key = other_key(s);
+    Expr key = other_key(s);
+    if (s.contains("propertyNames")) {  // the keys of additional members (json_schema_cond.cpp)
+      if (native_) unsupported("'propertyNames' in native tool syntax", path + "/propertyNames");
+      else key = string_expr(s["propertyNames"], path + "/propertyNames");
+    }
     if (pats.empty() && add.is_boolean()) alts.push_back(seq({key, punct(':'), any_value()}));
     else if (auto v = value_rule(both, path + "/additionalProperties")) alts.push_back(seq({key, punct(':'), ref(*v)}));
   }
@@ -600,6 +603,10 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   const size_t hi = s.contains("maxItems") ? as_count(s, "maxItems", path) : SIZE_MAX;
   if (lo > hi) fail("json schema: minItems > maxItems at %s", path.c_str());
   if (s.value("uniqueItems", false) == true && hi > 1) unsupported("'uniqueItems'", path);
+  if (s.contains("contains")) {
+    if (!s.contains("prefixItems")) return contains_expr(s, path, lo, hi);
+    unsupported("'contains' beside 'prefixItems'", path + "/contains");
+  }
   if (!item && lo > prefix.size())
     fail("json schema: minItems at %s needs more items than prefixItems allows", path.c_str());
   const size_t k = std::min(prefix.size(), hi);

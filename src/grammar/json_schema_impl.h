@@ -75,6 +75,12 @@ class SchemaCompiler {
   bool disjoint(const Json& a, const Json& b, int depth = 0);
   Json schema_for_name(const Json& s, const std::string& name);
 
+  // json_schema_cond.cpp
+  std::optional<Json> negate(const Json& c, const std::string& path, int depth = 0);
+  void if_then_else(Json& out, const std::string& path, int depth);
+  void property_names(Json& out, const std::string& path, int depth);
+  Expr contains_expr(const Json& s, const std::string& path, size_t lo, size_t hi);
+
   // json_scalars.cpp
   Expr string_expr(const Json& s, const std::string& path);
   Expr number_expr(const Json& s, const std::string& path, bool integer);
@@ -135,7 +141,6 @@ class SchemaCompiler {
   uint32_t other_key_rest_ = 0;      // rule: the rest of a key that left the declared names' trie
   size_t width_ = 1;                 // product of the enclosing unions' widths (Limits::max_union_branches)
   const Exclusions* not_ = nullptr;  // the `not` of the value typed_expr is building
-                                     // product of the enclosing unions' widths (Limits::max_union_branches)
   Expr char_;                        // one string character, inlined into each use (see common_rules)
   std::vector<std::string> dropped_;
 };
