@@ -11,8 +11,6 @@ namespace sluice::grammar::detail {
 
 namespace {
 
-bool trivially_true(const Json& v) { return (v.is_boolean() && v.get<bool>()) || (v.is_object() && v.empty()); }
-
 // UTF-8 characters in s (JSON Schema lengths count characters).
 size_t characters(const std::string& s) {
   size_t n = 0;
@@ -158,7 +156,8 @@ void SchemaCompiler::property_names(Json& out, const std::string& path, int dept
 // `contains` (saturating likewise). An item may meet `contains` and be counted, or — when
 // there is no maxContains — be taken as a plain item; with maxContains, plain items are the
 // ones `contains` rejects (its negation).
-Expr SchemaCompiler::contains_expr(const Json& s, const std::string& path, size_t lo, size_t hi) {
+Expr SchemaCompiler::contains_expr(const Json& s, const std::string& path, size_t lo, size_t hi, const Expr& comma,
+                                   const Expr& close) {
   const std::string at = path + "/contains";
   auto count = [&](const char* k, size_t dflt) {
     if (!s.contains(k)) return dflt;
@@ -210,9 +209,9 @@ Expr SchemaCompiler::contains_expr(const Json& s, const std::string& path, size_
   for (size_t n = 0; n <= top_n; ++n)
     for (size_t c = 0; c <= top_c; ++c) {
       if (!live[id(n, c)]) continue;
-      const Expr sep = n == 0 ? empty() : punct(',');
+      const Expr sep = n == 0 ? empty() : comma;
       std::vector<Expr> alts;
-      if (closes(n, c)) alts.push_back(seq({ws(), lit("]")}));
+      if (closes(n, c)) alts.push_back(close);
       const size_t p = step(n, c, false), h = step(n, c, true);
       if (p != SIZE_MAX && live[p]) alts.push_back(seq({sep, *plain_item, ref(rule[p])}));
       if (h != SIZE_MAX && live[h]) alts.push_back(seq({sep, *hit_item, ref(rule[h])}));

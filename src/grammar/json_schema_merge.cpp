@@ -56,8 +56,6 @@ const std::set<std::string> kKept = {"type",
                                      "maxContains"};
 const char* const kApplicators[] = {"allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas", "dependencies"};
 
-bool trivially_true(const Json& v) { return (v.is_boolean() && v.get<bool>()) || (v.is_object() && v.empty()); }
-
 bool has_applicator(const Json& s) {
   return std::any_of(std::begin(kApplicators), std::end(kApplicators), [&](const char* k) { return s.contains(k); });
 }
@@ -129,6 +127,8 @@ bool name_matches(const std::string& pattern, const std::string& name) {
 double num(const Json& v) { return v.get<double>(); }
 
 }  // namespace
+
+bool trivially_true(const Json& v) { return (v.is_boolean() && v.get<bool>()) || (v.is_object() && v.empty()); }
 
 bool is_type_name(const std::string& t) {
   return t == "object" || t == "array" || t == "string" || t == "integer" || t == "number" || t == "boolean" ||

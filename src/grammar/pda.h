@@ -64,6 +64,9 @@ class Pda {
   // The state holding exactly one stack; the union of two states.
   uint32_t single(uint32_t stack);
   uint32_t merge(uint32_t a, uint32_t b);
+  // The state without the stacks whose top frame, or the frame below it, is at a flagged
+  // position (flag: per position).
+  uint32_t without_tops(uint32_t state, const std::vector<uint8_t>& flag);
   uint32_t step_bytes(uint32_t state, std::string_view bytes) {
     for (unsigned char c : bytes) {
       if (state == kDead) break;

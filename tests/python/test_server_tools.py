@@ -184,7 +184,7 @@ def test_tool_errors_are_400(client4, tiny4):
         client4.chat.completions.create(model="tiny-gemma4", messages=MSGS + [
             {"role": "tool", "tool_call_id": "x", "content": "1"}], max_tokens=2)
     bad = {"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"a": {}}, "dependentSchemas": {"a": {"required": ["b"]}}}}}
+        "type": "object", "properties": {"a": {"type": "string"}}, "dependentSchemas": {"a": {"required": ["b"]}}}}}
     with pytest.raises(openai.BadRequestError, match="'dependentSchemas' at #/dependentSchemas/a"):
         client4.chat.completions.create(model="tiny-gemma4", messages=MSGS, tools=[bad], tool_choice="required")
     with pytest.raises(openai.BadRequestError, match="one constraint per request"):

@@ -107,8 +107,6 @@ void expect_error(const std::string& schema, const std::string& needle) {
 }
 
 TEST(JsonSchema, UnsupportedAssertionsAreErrorsNamingThemAndWhere) {
-  expect_error(R"({"type":"object","properties":{"t":{"type":"array","uniqueItems":true}}})",
-               "'uniqueItems' at #/properties/t");
   expect_error(R"({"type":"array","items":{"type":"integer"},"contains":{"const":5},"maxContains":1})",
                "'maxContains' over a 'contains' that is not decided by types and values at #/contains");
   expect_error(R"({"properties":{"a":{}},"propertyNames":{"maxLength":3}})",
@@ -374,6 +372,65 @@ TEST(JsonSchema, PropertyNamesConstrainTheKeys) {
   EXPECT_FALSE(allowed_after(e, R"({")", "z"));
   expect_error(R"({"properties":{"z":{}},"required":["z"],"propertyNames":{"enum":["x"]}})",
                "required property 'z' at # admits no value");
+}
+
+// uniqueItems: the matcher refuses the byte that completes an item equal to an earlier one
+// (a string's closing quote, a container's closing bracket) or, for numbers, the delimiter
+// after it; JSON equality (1 == 1.0, members in any order).
+TEST(JsonSchema, UniqueItemsRefuseARepeatedItem) {
+  const std::string s = R"({"type":"array","items":{"type":"string"},"uniqueItems":true})";
+  for (const char* ok : {"[]", R"(["a"])", R"(["a","ab","b"])", R"(["a","\"a"])"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"(["a","a"])", R"(["a","b","a"])", R"(["a","\u0061"])"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["a","a)", "\""));
+  EXPECT_FALSE(allowed_after(s, R"(["a","a)", "\"]"));
+  EXPECT_FALSE(allowed_after(s, R"(["a","a)", "\","));
+  EXPECT_TRUE(allowed_after(s, R"(["a","a)", "b"));
+  EXPECT_TRUE(allowed_after(s, R"(["a","ab)", "\"]"));
+  const std::string n = R"({"type":"array","items":{"type":"number"},"uniqueItems":true})";
+  for (const char* ok : {"[1,10]", "[1,-1,1.5]"}) EXPECT_TRUE(schema_matches(n, ok)) << ok;
+  for (const char* bad : {"[1,1.0]", "[2,1,2]", "[1E999,2e999]"}) EXPECT_FALSE(schema_matches(n, bad)) << bad;
+  EXPECT_FALSE(allowed_after(n, "[1,1", ","));
+  EXPECT_FALSE(allowed_after(n, "[1,1", "]"));
+  EXPECT_TRUE(allowed_after(n, "[1,1", "0"));
+  const std::string o = R"({"type":"array","items":{"type":"object"},"uniqueItems":true})";
+  EXPECT_TRUE(schema_matches(o, R"([{"a":1},{"a":[1]},{}])"));
+  EXPECT_FALSE(schema_matches(o, R"([{"a":1,"b":2},{"b":2,"a":1}])"));
+  EXPECT_FALSE(allowed_after(o, R"([{"a":1},{"a":1)", "}"));
+  // Only the arrays that say so: an inner unique array inside an outer one that is not.
+  const std::string in = R"({"type":"array","items":{"type":"array","uniqueItems":true}})";
+  EXPECT_TRUE(schema_matches(in, "[[1,2],[1,2]]"));
+  EXPECT_FALSE(schema_matches(in, "[[1,1]]"));
+  // Per parse: [1,1] is valid through the branch without uniqueItems.
+  const std::string u = R"({"anyOf":[{"type":"array","items":{"type":"number"},"uniqueItems":true},)"
+                        R"({"type":"array","items":{"type":"number"},"maxItems":2}]})";
+  for (const char* ok : {"[1,1]", "[1,2,3]"}) EXPECT_TRUE(schema_matches(u, ok)) << ok;
+  EXPECT_FALSE(schema_matches(u, "[1,2,1]"));
+  // Items of any type are narrowed to strings, numbers and objects (each can still grow
+  // into a different value); items that may run out of different values are refused.
+  const std::string any = R"({"type":"array","uniqueItems":true})";
+  EXPECT_TRUE(schema_matches(any, R"(["a",1,{}])"));
+  EXPECT_FALSE(schema_matches(any, "[null]"));
+  for (const char* items : {R"({"type":"integer"})", R"({"enum":["a","b"]})", R"({"type":"string","maxLength":2})",
+                            R"({"type":"object","additionalProperties":false})"})
+    expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
+                 "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// Rollback returns the tracker to the earlier text too.
+TEST(JsonSchema, UniqueItemsSurviveRollback) {
+  auto vocab = test::byte_vocab(false);
+  Matcher m(std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})"), vocab));
+  for (unsigned char c : std::string(R"(["a","b)")) ASSERT_TRUE(m.advance(1 + c));
+  ASSERT_TRUE(m.advance(1 + '"'));
+  m.rollback(2);  // back to ["a","
+  ASSERT_TRUE(m.advance(1 + 'a'));
+  EXPECT_FALSE(m.accepts(1 + '"'));
+  m.rollback(1);
+  ASSERT_TRUE(m.advance(1 + 'c'));
+  EXPECT_TRUE(m.accepts(1 + '"'));
 }
 
 }  // namespace
