@@ -60,7 +60,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
   pending_ = mask_pos_.size();
   for (size_t i = 0; i < mask_pos_.size(); ++i) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (ms >= limits_.eager_compile_ms) break;
+    if (ms + g_.build_ms >= limits_.eager_compile_ms) break;
     analyse(*pda_, mask_pos_[i], masks_[i], flag_);
     ready_[i].store(true, std::memory_order_relaxed);
     --pending_;

@@ -108,6 +108,9 @@ struct Grammar {
   // a `uniqueItems` array, ascending: the matcher drops the parses at one of them (top frame
   // or the frame below it) when the item equals an earlier one (ItemTracker).
   std::vector<uint32_t> unique_close;
+  // Milliseconds the front end took to build this grammar: the compile's eager mask analysis
+  // (Limits::eager_compile_ms) counts them, so a schema that is slow to read defers more.
+  double build_ms = 0;
   // GBNF-like text, for messages and tests.
   std::string to_string() const;
 };

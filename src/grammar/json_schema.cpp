@@ -3,6 +3,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <set>
 #include <string_view>
@@ -707,11 +708,13 @@ uint32_t add_json_schema(GrammarBuilder& b, const nlohmann::ordered_json& schema
 }
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
+  const auto t0 = std::chrono::steady_clock::now();
   GrammarBuilder b(opts.limits);
   detail::SchemaCompiler c(b, schema, opts);
   const uint32_t root = c.rule_for(schema, "#");
   Grammar g = b.finish(root);
   g.warnings = c.dropped();
+  g.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return g;
 }
 
