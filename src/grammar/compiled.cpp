@@ -119,10 +119,8 @@ void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::ve
   std::vector<int32_t> accepted;
   for (uint32_t i = 1; i < nodes.size();) {
     const auto& nd = nodes[i];
-    uint32_t s;
-    try {
-      s = pda.step(state[nd.depth - 1], nd.byte);
-    } catch (const Error&) {
+    const uint32_t s = pda.try_step(state[nd.depth - 1], nd.byte);
+    if (s == Pda::kOverflow) {
       // Under the wildcard the walk follows every caller of a rule at once; past the limits
       // (many call sites of a shared rule, a long token crossing several of them) the
       // subtree's tokens are left to the run-time check from the real stack instead.

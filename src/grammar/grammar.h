@@ -101,7 +101,7 @@ struct Grammar {
   std::vector<ByteSet> sets;
   std::vector<Rule> rules;
   uint32_t root = 0;
-  // What a lenient front end dropped ("'uniqueItems' at #/properties/tags"), for the caller
+  // What a lenient front end dropped ("'dependentSchemas' at #/dependentSchemas/a"), for the caller
   // to report.
   std::vector<std::string> warnings;
   // Positions of the delimiters (',' / ']' and the whitespace before them) after an item of

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -59,6 +60,23 @@ class Pda {
     const uint32_t next = compute_step(state, byte);
     memo_.emplace(key, next);
     return next;
+  }
+  // step() for the compile-time analysis (dense only): a step over the limits is kOverflow,
+  // remembered like any transition, instead of an error thrown (and the step recomputed)
+  // each time the trie walk meets it again.
+  static constexpr uint32_t kOverflow = UINT32_MAX - 1;
+  uint32_t try_step(uint32_t state, uint8_t byte) {
+    const size_t at = size_t{state} * 256 + byte;
+    if (table_[at] == kUnknown) {
+      uint32_t next;
+      try {
+        next = compute_step(state, byte);  // may grow table_
+      } catch (const std::exception&) {
+        next = kOverflow;
+      }
+      table_[at] = next;
+    }
+    return table_[at];
   }
   uint32_t step_token(uint32_t state, int32_t token);
   // The state holding exactly one stack; the union of two states.
