@@ -647,6 +647,7 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   // one of them when the item equals an earlier one (ItemTracker).
   Expr comma = punct(','), close = seq({ws(), lit("]")});  // close: whitespace, then ']'
   if (s.value("uniqueItems", false) == true && hi > 1) {
+    if (auto e = unique_values_expr(s, path, lo, hi)) return *e;
     if (!unique_items_may_differ(s, path, item)) {
       unsupported("'uniqueItems' over items that may run out of different values (see docs)", path);
     } else if (native_) {

@@ -220,4 +220,51 @@ Expr SchemaCompiler::contains_expr(const Json& s, const std::string& path, size_
   return seq({lit("["), ws(), ref(rule[id(0, 0)])});
 }
 
+// uniqueItems over a few values (enum/const, boolean, null items): one rule per set of values
+// already written, each offering the values not yet in it — exact in the grammar, and an item
+// is never left without a different value to take. nullopt: not this shape.
+std::optional<Expr> SchemaCompiler::unique_values_expr(const Json& s, const std::string& path, size_t lo, size_t hi) {
+  constexpr size_t kMaxValues = 8;  // 2^8 rules
+  if (s.contains("prefixItems") || s.contains("contains")) return std::nullopt;
+  const Json items = normalize(s.value("items", Json(true)), path + "/items");
+  if (!items.is_object()) return std::nullopt;
+  for (const auto& [k, v] : items.items())
+    if (k != "type" && k != "enum" && k != "const") return std::nullopt;
+  Json candidates;
+  if (items.contains("const")) candidates = Json::array({items["const"]});
+  else if (items.contains("enum") && items["enum"].is_array()) candidates = items["enum"];
+  else if (items.value("type", Json()) == "boolean") candidates = Json::array({true, false});
+  else if (items.value("type", Json()) == "null") candidates = Json::array({nullptr});
+  else return std::nullopt;
+  std::vector<Json> values;
+  for (const Json& v : candidates)
+    if (admits(items, v) && std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
+  if (values.empty() || values.size() > kMaxValues) return std::nullopt;
+  const size_t n_sets = size_t{1} << values.size();
+  std::vector<bool> live(n_sets, false);  // supersets have larger numbers: computed first
+  for (size_t set = n_sets; set-- > 0;) {
+    const auto count = static_cast<size_t>(__builtin_popcountll(set));
+    live[set] = count >= lo;
+    for (size_t i = 0; i < values.size() && count < hi; ++i)
+      live[set] = live[set] || (!(set >> i & 1) && live[set | size_t{1} << i]);
+  }
+  if (!live[0]) fail("json schema: no array at %s has minItems different values", path.c_str());
+  std::vector<uint32_t> rule(n_sets, 0);
+  for (size_t set = 0; set < n_sets; ++set)
+    if (live[set]) rule[set] = b_.declare("unique-values");
+  for (size_t set = 0; set < n_sets; ++set) {
+    if (!live[set]) continue;
+    const auto count = static_cast<size_t>(__builtin_popcountll(set));
+    std::vector<Expr> alts;
+    if (count >= lo) alts.push_back(seq({ws(), lit("]")}));
+    for (size_t i = 0; i < values.size() && count < hi; ++i) {
+      const size_t next = set | size_t{1} << i;
+      if (set >> i & 1 || !live[next]) continue;
+      alts.push_back(seq({count == 0 ? empty() : punct(','), json_literal(values[i]), ref(rule[next])}));
+    }
+    b_.define(rule[set], alt(std::move(alts)));
+  }
+  return seq({lit("["), ws(), ref(rule[0])});
+}
+
 }  // namespace sluice::grammar::detail

@@ -96,6 +96,7 @@ class SchemaCompiler {
   Expr object_expr(const Json& s, const std::string& path);
   Expr array_expr(const Json& s, const std::string& path);
   bool unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item);
+  std::optional<Expr> unique_values_expr(const Json& s, const std::string& path, size_t lo, size_t hi);
   Expr any_value();
   Expr key_expr(const std::string& name);
   std::optional<Expr> extra_members(const Json& s, const std::string& path);

@@ -412,10 +412,28 @@ TEST(JsonSchema, UniqueItemsRefuseARepeatedItem) {
   const std::string any = R"({"type":"array","uniqueItems":true})";
   EXPECT_TRUE(schema_matches(any, R"(["a",1,{}])"));
   EXPECT_FALSE(schema_matches(any, "[null]"));
-  for (const char* items : {R"({"type":"integer"})", R"({"enum":["a","b"]})", R"({"type":"string","maxLength":2})",
-                            R"({"type":"object","additionalProperties":false})"})
+  for (const char* items : {R"({"type":"integer"})", R"({"enum":[1,2,3,4,5,6,7,8,9]})",
+                            R"({"type":"string","maxLength":2})", R"({"type":"object","additionalProperties":false})"})
     expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
                  "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// uniqueItems over a few values: a rule per set of values written, so a repeated value is
+// masked as soon as it would start, and no item is left without a different value.
+TEST(JsonSchema, UniqueItemsOverAFewValuesAreExactInTheGrammar) {
+  const std::string s = R"({"type":"array","items":{"enum":["a","b",1]},"uniqueItems":true,"minItems":1})";
+  for (const char* ok : {R"(["a"])", R"(["b","a",1])", R"([1,"b"])"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {"[]", R"(["a","a"])", R"([1,"a",1])", R"(["c"])"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["a",")", "a"));
+  EXPECT_TRUE(allowed_after(s, R"(["a",")", "b"));
+  EXPECT_FALSE(allowed_after(s, R"(["b",1,)", "1"));
+  EXPECT_FALSE(allowed_after(s, R"(["a","b",1)", ","));  // no value left
+  const std::string b = R"({"type":"array","items":{"type":"boolean"},"uniqueItems":true})";
+  EXPECT_TRUE(schema_matches(b, "[false,true]"));
+  EXPECT_FALSE(schema_matches(b, "[true,true]"));
+  expect_error(R"({"type":"array","items":{"const":1},"uniqueItems":true,"minItems":2})",
+               "no array at # has minItems different values");
 }
 
 // Rollback returns the tracker to the earlier text too.
