@@ -3,6 +3,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <set>
 #include <string_view>
@@ -198,7 +199,6 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     --depth_;
     return ref(r);
   }
-  if (s.contains("if")) unsupported("'if'", path);
   Exclusions no;
   if (s.contains("not") && !collect_not(s["not"], path + "/not", no)) unsupported("'not'", path + "/not");
   std::vector<Expr> alts;
@@ -520,7 +520,11 @@ std::optional<Expr> SchemaCompiler::extra_members(const Json& s, const std::stri
   const Json add = s.value("additionalProperties", Json(true));
   if (!(add.is_boolean() && !add.get<bool>())) {
     const Json both = pats.empty() ? add : Json{{"allOf", Json::array({add, all_pats})}};
-    const Expr key = other_key(s);
+    Expr key = other_key(s);
+    if (s.contains("propertyNames")) {  // the keys of additional members (json_schema_cond.cpp)
+      if (native_) unsupported("'propertyNames' in native tool syntax", path + "/propertyNames");
+      else key = string_expr(s["propertyNames"], path + "/propertyNames");
+    }
     if (pats.empty() && add.is_boolean()) alts.push_back(seq({key, punct(':'), any_value()}));
     else if (auto v = value_rule(both, path + "/additionalProperties")) alts.push_back(seq({key, punct(':'), ref(*v)}));
   }
@@ -600,6 +604,46 @@ Expr SchemaCompiler::members_expr(const Json& s, const std::string& path, const 
   return seq({lit("{"), ws(), ref(at(0, 0, 0)), ws(), lit("}")});
 }
 
+// uniqueItems is checked by the matcher when an item ends; that never leaves the model
+// without a token only if a value equal to an earlier item can always grow into a different
+// one before it ends: strings without length, pattern, format or value limits, numbers
+// without bounds or multipleOf (more digits: they are generated within ±1e17, which drops
+// the exponent, whose 3 digits could run out), objects that take any further member. Items of
+// any type are narrowed to those (literals and arrays could run out). False: some item schema
+// is outside this set.
+bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item) {
+  auto may_differ = [&](const Json& x0, const std::string& at) {
+    const Json x = normalize(x0, at);
+    if (x == false) return true;
+    if (!x.is_object() || !x.contains("type") || !x["type"].is_string()) return false;
+    const std::string t = x["type"].get<std::string>();
+    std::vector<const char*> limits{"enum", "const", "anyOf", "not"};
+    if (t == "string") limits.insert(limits.end(), {"maxLength", "pattern", "format"});
+    else if (t == "number")
+      limits.insert(limits.end(), {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
+    else if (t == "object") limits.insert(limits.end(), {"maxProperties", "propertyNames"});
+    else return false;
+    for (const char* k : limits)
+      if (x.contains(k)) return false;
+    return t != "object" || x.value("additionalProperties", Json(true)) == true;
+  };
+  if (s.contains("prefixItems"))
+    for (size_t i = 0; i < s["prefixItems"].size(); ++i)
+      if (!may_differ(s["prefixItems"][i], path + "/prefixItems/" + std::to_string(i))) return false;
+  const Json items = s.value("items", Json(true));
+  const Json bounds{{"minimum", -100000000000000000}, {"maximum", 100000000000000000}};
+  if (trivially_true(items)) {
+    const Json number = Json{{"type", "number"}, {"minimum", bounds["minimum"]}, {"maximum", bounds["maximum"]}};
+    item = ref(rule_for(Json{{"anyOf", Json::array({Json{{"type", "string"}}, number, Json{{"type", "object"}}})}},
+                        path + "/items"));
+    return true;
+  }
+  if (!may_differ(items, path + "/items")) return false;
+  if (normalize(items, path + "/items").value("type", Json()) == "number")
+    item = ref(rule_for(Json{{"allOf", Json::array({items, bounds})}}, path + "/items"));
+  return true;
+}
+
 Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   std::vector<Expr> prefix;
   if (s.contains("prefixItems")) {
@@ -616,7 +660,30 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   const size_t lo = s.contains("minItems") ? as_count(s, "minItems", path) : 0;
   const size_t hi = s.contains("maxItems") ? as_count(s, "maxItems", path) : SIZE_MAX;
   if (lo > hi) fail("json schema: minItems > maxItems at %s", path.c_str());
-  if (s.value("uniqueItems", false) == true && hi > 1) unsupported("'uniqueItems'", path);
+  // uniqueItems: the delimiters that close an item are marked; the matcher drops a parse at
+  // one of them when the item equals an earlier one (ItemTracker).
+  Expr comma = punct(','), close = seq({ws(), lit("]")});  // close: whitespace, then ']'
+  if (s.value("uniqueItems", false) == true && hi > 1) {
+    if (auto e = unique_values_expr(s, path, lo, hi)) return *e;
+    if (!unique_items_may_differ(s, path, item)) {
+      unsupported("'uniqueItems' over items that may run out of different values (see docs)", path);
+    } else if (native_) {
+      unsupported("'uniqueItems' in native tool syntax", path);
+    } else {
+      if (!u_comma_) {
+        u_comma_ = b_.add("unique-comma", seq({ws(), lit(",")}));
+        u_close_ = b_.add("unique-close", seq({ws(), lit("]")}));
+        b_.mark_unique_close(u_comma_);
+        b_.mark_unique_close(u_close_);
+      }
+      comma = seq({ref(u_comma_), ws()});
+      close = ref(u_close_);
+    }
+  }
+  if (s.contains("contains")) {
+    if (!s.contains("prefixItems")) return contains_expr(s, path, lo, hi, comma, close);
+    unsupported("'contains' beside 'prefixItems'", path + "/contains");
+  }
   if (!item && lo > prefix.size())
     fail("json schema: minItems at %s needs more items than prefixItems allows", path.c_str());
   const size_t k = std::min(prefix.size(), hi);
@@ -629,14 +696,14 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
       fail("json schema: maxItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
     if (need > opts_.limits.max_repeat)
       fail("json schema: minItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
-    const Expr more = seq({punct(','), *item});
+    const Expr more = seq({comma, *item});
     if (i == 0 && need == 0 && max == kInf) {
       // "]" | item ("," item)* "]" as a loop that calls the item from one place:
       // each ::= item next; next ::= "," each | "]".
       const uint32_t each = b_.declare("items"), next = b_.declare("items-next");
       b_.define(each, seq({*item, ref(next)}));
-      b_.define(next, alt({seq({punct(','), ref(each)}), seq({ws(), lit("]")})}));
-      return alt({seq({ws(), lit("]")}), ref(each)});
+      b_.define(next, alt({seq({comma, ref(each)}), close}));
+      return alt({close, ref(each)});
     }
     if (i > 0) return repeat(more, static_cast<uint32_t>(need), max);
     Expr some = seq({*item, repeat(more, need ? static_cast<uint32_t>(need - 1) : 0, max == kInf ? kInf : max - 1)});
@@ -645,10 +712,10 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   if (k == 0 && item && lo == 0 && hi == SIZE_MAX) return seq({lit("["), ws(), rest(0)});  // the loop closes itself
   Expr body = rest(k);
   for (size_t i = k; i-- > 0;) {
-    Expr next = seq({i ? punct(',') : empty(), prefix[i], std::move(body)});
+    Expr next = seq({i ? comma : empty(), prefix[i], std::move(body)});
     body = i + 1 > lo ? opt(std::move(next)) : std::move(next);
   }
-  return seq({lit("["), ws(), std::move(body), ws(), lit("]")});
+  return seq({lit("["), ws(), std::move(body), close});
 }
 
 }  // namespace detail
@@ -659,11 +726,13 @@ uint32_t add_json_schema(GrammarBuilder& b, const nlohmann::ordered_json& schema
 }
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
+  const auto t0 = std::chrono::steady_clock::now();
   GrammarBuilder b(opts.limits);
   detail::SchemaCompiler c(b, schema, opts);
   const uint32_t root = c.rule_for(schema, "#");
   Grammar g = b.finish(root);
   g.warnings = c.dropped();
+  g.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return g;
 }
 
