@@ -83,6 +83,7 @@ CommandFn add_run_command(CLI::App& app) {
       fail("--image needs --mmproj FILE (the vision projector that goes with the model)");
     const std::string text = place_image_markers(read_prompt(args->prompt, args->prompt_file),
                                                  args->images.images.size());
+    args->session.mmproj = args->images.mmproj;
     EngineSession sess(args->session);
     sess.print_summary();
     auto tok = Tokenizer::from_gguf(sess.file());

@@ -29,6 +29,7 @@
 namespace sluice::app {
 
 class AssistantParts;
+class ImageTower;
 
 struct SessionOptions {
   std::string model_path;
@@ -67,6 +68,8 @@ struct SessionOptions {
   // Record the prefix cache's events (serve --kv-events): the stack holds the log the engine
   // fills and a publisher drains (kv/kv_events.h).
   bool kv_events = false;
+  // --mmproj FILE: the vision tower joins the stack (image_tower.h), checked against the model.
+  std::string mmproj;
 };
 
 // --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a
@@ -96,6 +99,7 @@ class EngineStack {
   const gguf::GgufFile& file() const { return *file_; }
   const DraftParts& draft() const { return draft_; }
   KvEventLog* kv_events() { return kv_events_.get(); }  // null unless SessionOptions::kv_events
+  ImageTower* image_tower() { return images_.get(); }   // null unless SessionOptions::mmproj
   // The engine's configuration over this stack (scheduler shape, prefix caching, speculation
   // and its proposer, the sampling pool), for an EngineCore or an api::Engine.
   const engine::EngineConfig& config() const { return config_; }
@@ -115,6 +119,7 @@ class EngineStack {
   std::unique_ptr<KvEventLog> kv_events_;      // filled by the engine built over config_
   DraftParts draft_;                           // outlives the engine built over config_
   std::unique_ptr<AssistantParts> assistant_;  // --spec assistant; outlives the engine
+  std::unique_ptr<ImageTower> images_;         // --mmproj
   engine::EngineConfig config_;
   int ctx_size_;
   TuneOutcome tuning_;
@@ -133,6 +138,7 @@ class EngineSession {
   const gguf::GgufFile& file() const { return stack_.file(); }
   engine::EngineCore& core() { return *core_; }
   const DraftParts& draft() const { return stack_.draft(); }
+  ImageTower* image_tower() { return stack_.image_tower(); }
   int ctx_size() const { return stack_.ctx_size(); }
   int threads() const { return stack_.threads(); }
   engine::RequestId next_id() { return ++last_id_; }

@@ -36,9 +36,11 @@ struct ImagePrompt {
   std::vector<int32_t> ids;
   std::shared_ptr<const engine::SoftTokens> soft;  // null without images
 };
-// Expands each "<|image|>" id of `ids` to "<|image>" + n × "<|image|>" + "<image|>" and encodes
-// the images into the soft tokens at those n positions. Throws sluice::Error naming the file
-// for an unreadable image, a missing or mismatched mmproj, or a vocabulary without the markers.
+// Expands each "<|image|>" id of `ids` to "<|image>" + n × "<|image|>" + "<image|>"
+// (chat::expand_placeholders) and encodes the images with the session's tower (--mmproj, loaded
+// by the stack: SessionOptions::mmproj) into the soft tokens at those n positions. Throws
+// sluice::Error naming the file for an unreadable image, a missing mmproj, or a vocabulary
+// without the markers.
 ImagePrompt expand_images(const std::vector<int32_t>& ids, const ImageArgs& a, EngineSession& sess,
                           const Tokenizer& tok);
 
