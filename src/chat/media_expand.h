@@ -35,4 +35,18 @@ int64_t expanded_length(size_t n_ids, std::span<const int32_t> counts);
 ExpandedPrompt expand_placeholders(std::span<const int32_t> ids, const MediaMarkers& m,
                                    std::span<const int32_t> counts);
 
+// One kind of media in a prompt (images, audio clips): its markers, each item's soft-token
+// count in prompt order, and the noun messages use ("image", "audio clip").
+struct MediaKind {
+  MediaMarkers markers;
+  std::span<const int32_t> counts;
+  const char* noun = "item";
+};
+
+// expand_placeholders over several kinds at once (their placeholders distinct), each item
+// expanded where its placeholder stands, so kinds mix in any order. Soft rows are numbered kind
+// by kind: kind 0's items first (in prompt order), then kind 1's, ... Throws sluice::Error when
+// a kind's placeholder count differs from its item count.
+ExpandedPrompt expand_placeholders(std::span<const int32_t> ids, std::span<const MediaKind> kinds);
+
 }  // namespace sluice::chat

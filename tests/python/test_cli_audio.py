@@ -1,0 +1,84 @@
+"""`sluice run --mmproj FILE --audio PATH`: every way the files can be wrong is a clear error
+naming the file or the flag, never a crash. (The tiny vocabularies have no audio markers, so the
+success path through the model is tests/unit/models/audio_test.cpp's end-to-end golden.)"""
+import wave
+
+import numpy as np
+
+from conftest import ROOT, run
+
+GOLDEN = ROOT / "tests/data/golden"
+MODEL = GOLDEN / "tiny-gemma4.f32.gguf"
+MMPROJ = GOLDEN / "tiny-audio-e.mmproj.f32.gguf"
+VISION = GOLDEN / "tiny-vision-e.mmproj.f32.gguf"
+
+
+def write_wav(path, n_samples, rate=16000, channels=1):
+    t = np.arange(n_samples) / rate
+    x = (0.3 * np.sin(2 * np.pi * 440 * t) * 32767).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(np.repeat(x, channels).tobytes())
+    return path
+
+
+def sluice_fails(sluice_bin, *args, cmd="run"):
+    r = run([sluice_bin, cmd, "-p", "hi", "-n", "1", *map(str, args)], timeout=120)
+    assert r.returncode != 0, r.stdout
+    assert "error" in r.stderr and "Segmentation" not in r.stderr and "terminate" not in r.stderr, r.stderr
+    return r.stderr
+
+
+def test_audio_needs_an_mmproj_with_an_audio_tower(sluice_bin, tmp_path):
+    wav = write_wav(tmp_path / "a.wav", 16000)
+    assert "--audio needs --mmproj" in sluice_fails(sluice_bin, "-m", MODEL, "--audio", wav)
+    err = sluice_fails(sluice_bin, "-m", MODEL, "--mmproj", VISION, "--audio", wav)
+    assert f"{VISION} has no audio tower" in err, err
+    assert "not an mmproj file" in sluice_fails(sluice_bin, "-m", MODEL, "--mmproj", GOLDEN / "tiny-gemma3.f32.gguf",
+                                                "--audio", wav)
+    err = sluice_fails(sluice_bin, "-m", GOLDEN / "tiny-gemma4-draft.f32.gguf", "--mmproj", MMPROJ, "--audio", wav)
+    assert "outputs width 64 but the model's embedding width is 32" in err, err
+    assert "feeds Gemma 4 models" in sluice_fails(sluice_bin, "-m", GOLDEN / "tiny-gemma3.f32.gguf", "--mmproj",
+                                                  MMPROJ, "--audio", wav)
+
+
+def test_bad_audio_files_are_named(sluice_bin, tmp_path):
+    good = write_wav(tmp_path / "good.wav", 16000)
+    cut = tmp_path / "cut.wav"
+    cut.write_bytes(good.read_bytes()[:30])
+    text = tmp_path / "notes.wav"
+    text.write_text("these are not samples\n" * 10)
+    empty = tmp_path / "empty.wav"
+    empty.write_bytes(b"")
+    silent = write_wav(tmp_path / "zero.wav", 0)
+    short = write_wav(tmp_path / "short.wav", 100)
+    cases = ((tmp_path / "none.wav", "cannot open"), (cut, "cannot read the wav audio"), (text, "not a supported audio format"),
+             (empty, "empty"), (silent, "no samples"), (short, "too short to give a single audio token"))
+    for path, why in cases:
+        err = sluice_fails(sluice_bin, "-m", MODEL, "--mmproj", MMPROJ, "--audio", good, "--audio", path)
+        assert str(path) in err and why in err, (path, err)
+
+
+def test_a_vocabulary_without_audio_markers_is_named(sluice_bin, tmp_path):
+    wav = write_wav(tmp_path / "a.wav", 8000, rate=8000, channels=2)
+    r = run([sluice_bin, "run", "-p", "hi", "-n", "1", "-m", str(MODEL), "--mmproj", str(MMPROJ), "--audio",
+             str(wav)], timeout=120)
+    assert r.returncode != 0
+    # the clip was decoded, resampled, featurised and encoded before the vocabulary was asked
+    assert f"audio {wav}: wav, 8000 Hz, 2 channels, 1.00 s, 25 tokens" in r.stderr, r.stderr
+    assert "has no '<|audio|>' token: audio needs a Gemma 4 E2B/E4B model" in r.stderr, r.stderr
+
+
+def test_audio_past_the_context_names_the_clip(sluice_bin, tmp_path):
+    wav = write_wav(tmp_path / "long.wav", 32000)  # 2 s: 50 tokens
+    err = sluice_fails(sluice_bin, "-m", MODEL, "--mmproj", MMPROJ, "--audio", wav, "--ctx-size", "40")
+    assert f"the prompt with audio {wav} (50 tokens) is" in err and "past the context of 40" in err, err
+
+
+def test_chat_takes_audio_too(sluice_bin, tmp_path):
+    wav = tmp_path / "missing.wav"
+    r = run([sluice_bin, "chat", "-m", str(MODEL), "--builtin-template", "--mmproj", str(MMPROJ), "--audio", str(wav)],
+            timeout=120, input="hello\n")
+    assert r.returncode != 0 and str(wav) in r.stderr and "cannot open" in r.stderr, r.stderr
