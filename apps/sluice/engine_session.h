@@ -154,7 +154,8 @@ class EngineSession {
   const TuneOutcome& tuning() const { return stack_.tuning(); }
   const ProcessMemory& memory_after_load() const { return stack_.memory_after_load(); }
   // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
-  engine::RequestId add_scoring(std::vector<int32_t> prompt);
+  // `soft`: media soft tokens at some positions (media_prompt.h), or null.
+  engine::RequestId add_scoring(std::vector<int32_t> prompt, std::shared_ptr<const engine::SoftTokens> soft = nullptr);
 
   // Steps the engine until request `id` finishes, handing each of its outputs to `on`. When
   // `interrupt` becomes true the request is aborted (its kAbort output still comes).

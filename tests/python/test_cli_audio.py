@@ -1,9 +1,12 @@
-"""`sluice run --mmproj FILE --audio PATH`: every way the files can be wrong is a clear error
-naming the file or the flag, never a crash. (The tiny vocabularies have no audio markers, so the
-success path through the model is tests/unit/models/audio_test.cpp's end-to-end golden.)"""
+"""`sluice run/chat/logits --mmproj FILE --audio PATH`: a WAV clip through the CLI gives the
+logits transformers computes for it (tests/data/golden/audio/cli, python/make_cli_audio_golden.py:
+the file through Gemma4AudioFeatureExtractor and Gemma4ForConditionalGeneration); every way the
+files can be wrong is a clear error naming the file or the flag, never a crash."""
+import json
 import wave
 
 import numpy as np
+from gguf import GGUFReader, GGUFValueType, GGUFWriter
 
 from conftest import ROOT, run
 
@@ -11,6 +14,50 @@ GOLDEN = ROOT / "tests/data/golden"
 MODEL = GOLDEN / "tiny-gemma4.f32.gguf"
 MMPROJ = GOLDEN / "tiny-audio-e.mmproj.f32.gguf"
 VISION = GOLDEN / "tiny-vision-e.mmproj.f32.gguf"
+CLI_GOLDEN = GOLDEN / "audio/cli"
+
+
+def with_audio_markers(src, dst, markers):
+    """A copy of the GGUF `src` whose tokens at the golden's marker ids are Gemma 4's audio
+    markers (control tokens): the tiny vocabulary has none, and the golden prompt uses those ids."""
+    r = GGUFReader(src)
+    names = {markers["audio_token_id"]: "<|audio|>", markers["boa_token_id"]: "<|audio>",
+             markers["eoa_token_index"]: "<audio|>"}
+    w = GGUFWriter(str(dst), r.fields["general.architecture"].contents())
+    for f in r.fields.values():
+        if f.name.startswith("GGUF.") or f.name == "general.architecture":
+            continue
+        val = f.contents()
+        if f.name == "tokenizer.ggml.tokens":
+            val = [names.get(i, t) for i, t in enumerate(val)]
+        elif f.name == "tokenizer.ggml.token_type":
+            val = [3 if i in names else t for i, t in enumerate(val)]
+        sub = f.types[-1] if f.types[0] == GGUFValueType.ARRAY else None
+        w.add_key_value(f.name, val, f.types[0], sub_type=sub)
+    for t in r.tensors:
+        w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
+def test_cli_logits_with_a_clip_equal_transformers(sluice_bin, tmp_path):
+    meta = json.loads((CLI_GOLDEN / "cli.json").read_text())
+    model = with_audio_markers(MODEL, tmp_path / "tiny-gemma4-audio-vocab.gguf", meta["markers"])
+    out = tmp_path / "logits.f32"
+    r = run([sluice_bin, "logits", "-m", model, "--mmproj", MMPROJ, "--audio", CLI_GOLDEN / meta["wav"], "--ids",
+             ",".join(map(str, meta["prompt"])), "--out", out], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"{meta['audio_tokens']} tokens" in r.stderr, r.stderr
+    want = np.fromfile(CLI_GOLDEN / meta["logits"], dtype="<f4").reshape(len(meta["expanded"]), meta["n_vocab"])
+    got = np.fromfile(out, dtype="<f4")
+    assert got.size == want.size, (got.size, want.shape)
+    got = got.reshape(want.shape)
+    err = float(np.abs(got - want).max())
+    print(f"max |logit - transformers| = {err:.3g} over {want.shape}")
+    assert err < 1e-4, err
 
 
 def write_wav(path, n_samples, rate=16000, channels=1):
