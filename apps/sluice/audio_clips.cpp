@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 
 #include "apps/sluice/audio_tower.h"
@@ -28,12 +29,13 @@ int32_t encode_audio_clip(const std::string& path, AudioTower& tower, std::vecto
          path.c_str(), static_cast<double>(n_samples) / media::kAudioSampleRate);
   const size_t at = rows.size();
   rows.resize(at + static_cast<size_t>(n) * static_cast<size_t>(tower.text_width()));
-  double ms = 0;
+  const auto t0 = std::chrono::steady_clock::now();
   try {
-    ms = tower.encode(mel, rows.data() + at);
+    tower.encode(mel, rows.data() + at);
   } catch (const Error& e) {
     fail("%s: %s", path.c_str(), e.what());
   }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "audio %s: %s, %d Hz, %d channel%s, %.2f s%s, %d tokens, encoded in %.0f ms\n", path.c_str(),
                media::audio_format_name(a.format), a.source_rate, a.source_channels, a.source_channels == 1 ? "" : "s",
                static_cast<double>(n_samples) / media::kAudioSampleRate,

@@ -1,6 +1,6 @@
 #include "apps/sluice/audio_tower.h"
 
-#include <chrono>
+#include "apps/sluice/image_tower.h"
 
 #include "base/error.h"
 #include "gguf/reader.h"
@@ -36,28 +36,14 @@ int32_t AudioTower::n_tokens(const media::LogMel& mel) const {
   return enc_->n_tokens(mel.mask.data(), static_cast<int32_t>(mel.frames));
 }
 
-double AudioTower::encode(const media::LogMel& mel, float* out) {
+void AudioTower::encode(const media::LogMel& mel, float* out) {
   std::lock_guard<std::mutex> lock(mu_);
-  const auto t0 = std::chrono::steady_clock::now();
   enc_->encode(mel.values.data(), mel.mask.data(), static_cast<int32_t>(mel.frames), out);
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
-
-namespace {
-int32_t marker_id(const Tokenizer& tok, const char* text) {
-  const int32_t id = tok.token_id(text);
-  if (id == kNoToken)
-    fail("the model's vocabulary has no '%s' token: audio needs a Gemma 4 E2B/E4B model (with its mmproj)", text);
-  return id;
-}
-}  // namespace
 
 chat::MediaMarkers audio_markers(const Tokenizer& tok) {
-  chat::MediaMarkers m;
-  m.placeholder = marker_id(tok, "<|audio|>");
-  m.begin = marker_id(tok, "<|audio>");
-  m.end = marker_id(tok, "<audio|>");
-  return m;
+  return vocab_markers(tok, "<|audio|>", "<|audio>", "<audio|>",
+                       "audio needs a Gemma 4 E2B/E4B model (with its mmproj)");
 }
 
 }  // namespace sluice::app

@@ -9,19 +9,11 @@
 #include <string>
 
 #include "chat/media_expand.h"
+#include "gguf/reader.h"
 #include "media/audio_features.h"
-
-namespace sluice {
-class ThreadPool;
-class Tokenizer;
-namespace gguf {
-class GgufFile;
-}
-namespace models {
-class AudioEncoder;
-struct ModelSpec;
-}  // namespace models
-}  // namespace sluice
+#include "models/encoder.h"
+#include "threading/thread_pool.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sluice::app {
 
@@ -40,8 +32,7 @@ class AudioTower {
   // The soft tokens one segment's features give (the valid frames after subsampling).
   int32_t n_tokens(const media::LogMel& mel) const;
   // n_tokens(mel) rows of text_width() floats to `out`. Thread-safe: callers take turns.
-  // Returns the milliseconds it took.
-  double encode(const media::LogMel& mel, float* out);
+  void encode(const media::LogMel& mel, float* out);
 
  private:
   std::string path_;

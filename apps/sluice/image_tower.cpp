@@ -30,21 +30,20 @@ double ImageTower::encode(const media::PreprocessedImage& img, float* out) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-namespace {
-int32_t marker_id(const Tokenizer& tok, const char* text) {
-  const int32_t id = tok.token_id(text);
-  if (id == kNoToken)
-    fail("the model's vocabulary has no '%s' token: images need a Gemma 4 model (with its mmproj)", text);
-  return id;
+chat::MediaMarkers vocab_markers(const Tokenizer& tok, const char* placeholder, const char* begin, const char* end,
+                                 const char* needs) {
+  chat::MediaMarkers m;
+  const char* texts[3] = {placeholder, begin, end};
+  int32_t* ids[3] = {&m.placeholder, &m.begin, &m.end};
+  for (int i = 0; i < 3; ++i) {
+    *ids[i] = tok.token_id(texts[i]);
+    if (*ids[i] == kNoToken) fail("the model's vocabulary has no '%s' token: %s", texts[i], needs);
+  }
+  return m;
 }
-}  // namespace
 
 chat::MediaMarkers image_markers(const Tokenizer& tok) {
-  chat::MediaMarkers m;
-  m.placeholder = marker_id(tok, "<|image|>");
-  m.begin = marker_id(tok, "<|image>");
-  m.end = marker_id(tok, "<image|>");
-  return m;
+  return vocab_markers(tok, "<|image|>", "<|image>", "<image|>", "images need a Gemma 4 model (with its mmproj)");
 }
 
 }  // namespace sluice::app

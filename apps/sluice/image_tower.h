@@ -49,6 +49,11 @@ class ImageTower {
   std::mutex mu_;
 };
 
+// A kind of media's ids from the vocabulary (placeholder, begin, end); throws sluice::Error
+// naming the missing token and saying what `needs` ("images need a Gemma 4 model").
+chat::MediaMarkers vocab_markers(const Tokenizer& tok, const char* placeholder, const char* begin, const char* end,
+                                 const char* needs);
+
 // The vocabulary's image ids ("<|image|>" placeholder, "<|image>" begin, "<image|>" end).
 // Throws sluice::Error when one is missing: images need a Gemma 4 vocabulary.
 chat::MediaMarkers image_markers(const Tokenizer& tok);
