@@ -91,6 +91,25 @@ def test_audio_needs_an_mmproj_with_an_audio_tower(sluice_bin, tmp_path):
                                                   MMPROJ, "--audio", wav)
 
 
+def test_run_and_chat_hear_a_clip(sluice_bin, tmp_path):
+    """The same clip through `run` (markers put in front of the text) and `chat` (in the first
+    turn), greedy: both finish and say how many tokens the clip gave."""
+    meta = json.loads((CLI_GOLDEN / "cli.json").read_text())
+    model = with_audio_markers(MODEL, tmp_path / "tiny-gemma4-audio-vocab.gguf", meta["markers"])
+    clip = CLI_GOLDEN / meta["wav"]
+    media = ["-m", model, "--mmproj", MMPROJ, "--audio", clip, "--temp", "0", "-n", "3"]
+    r = run([sluice_bin, "run", "-p", "hi", *media], timeout=120)
+    assert r.returncode == 0 and f"audio {clip}: wav, 16000 Hz, 1 channel, 1.30 s, 33 tokens" in r.stderr, r.stderr
+    r = run([sluice_bin, "chat", "--builtin-template", *media], timeout=120, input="hi\nand again\n")
+    assert r.returncode == 0 and r.stderr.count("33 tokens") == 1, r.stderr
+
+
+def test_an_image_with_an_audio_only_mmproj_is_named(sluice_bin, tmp_path):
+    png = GOLDEN / "vision/decode/png_rgb.png"
+    err = sluice_fails(sluice_bin, "-m", MODEL, "--mmproj", MMPROJ, "--image", png)
+    assert f"{MMPROJ} has no vision tower" in err, err
+
+
 def test_bad_audio_files_are_named(sluice_bin, tmp_path):
     good = write_wav(tmp_path / "good.wav", 16000)
     cut = tmp_path / "cut.wav"
