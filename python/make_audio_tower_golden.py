@@ -144,11 +144,10 @@ def e2e_prompt() -> list:
     return ids + [12, 5]
 
 
-def e2e_golden(torch) -> dict:
-    """Logits of Gemma4ForConditionalGeneration on the clip prompt: the text weights are
-    tiny-gemma4's (make_tiny_model.build_model from its manifest seed), the audio ones
-    tiny-audio-e's. Checked: the multimodal model reproduces the text model on text alone, and
-    the clips change the logits."""
+def build_e2e_model(torch):
+    """Gemma4ForConditionalGeneration (f32, eager) with tiny-gemma4's text weights
+    (make_tiny_model.build_model from its manifest seed) and tiny-audio-e's audio ones; also the
+    text model alone and its manifest entry. (python/make_cli_audio_golden.py uses it too.)"""
     import make_tiny_model as tiny
     import tiny_audio as ta
     from make_vision_golden import load_tower_state
@@ -169,6 +168,15 @@ def e2e_golden(torch) -> dict:
     load_tower_state(torch, model.model.audio_tower, model.model.embed_audio, ta.draw_state(tower["seed"], opts),
                      ta.AUDIO, ta.PROJ)
     model.tie_weights()
+    return model, text_model, tentry
+
+
+def e2e_golden(torch) -> dict:
+    """Logits of Gemma4ForConditionalGeneration on the clip prompt: the text weights are
+    tiny-gemma4's (make_tiny_model.build_model from its manifest seed), the audio ones
+    tiny-audio-e's. Checked: the multimodal model reproduces the text model on text alone, and
+    the clips change the logits."""
+    model, text_model, tentry = build_e2e_model(torch)
     mel = torch.from_numpy(mel_inputs())
     mask = torch.zeros(mel.shape[:2], dtype=torch.bool)
     for k, (_, valid) in enumerate(INPUTS):

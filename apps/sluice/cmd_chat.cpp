@@ -20,6 +20,7 @@
 #include "apps/sluice/chat_render.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/completion.h"
+#include "apps/sluice/media_prompt.h"
 #include "base/error.h"
 #include "gguf/reader.h"
 
@@ -44,6 +45,8 @@ struct ChatArgs {
   SamplingFlags sampling;
   std::string system;
   bool builtin_template = false;
+  ImageArgs images;  // --image / --audio: in the first user turn (again after /reset)
+  AudioArgs audio;
 };
 
 void check_chat_template(const gguf::GgufFile& f, const std::string& path, bool builtin_ok) {
@@ -65,12 +68,17 @@ CommandFn add_chat_command(CLI::App& app) {
   cmd->add_flag("--builtin-template", args->builtin_template,
                 "on a file without a chat template (a base model), use Gemma's built-in one");
   add_sampling_flags(cmd, args->sampling);
+  add_image_options(cmd, args->images);
+  add_audio_options(cmd, args->audio);
   return [args]() {
+    configure_media(args->images, args->audio, args->session);
     EngineSession sess(args->session);
     check_chat_template(sess.file(), args->session.model_path, args->builtin_template);
     sess.print_summary();
     auto tok = Tokenizer::from_gguf(sess.file());
     const GenerationOptions opt = resolve_sampling(args->sampling, sess.file());
+    const EncodedMedia media = encode_media(args->images, args->audio, sess);
+    bool media_placed = false;  // the media's markers are in the conversation
     struct sigaction sa {};
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
@@ -90,13 +98,18 @@ CommandFn add_chat_command(CLI::App& app) {
         if (!args->system.empty()) conv.add("system", args->system);
         if (last) sess.core().release_kv(*last);
         last.reset();
+        media_placed = false;
         std::fprintf(stdout, "(conversation cleared)\n");
         continue;
       }
-      conv.add("user", line);
-      const std::vector<int32_t> full = tok->encode(render_chat(sess.file(), *tok, conv, true), false, true);
+      conv.add("user",
+               media_placed ? line : place_media_markers(line, args->images.images.size(), args->audio.clips.size()));
+      media_placed = true;
+      const MediaPrompt mp = place_media(tok->encode(render_chat(sess.file(), *tok, conv, true), false, true), media,
+                                         args->audio, sess, *tok);
       CompletionRequest req;
-      req.prompt = full;
+      req.prompt = mp.ids;
+      req.soft = mp.soft;
       req.opt = opt;
       req.keep_kv = true;
       req.resume_from = last;

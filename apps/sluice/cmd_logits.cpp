@@ -2,7 +2,9 @@
 // and writes float32 logits for every position, row-major [n_ids × vocab], little-endian.
 // --chunk N feeds N ids per step (prefill chunks, then decode-sized steps when N = 1): one
 // engine request in scoring mode (all_logits) with a token budget of N.
-// `-f TEXT` instead of --ids tokenizes a text file (BOS first).
+// `-f TEXT` instead of --ids tokenizes a text file (BOS first). --mmproj FILE with --image /
+// --audio PATH: each placeholder id among the ids (<|image|>, <|audio|>) becomes its item's
+// begin + n soft tokens + end (media_prompt.h), and the rows written are the expanded prompt's.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
+#include "apps/sluice/media_prompt.h"
 #include "base/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,7 +28,15 @@ struct LogitsArgs {
   int max_tokens = 0;
   std::string out;
   int chunk = 0;
+  ImageArgs images;
+  AudioArgs audio;
 };
+
+// The most positions the media can add to the prompt: an image's budget, 750 tokens a clip (30 s),
+// and each item's begin and end markers.
+int media_room(const ImageArgs& images, const AudioArgs& audio) {
+  return static_cast<int>(images.images.size()) * (images.tokens + 2) + static_cast<int>(audio.clips.size()) * 752;
+}
 
 std::vector<int32_t> parse_ids(const std::string& s) {
   std::vector<int32_t> ids;
@@ -102,7 +113,10 @@ CommandFn add_logits_command(CLI::App& app) {
   cmd->add_option("--max-tokens", args->max_tokens, "with -f: keep at most this many tokens (0 = all)");
   cmd->add_option("--out", args->out, "output file: float32 [n_ids × vocab], little-endian")->required();
   cmd->add_option("--chunk", args->chunk, "feed this many ids per step (default: all at once)");
+  add_image_options(cmd, args->images);
+  add_audio_options(cmd, args->audio);
   return [args]() {
+    configure_media(args->images, args->audio, args->session);
     if (args->ids.empty() == args->text_file.empty()) fail("give exactly one of --ids and -f");
     std::vector<int32_t> ids;
     std::unique_ptr<gguf::GgufFile> vocab_file;
@@ -115,15 +129,21 @@ CommandFn add_logits_command(CLI::App& app) {
         ids.resize(static_cast<size_t>(args->max_tokens));
       if (ids.empty()) fail("%s: no tokens", args->text_file.c_str());
     }
-    // Room for the ids and the one token the engine samples after them (discarded).
-    args->session.ctx_size = std::max(args->session.ctx_size, static_cast<int>(ids.size()) + 1);
-    args->session.token_budget = args->chunk > 0 ? args->chunk : static_cast<int>(ids.size());
+    // Room for the ids, their media and the one token the engine samples after them (discarded).
+    const int room = media_room(args->images, args->audio);
+    args->session.ctx_size = std::max(args->session.ctx_size, static_cast<int>(ids.size()) + room + 1);
+    args->session.token_budget = args->chunk > 0 ? args->chunk : static_cast<int>(ids.size()) + room;
     args->session.prefix_caching = false;
     EngineSession sess(args->session);
+    MediaPrompt media;
+    if (room > 0) {
+      media = expand_media(ids, args->images, args->audio, sess, *Tokenizer::from_gguf(sess.file()));
+      ids = std::move(media.ids);
+    }
     const int64_t V = sess.spec().n_vocab;
     std::ofstream out(args->out, std::ios::binary | std::ios::trunc);
     if (!out) fail("%s: cannot open for writing", args->out.c_str());
-    const engine::RequestId id = sess.add_scoring(ids);
+    const engine::RequestId id = sess.add_scoring(ids, media.soft);
     int64_t written = 0;
     sess.drive(id, [&](engine::TokenOutput& o) {
       if (o.logits.empty()) return;

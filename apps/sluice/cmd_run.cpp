@@ -1,6 +1,7 @@
 // `sluice run -m FILE (-p TEXT | -f FILE | stdin)`: streams the continuation of a prompt.
 // --chat renders the prompt as one user turn with the model's chat template. --mmproj FILE
-// --image PATH (repeatable) puts images in the prompt (apps/sluice/images.h).
+// --image PATH and --audio PATH (repeatable) put images and audio clips in the prompt
+// (apps/sluice/media_prompt.h).
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -13,7 +14,7 @@
 #include "apps/sluice/chat_render.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/completion.h"
-#include "apps/sluice/images.h"
+#include "apps/sluice/media_prompt.h"
 #include "base/error.h"
 #include "grammar/compiled.h"
 #include "grammar/gbnf.h"
@@ -29,6 +30,7 @@ struct RunArgs {
   std::string json_schema_file, grammar_file;
   bool chat = false;
   ImageArgs images;
+  AudioArgs audio;
 };
 
 std::string read_all(std::istream& in) {
@@ -78,11 +80,11 @@ CommandFn add_run_command(CLI::App& app) {
   cmd->add_option("--grammar", args->grammar_file, "constrain the output to a GBNF grammar (a file)")->excludes(js);
   add_sampling_flags(cmd, args->sampling);
   add_image_options(cmd, args->images);
+  add_audio_options(cmd, args->audio);
   return [args]() {
-    if (!args->images.images.empty() && args->images.mmproj.empty())
-      fail("--image needs --mmproj FILE (the vision projector that goes with the model)");
-    const std::string text = place_image_markers(read_prompt(args->prompt, args->prompt_file),
-                                                 args->images.images.size());
+    configure_media(args->images, args->audio, args->session);
+    const std::string text = place_media_markers(read_prompt(args->prompt, args->prompt_file),
+                                                 args->images.images.size(), args->audio.clips.size());
     EngineSession sess(args->session);
     sess.print_summary();
     auto tok = Tokenizer::from_gguf(sess.file());
@@ -95,7 +97,7 @@ CommandFn add_run_command(CLI::App& app) {
     } else {
       prompt = tok->encode(text, true, true);
     }
-    const ImagePrompt ip = expand_images(prompt, args->images, sess, *tok);
+    const MediaPrompt ip = expand_media(prompt, args->images, args->audio, sess, *tok);
     CompletionRequest req;
     req.prompt = ip.ids;
     req.soft = ip.soft;

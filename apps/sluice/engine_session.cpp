@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "apps/sluice/assistant_parts.h"
+#include "apps/sluice/audio_tower.h"
+#include "apps/sluice/image_tower.h"
 #include "base/error.h"
 #include "engine/kv_budget.h"
 #include "tokenizer/same_vocabulary.h"
@@ -39,6 +41,11 @@ EngineStack::EngineStack(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
   lo.pool = pool_.get();
   lo.lm_head = models::parse_lm_head_format(opt.lm_head);
   model_ = models::load_model(*file_, lo);
+  if (!opt.mmproj.empty()) {  // before the KV cache and tuning: a wrong mmproj fails fast
+    std::fprintf(stderr, "loading %s ...\n", opt.mmproj.c_str());
+    if (opt.mmproj_vision) images_ = std::make_unique<ImageTower>(opt.mmproj, model_->spec(), pool_->size());
+    if (opt.mmproj_audio) audio_ = std::make_unique<AudioTower>(opt.mmproj, model_->spec(), pool_->size());
+  }
   if (ctx_size_ < 2) fail("--ctx-size must be at least 2");
   const int n_seqs = std::max(1, opt.n_seqs);
   const int64_t budget = opt.token_budget > 0 ? opt.token_budget : static_cast<int64_t>(ctx_size_) * n_seqs;
@@ -151,12 +158,14 @@ void print_draft_summary(const DraftParts& d) {
                d.kv->bytes() / 1048576.0, kv_type_name(d.kv->type()));
 }
 
-engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt) {
+engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt,
+                                             std::shared_ptr<const engine::SoftTokens> soft) {
   engine::EngineRequest req;
   const engine::RequestId id = req.id = next_id();
   req.prompt = std::move(prompt);
   req.sampling.temperature = 0;
   req.all_logits = true;
+  req.soft = std::move(soft);
   core_->add(std::move(req));
   return id;
 }

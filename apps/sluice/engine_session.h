@@ -29,6 +29,8 @@
 namespace sluice::app {
 
 class AssistantParts;
+class AudioTower;
+class ImageTower;
 
 struct SessionOptions {
   std::string model_path;
@@ -67,6 +69,12 @@ struct SessionOptions {
   // Record the prefix cache's events (serve --kv-events): the stack holds the log the engine
   // fills and a publisher drains (kv/kv_events.h).
   bool kv_events = false;
+  // --mmproj FILE: the vision tower joins the stack (image_tower.h), checked against the model;
+  // with mmproj_audio (--audio) its audio tower too (audio_tower.h), and with mmproj_vision
+  // false only that (an audio-only mmproj).
+  std::string mmproj;
+  bool mmproj_vision = true;
+  bool mmproj_audio = false;
 };
 
 // --spec draft: the draft model's file, weights, KV cache and engine hook, loaded next to a
@@ -96,6 +104,8 @@ class EngineStack {
   const gguf::GgufFile& file() const { return *file_; }
   const DraftParts& draft() const { return draft_; }
   KvEventLog* kv_events() { return kv_events_.get(); }  // null unless SessionOptions::kv_events
+  ImageTower* image_tower() { return images_.get(); }   // null unless SessionOptions::mmproj
+  AudioTower* audio_tower() { return audio_.get(); }    // null unless SessionOptions::mmproj_audio
   // The engine's configuration over this stack (scheduler shape, prefix caching, speculation
   // and its proposer, the sampling pool), for an EngineCore or an api::Engine.
   const engine::EngineConfig& config() const { return config_; }
@@ -115,6 +125,8 @@ class EngineStack {
   std::unique_ptr<KvEventLog> kv_events_;      // filled by the engine built over config_
   DraftParts draft_;                           // outlives the engine built over config_
   std::unique_ptr<AssistantParts> assistant_;  // --spec assistant; outlives the engine
+  std::unique_ptr<ImageTower> images_;         // --mmproj
+  std::unique_ptr<AudioTower> audio_;          // --mmproj with --audio
   engine::EngineConfig config_;
   int ctx_size_;
   TuneOutcome tuning_;
@@ -133,6 +145,8 @@ class EngineSession {
   const gguf::GgufFile& file() const { return stack_.file(); }
   engine::EngineCore& core() { return *core_; }
   const DraftParts& draft() const { return stack_.draft(); }
+  ImageTower* image_tower() { return stack_.image_tower(); }
+  AudioTower* audio_tower() { return stack_.audio_tower(); }
   int ctx_size() const { return stack_.ctx_size(); }
   int threads() const { return stack_.threads(); }
   engine::RequestId next_id() { return ++last_id_; }
@@ -140,7 +154,8 @@ class EngineSession {
   const TuneOutcome& tuning() const { return stack_.tuning(); }
   const ProcessMemory& memory_after_load() const { return stack_.memory_after_load(); }
   // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
-  engine::RequestId add_scoring(std::vector<int32_t> prompt);
+  // `soft`: media soft tokens at some positions (media_prompt.h), or null.
+  engine::RequestId add_scoring(std::vector<int32_t> prompt, std::shared_ptr<const engine::SoftTokens> soft = nullptr);
 
   // Steps the engine until request `id` finishes, handing each of its outputs to `on`. When
   // `interrupt` becomes true the request is aborted (its kAbort output still comes).

@@ -1,25 +1,18 @@
 // --mmproj / --image for the commands that run a prompt: each image decoded and preprocessed
 // (src/media), encoded by the mmproj's vision tower (models/encoder.h) into soft tokens, which
-// take the places the prompt gives them (docs/spec/gemma4.md §9.4).
+// take the places the prompt gives them (docs/spec/gemma4.md §9.4; media_prompt.h puts them
+// there, beside audio clips).
 #pragma once
 
-#include <memory>
+#include <cstdint>
 #include <string>
 #include <vector>
-
-#include "engine/request.h"
 
 namespace CLI {
 class App;
 }
 
-namespace sluice {
-class Tokenizer;
-}
-
 namespace sluice::app {
-
-class EngineSession;
 
 struct ImageArgs {
   std::string mmproj;
@@ -28,18 +21,16 @@ struct ImageArgs {
 };
 void add_image_options(CLI::App* cmd, ImageArgs& a);
 
-// The prompt text with one "<|image|>" per image: the text's own markers when it has exactly
-// as many, else one per image put in front (image before text, as a chat turn shows them).
-std::string place_image_markers(const std::string& text, size_t n_images);
+// The prompt text with one `marker` per item: the text's own markers when it has exactly as
+// many, else one per item put in front (media before text, as a chat turn shows them).
+std::string place_markers(const std::string& text, const char* marker, size_t n_items);
+inline std::string place_image_markers(const std::string& text, size_t n_images) {
+  return place_markers(text, "<|image|>", n_images);
+}
 
-struct ImagePrompt {
-  std::vector<int32_t> ids;
-  std::shared_ptr<const engine::SoftTokens> soft;  // null without images
-};
-// Expands each "<|image|>" id of `ids` to "<|image>" + n × "<|image|>" + "<image|>" and encodes
-// the images into the soft tokens at those n positions. Throws sluice::Error naming the file
-// for an unreadable image, a missing or mismatched mmproj, or a vocabulary without the markers.
-ImagePrompt expand_images(const std::vector<int32_t>& ids, const ImageArgs& a, EngineSession& sess,
-                          const Tokenizer& tok);
+class ImageTower;
+// One image file → its soft tokens (`budget` of them at most) appended to `rows`; returns how
+// many. Throws sluice::Error naming the file for one that cannot be read, decoded or sized.
+int32_t encode_image(const std::string& path, int budget, ImageTower& tower, std::vector<float>& rows);
 
 }  // namespace sluice::app

@@ -1,0 +1,55 @@
+#include "apps/sluice/image_tower.h"
+
+#include <chrono>
+
+#include "base/error.h"
+#include "gguf/reader.h"
+#include "models/encoder.h"
+#include "threading/thread_pool.h"
+#include "tokenizer/tokenizer.h"
+
+namespace sluice::app {
+
+ImageTower::ImageTower(const std::string& mmproj, const models::ModelSpec& text, int threads)
+    : path_(mmproj), file_(gguf::GgufFile::open(mmproj)), pool_(std::make_unique<ThreadPool>(threads)) {
+  // A file that is not an mmproj at all gets load_image_encoder's own message.
+  const gguf::GgufFile& f = *file_;
+  if (f.get_string_or("general.architecture", "") == "clip" && !f.get_bool_or("clip.has_vision_encoder", false) &&
+      !f.has("clip.vision.projector_type") && !f.has("clip.projector_type"))
+    fail("%s has no vision tower (no clip.vision.projector_type): --image needs the mmproj of a model that sees",
+         mmproj.c_str());
+  models::LoadOptions lo;
+  lo.pool = pool_.get();
+  enc_ = models::load_image_encoder(*file_, lo);
+  models::check_encoder_fits(*enc_, text, mmproj);
+}
+
+ImageTower::~ImageTower() = default;
+
+int32_t ImageTower::text_width() const { return enc_->text_width(); }
+bool ImageTower::bidirectional_images() const { return enc_->bidirectional_images(); }
+
+double ImageTower::encode(const media::PreprocessedImage& img, float* out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  const auto t0 = std::chrono::steady_clock::now();
+  enc_->encode(img.patches.data(), img.patches_x, img.patches_y, out);
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+chat::MediaMarkers vocab_markers(const Tokenizer& tok, const char* placeholder, const char* begin, const char* end,
+                                 const char* needs) {
+  chat::MediaMarkers m;
+  const char* texts[3] = {placeholder, begin, end};
+  int32_t* ids[3] = {&m.placeholder, &m.begin, &m.end};
+  for (int i = 0; i < 3; ++i) {
+    *ids[i] = tok.token_id(texts[i]);
+    if (*ids[i] == kNoToken) fail("the model's vocabulary has no '%s' token: %s", texts[i], needs);
+  }
+  return m;
+}
+
+chat::MediaMarkers image_markers(const Tokenizer& tok) {
+  return vocab_markers(tok, "<|image|>", "<|image>", "<image|>", "images need a Gemma 4 model (with its mmproj)");
+}
+
+}  // namespace sluice::app

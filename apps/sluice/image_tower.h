@@ -1,0 +1,61 @@
+// The mmproj's vision tower as a member of the stack (--mmproj FILE): loaded once, checked
+// against the text model at start-up (projector type, family, width), and encoding one image
+// at a time on a thread pool of its own, so that `sluice serve` encodes on the HTTP worker
+// that received the image while the engine thread keeps stepping on the engine's pool.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "chat/media_expand.h"
+#include "media/preprocess.h"
+
+namespace sluice {
+class ThreadPool;
+class Tokenizer;
+namespace gguf {
+class GgufFile;
+}
+namespace models {
+class ImageEncoder;
+struct ModelSpec;
+}  // namespace models
+}  // namespace sluice
+
+namespace sluice::app {
+
+class ImageTower {
+ public:
+  // Throws sluice::Error naming `mmproj` for a file that is not an mmproj, a projector sluice
+  // does not implement, or one that cannot feed `text` (another family or width).
+  ImageTower(const std::string& mmproj, const models::ModelSpec& text, int threads);
+  ~ImageTower();
+  ImageTower(const ImageTower&) = delete;
+  ImageTower& operator=(const ImageTower&) = delete;
+
+  const std::string& path() const { return path_; }
+  int32_t text_width() const;
+  bool bidirectional_images() const;  // SoftTokens::blocks
+  // n_soft_tokens() rows of text_width() floats to `out`. Thread-safe: callers take turns.
+  // Returns the milliseconds it took.
+  double encode(const media::PreprocessedImage& img, float* out);
+
+ private:
+  std::string path_;
+  std::unique_ptr<gguf::GgufFile> file_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<models::ImageEncoder> enc_;
+  std::mutex mu_;
+};
+
+// A kind of media's ids from the vocabulary (placeholder, begin, end); throws sluice::Error
+// naming the missing token and saying what `needs` ("images need a Gemma 4 model").
+chat::MediaMarkers vocab_markers(const Tokenizer& tok, const char* placeholder, const char* begin, const char* end,
+                                 const char* needs);
+
+// The vocabulary's image ids ("<|image|>" placeholder, "<|image>" begin, "<image|>" end).
+// Throws sluice::Error when one is missing: images need a Gemma 4 vocabulary.
+chat::MediaMarkers image_markers(const Tokenizer& tok);
+
+}  // namespace sluice::app
