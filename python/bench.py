@@ -155,7 +155,7 @@ def parse_llama_bench(stdout: str, depths: list[int]) -> dict:
         "decode_ms": dec,
         "info": {"engine": "llama-bench", "llama_cpp_commit": first.get("build_commit"),
                  **{k: first.get(k) for k in ("build_number", "cpu_info", "backends", "model_type", "model_size",
-                                              "n_params", "n_threads", "type_k", "type_v", "flash_attn", "use_mmap",
+                                              "model_n_params", "n_threads", "type_k", "type_v", "flash_attn", "load_mode", "repack",
                                               "n_batch", "n_ubatch")}},
     }
 
