@@ -42,7 +42,7 @@ ARM64_BUILD := $(BUILD)-arm64
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test media_test sluice
 
 .PHONY: run test deps deps-run venv model build build-run test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
-  e2b-model e2b-assistant e4b-model 31b-model 26b-model bench-venv bench bench-31b bench-26b format format-check function-length test-times-reset \
+  e2b-model e2b-assistant e4b-model 31b-model 26b-model bench-venv llamacpp-tools bench bench-31b bench-26b format format-check function-length test-times-reset \
   deps-arm64 build-arm64 test-arm64 check-packages print-packages
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
@@ -269,8 +269,31 @@ $(BENCH_VENV)/.stamp: python/requirements-bench.txt
 	touch $@
 bench-venv: $(BENCH_VENV)/.stamp
 
-bench: deps build e2b-model e4b-model model bench-venv
-	$(BENCH_VENV)/bin/python python/bench.py --model $(E2B_MODEL) --model $(E4B_MODEL) --model $(MODEL) $(BENCH_ARGS)
+# llama.cpp's own tools, built natively from the llama.cpp sources vendored in the same
+# llama-cpp-python sdist the bench venv pins (PyPI is the only network used): llama-bench, the
+# peer of every `make bench` row (python/bench.py), and llama-mtmd-cli (images, audio). Same
+# CMake flags as the venv (GGML_NATIVE, or the AMX-less list on AMX hosts). The sdist has no
+# .git, so the vendored commit (its CHANGELOG) is passed in: llama-bench's JSON reports it.
+LLAMACPP_VERSION := $(shell sed -n 's/^llama-cpp-python==//p' python/requirements-bench.txt)
+LLAMACPP_COMMIT := 0c1e57098
+LLAMACPP_DIR := .llamacpp
+LLAMACPP_SRC := $(LLAMACPP_DIR)/llama_cpp_python-$(LLAMACPP_VERSION)/vendor/llama.cpp
+LLAMA_BENCH := $(LLAMACPP_DIR)/build/bin/llama-bench
+llamacpp-tools: $(LLAMA_BENCH)
+$(LLAMA_BENCH): python/requirements-bench.txt | $(VENV)/.stamp-run
+	mkdir -p $(LLAMACPP_DIR)
+	test -f $(LLAMACPP_DIR)/llama_cpp_python-$(LLAMACPP_VERSION).tar.gz || $(VENV)/bin/pip download -q \
+	  --disable-pip-version-check --no-binary :all: --no-deps -d $(LLAMACPP_DIR) llama-cpp-python==$(LLAMACPP_VERSION)
+	test -d $(LLAMACPP_SRC) || tar xzf $(LLAMACPP_DIR)/llama_cpp_python-$(LLAMACPP_VERSION).tar.gz -C $(LLAMACPP_DIR)
+	@echo "building llama-bench and llama-mtmd-cli with $(LLAMACPP_CMAKE_ARGS) (~20 min on 2 busy cores)"
+	cmake -S $(LLAMACPP_SRC) -B $(LLAMACPP_DIR)/build -G Ninja -DCMAKE_BUILD_TYPE=Release $(LLAMACPP_CMAKE_ARGS) \
+	  -DLLAMA_CURL=OFF -DLLAMA_BUILD_COMMIT=$(LLAMACPP_COMMIT) -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
+	  -DLLAMA_BUILD_SERVER=OFF -DBUILD_SHARED_LIBS=OFF
+	cmake --build $(LLAMACPP_DIR)/build -j$(JOBS) --target llama-bench llama-mtmd-cli
+	touch $@
+
+bench: deps build e2b-model e4b-model model llamacpp-tools
+	$(PY) python/bench.py --model $(E2B_MODEL) --model $(E4B_MODEL) --model $(MODEL) $(BENCH_ARGS)
 
 # The 31B-shaped file, sluice alone (a benchmark of size: ~17.6 GB of weights a token, so a short
 # prompt and few steps), with the peak RSS of the run in the table and in bench-31b.json. The
@@ -280,11 +303,11 @@ BENCH_31B_ARGS ?= --prompt 16 --n-decode 4 --depths 0 --rounds 1
 bench-31b: deps build 31b-model
 	$(PY) python/bench.py --model $(G31B_MODEL) --skip llama.cpp --out bench-31b.json $(BENCH_31B_ARGS)
 
-# The 26B-A4B-shaped file against llama.cpp (a token reads ~2.1 GB: the dense parts and 8 of
-# each layer's 128 experts). BENCH_26B_ARGS as BENCH_ARGS.
-BENCH_26B_ARGS ?= --rounds 1
-bench-26b: deps build 26b-model bench-venv
-	$(BENCH_VENV)/bin/python python/bench.py --model $(G26B_MODEL) --out bench-26b.json $(BENCH_26B_ARGS)
+# The 26B-A4B-shaped file against llama-bench (a token reads ~2.4 GB: the dense parts and 8 of
+# each layer's 128 experts), decode at depth 0 and 8 sequences a step. BENCH_26B_ARGS as BENCH_ARGS.
+BENCH_26B_ARGS ?= --rounds 1 --depths 0 --batch 8
+bench-26b: deps build 26b-model llamacpp-tools
+	$(PY) python/bench.py --model $(G26B_MODEL) --out bench-26b.json $(BENCH_26B_ARGS)
 
 clean:
 	rm -rf $(BUILD) $(BUILD)-asan $(BUILD)-fuzz $(ARM64_BUILD)

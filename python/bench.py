@@ -4,11 +4,16 @@ KV depths and KV type, run interleaved (sluice, llama.cpp, sluice, llama.cpp, ..
 rounds) so that a change in machine load hits both alike.
 
     python/bench.py [--model F ...] [--threads 2] [--prompt 512] [--depths 0,512] [--n-decode 32]
-                    [--rounds 3] [--repeats 1] [--kv-type f16] [--out bench-results.json]
+                    [--rounds 3] [--repeats 1] [--kv-type f16] [--batch 8] [--out bench-results.json]
 
-Each round runs `sluice bench ... --json` (build/apps/sluice/sluice) and
-`python/llamacpp_bench.py ... --json` (in .venv-bench) once per model; each reports medians over
-its own --repeats. The table shows, per model, the median over the rounds: prefill tokens/s,
+Each round runs `sluice bench ... --json` (build/apps/sluice/sluice) and llama.cpp's own
+`llama-bench -t T -p P -n G -d DEPTHS -r R -ctk KV -ctv KV -o json` (.llamacpp/build/bin,
+`make llamacpp-tools`: built natively from the sources the pinned llama-cpp-python sdist
+vendors; G = --llama-bench-n, 128 by default, llama-bench's own tg128) once per model; each
+reports medians over its own repeats. `--peer llama-cpp-python` uses python/llamacpp_bench.py in
+.venv-bench instead (its AMX-less build is slow on Intel hosts). `--batch B` adds, in each round,
+a sluice run decoding B sequences together at depth 0, reported as aggregate tokens/s against
+one sequence. Each run's peak RSS is the kernel's account of the child (wait4). The table shows, per model, the median over the rounds: prefill tokens/s,
 decode ms/token at each depth, the speedup of sluice (llama.cpp time / sluice time), and
 sluice's measured bandwidth, decode floor (bytes per token / bandwidth) and efficiency
 (floor / measured), plus llama.cpp's efficiency against the same floor. Everything, including
@@ -34,6 +39,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = ROOT / "models" / "gemma4-e2b-shaped-q4_0.gguf"
 DEFAULT_SLUICE = ROOT / "build" / "apps" / "sluice" / "sluice"
 DEFAULT_LLAMACPP = f"{ROOT / '.venv-bench' / 'bin' / 'python'} {ROOT / 'python' / 'llamacpp_bench.py'}"
+DEFAULT_LLAMA_BENCH = ROOT / ".llamacpp" / "build" / "bin" / "llama-bench"
 
 
 class BenchError(Exception):
@@ -119,6 +125,41 @@ def parse_llamacpp(stdout: str) -> dict:
     }
 
 
+def parse_llama_bench(stdout: str, depths: list[int]) -> dict:
+    """`llama-bench -o json`: a list of tests, one per (n_prompt, n_gen, n_depth); a prompt test
+    (n_gen 0) at depth 0 gives the prefill, a generation test (n_prompt 0) at each depth the decode
+    (avg_ns over n_gen tokens)."""
+    who = "llama-bench"
+    text = stdout.strip()
+    try:
+        tests = json.loads(text[text.index("["):])
+    except (ValueError, json.JSONDecodeError):
+        raise BenchError(f"{who} printed no JSON list on stdout; it printed:\n{text[:2000]}")
+    if not isinstance(tests, list) or not tests or not all(isinstance(t, dict) for t in tests):
+        raise BenchError(f"{who} JSON is not a non-empty list of tests: {text[:200]}")
+    pre = [t for t in tests if t.get("n_gen") == 0 and t.get("n_depth", 0) == 0]
+    if not pre:
+        raise BenchError(f"{who} JSON has no prompt test at depth 0")
+    dec = {}
+    for t in tests:
+        if t.get("n_prompt") == 0 and t.get("n_gen", 0) > 0:
+            dec[int(t.get("n_depth", 0))] = t["avg_ns"] / t["n_gen"] / 1e6
+    missing = [d for d in depths if d not in dec]
+    if missing:
+        raise BenchError(f"{who} JSON has no generation test at depth(s) {missing}")
+    first = tests[0]
+    return {
+        "prefill_tokens": pre[0]["n_prompt"],
+        "prefill_ms": pre[0]["avg_ns"] / 1e6,
+        "prefill_tps": pre[0]["avg_ts"],
+        "decode_ms": dec,
+        "info": {"engine": "llama-bench", "llama_cpp_commit": first.get("build_commit"),
+                 **{k: first.get(k) for k in ("build_number", "cpu_info", "backends", "model_type", "model_size",
+                                              "model_n_params", "n_threads", "type_k", "type_v", "flash_attn", "load_mode", "repack",
+                                              "n_batch", "n_ubatch")}},
+    }
+
+
 # ---------------------------------------------------------------------------------------
 # Running
 # ---------------------------------------------------------------------------------------
@@ -162,7 +203,23 @@ def sluice_cmd(a, model) -> list[str]:
 
 
 def llamacpp_cmd(a, model) -> list[str]:
-    return shlex.split(a.llamacpp) + ["--model", str(model)] + common_args(a)
+    if a.peer == "llama-cpp-python":
+        return shlex.split(a.llamacpp) + ["--model", str(model)] + common_args(a)
+    return [str(a.llama_bench), "-m", str(model), "-t", str(a.threads), "-p", str(a.prompt), "-n", str(a.llama_bench_n),
+            "-d", ",".join(map(str, a.depths)), "-r", str(a.repeats), "-ctk", a.kv_type, "-ctv", a.kv_type, "-o", "json"]
+
+
+def batch_cmd(a, model) -> list[str]:
+    """--batch B: B sequences decoded together at depth 0 after a short prompt each."""
+    return [str(a.sluice), "bench", "-m", str(model), "-t", str(a.threads), "-p", "16", "-n", str(a.n_decode),
+            "--depths", "0", "--repeats", str(a.repeats), "--kv-type", a.kv_type, "--batch", str(a.batch), "--json"]
+
+
+def load_average() -> float | None:
+    try:
+        return float(pathlib.Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def median_or_none(xs):
@@ -180,6 +237,7 @@ def summarize(runs: list[dict], depths: list[int]) -> dict:
         "prefill_tps_range": [min(r["prefill_tps"] for r in runs), max(r["prefill_tps"] for r in runs)],
         "decode_ms": {}, "decode_ms_range": {},
         "peak_rss_mb": max((r.get("peak_rss_mb") or 0 for r in runs), default=None),
+        "load_average": [r.get("load_average") for r in runs],
     }
     for d in depths:
         v = [r["decode_ms"][d] for r in runs if d in r["decode_ms"]]
@@ -211,6 +269,16 @@ MAX_REST_SHARE = 0.08          # attention + everything else, of a decode step a
 MIN_EFFICIENCY = 1 / 1.10      # decode within 1.10x of the floor
 MIN_DECODE_SPEEDUP = {0: 1.15, 512: 1.25}
 MIN_PREFILL_SPEEDUP = 2.0
+# The mixture-of-experts issue's (26B-A4B): the floor counts the bytes the picked experts read.
+MOE_MIN_DECODE_SPEEDUP = 1.3
+MOE_MIN_EFFICIENCY = 0.85
+MOE_MIN_BATCH_RATIO = 2.5      # aggregate tokens/s of --batch 8 over one sequence
+MAX_PEAK_RSS_OVER_FILE = 1.1
+
+
+def is_moe(sl: dict) -> bool:
+    """A run whose decode steps streamed expert weights (the ffn_experts class)."""
+    return any(((c or {}).get("ffn_experts") or {}).get("bytes") for c in (sl.get("classes") or {}).values())
 
 
 def checks(res: dict, depths: list[int]) -> list[tuple[str, float, float, bool]]:
@@ -227,6 +295,8 @@ def checks(res: dict, depths: list[int]) -> list[tuple[str, float, float, bool]]
                 out.append((f"decode speedup over llama.cpp @{d}", sp["decode"][d], 1.0, sp["decode"][d] >= 1.0))
             out.append(("prefill speedup over llama.cpp", sp["prefill"], 1.0, sp["prefill"] >= 1.0))
         return out
+    moe = is_moe(sl)
+    min_eff = MOE_MIN_EFFICIENCY if moe else MIN_EFFICIENCY
     for d in depths:
         for c, need in WEIGHT_CLASSES.items():
             v = (sl.get("bw_fraction") or {}).get(d, {}).get(c)
@@ -234,16 +304,24 @@ def checks(res: dict, depths: list[int]) -> list[tuple[str, float, float, bool]]
                 out.append((f"{c} share of bandwidth @{d}", v, need, v >= need))
         e = (sl.get("efficiency") or {}).get(d)
         if e is not None:
-            out.append((f"decode efficiency (floor / measured) @{d}", e, MIN_EFFICIENCY, e >= MIN_EFFICIENCY))
+            out.append((f"decode efficiency (floor / measured) @{d}", e, min_eff, e >= min_eff))
     deepest = max(depths)
     r = (sl.get("rest_share") or {}).get(deepest)
     if r is not None:
         out.append((f"attention + other share of a step @{deepest}", r, MAX_REST_SHARE, r < MAX_REST_SHARE))
     if sp:
         for d in depths:
-            need = MIN_DECODE_SPEEDUP.get(d, 1.0)
+            need = MOE_MIN_DECODE_SPEEDUP if moe else MIN_DECODE_SPEEDUP.get(d, 1.0)
             out.append((f"decode speedup over llama.cpp @{d}", sp["decode"][d], need, sp["decode"][d] >= need))
         out.append(("prefill speedup over llama.cpp", sp["prefill"], MIN_PREFILL_SPEEDUP, sp["prefill"] >= MIN_PREFILL_SPEEDUP))
+    b = s.get("batch")
+    if moe and b:
+        out.append((f"{b['sequences']}-sequence step, aggregate tokens/s over one sequence", b["ratio"],
+                    MOE_MIN_BATCH_RATIO, b["ratio"] >= MOE_MIN_BATCH_RATIO))
+    model = pathlib.Path(res["model"])
+    if moe and sl.get("peak_rss_mb") and model.is_file():
+        r = sl["peak_rss_mb"] * 1048576 / model.stat().st_size
+        out.append(("sluice peak RSS / file size", r, MAX_PEAK_RSS_OVER_FILE, r <= MAX_PEAK_RSS_OVER_FILE))
     return out
 
 
@@ -262,21 +340,44 @@ def warm_page_cache(model: pathlib.Path, log) -> None:
 def bench_model(a, model: pathlib.Path, log) -> dict:
     warm_page_cache(model, log)
     runs = {"sluice": [], "llama.cpp": []}
+    batched = []   # (sluice aggregate tokens/s at --batch, load average)
     raw = []
+    engines = ["sluice", "llama.cpp"] + (["sluice-batch"] if a.batch > 1 else [])
     for r in range(a.rounds):
-        for engine in ("sluice", "llama.cpp"):
-            if engine in a.skip:
+        for engine in engines:
+            if engine in a.skip or (engine == "sluice-batch" and "sluice" in a.skip):
                 continue
-            cmd = sluice_cmd(a, model) if engine == "sluice" else llamacpp_cmd(a, model)
-            who = "sluice bench" if engine == "sluice" else "llamacpp_bench.py"
-            log(f"[{model.name}] round {r + 1}/{a.rounds}: {engine} ...")
+            cmd = {"sluice": sluice_cmd, "llama.cpp": llamacpp_cmd, "sluice-batch": batch_cmd}[engine](a, model)
+            who = {"sluice": "sluice bench", "sluice-batch": "sluice bench --batch",
+                   "llama.cpp": "llama-bench" if a.peer == "llama-bench" else "llamacpp_bench.py"}[engine]
+            load = load_average()
+            log(f"[{model.name}] round {r + 1}/{a.rounds}: {engine} (load average {load}) ...")
             out, wall, rss_mb = run_tool(cmd, who, a.timeout)
-            parsed = parse_sluice(out) if engine == "sluice" else parse_llamacpp(out)
+            if engine == "sluice-batch":
+                dec = _need(_one_json_object(out, who), "decode", who)[0]
+                batched.append({"tokens_per_s": _need(dec, "tokens_per_s", who), "ms_per_step": _need(dec, "ms_per_step", who),
+                                "load_average": load, "peak_rss_mb": rss_mb})
+                raw.append({"round": r + 1, "engine": engine, "cmd": cmd, "wall_s": wall, "peak_rss_mb": rss_mb,
+                            "load_average": load, "output": _one_json_object(out, who)})
+                continue
+            if engine == "sluice":
+                parsed = parse_sluice(out)
+            elif a.peer == "llama-bench":
+                parsed = parse_llama_bench(out, a.depths)
+            else:
+                parsed = parse_llamacpp(out)
             parsed["peak_rss_mb"] = rss_mb
+            parsed["load_average"] = load
             runs[engine].append(parsed)
+            output = json.loads(out[out.index("["):]) if who == "llama-bench" else _one_json_object(out, who)
             raw.append({"round": r + 1, "engine": engine, "cmd": cmd, "wall_s": wall, "peak_rss_mb": rss_mb,
-                        "output": _one_json_object(out, who)})
+                        "load_average": load, "output": output})
     summary = {e: summarize(v, a.depths) for e, v in runs.items() if v}
+    if batched and summary.get("sluice") and 0 in summary["sluice"]["decode_ms"]:
+        one = 1e3 / summary["sluice"]["decode_ms"][0]
+        agg = statistics.median(b["tokens_per_s"] for b in batched)
+        summary["batch"] = {"sequences": a.batch, "tokens_per_s": agg, "one_sequence_tokens_per_s": one,
+                            "ratio": agg / one, "rounds": batched}
     sl, ll = summary.get("sluice"), summary.get("llama.cpp")
     if sl and ll:
         summary["speedup"] = {
@@ -310,6 +411,19 @@ def print_table(res: dict, a, out=sys.stdout) -> None:
     rows.append(("peak RSS, MB", sl and sl.get("peak_rss_mb"), ll and ll.get("peak_rss_mb"), None))
     for label, x, y, r in rows:
         print(f"  {label:24s} {fmt(x, '10.2f')} {fmt(y, '10.2f')} {fmt(r, '8.2f')}{'x' if r else ' '}", file=out)
+    size = pathlib.Path(res["model"]).stat().st_size if pathlib.Path(res["model"]).is_file() else None
+    if size:
+        print(f"  peak RSS / file ({size / 1e6:.0f} MB): sluice {fmt(sl and sl.get('peak_rss_mb') and sl['peak_rss_mb'] * 1048576 / size, '.2f')}, "
+              f"llama.cpp {fmt(ll and ll.get('peak_rss_mb') and ll['peak_rss_mb'] * 1048576 / size, '.2f')}", file=out)
+    print(f"  load average at each run's start: sluice {(sl or {}).get('load_average')}, "
+          f"llama.cpp {(ll or {}).get('load_average')}", file=out)
+    ll_info = (res.get("info") or {}).get("llama.cpp") or {}
+    if ll_info.get("llama_cpp_commit"):
+        print(f"  llama.cpp: {ll_info.get('engine', 'llama-cpp-python')} at commit {ll_info['llama_cpp_commit']}", file=out)
+    b = s.get("batch")
+    if b:
+        print(f"  sluice, {b['sequences']} sequences a step at depth 0: {b['tokens_per_s']:.2f} tokens/s in all, "
+              f"{b['ratio']:.2f}x one sequence ({b['one_sequence_tokens_per_s']:.2f} tokens/s)", file=out)
     if sl and sl.get("bandwidth_gbs") is not None:
         bpt = sl.get("bytes_per_token")
         print(f"  sluice: bandwidth {fmt(sl['bandwidth_gbs'], '.1f')} GB/s, "
@@ -339,7 +453,7 @@ def print_table(res: dict, a, out=sys.stdout) -> None:
     if cks:
         print("  checks (performance issue's thresholds):", file=out)
         for what, v, need, ok in cks:
-            print(f"    {'PASS' if ok else 'FAIL'}  {what}: {v:.3f} (needs {'<' if 'share of a step' in what else '>='} {need:.3f})",
+            print(f"    {'PASS' if ok else 'FAIL'}  {what}: {v:.3f} (needs {'<' if 'share of a step' in what else '<=' if 'RSS' in what else '>='} {need:.3f})",
                   file=out)
 
 
@@ -357,6 +471,12 @@ def main(argv=None) -> int:
     p.add_argument("--sluice", type=pathlib.Path, default=DEFAULT_SLUICE, help="the sluice binary")
     p.add_argument("--llamacpp", default=DEFAULT_LLAMACPP,
                    help="command that runs llamacpp_bench.py (default: .venv-bench's python + the script)")
+    p.add_argument("--peer", choices=["llama-bench", "llama-cpp-python"], default="llama-bench",
+                   help="llama.cpp's side: its native llama-bench (default) or python/llamacpp_bench.py")
+    p.add_argument("--llama-bench", type=pathlib.Path, default=DEFAULT_LLAMA_BENCH,
+                   help="the llama-bench binary (make llamacpp-tools)")
+    p.add_argument("--llama-bench-n", type=int, default=128, help="llama-bench's generated tokens per test (-n)")
+    p.add_argument("--batch", type=int, default=1, help="also time sluice decoding this many sequences a step")
     p.add_argument("--skip", action="append", default=[], choices=["sluice", "llama.cpp"],
                    help="leave one engine out")
     p.add_argument("--timeout", type=float, default=3600, help="seconds per tool run")
@@ -368,7 +488,7 @@ def main(argv=None) -> int:
         p.error(f"--depths wants comma-separated integers, got {a.depths!r}")
     if not a.depths or any(d < 0 for d in a.depths):
         p.error("--depths wants non-negative integers")
-    for n in ("threads", "prompt", "n_decode", "rounds", "repeats"):
+    for n in ("threads", "prompt", "n_decode", "rounds", "repeats", "llama_bench_n", "batch"):
         if getattr(a, n) < 1:
             p.error(f"--{n.replace('_', '-')} must be >= 1")
     models = a.model or [DEFAULT_MODEL]
@@ -380,16 +500,20 @@ def main(argv=None) -> int:
     if "sluice" not in a.skip and not (a.sluice.is_file() and os.access(a.sluice, os.X_OK)):
         problems.append(f"sluice binary {a.sluice} is missing: run `make build`")
     if "llama.cpp" not in a.skip:
-        exe = shlex.split(a.llamacpp)[0]
+        exe = shlex.split(a.llamacpp)[0] if a.peer == "llama-cpp-python" else str(a.llama_bench)
+        fix = "make bench-venv` (builds llama-cpp-python" if a.peer == "llama-cpp-python" else \
+            "make llamacpp-tools` (builds llama-bench"
         if not (pathlib.Path(exe).is_file() and os.access(exe, os.X_OK)):
-            problems.append(f"{exe} is missing: run `make bench-venv` (builds llama-cpp-python, ~10 min)")
+            problems.append(f"{exe} is missing: run `{fix}, ~10-20 min)")
     if problems:
         print("bench: " + "\nbench: ".join(problems), file=sys.stderr)
         return 1
 
     results = {"config": {"threads": a.threads, "prompt": a.prompt, "depths": a.depths, "n_decode": a.n_decode,
                           "rounds": a.rounds, "repeats": a.repeats, "kv_type": a.kv_type,
-                          "sluice": str(a.sluice), "llamacpp": a.llamacpp},
+                          "sluice": str(a.sluice), "peer": a.peer,
+                          "llamacpp": str(a.llama_bench) if a.peer == "llama-bench" else a.llamacpp,
+                          "llama_bench_n": a.llama_bench_n, "batch": a.batch},
                "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "models": []}
     try:
         for m in models:

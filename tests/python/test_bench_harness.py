@@ -1,7 +1,7 @@
-"""python/bench.py (the `make bench` harness) driven by two stand-in tools written by this test:
-a fake `sluice bench` printing the JSON contract of python/README.md "Benchmarks", and a fake
-llamacpp_bench.py. They are test doubles for the harness's interleaving, argument passing,
-parsing and arithmetic; nothing is timed."""
+"""python/bench.py (the `make bench` harness) driven by stand-in tools written by this test:
+a fake `sluice bench` printing the JSON contract of python/README.md "Benchmarks", a fake
+llamacpp_bench.py and a fake llama-bench printing `-o json`'s list of tests. They are test
+doubles for the harness's interleaving, argument passing, parsing and arithmetic; nothing is timed."""
 import json
 import os
 import sys
@@ -24,8 +24,10 @@ FAKE = textwrap.dedent("""\
     depths = [int(x) for x in args[args.index("--depths") + 1].split(",")]
     n_prompt = int(args[args.index("-p") + 1])
     ms = {decode_ms!r}
+    batch = int(args[args.index("--batch") + 1]) if "--batch" in args else 1
     out = {{"prefill": {{"tokens": n_prompt, "ms": 1000.0, "tokens_per_s": {prefill_tps!r}}},
-           "decode": [{{"depth": d, "ms_per_token": ms + d / 512}} for d in depths]}}
+           "decode": [{{"depth": d, "ms_per_token": (ms + d / 512) / batch, "ms_per_step": ms + d / 512,
+                       "tokens_per_s": batch * 1e3 / (ms + d / 512)}} for d in depths]}}
     if {who!r} == "sluice":
         held = b"x" * (200 << 20)   # 200 MB written, so resident: the harness reports the peak RSS
         out.update({{"model": "fake", "threads": 2, "isa": "avx512", "kv_type": "f16", "bandwidth_gbs": 27.0,
@@ -59,7 +61,7 @@ def setup(tmp_path, sluice_fail=False):
 def test_interleaves_and_reports_speedups(tmp_path):
     log, model, s, ll = setup(tmp_path)
     out = tmp_path / "res.json"
-    r = run(BENCH + ["--model", model, "--sluice", s, "--llamacpp", str(ll), "--rounds", "3", "--threads", "2",
+    r = run(BENCH + ["--model", model, "--sluice", s, "--peer", "llama-cpp-python", "--llamacpp", str(ll), "--rounds", "3", "--threads", "2",
                      "--prompt", "128", "--depths", "0,512", "--n-decode", "8", "--kv-type", "f16", "--out", out])
     assert r.returncode == 0, r.stderr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
@@ -96,9 +98,12 @@ def test_interleaves_and_reports_speedups(tmp_path):
 
 def test_missing_binaries_are_named(tmp_path):
     log, model, s, ll = setup(tmp_path)
-    r = run(BENCH + ["--model", model, "--sluice", tmp_path / "nope", "--llamacpp", f"{tmp_path / 'nopy'} x.py"])
+    r = run(BENCH + ["--model", model, "--sluice", tmp_path / "nope", "--peer", "llama-cpp-python",
+                     "--llamacpp", f"{tmp_path / 'nopy'} x.py"])
     assert r.returncode == 1
     assert "make build" in r.stderr and "make bench-venv" in r.stderr
+    r = run(BENCH + ["--model", model, "--sluice", s, "--llama-bench", tmp_path / "no-llama-bench"])
+    assert r.returncode == 1 and "make llamacpp-tools" in r.stderr
     r = run(BENCH + ["--model", tmp_path / "none.gguf", "--sluice", s, "--llamacpp", str(ll)])
     assert r.returncode == 1 and "none.gguf does not exist" in r.stderr
     assert not log.exists()
@@ -106,7 +111,72 @@ def test_missing_binaries_are_named(tmp_path):
 
 def test_failing_tool_stops_with_its_message(tmp_path):
     log, model, s, ll = setup(tmp_path, sluice_fail=True)
-    r = run(BENCH + ["--model", model, "--sluice", s, "--llamacpp", str(ll), "--out", tmp_path / "r.json"])
+    r = run(BENCH + ["--model", model, "--sluice", s, "--peer", "llama-cpp-python", "--llamacpp", str(ll),
+                     "--out", tmp_path / "r.json"])
     assert r.returncode == 1
     assert "sluice bench failed (exit 109)" in r.stderr and "not expected: bench" in r.stderr
     assert not os.path.exists(tmp_path / "r.json")
+
+
+LLAMA_BENCH = textwrap.dedent("""\
+    #!{py}
+    # TEST DOUBLE (llama-bench): records its arguments, prints -o json's list of tests.
+    import json, sys
+    args = sys.argv[1:]
+    with open({log!r}, "a") as f:
+        f.write(json.dumps(["llama-bench"] + args) + "\\n")
+    get = lambda k: args[args.index(k) + 1]
+    p, n = int(get("-p")), int(get("-n"))
+    tests = []
+    for d in [int(x) for x in get("-d").split(",")]:
+        tests.append({{"build_commit": "0c1e57098", "n_prompt": p, "n_gen": 0, "n_depth": d,
+                       "avg_ns": p * 10_000_000 * (1 + d / 512), "avg_ts": 100.0 / (1 + d / 512)}})
+    for d in [int(x) for x in get("-d").split(",")]:
+        tests.append({{"build_commit": "0c1e57098", "n_prompt": 0, "n_gen": n, "n_depth": d,
+                       "avg_ns": n * (60.0 + d / 512) * 1e6, "avg_ts": 1e3 / (60.0 + d / 512)}})
+    print("main: a log line")
+    print(json.dumps(tests, indent=2))
+""")
+
+
+def test_native_llama_bench_and_batched_row(tmp_path):
+    """The default peer is llama-bench: its prompt test at depth 0 is the prefill, its generation
+    tests the decode per depth (avg_ns / n_gen); --batch 8 adds a sluice run per round; a MoE
+    run (ffn_experts bytes) is held to the MoE thresholds."""
+    log, model, s, _ = setup(tmp_path)
+    lb = tmp_path / "llama-bench"
+    lb.write_text(LLAMA_BENCH.format(py=sys.executable, log=str(log)))
+    lb.chmod(0o755)
+    out = tmp_path / "res.json"
+    r = run(BENCH + ["--model", model, "--sluice", s, "--llama-bench", lb, "--rounds", "2", "--prompt", "512",
+                     "--depths", "0,512", "--n-decode", "8", "--llama-bench-n", "128", "--batch", "8", "--out", out])
+    assert r.returncode == 0, r.stderr
+    calls = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [c[0] for c in calls] == ["sluice", "llama-bench", "sluice"] * 2
+    assert calls[1][1:] == ["-m", str(model), "-t", "2", "-p", "512", "-n", "128", "-d", "0,512", "-r", "1",
+                            "-ctk", "f16", "-ctv", "f16", "-o", "json"]
+    assert "--batch" in calls[2] and calls[2][calls[2].index("--batch") + 1] == "8"
+    m = json.loads(out.read_text())["models"][0]
+    summ = m["summary"]
+    assert summ["llama.cpp"]["prefill_tps"] == 100.0
+    assert abs(summ["llama.cpp"]["decode_ms"]["512"] - 61.0) < 1e-9
+    assert abs(summ["speedup"]["decode"]["0"] - 60 / 50) < 1e-12
+    assert m["info"]["llama.cpp"]["llama_cpp_commit"] == "0c1e57098"
+    assert "at commit 0c1e57098" in r.stdout
+    # the fake sluice's step takes 50 ms at depth 0 whatever --batch: 8 sequences a step are
+    # 8 x 20 tokens/s in all
+    b = summ["batch"]
+    assert b["sequences"] == 8 and abs(b["ratio"] - 8.0) < 1e-12 and len(b["rounds"]) == 2
+    assert "8.00x one sequence" in r.stdout
+    assert all(isinstance(x, float) for x in summ["sluice"]["load_average"])
+    assert "load average" in r.stdout
+
+
+def test_llama_bench_without_a_depth_is_an_error(tmp_path):
+    log, model, s, _ = setup(tmp_path)
+    lb = tmp_path / "llama-bench"
+    lb.write_text(LLAMA_BENCH.format(py=sys.executable, log=str(log)).replace('get("-d").split(",")', '["0"]'))
+    lb.chmod(0o755)
+    r = run(BENCH + ["--model", model, "--sluice", s, "--llama-bench", lb, "--rounds", "1", "--depths", "0,512",
+                     "--out", tmp_path / "r.json"])
+    assert r.returncode == 1 and "no generation test at depth(s) [512]" in r.stderr
