@@ -13,6 +13,7 @@
 
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
+#include "apps/sluice/images.h"
 #include "base/error.h"
 #include "tokenizer/tokenizer.h"
 
@@ -25,6 +26,7 @@ struct LogitsArgs {
   int max_tokens = 0;
   std::string out;
   int chunk = 0;
+  ImageArgs images;  // --mmproj / --image: soft tokens at the ids' "<|image|>" placeholders
 };
 
 std::vector<int32_t> parse_ids(const std::string& s) {
@@ -102,6 +104,7 @@ CommandFn add_logits_command(CLI::App& app) {
   cmd->add_option("--max-tokens", args->max_tokens, "with -f: keep at most this many tokens (0 = all)");
   cmd->add_option("--out", args->out, "output file: float32 [n_ids × vocab], little-endian")->required();
   cmd->add_option("--chunk", args->chunk, "feed this many ids per step (default: all at once)");
+  add_image_options(cmd, args->images);
   return [args]() {
     if (args->ids.empty() == args->text_file.empty()) fail("give exactly one of --ids and -f");
     std::vector<int32_t> ids;
@@ -115,15 +118,21 @@ CommandFn add_logits_command(CLI::App& app) {
         ids.resize(static_cast<size_t>(args->max_tokens));
       if (ids.empty()) fail("%s: no tokens", args->text_file.c_str());
     }
-    // Room for the ids and the one token the engine samples after them (discarded).
-    args->session.ctx_size = std::max(args->session.ctx_size, static_cast<int>(ids.size()) + 1);
-    args->session.token_budget = args->chunk > 0 ? args->chunk : static_cast<int>(ids.size());
+    // Room for the ids (each image's placeholder at most 1122 of them) and the one token the
+    // engine samples after them (discarded).
+    const int n_max = static_cast<int>(ids.size() + args->images.images.size() * 1122);
+    args->session.ctx_size = std::max(args->session.ctx_size, n_max + 1);
+    args->session.token_budget = args->chunk > 0 ? args->chunk : n_max;
     args->session.prefix_caching = false;
+    args->session.mmproj = args->images.mmproj;
     EngineSession sess(args->session);
+    ImagePrompt ip;
+    if (!args->images.images.empty()) ip = expand_images(ids, args->images, sess, *Tokenizer::from_gguf(sess.file()));
+    if (ip.soft) ids = ip.ids;
     const int64_t V = sess.spec().n_vocab;
     std::ofstream out(args->out, std::ios::binary | std::ios::trunc);
     if (!out) fail("%s: cannot open for writing", args->out.c_str());
-    const engine::RequestId id = sess.add_scoring(ids);
+    const engine::RequestId id = sess.add_scoring(ids, ip.soft);
     int64_t written = 0;
     sess.drive(id, [&](engine::TokenOutput& o) {
       if (o.logits.empty()) return;

@@ -166,10 +166,12 @@ void print_draft_summary(const DraftParts& d) {
                d.kv->bytes() / 1048576.0, kv_type_name(d.kv->type()));
 }
 
-engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt) {
+engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt,
+                                             std::shared_ptr<const engine::SoftTokens> soft) {
   engine::EngineRequest req;
   const engine::RequestId id = req.id = next_id();
   req.prompt = std::move(prompt);
+  req.soft = std::move(soft);
   req.sampling.temperature = 0;
   req.all_logits = true;
   core_->add(std::move(req));

@@ -145,8 +145,9 @@ class EngineSession {
   void print_summary() const { stack_.print_summary(); }
   const TuneOutcome& tuning() const { return stack_.tuning(); }
   const ProcessMemory& memory_after_load() const { return stack_.memory_after_load(); }
-  // Adds a scoring request: greedy, returning the logits of every prompt position. Returns its id.
-  engine::RequestId add_scoring(std::vector<int32_t> prompt);
+  // Adds a scoring request: greedy, returning the logits of every prompt position (with
+  // `soft`: image rows at some positions). Returns its id.
+  engine::RequestId add_scoring(std::vector<int32_t> prompt, std::shared_ptr<const engine::SoftTokens> soft = nullptr);
 
   // Steps the engine until request `id` finishes, handing each of its outputs to `on`. When
   // `interrupt` becomes true the request is aborted (its kAbort output still comes).
