@@ -234,3 +234,47 @@ def test_a_text_only_server_refuses_images(sluice_bin, model):
 def test_a_mismatched_mmproj_stops_serve_at_start(sluice_bin, text_model, mmproj, why):
     r = run([sluice_bin, "serve", "-m", text_model, "--mmproj", mmproj, "--port", "0", "--no-tune"], timeout=120)
     assert r.returncode != 0 and why in r.stderr, r.stderr
+
+
+def solid_png(rgb, size=48):
+    """A size×size PNG of one colour (8-bit RGB, no filter)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
+    ihdr = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def test_prefix_cache_keys_images_by_content(sluice_bin, model):
+    """Two images of one size expand to the same placeholder ids. The prefix cache must reuse
+    a repeated image's K/V (cached tokens cover it, same answer) and never hand one image's
+    K/V to the other (its answer equals a fresh server's). Without the media key the third
+    request below takes the first's blocks and answers as if it saw the first image."""
+    red, blue = data_url(solid_png((200, 30, 30))), data_url(solid_png((20, 40, 220)))
+
+    def ask(server, url):
+        body = chat([{"type": "text", "text": "A long enough preamble so that whole blocks precede the image."},
+                     image_part(url), {"type": "text", "text": "Name the colour of this picture, please."}],
+                    max_tokens=1, logprobs=True, top_logprobs=5)
+        status, r = post(server, "/v1/chat/completions", body)
+        assert status == 200, r
+        lp = [(t["token"], round(t["logprob"], 4)) for t in r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]]
+        return lp, r["usage"]["prompt_tokens_details"]["cached_tokens"], r["usage"]["prompt_tokens"]
+
+    fresh = Server(sluice_bin, model, "-c", 512, "--mmproj", MMPROJ, "--no-tune", "--no-prefix-cache")
+    try:
+        want_blue = ask(fresh, blue)[0]
+    finally:
+        assert_clean_exit(fresh)
+    s = Server(sluice_bin, model, "-c", 512, "--mmproj", MMPROJ, "--no-tune")
+    try:
+        red1, cached, n = ask(s, red)
+        assert cached == 0
+        red2, cached, _ = ask(s, red)
+        assert red2 == red1 and cached >= n - 16, (cached, n)  # all but the last partial block
+        blue1, cached, _ = ask(s, blue)
+        assert blue1 == want_blue, "the blue image's answer used the red image's K/V"
+        assert blue1 != red1
+        assert 0 < cached < n - 16, cached  # the text before the image only
+    finally:
+        assert_clean_exit(s)

@@ -255,7 +255,10 @@ void engine_requests(const nlohmann::json& e) {
   ASSERT_GE(logits.size(), want.size());
   logits.resize(want.size());
   EXPECT_LE(max_rel_diff(logits, want), 1e-4);
-  EXPECT_EQ(cached[3], 0) << "an image prompt took K/V from the prefix cache";
+  // Request 3 may take request 2's blocks (the same images: engine/media_keys.h) but never
+  // request 1's, whose placeholders stood for no image; bidirectional images bypass the cache.
+  if (soft->blocks) EXPECT_EQ(cached[3], 0) << "an image prompt took K/V from the prefix cache";
+  EXPECT_EQ(cached[3] % 16, 0);
   const int64_t V = e["n_vocab"].get<int64_t>();
   const auto last = want.begin() + static_cast<std::ptrdiff_t>((ids.size() - 1) * V);
   EXPECT_EQ(first[3], static_cast<int32_t>(std::max_element(last, last + V) - last));
