@@ -151,9 +151,13 @@ ImagePrompt expand_images(std::vector<int32_t> ids, const std::vector<ImagePart>
   soft->blocks = in.blocks;
   soft->rows.resize(static_cast<size_t>(out.image_tokens) * static_cast<size_t>(in.text_width));
   size_t at = 0;
-  for (const media::PreprocessedImage& p : pre) {
-    in.encode(p, soft->rows.data() + at);
-    at += static_cast<size_t>(p.n_soft_tokens()) * static_cast<size_t>(in.text_width);
+  for (size_t i = 0; i < pre.size(); ++i) {
+    try {
+      in.encode(pre[i], soft->rows.data() + at);
+    } catch (const Error& e) {  // a grid the tower cannot take
+      bad_part(parts[i].where, e.what());
+    }
+    at += static_cast<size_t>(pre[i].n_soft_tokens()) * static_cast<size_t>(in.text_width);
   }
   chat::ExpandedPrompt e = chat::expand_placeholders(ids, in.markers, counts);
   soft->at.reserve(e.soft_row.size());
