@@ -236,12 +236,13 @@ def test_a_mismatched_mmproj_stops_serve_at_start(sluice_bin, text_model, mmproj
     assert r.returncode != 0 and why in r.stderr, r.stderr
 
 
-def solid_png(rgb, size=48):
-    """A size×size PNG of one colour (8-bit RGB, no filter)."""
+def solid_png(rgb, size=48, height=None):
+    """A size×size (or size×height) PNG of one colour (8-bit RGB, no filter)."""
+    height = height or size
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
-    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(size))
-    ihdr = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(height))
+    ihdr = struct.pack(">IIBBBBB", size, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
 
 
@@ -278,3 +279,11 @@ def test_prefix_cache_keys_images_by_content(sluice_bin, model):
         assert 0 < cached < n - 16, cached  # the text before the image only
     finally:
         assert_clean_exit(s)
+
+
+def test_a_grid_the_tower_cannot_take_is_a_400(server):
+    """The tiny tower's position table has 64 places a side; a wide image at 280 tokens needs more."""
+    status, r = post(server, "/v1/chat/completions",
+                     chat([{"type": "text", "text": "hi"}, image_part(data_url(solid_png((9, 9, 9), 2000, 40)), "auto")]))
+    assert status == 400, r
+    assert r["error"]["message"].startswith("messages[0].content[1]: ") and "position table" in r["error"]["message"], r
