@@ -13,11 +13,12 @@ SLUICE := $(BUILD)/apps/sluice/sluice
 FUZZ_SECONDS ?= 60
 
 # What `make run` needs: the compiler, CMake/Ninja, the libraries the sluice binary links or
-# embeds (the image decoders and the chat page's browser libraries among them; ZeroMQ and
-# msgpack-c for serve --kv-events), and Python to fetch the default model.
+# embeds (the image decoders, libsndfile, libsoxr and libvorbis for audio, and the chat page's
+# browser libraries among them; ZeroMQ and msgpack-c for serve --kv-events), and Python to
+# fetch the default model.
 APT_PACKAGES_RUN := build-essential cmake ninja-build pkg-config python3 python3-venv \
   nlohmann-json3-dev libcli11-dev libboost-dev libxxhash-dev zlib1g-dev \
-  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev \
+  libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libsndfile1-dev libsoxr-dev libvorbis-dev \
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev \
   libjs-marked node-dompurify libjs-highlight.js libjs-katex
 # What `make test` adds: test frameworks, clang with its sanitizer runtimes (fuzzing), the
@@ -34,10 +35,11 @@ APT_PACKAGES := $(APT_PACKAGES_RUN) $(APT_PACKAGES_TEST)
 # compiler's own copy is not on its path); zlib1g-dev:arm64 is linked by the server.
 APT_PACKAGES_ARM64 := g++-aarch64-linux-gnu qemu-user-static libgtest-dev:arm64 libgmock-dev:arm64 \
   libxxhash-dev:arm64 zlib1g-dev:arm64 libstdc++6:arm64 \
-  libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64
+  libpng-dev:arm64 libjpeg62-turbo-dev:arm64 libwebp-dev:arm64 libgif-dev:arm64 libzmq5:arm64 \
+  libsndfile1-dev:arm64 libsoxr-dev:arm64 libvorbis-dev:arm64
 ARM64_BUILD := $(BUILD)-arm64
 # Only what the qemu suites run (tests/arm64/qemu_suite.sh): a lean cross build.
-ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test sluice
+ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test media_test sluice
 
 .PHONY: run test deps deps-run venv model build build-run test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
   e2b-model e2b-assistant e4b-model 31b-model 26b-model bench-venv bench bench-31b bench-26b format format-check function-length test-times-reset \
@@ -175,14 +177,15 @@ test-server-asan: build-asan venv fixtures
 	  $(VENV)/bin/pytest -q tests/python/test_server_api.py tests/python/test_server_soak.py \
 	  tests/python/test_server_defects.py tests/python/test_server_hostile.py tests/python/test_server_campaign.py
 
-# libFuzzer on the GGUF reader and on the image decoders, FUZZ_SECONDS each, seeded with the
-# malformed GGUF corpus and the golden image files.
+# libFuzzer on the GGUF reader, the image decoders and the audio decoders, FUZZ_SECONDS each,
+# seeded with the malformed GGUF corpus and the golden image and audio files.
 fuzz:
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_SANITIZE=address,undefined
-	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz image_decode_fuzz
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz image_decode_fuzz audio_decode_fuzz
 	$(TIMED) fuzz tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 	$(TIMED) fuzz-image tests/fuzz/run_image.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+	$(TIMED) fuzz-audio tests/fuzz/run_audio.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 
 # Style: every C++ file as clang-format 14 (.clang-format) lays it out. `make format` rewrites
 # them in place; format-check only reports (part of make test).

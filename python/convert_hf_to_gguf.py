@@ -810,8 +810,9 @@ def main(argv=None) -> int:
     p.add_argument("--split-experts", action="store_true",
                    help="MoE: write ffn_gate_exps + ffn_up_exps instead of the fused ffn_gate_up_exps")
     p.add_argument("--mmproj", metavar="OUT",
-                   help="also write the vision tower + projector of a Gemma 4 checkpoint as an mmproj GGUF "
-                        "(llama.cpp's gemma4v layout; outtype f32, f16 or q8_0: python/convert_vision_mmproj.py)")
+                   help="also write the vision tower + projector (and the audio tower + projector, when the "
+                        "checkpoint has one) of a Gemma 4 checkpoint as an mmproj GGUF "
+                        "(llama.cpp's gemma4v / gemma4a layout; outtype f32, f16 or q8_0: python/convert_vision_mmproj.py)")
     p.add_argument("-q", "--quiet", action="store_true")
     a = p.parse_args(argv)
     convert(a.model_dir, a.out, a.outtype, keep_shared_kv=a.keep_shared_kv, name=a.name,
@@ -823,7 +824,8 @@ def main(argv=None) -> int:
 
 def convert_mmproj(model_dir, out_path, outtype: str = "f32", name: str | None = None, verbose: bool = True) -> dict:
     """The mmproj GGUF of a multimodal Gemma 4 checkpoint directory (config.json with
-    vision_config and text_config, *.safetensors)."""
+    vision_config and text_config, *.safetensors); with an audio_config (E2B/E4B) the audio
+    tower and its projector go into the same file (llama.cpp's gemma4a layout)."""
     import convert_vision_mmproj as cv
     model_dir = pathlib.Path(model_dir)
     cfg = json.loads((model_dir / "config.json").read_text())
@@ -833,7 +835,8 @@ def convert_mmproj(model_dir, out_path, outtype: str = "f32", name: str | None =
     for f in sorted(model_dir.glob("*.safetensors")):
         raw.update(read_safetensors(f))
     return cv.convert_vision_state(cfg["vision_config"], int(text_config(cfg)["hidden_size"]), raw, out_path,
-                                   outtype, name=(name or model_dir.name) + "-mmproj", verbose=verbose)
+                                   outtype, name=(name or model_dir.name) + "-mmproj", verbose=verbose,
+                                   audio_config=cfg.get("audio_config"))
 
 
 if __name__ == "__main__":

@@ -40,17 +40,24 @@ def gguf_name(hf: str) -> str | None:
     if parts[:2] != ["encoder", "layers"]:
         return None
     bid, rest = parts[2], ".".join(parts[3:])
-    for hf_mod, short in _LINEARS.items():
-        if rest == hf_mod + ".linear.weight":
-            return f"v.blk.{bid}.{short}.weight"
-        for c in ("input_min", "input_max", "output_min", "output_max"):
-            if rest == f"{hf_mod}.{c}":
-                return f"v.blk.{bid}.{short}.{c}"
-    for hf_mod, short in _NORMS.items():
-        if rest == hf_mod + ".weight":
-            return f"v.blk.{bid}.{short}.weight"
     if rest == "layer_scalar":
         return f"v.blk.{bid}.out_scale.weight"
+    return block_tensor_name("v", bid, rest, _LINEARS, _NORMS)
+
+
+def block_tensor_name(prefix: str, bid: str, rest: str, linears: dict, norms: dict) -> str | None:
+    """`<prefix>.blk.<bid>.<short>…` for a layer tensor `rest` of the HF name: a clippable
+    linear's weight (`<module>.linear.weight`) or clamp scalar (`<module>.input_min` …), or a
+    norm's weight; `linears` and `norms` map HF modules to llama.cpp's short names."""
+    for hf_mod, short in linears.items():
+        if rest == hf_mod + ".linear.weight":
+            return f"{prefix}.blk.{bid}.{short}.weight"
+        for c in ("input_min", "input_max", "output_min", "output_max"):
+            if rest == f"{hf_mod}.{c}":
+                return f"{prefix}.blk.{bid}.{short}.{c}"
+    for hf_mod, short in norms.items():
+        if rest == hf_mod + ".weight":
+            return f"{prefix}.blk.{bid}.{short}.weight"
     return None
 
 
@@ -65,11 +72,45 @@ def _encode(gname: str, arr: np.ndarray, outtype: str):
     raise ValueError(f"outtype must be f32, f16 or q8_0, not {outtype}")
 
 
+def _prepare(gname: str, arr: np.ndarray) -> np.ndarray:
+    if gname == "v.patch_embd.weight":   # [d, 768] ([py][px][c]) -> [d, 3, 16, 16]
+        p = int(round((arr.shape[1] // 3) ** 0.5))
+        return arr.reshape(arr.shape[0], p, p, 3).transpose(0, 3, 1, 2)
+    return arr
+
+
+def add_tensors(w, tensors: dict, name_of, prepare, encode, outtype: str, verbose: bool, required) -> dict:
+    """Adds every HF tensor that `name_of` names to GGUFWriter `w`: float32, scalars as 1-D
+    (the clamps), reshaped by `prepare(gguf name, array)`, stored as `encode(name, array,
+    outtype)` says. Raises unless all `required` names were written. Returns {gguf name:
+    (type name, GGUF shape)}."""
+    summary = {}
+    for hf in sorted(tensors):
+        gname = name_of(hf)
+        if gname is None:
+            continue
+        arr = np.asarray(tensors[hf], dtype=np.float32)
+        if arr.ndim == 0:
+            arr = arr.reshape(1)   # clamp scalars -> 1-D
+        arr = prepare(gname, arr)
+        data, qt = encode(gname, arr, outtype)
+        w.add_tensor(gname, data, raw_dtype=qt if qt != QT.F32 else None)
+        summary[gname] = (qt.name, list(reversed(arr.shape)))
+        if verbose:
+            print(f"  {hf} -> {gname} {qt.name} {list(reversed(arr.shape))}", file=sys.stderr)
+    for need in required:
+        if need not in summary:
+            raise ValueError(f"the checkpoint has no tensor for {need}")
+    return summary
+
+
 def convert_vision_state(vcfg: dict, text_hidden: int, tensors: dict[str, np.ndarray], out_path,
-                         outtype: str = "f32", name: str = "mmproj", verbose: bool = True) -> dict:
+                         outtype: str = "f32", name: str = "mmproj", verbose: bool = True,
+                         audio_config: dict | None = None) -> dict:
     """Write the mmproj GGUF of one checkpoint's vision tower. `vcfg` is its `vision_config`,
-    `tensors` its HF state (full names, `model.vision_tower.*` and the projector). Returns
-    {gguf name: (type name, shape)}."""
+    `tensors` its HF state (full names, `model.vision_tower.*` and the projector). With
+    `audio_config` (E2B/E4B), the audio tower goes into the same file, as llama.cpp writes it
+    (python/convert_audio_mmproj.py). Returns {gguf name: (type name, shape)}."""
     d, heads = int(vcfg["hidden_size"]), int(vcfg["num_attention_heads"])
     head_dim = int(vcfg.get("head_dim") or d // heads)
     if head_dim * heads != d:
@@ -89,25 +130,11 @@ def convert_vision_state(vcfg: dict, text_hidden: int, tensors: dict[str, np.nda
     w.add_float32(gguf.Keys.ClipVision.Attention.LAYERNORM_EPS, float(vcfg.get("rms_norm_eps", 1e-6)))
     w.add_array(gguf.Keys.ClipVision.IMAGE_MEAN, [0.0, 0.0, 0.0])
     w.add_array(gguf.Keys.ClipVision.IMAGE_STD, [1.0, 1.0, 1.0])
-    summary = {}
-    for hf in sorted(tensors):
-        gname = gguf_name(hf)
-        if gname is None:
-            continue
-        arr = np.asarray(tensors[hf], dtype=np.float32)
-        if arr.ndim == 0:
-            arr = arr.reshape(1)   # clamp scalars -> 1-D
-        if gname == "v.patch_embd.weight":   # [d, 768] ([py][px][c]) -> [d, 3, 16, 16]
-            p = int(round((arr.shape[1] // 3) ** 0.5))
-            arr = arr.reshape(arr.shape[0], p, p, 3).transpose(0, 3, 1, 2)
-        data, qt = _encode(gname, arr, outtype)
-        w.add_tensor(gname, data, raw_dtype=qt if qt != QT.F32 else None)
-        summary[gname] = (qt.name, list(reversed(arr.shape)))
-        if verbose:
-            print(f"  {hf} -> {gname} {qt.name} {list(reversed(arr.shape))}", file=sys.stderr)
-    for need in ("v.patch_embd.weight", "v.position_embd.weight", "mm.input_projection.weight"):
-        if need not in summary:
-            raise ValueError(f"the checkpoint has no tensor for {need}")
+    summary = add_tensors(w, tensors, gguf_name, _prepare, _encode, outtype, verbose,
+                          ("v.patch_embd.weight", "v.position_embd.weight", "mm.input_projection.weight"))
+    if audio_config:
+        import convert_audio_mmproj
+        summary.update(convert_audio_mmproj.add_audio(w, audio_config, text_hidden, tensors, outtype, verbose))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

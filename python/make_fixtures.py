@@ -23,8 +23,10 @@ ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
 import convert_hf_to_gguf as conv  # noqa: E402
+import convert_audio_mmproj as conv_audio  # noqa: E402
 import convert_vision_mmproj as conv_vision  # noqa: E402
 import make_tiny_model as tiny  # noqa: E402
+import tiny_audio  # noqa: E402
 import tiny_vision  # noqa: E402
 
 GOLDEN = ROOT / "tests" / "data" / "golden"
@@ -76,28 +78,39 @@ def rebuild(golden: pathlib.Path, manifest: dict, verbose: bool = True) -> list[
     return problems
 
 
-def rebuild_vision(golden: pathlib.Path, verbose: bool = True) -> list[str]:
-    """The tiny vision towers' mmproj GGUFs (vision/manifest.json "towers", make_vision_golden.py)."""
-    path = golden / "vision" / "manifest.json"
-    if not path.exists():
-        return []
-    problems = []
-    for t in json.loads(path.read_text()).get("towers", []):
-        out = golden / t["gguf"]
-        if out.exists() and sha256(out) == t["gguf_sha256"]:
-            continue
+def rebuild_towers(golden: pathlib.Path, verbose: bool = True) -> list[str]:
+    """The tiny encoder towers' mmproj GGUFs: vision/manifest.json and audio/towers.json
+    "towers" (make_vision_golden.py, make_audio_tower_golden.py)."""
+    def vision(t, tmp):
         opts = t["options"]
-        tmp = out.with_suffix(".gguf.tmp")
         conv_vision.convert_vision_state(tiny_vision.hf_vision_config(opts), opts["text_hidden"],
                                          tiny_vision.draw_state(t["seed"], opts), tmp, "f32", name=t["id"],
                                          verbose=False)
-        if sha256(tmp) != t["gguf_sha256"]:
-            tmp.unlink()
-            problems.append(f"{out.name}: rebuilt file's sha256 differs from vision/manifest.json")
+
+    def audio(t, tmp):
+        opts = t["options"]
+        conv_audio.convert_audio_state(tiny_audio.hf_audio_config(opts), opts["text_hidden"],
+                                       tiny_audio.draw_state(t["seed"], opts), tmp, "f32", name=t["id"],
+                                       verbose=False)
+
+    problems = []
+    for kind, file, write in (("vision", "manifest.json", vision), ("audio", "towers.json", audio)):
+        path = golden / kind / file
+        if not path.exists():
             continue
-        tmp.replace(out)
-        if verbose:
-            print(f"fixtures: wrote {out.name} ({out.stat().st_size} B, sha256 ok)", file=sys.stderr)
+        for t in json.loads(path.read_text()).get("towers", []):
+            out = golden / t["gguf"]
+            if out.exists() and sha256(out) == t["gguf_sha256"]:
+                continue
+            tmp = out.with_suffix(".gguf.tmp")
+            write(t, tmp)
+            if sha256(tmp) != t["gguf_sha256"]:
+                tmp.unlink()
+                problems.append(f"{out.name}: rebuilt file's sha256 differs from {kind}/{file}")
+                continue
+            tmp.replace(out)
+            if verbose:
+                print(f"fixtures: wrote {out.name} ({out.stat().st_size} B, sha256 ok)", file=sys.stderr)
     return problems
 
 
@@ -108,7 +121,7 @@ def main(argv=None) -> int:
     a = p.parse_args(argv)
     golden = pathlib.Path(a.dir)
     manifest = json.loads((golden / "manifest.json").read_text())
-    problems = rebuild(golden, manifest, verbose=not a.quiet) + rebuild_vision(golden, verbose=not a.quiet)
+    problems = rebuild(golden, manifest, verbose=not a.quiet) + rebuild_towers(golden, verbose=not a.quiet)
     for msg in problems:
         print(f"fixtures: {msg}", file=sys.stderr)
     return 1 if problems else 0

@@ -183,6 +183,17 @@ def write_taps(path: pathlib.Path, records: list) -> None:
             f.write(struct.pack(f"<{a.ndim}Q", *a.shape) + a.tobytes())
 
 
+def load_tower_state(torch, model, embed, state: dict, prefix: str, proj: str) -> None:
+    """Loads a tiny tower's drawn `state` (full HF names) into transformers' tower `model`
+    (the names under `prefix`) and projector `embed` (`proj`), checking first that the tiny
+    module's tensor list is exactly the model's."""
+    sd = {k[len(prefix):]: torch.from_numpy(v) for k, v in state.items() if k.startswith(prefix)}
+    got = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert got == {k: tuple(v.shape) for k, v in sd.items()}, f"the tiny {prefix} tensor list differs from HF"
+    model.load_state_dict(sd, strict=True)
+    embed.load_state_dict({"embedding_projection.weight": torch.from_numpy(state[proj])}, strict=True)
+
+
 def tower_golden(torch, tower: dict) -> dict:
     """Build one tiny tower in transformers from tiny_vision's weights, write its mmproj GGUF
     (not committed) and the taps of both grids batched with padding."""
@@ -200,11 +211,7 @@ def tower_golden(torch, tower: dict) -> dict:
     model = Gemma4VisionModel(vcfg).float().eval()
     embed = Gemma4MultimodalEmbedder(vcfg, Gemma4TextConfig(hidden_size=opts["text_hidden"])).float().eval()
     state = tv.draw_state(tower["seed"], opts)
-    sd_v = {k[len(tv.VISION):]: torch.from_numpy(v) for k, v in state.items() if k.startswith(tv.VISION)}
-    got = {k: tuple(v.shape) for k, v in model.state_dict().items()}
-    assert got == {k: tuple(v.shape) for k, v in sd_v.items()}, "tiny_vision.tensor_shapes differs from HF"
-    model.load_state_dict(sd_v, strict=True)
-    embed.load_state_dict({"embedding_projection.weight": torch.from_numpy(state[tv.PROJ])}, strict=True)
+    load_tower_state(torch, model, embed, state, tv.VISION, tv.PROJ)
 
     pix, pos = batched_grids(torch)
     acts = {}

@@ -36,9 +36,9 @@ int run_tune(TuneArgs& a) {
   std::printf("%s\n", describe_outcome(o).c_str());
   std::printf("host: %s\n", o.record.key.text().c_str());
   std::printf("step cost relative to one token:");
-  for (size_t i = 0; i < tune::kCurveTokens.size(); ++i)
-    std::printf(" T=%d %.3f", tune::kCurveTokens[i], o.record.curve.relative[i]);
-  std::printf(" (T=1: %.2f ms)\ncalibration %.1f s | cache %s\n", o.record.curve.t1_ms, o.record.calibration_s,
+  for (const auto& [tokens, cost] : o.record.curve.points) std::printf(" T=%d %.3f", tokens, cost);
+  if (o.record.curve.points.empty()) std::printf(" not measured");
+  std::printf(" (T=1: %.2f ms)\ncalibration %.1f s | cache %s\n", o.record.curve_t1_ms, o.record.calibration_s,
               o.path.empty() ? "(none)" : o.path.c_str());
   return 0;
 }

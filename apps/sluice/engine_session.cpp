@@ -15,16 +15,6 @@ namespace sluice::app {
 
 namespace {
 
-// The tuning cache's curve (relative cost at T = 1, 2, 4, ... 32 tokens) as the policy's
-// points (made non-decreasing, as the policy requires); past 32 tokens the policy extends its
-// last segment.
-spec::StepCostCurve policy_curve(const tune::StepCostCurve& measured) {
-  spec::StepCostCurve c;
-  for (size_t i = 0; i < tune::kCurveTokens.size(); ++i)
-    c.points.emplace_back(tune::kCurveTokens[i], std::max(measured.relative[i], i ? c.points.back().second : 0.0));
-  return c;
-}
-
 // Loads --draft when opt.spec is "draft" (else returns empty parts). Checks the vocabulary
 // against the target's (same token texts, else an Error naming the first differing id). The
 // draft's blocks are sized like the target's from `budget`; with a memory budget the two
@@ -37,7 +27,7 @@ DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_fi
 // for --spec draft), and the policy's step-cost curve (--spec-cost, else `measured` when the
 // tuning cache has one); a bad value is an Error.
 void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft,
-                        const tune::StepCostCurve* measured);
+                        const spec::StepCostCurve* measured);
 
 }  // namespace
 
@@ -128,7 +118,7 @@ DraftParts load_draft(const SessionOptions& opt, const gguf::GgufFile& target_fi
 }
 
 void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, const DraftParts& draft,
-                        const tune::StepCostCurve* measured) {
+                        const spec::StepCostCurve* measured) {
   if (opt.spec == "none") {
     cfg.spec = engine::SpecMethod::kNone;
     cfg.sched.draft_max = 0;
@@ -145,7 +135,7 @@ void apply_spec_options(const SessionOptions& opt, engine::EngineConfig& cfg, co
   // One calibration for both: unless --spec-cost names a curve, the policy prices steps with
   // this host's measured one (sluice tune), else its built-in one.
   if (!opt.spec_cost.empty()) cfg.sched.policy.curve = spec::StepCostCurve::parse(opt.spec_cost);
-  else if (measured && measured->measured()) cfg.sched.policy.curve = policy_curve(*measured);
+  else if (measured && !measured->points.empty()) cfg.sched.policy.curve = *measured;
   if (opt.spec == "ngram") {
     cfg.spec = engine::SpecMethod::kNgram;
     return;

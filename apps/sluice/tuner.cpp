@@ -236,20 +236,23 @@ Calibration search(StepTimer& st, const gguf::GgufFile& file, double t1_s, doubl
   return c;
 }
 
-// The curve in `rounds` interleaved rounds (every T once per round); not measured (all 0)
-// when the budget runs out before one round is complete.
-tune::StepCostCurve measure_curve(StepTimer& st, int rounds, const Budget& left_s) {
+// The curve in `rounds` interleaved rounds (every T once per round) into r.curve and
+// r.curve_t1_ms; left empty (not measured) when the budget runs out before one round is
+// complete. A step of more tokens never costs less: a measured dip is noise, and the policy
+// needs a non-decreasing curve.
+void measure_curve(StepTimer& st, int rounds, const Budget& left_s, tune::TuneRecord& r) {
   const auto& T = tune::kCurveTokens;
   std::vector<std::vector<double>> ms(T.size());
-  for (int r = 0; r < rounds && (r == 0 || left_s() > 0); ++r)
+  for (int k = 0; k < rounds && (k == 0 || left_s() > 0); ++k)
     for (size_t i = 0; i < T.size(); ++i) {
-      if (left_s() <= 0 && r == 0) return {};
+      if (left_s() <= 0 && k == 0) return;
       ms[i].push_back(st.step_ms(T[i], T[(i + 1) % T.size()]));
     }
-  tune::StepCostCurve c;
-  c.t1_ms = median(ms[0]);
-  for (size_t i = 0; i < T.size(); ++i) c.relative[i] = i == 0 ? 1.0 : median(ms[i]) / c.t1_ms;
-  return c;
+  r.curve_t1_ms = median(ms[0]);
+  for (size_t i = 0; i < T.size(); ++i) {
+    const double rel = i == 0 ? 1.0 : median(ms[i]) / r.curve_t1_ms;
+    r.curve.points.emplace_back(T[i], i == 0 ? rel : std::max(rel, r.curve.points.back().second));
+  }
 }
 
 tune::HostKey host_key(ThreadPool& pool, const models::Model& model, const gguf::GgufFile& file) {
@@ -289,8 +292,8 @@ tune::TuneRecord calibrate(models::Model& model, KvCache& kv, const gguf::GgufFi
   r.default_step_ms = c.default_ms;
   r.tuned_step_ms = c.tuned_ms;
   const int curve_rounds = std::clamp(static_cast<int>(left_s() / (curve_units * t1_s)), 1, 5);
-  r.curve = measure_curve(st, curve_rounds, left_s);
-  if (!r.curve.measured()) r.curve.t1_ms = t1_s * 1e3;  // out of time: not cached (apply_tuning)
+  measure_curve(st, curve_rounds, left_s, r);
+  if (r.curve.points.empty()) r.curve_t1_ms = t1_s * 1e3;  // out of time: not cached (apply_tuning)
   r.calibration_s = seconds_since(t0);
   return r;
 }
@@ -370,13 +373,13 @@ TuneOutcome apply_tuning(TuneMode mode, models::Model& model, KvCache& kv, Threa
   r.key = o.record.key;
   o.record = r;
   o.source = "calibrated";
-  if (!r.curve.measured()) {
+  if (r.curve.points.empty()) {
     // Steps too slow for the budget (a loaded or slow host): the defaults, and the failure is
     // cached with its reason so that the next run does not spend the budget again.
     o.record.failed = strfmt("calibration ran out of its %.0f s budget (a step takes %.0f ms)", budget_s,
-                             r.curve.t1_ms);
+                             r.curve_t1_ms);
     o.record.tuning = Tuning{};
-    o.record.curve = tune::StepCostCurve{};
+    o.record.curve = spec::StepCostCurve{};
     o.record.default_step_ms = o.record.tuned_step_ms = 0;
     kernels::set_tuning(o.record.tuning);
     o.source = "defaults (" + o.record.failed + ")";

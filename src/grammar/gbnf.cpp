@@ -198,10 +198,17 @@ class GbnfParser {
       case '-':
       case '^': return static_cast<uint8_t>(e);
       case 'x': return hex(2);
-      case 'u': return hex(4);
-      case 'U': return hex(8);
+      case 'u': return scalar(hex(4));
+      case 'U': return scalar(hex(8));
       default: error("unknown escape");
     }
+  }
+  // A code point the output can be: surrogates are halves of UTF-16 pairs, not characters
+  // (UTF-8 of one is CESU bytes a client decodes as U+FFFD), and nothing lies past U+10FFFF.
+  uint32_t scalar(uint32_t cp) {
+    if (cp >= 0xD800 && cp <= 0xDFFF) error("a surrogate code point (U+D800-U+DFFF) is not a character");
+    if (cp > 0x10FFFF) error("a code point past U+10FFFF");
+    return cp;
   }
   uint32_t hex(int n) {
     uint32_t v = 0;

@@ -36,11 +36,40 @@ class ImageEncoder {
   virtual void set_tap(Tap tap) = 0;
 };
 
+class AudioEncoder {
+ public:
+  virtual ~AudioEncoder() = default;
+  virtual const std::string& projector_type() const = 0;  // "gemma4a"
+  virtual int32_t text_width() const = 0;                 // soft-token width (the text model's n_embd)
+  virtual int32_t n_mel() const = 0;                      // 128: the width of one input frame
+  // Soft tokens of `frames` input frames whose validity `mask` gives (nullptr: all valid): the
+  // valid positions after the two stride-2 stages (position t is valid iff frame 4t is).
+  virtual int32_t n_tokens(const uint8_t* mask, int32_t frames) const = 0;
+  // The soft tokens of one clip: `mel` [frames][n_mel()] log-mel features, `mask` one byte per
+  // frame (nonzero: real audio; nullptr: all real). Padded frames are kept out exactly as
+  // transformers keeps them out. Writes n_tokens(mask, frames) rows of text_width() floats.
+  // Throws sluice::Error for a frame count it cannot take (none, or over 5 minutes).
+  virtual void encode(const float* mel, const uint8_t* mask, int32_t frames, float* out) = 0;
+  // Debug taps of later encode() calls (TapView names "a_conv0", "a_sscp", "a_l_out" (layer
+  // i), "a_out" — every position, padded ones too — and "a_soft"); empty: stop.
+  virtual void set_tap(Tap tap) = 0;
+};
+
 // Reads an mmproj GGUF (general.architecture "clip"); throws sluice::Error naming the file
 // when it is not one, or its projector type is not one sluice implements.
 std::unique_ptr<ImageEncoder> load_image_encoder(const gguf::GgufFile& f, const LoadOptions& opt);
+// The same for its audio tower (clip.audio.projector_type; E2B/E4B files hold both).
+std::unique_ptr<AudioEncoder> load_audio_encoder(const gguf::GgufFile& f, const LoadOptions& opt);
 
-// Throws sluice::Error unless `enc` can feed `text` (same width, a model family that takes it).
-void check_encoder_fits(const ImageEncoder& enc, const ModelSpec& text, const std::string& mmproj_name);
+// Throws sluice::Error unless a projector of `projector_type` writing `text_width` floats can
+// feed `text` (same width, a model family that takes it).
+void check_projector_fits(const std::string& projector_type, int32_t text_width, const ModelSpec& text,
+                          const std::string& mmproj_name);
+inline void check_encoder_fits(const ImageEncoder& enc, const ModelSpec& text, const std::string& mmproj_name) {
+  check_projector_fits(enc.projector_type(), enc.text_width(), text, mmproj_name);
+}
+inline void check_encoder_fits(const AudioEncoder& enc, const ModelSpec& text, const std::string& mmproj_name) {
+  check_projector_fits(enc.projector_type(), enc.text_width(), text, mmproj_name);
+}
 
 }  // namespace sluice::models

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -56,6 +57,31 @@ std::string session_id(const http::request<http::string_body>& req) {
   for (char c : v)
     if (c < 0x21 || c > 0x7e) return {};
   return std::string(v);
+}
+
+// ---- request framing (RFC 9112): what a proxy in front and this server must read alike -----
+
+// An absolute-form target ("http://host:port/path?q", which servers must accept) as its
+// origin form ("/path?q"); any other target as it is.
+std::string_view origin_form(std::string_view target) {
+  const size_t scheme = target.find("://");
+  if (target.empty() || target[0] == '/' || scheme == std::string_view::npos) return target;
+  for (char c : target.substr(0, scheme))
+    if (!std::isalpha(static_cast<unsigned char>(c))) return target;
+  const size_t path = target.find_first_of("/?", scheme + 3);
+  return path == std::string_view::npos ? std::string_view("/") : target.substr(path);
+}
+
+// The status and message for a request whose framing this server refuses, or 0: HTTP/1.1
+// without Host (400), and a transfer coding other than plain "chunked" (501), which a proxy
+// that decodes it would frame differently (request smuggling).
+std::pair<int, std::string> framing_refusal(const http::request_header<>& req) {
+  if (req.version() >= 11 && req.find(http::field::host) == req.end())
+    return {400, "an HTTP/1.1 request needs a Host header"};
+  const auto te = req.find(http::field::transfer_encoding);
+  if (te != req.end() && !boost::beast::iequals(te->value(), "chunked"))
+    return {501, "Transfer-Encoding '" + std::string(sv(te->value())) + "' is not supported (only chunked)"};
+  return {0, {}};
 }
 
 // ---- response bytes -----------------------------------------------------------------------
@@ -256,6 +282,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void read_header();
   void on_header();
   void fail_read(const error_code& ec);
+  bool request_line_unfinished() const;
   void reject(int status, const std::string& message, const char* endpoint, bool keep_alive);
   void dispatch(const RouteMatch& m);
   void busy(const RouteMatch& m, const Exchange& x);  // 429: no room for the request's work
@@ -334,6 +361,9 @@ void Conn::fail_read(const error_code& ec) {
                   endpoint, false);
   if (sock_closed_ || !started || ec == net::error::operation_aborted || ec == http::error::end_of_stream)
     return close();
+  if (ec == http::error::header_limit && request_line_unfinished())
+    return reject(414, "the request target exceeds " + std::to_string(srv_.opt.max_header_bytes) + " bytes", endpoint,
+                  false);
   if (ec == http::error::header_limit)
     return reject(431, "the request line and headers exceed " + std::to_string(srv_.opt.max_header_bytes) + " bytes",
                   endpoint, false);
@@ -344,14 +374,26 @@ void Conn::fail_read(const error_code& ec) {
   reject(400, "malformed HTTP request: " + ec.message(), endpoint, false);
 }
 
+// Whether the header limit was reached inside the request line itself: the target alone is too
+// long (414), not the header fields (431).
+bool Conn::request_line_unfinished() const {
+  const auto d = buf_.data();
+  const std::string_view b(static_cast<const char*>(d.data()), d.size());
+  const size_t eol = b.find("\r\n");
+  return eol == std::string_view::npos || eol >= srv_.opt.max_header_bytes;
+}
+
 void Conn::on_header() {
-  const auto& req = parser_->get();
+  auto& req = parser_->get();
+  if (const std::string_view t = sv(req.target()); origin_form(t).size() != t.size())
+    req.target(std::string(origin_form(t)));
   const std::string_view target = sv(req.target());
   const RouteMatch m = match_route(target.substr(0, target.find('?')), srv_.opt.ui);
   // A body not read yet means the connection cannot carry another request after an error.
   const bool clean = parser_->is_done();
   if (std::distance(req.begin(), req.end()) > srv_.opt.max_headers)
     return reject(431, "more than " + std::to_string(srv_.opt.max_headers) + " header fields", m.endpoint, false);
+  if (const auto [status, why] = framing_refusal(req); status) return reject(status, why, m.endpoint, false);
   // Before routing and the key: a foreign page learns nothing, not even which paths exist.
   const std::string refused = origin_refusal(sv(req[http::field::origin]), sv(req[http::field::host]), srv_.opt.host);
   if (!refused.empty()) return reject(403, refused, m.endpoint, clean);

@@ -94,11 +94,12 @@ std::optional<int32_t> parse_speculative(const ojson& j) {
   for (const auto& [key, v] : sp.items())
     if (key != "n_max" && key != "enabled" && key != "n_min" && key != "p_min")
       bad_param("speculative", "unknown field '" + key + "' (expected n_max, enabled, n_min, p_min)");
-  if (present(sp, "n_max")) {
+  if (present(sp, "n_max")) {  // the integer rule every other count follows (4.0 is 4)
     const ojson& n = sp.at("n_max");
-    if (!n.is_number_integer() || n.get<int64_t>() < 0 || n.get<int64_t>() > (1 << 20))
+    const double v = n.is_number() ? n.get<double>() : -1;
+    if (v != std::floor(v) || v < 0 || v > (1 << 20))
       bad_param("speculative", "n_max must be an integer between 0 and " + std::to_string(1 << 20));
-    k = static_cast<int32_t>(n.get<int64_t>());
+    k = static_cast<int32_t>(v);
   }
   if (present(sp, "enabled")) {
     if (!sp.at("enabled").is_boolean()) bad_param("speculative", "enabled must be true or false");

@@ -30,9 +30,8 @@ namespace sluice::spec {
 // cost(T): the cost of one engine step computing T tokens, in any unit (ms, or relative to
 // a 1-token step; only ratios matter). Points (T, cost) with T ascending from 1 and costs
 // non-decreasing; between points linear, beyond the last one the last segment's slope.
-// `sluice tune` (the portable-speed issue's calibration, with its per-host cache) is meant
-// to fill one from `sluice bench --spec-verify` measurements: the points are exactly its
-// (tokens_per_step, ms_per_step) pairs.
+// `sluice tune` measures one per host (tune/tune_cache.h keeps it, at tune::kCurveTokens);
+// `sluice bench --spec-verify` prints the same (tokens_per_step, ms_per_step) pairs.
 struct StepCostCurve {
   std::vector<std::pair<int32_t, double>> points;
 
@@ -45,6 +44,7 @@ struct StepCostCurve {
   static StepCostCurve builtin();
   // "T:cost,T:cost,..." (e.g. "1:1,8:1.2,64:4"); sluice::Error on a malformed list.
   static StepCostCurve parse(const std::string& text);
+  bool operator==(const StepCostCurve&) const = default;
 };
 
 // Expected tokens one verification of k drafts yields at per-token acceptance a: the accepted

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <unistd.h>
+#include <algorithm>
 
 #include <cerrno>
 #include <cstdlib>
@@ -76,17 +77,6 @@ std::string HostKey::text() const {
                 placement.c_str(), model.c_str());
 }
 
-double StepCostCurve::at(double tokens) const {
-  if (!measured()) return 0;
-  if (tokens <= kCurveTokens.front()) return relative.front();
-  for (size_t i = 1; i < kCurveTokens.size(); ++i)
-    if (tokens <= kCurveTokens[i]) {
-      const double t0 = kCurveTokens[i - 1], t1 = kCurveTokens[i];
-      return relative[i - 1] + (relative[i] - relative[i - 1]) * (tokens - t0) / (t1 - t0);
-    }
-  return relative.back();
-}
-
 std::string cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg && *xdg) return std::string(xdg) + "/sluice";
@@ -101,12 +91,11 @@ std::string cache_path(const HostKey& key) {
 
 std::string to_json_text(const TuneRecord& r) {
   json curve = json::array();
-  for (size_t i = 0; i < kCurveTokens.size(); ++i)
-    curve.push_back({{"tokens", kCurveTokens[i]}, {"relative", r.curve.relative[i]}});
+  for (const auto& [tokens, cost] : r.curve.points) curve.push_back({{"tokens", tokens}, {"relative", cost}});
   json j = {{"version", kFormatVersion},
             {"key", key_json(r.key)},
             {"tuning", tuning_json(r.tuning)},
-            {"step_cost", {{"t1_ms", r.curve.t1_ms}, {"curve", curve}}},
+            {"step_cost", {{"t1_ms", r.curve_t1_ms}, {"curve", curve}}},
             {"default_step_ms", r.default_step_ms},
             {"tuned_step_ms", r.tuned_step_ms},
             {"calibration_s", r.calibration_s},
@@ -133,22 +122,27 @@ std::optional<TuneRecord> from_json_text(const std::string& text, std::string* e
       return std::nullopt;
     }
     const json& curve = j.at("step_cost").at("curve");
-    if (!curve.is_array() || curve.size() != kCurveTokens.size()) {
-      *error = strfmt("step_cost.curve must have %zu entries", kCurveTokens.size());
+    if (!curve.is_array() || (!curve.empty() && curve.size() != kCurveTokens.size())) {
+      *error = strfmt("step_cost.curve must have %zu entries (or none: not measured)", kCurveTokens.size());
       return std::nullopt;
     }
-    for (size_t i = 0; i < kCurveTokens.size(); ++i) {
+    // Files written before the curve became points say "not measured" with all-zero costs.
+    const bool zeros = !curve.empty() && curve[0].at("relative").get<double>() == 0;
+    for (size_t i = 0; i < curve.size() && !zeros; ++i) {
       if (curve[i].at("tokens").get<int>() != kCurveTokens[i]) {
         *error = strfmt("step_cost.curve[%zu] must be for %d tokens", i, kCurveTokens[i]);
         return std::nullopt;
       }
-      r.curve.relative[i] = curve[i].at("relative").get<double>();
-      if (!(r.curve.relative[i] >= 0 && r.curve.relative[i] < 1e6)) {
+      double cost = curve[i].at("relative").get<double>();
+      if (!(cost > 0 && cost < 1e6)) {
         *error = strfmt("step_cost.curve[%zu].relative out of range", i);
         return std::nullopt;
       }
+      // Non-decreasing, as the policy needs (older files kept the measured dips).
+      if (i > 0) cost = std::max(cost, r.curve.points.back().second);
+      r.curve.points.emplace_back(kCurveTokens[i], cost);
     }
-    r.curve.t1_ms = j.at("step_cost").at("t1_ms").get<double>();
+    r.curve_t1_ms = j.at("step_cost").at("t1_ms").get<double>();
     r.default_step_ms = j.at("default_step_ms").get<double>();
     r.tuned_step_ms = j.at("tuned_step_ms").get<double>();
     r.calibration_s = j.at("calibration_s").get<double>();

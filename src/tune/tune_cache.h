@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kernels/tuning.h"
+#include "spec/policy.h"
 
 namespace sluice::tune {
 
@@ -30,23 +31,17 @@ struct HostKey {
   bool operator==(const HostKey&) const = default;
 };
 
-// Cost of a decode-like step of T tokens of one sequence (a verification step: T positions,
-// logits of each) relative to T = 1, for T in kCurveTokens. The speculative-decoding policy
-// reads it: drafting k tokens pays off when the expected accepted tokens exceed relative[k].
+// The token counts at which the calibration measures the step-cost curve: the cost of a
+// decode-like step of T tokens of one sequence (a verification step: T positions, logits of
+// each) relative to T = 1. The speculative-decoding policy reads it (spec::StepCostCurve):
+// drafting k tokens pays off when the expected accepted tokens exceed cost(k + 1).
 inline constexpr std::array<int, 6> kCurveTokens = {1, 2, 4, 8, 16, 32};
-struct StepCostCurve {
-  std::array<double, kCurveTokens.size()> relative{};  // relative[0] = 1; all 0 = not measured
-  double t1_ms = 0;                                    // the T = 1 step it is relative to
-  bool measured() const { return relative[0] > 0; }
-  // Linear interpolation between the measured T (clamped to [1, 32]); 0 when not measured.
-  double at(double tokens) const;
-  bool operator==(const StepCostCurve&) const = default;
-};
 
 struct TuneRecord {
   HostKey key;
   kernels::Tuning tuning;
-  StepCostCurve curve;
+  spec::StepCostCurve curve;   // points (T, cost relative to T = 1) at kCurveTokens; empty: not measured
+  double curve_t1_ms = 0;      // the T = 1 step the curve is relative to
   double default_step_ms = 0;  // median decode step with the defaults, in the calibration
   double tuned_step_ms = 0;    // the same with `tuning`, interleaved with it
   double calibration_s = 0;

@@ -35,6 +35,7 @@ qrun max -- "$T/quant/quant_test" "${brief[@]}"
 qrun max SLUICE_EXPECT_ISA=i8mm -- "$T/kernels/kernels_test" "${brief[@]}"
 qrun max -- "$T/models/models_test" "${brief[@]}"
 qrun max -- "$T/sampling/sampling_test" "${brief[@]}"
+qrun max -- "$T/media/media_test" "${brief[@]}"   # image and audio decoding, the features
 golden='*Golden*'
 for isa in scalar neon dotprod; do
   qrun max SLUICE_ISA=$isa -- "$T/models/models_test" "${brief[@]}" --gtest_filter="$golden"
@@ -44,6 +45,27 @@ qrun cortex-a76 SLUICE_EXPECT_ISA=dotprod -- "$T/kernels/kernels_test" "${brief[
 qrun cortex-a76 -- "$T/models/models_test" "${brief[@]}" --gtest_filter="$golden"
 qrun cortex-a72 SLUICE_EXPECT_ISA=neon -- "$T/kernels/kernels_test" "${brief[@]}" --gtest_filter=CpuKernels.DispatchPicksExpectedSet
 qrun cortex-a72 -- "$T/models/models_test" "${brief[@]}" --gtest_filter="$golden"
+
+# Serving with KV-cache events: the arm64 build links the target's libzmq5 (Debian's
+# libzmq3-dev is not multiarch), so the publisher starts and the server comes up.
+klog=$(mktemp)
+"$QEMU" -cpu max "$ARM/apps/sluice/sluice" serve -m tests/data/golden/tiny-gemma3.q8_0.gguf --port 0 -c 256 \
+  -t 2 --kv-events tcp://127.0.0.1:9 > "$klog" 2>&1 &
+kpid=$!
+for _ in $(seq 1200); do
+  grep -q "listening on" "$klog" && break
+  kill -0 "$kpid" 2> /dev/null || break
+  sleep 0.1
+done
+kill -TERM "$kpid" 2> /dev/null || true
+wait "$kpid" || true
+echo "== qemu -cpu max: serve --kv-events: $(grep -h 'KV events on' "$klog")"
+if ! grep -q "KV events on" "$klog" || ! grep -q "listening on" "$klog"; then
+  cat "$klog" >&2
+  echo "FAIL: the arm64 build does not serve with --kv-events" >&2
+  exit 1
+fi
+rm -f "$klog"
 
 if [ ! -f "$MODEL" ]; then
   echo "== $MODEL absent: cross-architecture token check skipped"

@@ -24,7 +24,7 @@ def pytest_sessionstart(session):
     import make_fixtures
     golden = make_fixtures.GOLDEN
     problems = make_fixtures.rebuild(golden, json.loads((golden / "manifest.json").read_text()), verbose=False)
-    problems += make_fixtures.rebuild_vision(golden, verbose=False)
+    problems += make_fixtures.rebuild_towers(golden, verbose=False)
     if problems:
         pytest.exit("golden fixtures: " + "; ".join(problems), returncode=1)
 

@@ -148,8 +148,9 @@ def test_manifest_lists_existing_files():
         for v in e["variants"].values():
             assert (GOLDEN / v["gguf"]).is_file(), v["gguf"]
             named.add(v["gguf"])
-    vision = json.loads((GOLDEN / "vision" / "manifest.json").read_text())   # its own manifest
-    named |= {"vision"} | {t["gguf"] for t in vision["towers"]}
+    for kind, file in (("vision", "manifest.json"), ("audio", "towers.json")):   # the encoder towers' own
+        towers = json.loads((GOLDEN / kind / file).read_text())
+        named |= {kind} | {t["gguf"] for t in towers["towers"]}
     stray = {p.name for p in GOLDEN.iterdir()} - named
     assert not stray, f"files not in the manifest: {stray}"
     # committed: manifest, logits, taps; the GGUFs are rebuilt by `make fixtures`

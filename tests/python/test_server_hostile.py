@@ -147,7 +147,23 @@ def test_d4_header_count_and_size_limits(server):
     _, status, _, body = exchange(server, f"GET /health HTTP/1.1\r\nHost: x\r\n{huge}\r\n".encode())
     assert status == 431, body
     _, status, _, body = exchange(server, f"GET /{'a' * 20000} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    assert status == 431, body
+    assert status == 414 and "request target" in error_of(body)["message"], body   # the URI, not the fields
+
+
+def test_d26_framing_as_rfc_9112_reads_it(server):
+    """Host is required on HTTP/1.1; an absolute-form target is served; a transfer coding other
+    than plain chunked is refused (a decoding proxy would frame the body differently)."""
+    _, status, _, body = exchange(server, b"GET /health HTTP/1.1\r\nConnection: close\r\n\r\n")
+    assert status == 400 and "Host" in error_of(body)["message"]
+    _, status, _, _ = exchange(server, b"GET /health HTTP/1.0\r\n\r\n")   # 1.0 has no Host rule
+    assert status == 200
+    port = server.url.rsplit(":", 1)[1]
+    _, status, _, body = exchange(server, f"GET http://127.0.0.1:{port}/health HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    assert status == 200 and b"ok" in body
+    raw = (f"POST /tokenize HTTP/1.1\r\nHost: x\r\n{AUTH}Transfer-Encoding: gzip, chunked\r\n\r\n"
+           "5\r\nhello\r\n0\r\n\r\n").encode()
+    _, status, _, body = exchange(server, raw)
+    assert status == 501 and "gzip" in error_of(body)["message"]
 
 
 def trickle(socks, stop, interval=0.2, max_rounds=100):
@@ -353,14 +369,14 @@ def test_d7_sigterm_exits_within_the_shutdown_timeout(sluice_bin, scenario):
             t.start()
         elif scenario == "silent half-request":
             socks = [connect(s)]
-            socks[0].sendall(b"POST /v1/completions HTTP/1.1\r\nContent-Length: 500\r\n\r\n{\"mo")
+            socks[0].sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 500\r\n\r\n{\"mo")
         else:
             stream = start_stream(s)
             if scenario == "queued request":
                 q = connect(s)
                 socks = [q]
                 body = long_stream_body()
-                q.sendall(f"POST /v1/completions HTTP/1.1\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+                q.sendall(f"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
                 for _ in range(200):
                     if s.metric("sluice_requests_waiting") == 1:
                         break

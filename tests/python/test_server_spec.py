@@ -84,6 +84,13 @@ def test_bad_override_is_a_400_naming_it(server, bad):
     assert r.json()["error"]["param"] == "speculative"
 
 
+def test_an_integral_float_n_max_counts_as_an_integer(server):
+    """4.0 is 4, as it is for max_tokens (hostile report D27: it was a 400)."""
+    r = httpx.post(server.base_url + "/completions",
+                   json={"model": MODEL, "prompt": PROMPT, "max_tokens": 2, "speculative": {"n_max": 4.0}}, timeout=60)
+    assert r.status_code == 200, r.text
+
+
 def stream_chunks(server, path, body):
     with httpx.stream("POST", server.base_url + path, json={**body, "stream": True}, timeout=60) as r:
         assert r.status_code == 200

@@ -10,6 +10,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kernels/linear.h"
 #include "kernels/rowops.h"
+#include "models/gemma4/clamped_linear.h"
 #include "quant/quant.h"
 #include "tensor/weights.h"
 #include "threading/thread_pool.h"
@@ -18,16 +19,8 @@ namespace sluice::models::gemma4 {
 namespace {
 
 using kernels::Linear;
-constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kInf = ClampedLinear::kInf;
 constexpr int kPatch = 16, kPool = 3, kPatchValues = kPatch * kPatch * 3;
-
-// A projection with llama.cpp's clamp scalars: y = clamp(W·clamp(x, in), out) (±inf: no clamp).
-struct ClampedLinear {
-  Linear lin;
-  float in_lo = -kInf, in_hi = kInf, out_lo = -kInf, out_hi = kInf;
-  bool clamps_input() const { return in_lo > -kInf || in_hi < kInf; }
-  bool clamps_output() const { return out_lo > -kInf || out_hi < kInf; }
-};
 
 struct VisionLayer {
   ClampedLinear q, k, v, o, gate, up, down;
@@ -52,7 +45,6 @@ class Gemma4Vision final : public ImageEncoder {
   void set_tap(Tap tap) override { tap_ = std::move(tap); }
 
  private:
-  ClampedLinear bind_linear(const WeightBinder& wb, const std::string& base, int64_t cols, int64_t rows);
   void bind_layers(const gguf::GgufFile& f);
   void embed(const float* patches, int32_t cols, int32_t rows);
   void run(const ClampedLinear& cl, const float* x, int64_t m, float* y);
@@ -80,32 +72,19 @@ class Gemma4Vision final : public ImageEncoder {
   Tap tap_;
 };
 
-ClampedLinear Gemma4Vision::bind_linear(const WeightBinder& wb, const std::string& base, int64_t cols, int64_t rows) {
-  ClampedLinear cl;
-  const Mat m = wb.matrix(base + ".weight", cols, rows);
-  cl.lin = Linear::build({&m, 1}, pool_, base);
-  auto scalar = [&](const char* suffix, float def) {
-    const std::string n = base + "." + suffix;
-    return wb.has(n) ? wb.vector_f32(n, 1)[0] : def;
-  };
-  cl.in_lo = scalar("input_min", -kInf), cl.in_hi = scalar("input_max", kInf);
-  cl.out_lo = scalar("output_min", -kInf), cl.out_hi = scalar("output_max", kInf);
-  return cl;
-}
-
 void Gemma4Vision::bind_layers(const gguf::GgufFile& f) {
   const WeightBinder wb(f);
   const int64_t d = s_.d, hd = s_.head_dim, qd = int64_t{s_.n_head} * hd, ff = s_.n_ff;
   for (int il = 0; il < s_.n_layer; ++il) {
     const std::string p = "v.blk." + std::to_string(il) + ".";
     VisionLayer L;
-    L.q = bind_linear(wb, p + "attn_q", d, qd);
-    L.k = bind_linear(wb, p + "attn_k", d, qd);
-    L.v = bind_linear(wb, p + "attn_v", d, qd);
-    L.o = bind_linear(wb, p + "attn_out", qd, d);
-    L.gate = bind_linear(wb, p + "ffn_gate", d, ff);
-    L.up = bind_linear(wb, p + "ffn_up", d, ff);
-    L.down = bind_linear(wb, p + "ffn_down", ff, d);
+    L.q = ClampedLinear::bind(wb, pool_, p + "attn_q", d, qd);
+    L.k = ClampedLinear::bind(wb, pool_, p + "attn_k", d, qd);
+    L.v = ClampedLinear::bind(wb, pool_, p + "attn_v", d, qd);
+    L.o = ClampedLinear::bind(wb, pool_, p + "attn_out", qd, d);
+    L.gate = ClampedLinear::bind(wb, pool_, p + "ffn_gate", d, ff);
+    L.up = ClampedLinear::bind(wb, pool_, p + "ffn_up", d, ff);
+    L.down = ClampedLinear::bind(wb, pool_, p + "ffn_down", ff, d);
     L.ln1 = wb.vector_f32(p + "ln1.weight", d);
     L.attn_post = wb.vector_f32(p + "attn_post_norm.weight", d);
     L.ln2 = wb.vector_f32(p + "ln2.weight", d);
@@ -145,15 +124,6 @@ VisionShape read_shape(const gguf::GgufFile& f) {
          s.d);
   s.pos_size = static_cast<int32_t>(pos.ne[1]);
   return s;
-}
-
-// The whole tensor dequantized to f32 (checked: a type sluice reads).
-std::vector<float> read_all_f32(const gguf::GgufFile& f, const gguf::TensorInfo& t) {
-  if (!quant::traits(t.type)) fail("%s: tensor '%s' has a type sluice cannot read", f.name().c_str(), t.name.c_str());
-  std::vector<float> out(t.n_elements());
-  for (uint64_t r = 0; r < t.rows(); ++r)
-    quant::dequantize_ref(t.type, t.data + r * t.row_bytes(), out.data() + r * t.ne[0], static_cast<int64_t>(t.ne[0]));
-  return out;
 }
 
 Gemma4Vision::Gemma4Vision(const gguf::GgufFile& f, const LoadOptions& opt)
@@ -205,15 +175,7 @@ void Gemma4Vision::embed(const float* patches, int32_t cols, int32_t rows) {
 }
 
 void Gemma4Vision::run(const ClampedLinear& cl, const float* x, int64_t m, float* y) {
-  if (cl.clamps_input()) {
-    in_.assign(x, x + m * cl.lin.cols());
-    for (float& v : in_) v = std::min(std::max(v, cl.in_lo), cl.in_hi);
-    x = in_.data();
-  }
-  cl.lin.run(pool_, x, m, y, scratch_, &isa_);
-  if (cl.clamps_output()) {
-    for (int64_t i = 0; i < m * cl.lin.rows(); ++i) y[i] = std::min(std::max(y[i], cl.out_lo), cl.out_hi);
-  }
+  cl.run(pool_, x, m, y, in_, scratch_, &isa_);
 }
 
 // Per position p: [cos(p·f_i) | sin(p·f_i)], angles in f32 as transformers computes them.
@@ -358,13 +320,14 @@ std::unique_ptr<ImageEncoder> load_image_encoder(const gguf::GgufFile& f, const 
   return gemma4::load_vision(f, opt);
 }
 
-void check_encoder_fits(const ImageEncoder& enc, const ModelSpec& text, const std::string& mmproj_name) {
+void check_projector_fits(const std::string& projector_type, int32_t text_width, const ModelSpec& text,
+                          const std::string& mmproj_name) {
   if (text.arch != "gemma4")
-    fail("%s: a %s projector feeds Gemma 4 models; this model is '%s'", mmproj_name.c_str(),
-         enc.projector_type().c_str(), text.arch.c_str());
-  if (enc.text_width() != text.n_embd)
+    fail("%s: a %s projector feeds Gemma 4 models; this model is '%s'", mmproj_name.c_str(), projector_type.c_str(),
+         text.arch.c_str());
+  if (text_width != text.n_embd)
     fail("%s: the projector outputs width %d but the model's embedding width is %d (an mmproj of another model size)",
-         mmproj_name.c_str(), enc.text_width(), text.n_embd);
+         mmproj_name.c_str(), text_width, text.n_embd);
 }
 
 }  // namespace sluice::models

@@ -63,6 +63,11 @@ TEST(Gbnf, ErrorsNameTheProblemAndPlace) {
   expect_error("root ::= (\"a\"\n", "line 2");
   expect_error("root ::= [\xC3\xA9]\n", "non-ASCII");
   expect_error("root ::= root \"a\" | \"b\"\n", "left-recursive");
+  // A lone surrogate would reach the client as CESU bytes (U+FFFD x3): refused at compile time.
+  expect_error("root ::= \"\\uD800\"\n", "surrogate");
+  expect_error("root ::= [\\uDC00-\\uDFFF]\n", "surrogate");
+  expect_error("root ::= \"\\U00110000\"\n", "past U+10FFFF");
+  EXPECT_NO_THROW(gbnf_grammar("root ::= \"\\U0010FFFF\\uE000\"\n"));
 }
 
 }  // namespace

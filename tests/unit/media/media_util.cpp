@@ -7,6 +7,7 @@
 namespace sluice::media::testing {
 
 const std::string kVisionDir = std::string(SLUICE_SOURCE_DIR) + "/tests/data/golden/vision/";
+const std::string kAudioDir = std::string(SLUICE_SOURCE_DIR) + "/tests/data/golden/audio/";
 
 std::vector<uint8_t> read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "kv/kv_cache.h"
 #include "kv/sequence_kv.h"
 #include "threading/thread_pool.h"
 
@@ -85,10 +86,15 @@ std::vector<float> run(const gguf::GgufFile& f, const std::vector<int32_t>& ids,
   lo.adjust_spec = std::move(adjust);
   auto m = models::load_model(f, lo);
   m->set_tap(std::move(tap));
-  const auto& groups = m->spec().kv_groups;
+  return run_with_soft_tokens(*m, ids, std::vector<const float*>(ids.size()), chunk);
+}
+
+std::vector<float> run_with_soft_tokens(models::Model& m, const std::vector<int32_t>& ids,
+                                        const std::vector<const float*>& embd, size_t chunk, bool blocks) {
+  const auto& groups = m.spec().kv_groups;
   KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 16), KvType::F32);
   SequenceKv seq(kv);
-  const int64_t V = m->spec().n_vocab;
+  const int64_t V = m.spec().n_vocab;
   std::vector<float> all(ids.size() * V);
   for (size_t pos = 0; pos < ids.size(); pos += chunk) {
     const size_t n = std::min(chunk, ids.size() - pos);
@@ -97,11 +103,13 @@ std::vector<float> run(const gguf::GgufFile& f, const std::vector<int32_t>& ids,
     models::ForwardBatch b;
     models::SeqSlice s;
     s.tokens = {ids.data() + pos, n};
+    s.embd = {embd.data() + pos, n};
+    s.embd_blocks = blocks;
     s.pos0 = static_cast<int32_t>(pos);
     for (int g = 0; g < kv.n_groups(); ++g) s.block_tables[g] = seq.table(g);
     s.logits = models::LogitsWanted::kAll;
     b.seqs.push_back(s);
-    m->forward(b, kv, all.data() + pos * V);
+    m.forward(b, kv, all.data() + pos * V);
   }
   return all;
 }

@@ -33,4 +33,10 @@ std::map<std::string, std::vector<float>> read_taps(const std::string& path);
 std::vector<float> run(const gguf::GgufFile& f, const std::vector<int32_t>& ids, size_t chunk,
                        std::function<void(models::ModelSpec&)> adjust = {}, models::Tap tap = {});
 
+// Runs `ids` through a fresh cache in chunks of `chunk`, with `embd` (one entry per token,
+// nullptr or a soft-token row of the model's width) as SeqSlice::embd and `blocks` as
+// SeqSlice::embd_blocks; all logits [n × V].
+std::vector<float> run_with_soft_tokens(models::Model& m, const std::vector<int32_t>& ids,
+                                        const std::vector<const float*>& embd, size_t chunk, bool blocks = false);
+
 }  // namespace sluice::golden

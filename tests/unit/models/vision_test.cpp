@@ -102,33 +102,6 @@ TEST(VisionGolden, EveryLayerMatchesTransformers) {
   }
 }
 
-// Runs `ids` through a fresh cache in chunks of `chunk`, with `embd` (one entry per token,
-// nullptr or a soft-token row) as SeqSlice::embd; all logits.
-std::vector<float> run_with_soft_tokens(Model& m, const std::vector<int32_t>& ids,
-                                        const std::vector<const float*>& embd, size_t chunk, bool blocks = false) {
-  const auto& groups = m.spec().kv_groups;
-  KvCache kv(groups, 16, std::vector<int32_t>(groups.size(), 16), KvType::F32);
-  SequenceKv seq(kv);
-  const int64_t V = m.spec().n_vocab;
-  std::vector<float> all(ids.size() * V);
-  for (size_t pos = 0; pos < ids.size(); pos += chunk) {
-    const size_t n = std::min(chunk, ids.size() - pos);
-    seq.release_outside_window(static_cast<int32_t>(pos));
-    EXPECT_TRUE(seq.reserve(static_cast<int32_t>(pos + n)));
-    ForwardBatch b;
-    SeqSlice s;
-    s.tokens = {ids.data() + pos, n};
-    s.embd = {embd.data() + pos, n};
-    s.embd_blocks = blocks;
-    s.pos0 = static_cast<int32_t>(pos);
-    for (int g = 0; g < kv.n_groups(); ++g) s.block_tables[g] = seq.table(g);
-    s.logits = LogitsWanted::kAll;
-    b.seqs.push_back(s);
-    m.forward(b, kv, all.data() + pos * V);
-  }
-  return all;
-}
-
 // One e2e manifest entry loaded: the text model, the tower, the prompt and its soft tokens
 // (both grids encoded, one row per image placeholder, in order).
 struct E2e {
@@ -193,17 +166,18 @@ void two_image_prompt(const nlohmann::json& e) {
   const std::vector<float> want = golden::read_f32(golden::kDir + "vision/" + e["logits"].get<std::string>());
   for (size_t chunk : {ids.size(), size_t{5}}) {
     if (blocks && chunk != ids.size()) continue;
-    const std::vector<float> got = run_with_soft_tokens(model, ids, embd, chunk, blocks);
+    const std::vector<float> got = golden::run_with_soft_tokens(model, ids, embd, chunk, blocks);
     ASSERT_EQ(got.size(), want.size());
     const double diff = max_rel_diff(got, want);
     EXPECT_LE(diff, 1e-4) << "chunk " << chunk;
     std::printf("two-image prompt, chunks of %zu: largest relative logit difference %.2e\n", chunk, diff);
   }
   // Without the images (placeholders embedded as themselves) the logits are far off: the test sees them.
-  const std::vector<float> plain = run_with_soft_tokens(model, ids, std::vector<const float*>(ids.size()), ids.size());
+  const std::vector<float> plain = golden::run_with_soft_tokens(model, ids, std::vector<const float*>(ids.size()),
+                                                                ids.size());
   EXPECT_GT(max_rel_diff(plain, want), 1e-2);
   if (blocks) {  // and causal image tokens are not what transformers computes for this family
-    EXPECT_GT(max_rel_diff(run_with_soft_tokens(model, ids, embd, ids.size(), false), want), 1e-3);
+    EXPECT_GT(max_rel_diff(golden::run_with_soft_tokens(model, ids, embd, ids.size(), false), want), 1e-3);
   }
 }
 

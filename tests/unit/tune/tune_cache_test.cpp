@@ -28,8 +28,8 @@ TuneRecord sample() {
   r.tuning.split_div = 8;
   r.tuning.weight_ahead[static_cast<int>(kernels::PackedFormat::kQ4_0)] = 1024;
   r.tuning.weight_ahead[static_cast<int>(kernels::PackedFormat::kQ6_K)] = 4096;
-  r.curve.relative = {1.0, 1.0625, 1.1875, 1.5, 2.25, 3.875};
-  r.curve.t1_ms = 61.25;
+  r.curve.points = {{1, 1.0}, {2, 1.0625}, {4, 1.1875}, {8, 1.5}, {16, 2.25}, {32, 3.875}};
+  r.curve_t1_ms = 61.25;
   r.default_step_ms = 62.5;
   r.tuned_step_ms = 60.125;
   r.calibration_s = 12.5;
@@ -69,12 +69,12 @@ TEST(TuneCache, AFailedCalibrationKeepsItsReason) {
   TuneRecord r = sample();
   EXPECT_EQ(to_json_text(r).find("\"failed\""), std::string::npos);
   r.failed = "calibration ran out of its 15 s budget (a step takes 900 ms)";
-  r.curve = StepCostCurve{};
+  r.curve = spec::StepCostCurve{};
   std::string err;
   const auto back = from_json_text(to_json_text(r), &err);
   ASSERT_TRUE(back) << err;
   EXPECT_EQ(back->failed, r.failed);
-  EXPECT_FALSE(back->curve.measured());
+  EXPECT_TRUE(back->curve.points.empty());
   EXPECT_EQ(*back, r);
 }
 
@@ -171,12 +171,24 @@ TEST(TuneCache, DirectoryAndPathFollowTheEnvironment) {
   else unsetenv("XDG_CACHE_HOME");
 }
 
-TEST(TuneCache, CurveInterpolates) {
-  const StepCostCurve c = sample().curve;
-  EXPECT_DOUBLE_EQ(c.at(1), 1.0);
-  EXPECT_DOUBLE_EQ(c.at(3), (1.0625 + 1.1875) / 2);
-  EXPECT_DOUBLE_EQ(c.at(64), 3.875);
-  EXPECT_EQ(StepCostCurve{}.at(4), 0.0);
+// The cached curve is the policy's own type: what `sluice tune` measured is what it prices.
+TEST(TuneCache, TheCachedCurveIsThePolicys) {
+  const spec::StepCostCurve c = sample().curve;
+  EXPECT_NO_THROW(c.validate());
+  EXPECT_DOUBLE_EQ(c.cost(1), 1.0);
+  EXPECT_DOUBLE_EQ(c.cost(3), (1.0625 + 1.1875) / 2);
+  EXPECT_DOUBLE_EQ(c.cost(64), 3.875 + (3.875 - 2.25) * 2);  // the last segment goes on
+}
+
+// A measured dip (noise) is levelled when read: the policy needs a non-decreasing curve.
+TEST(TuneCache, ADipInTheFileIsLevelled) {
+  TuneRecord r = sample();
+  r.curve.points[2].second = 1.0;  // T = 4 below T = 2
+  std::string err;
+  const auto back = from_json_text(to_json_text(r), &err);
+  ASSERT_TRUE(back) << err;
+  EXPECT_DOUBLE_EQ(back->curve.points[2].second, 1.0625);
+  EXPECT_NO_THROW(back->curve.validate());
 }
 
 }  // namespace
