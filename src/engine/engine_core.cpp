@@ -62,9 +62,7 @@ void EngineCore::add(EngineRequest r) {
   }
   const std::optional<RequestId> from = r.resume_from;
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
-  // Bidirectional image blocks stay out of the cache: a hit ending inside an image would leave
-  // the rest of it to a chunk that the scheduler's block rule does not expect.
-  if (s->req.soft && !s->req.soft->blocks) s->keyed_prompt = media_keyed_prompt(s->req.prompt, *s->req.soft);
+  if (s->req.soft) s->keyed_prompt = media_keyed_prompt(s->req.prompt, *s->req.soft);
   if (s->req.constraint && !s->req.constraint->trigger)
     s->matcher = std::make_unique<grammar::Matcher>(s->req.constraint->grammar);
   if (proposer_ && !s->req.all_logits && s->req.draft_max != 0) s->proposer = proposer_->make_state(*s);

@@ -74,8 +74,8 @@ struct EngineRequest {
   // drafts a step (never above the engine's SchedulerConfig::draft_max).
   int32_t draft_max = -1;
   // Images: soft tokens at some prompt positions (`at` as long as `prompt`). The prefix cache
-  // keys their blocks by the images' content (engine/media_keys.h); with bidirectional image
-  // blocks (soft->blocks) such a request bypasses the cache. It does not park or resume K/V.
+  // keys their blocks by the images' content (engine/media_keys.h); a hit never ends inside a
+  // bidirectional image (soft->blocks). Such a request does not park or resume K/V.
   std::shared_ptr<const SoftTokens> soft;
 };
 

@@ -144,9 +144,20 @@ std::span<const int32_t> Scheduler::cache_ids(const Sequence* s) {
   return keyed_scratch_;
 }
 
+int32_t Scheduler::whole_images(Sequence* s) {
+  const int32_t n = s->n_computed;
+  if (!s->req.soft || !s->req.soft->blocks || n == 0) return n;
+  const std::vector<const float*>& at = s->req.soft->at;
+  if (n >= static_cast<int32_t>(at.size()) || !at[n - 1] || !at[n]) return n;
+  int32_t start = n - 1;
+  while (start > 0 && at[start - 1]) --start;
+  return blocks_.truncate(s->blocks, start);
+}
+
 bool Scheduler::try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch) {
   if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits && cacheable(s)) {
     s->n_computed = blocks_.match_prefix(s->blocks, cache_ids(s));
+    s->n_computed = whole_images(s);
     if (!s->admitted_once) s->n_cached = s->n_computed;
   }
   const int32_t n = fit_soft_blocks(s, std::min(s->n_pending(), budget));

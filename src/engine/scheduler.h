@@ -137,6 +137,9 @@ class Scheduler {
   // its tokens, with a keyed prompt (Sequence::keyed_prompt) in front when it has images.
   static bool cacheable(const Sequence* s) { return !s->req.soft || !s->keyed_prompt.empty(); }
   std::span<const int32_t> cache_ids(const Sequence* s);
+  // A cache hit that ends inside a bidirectional image (soft->blocks) is cut back to the
+  // image's start, so the image is computed whole in one chunk. Returns the positions kept.
+  int32_t whole_images(Sequence* s);
   int32_t add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan);
   spec::StepPlanner plan_step() const;  // the step before drafts: the tokens it will compute
   // With no drafts this step and a cheap proposal: score up to k of its tokens unverified.
