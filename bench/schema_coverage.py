@@ -249,6 +249,7 @@ def main():
         for name, schema in items:
             r = sluice.run({"schema": schema, "lenient": a.lenient})
             row = {"name": name, "ok": r["ok"], "error": r.get("error", ""), "ms": r.get("compile_ms", 0),
+                   "cpu_ms": r.get("compile_cpu_ms", r.get("compile_ms", 0)),
                    "hang": r.get("hang", False), "crash": r.get("crash", False), "warnings": r.get("warnings", [])}
             if tok is not None:
                 row["llg_ok"], row["llg_ms"], row["llg_error"] = llg_compile(tok, schema)
@@ -266,6 +267,8 @@ def main():
             "schemas": n,
             "sluice": sum(r["ok"] for r in rows),
             "sluice_ms_p50": pct([r["ms"] for r in rows], 50), "sluice_ms_p99": pct([r["ms"] for r in rows], 99),
+            "sluice_cpu_ms_p50": pct([r["cpu_ms"] for r in rows], 50),
+            "sluice_cpu_ms_p99": pct([r["cpu_ms"] for r in rows], 99),
             "hang": sum(r["hang"] for r in rows), "crash": sum(r["crash"] for r in rows),
             "samples_valid": ok, "samples_invalid": bad, "samples_unfinished": unfinished,
             "errors": collections.Counter(re.sub(r" at #.*| \d+.*", "", r["error"]) for r in rows if not r["ok"]).most_common(8),
@@ -277,7 +280,8 @@ def main():
                                                           if not r["llg_ok"]).most_common(5)})
         report[src] = rep
         line = (f"{src:12s} {n:4d} schemas  sluice {rep['sluice']:4d} ({100 * rep['sluice'] / max(n, 1):5.1f}%) "
-                f"compile p50 {rep['sluice_ms_p50']:6.1f} ms p99 {rep['sluice_ms_p99']:6.1f} ms")
+                f"compile p50 {rep['sluice_ms_p50']:6.1f} ms p99 {rep['sluice_ms_p99']:6.1f} ms "
+                f"(cpu p50 {rep['sluice_cpu_ms_p50']:5.1f} p99 {rep['sluice_cpu_ms_p99']:5.1f})")
         if tok is not None:
             line += (f" | llguidance {rep['llguidance']:4d} ({100 * rep['llguidance'] / max(n, 1):5.1f}%) "
                      f"p50 {rep['llg_ms_p50']:6.1f} ms p99 {rep['llg_ms_p99']:6.1f} ms")

@@ -2,7 +2,7 @@
 
 Each case is an OpenAI chat request (tools, assistant tool_calls, role "tool" results). This
 script shapes it for the template as docs/tools.md describes (written here independently of
-the C++ in src/server/tool_prompt.cpp), renders it with jinja2 in Hugging Face's environment
+the C++ in src/chat/tool_prompt.cpp), renders it with jinja2 in Hugging Face's environment
 (python/make_chat_golden.py) and stores the text. tests/python/test_server_tools.py asks the
 server for the same requests' prompts (POST /apply-template) and requires identical text.
 

@@ -128,6 +128,11 @@ thread_local size_t n_texts_read = 0;
 
 size_t json_texts_read() { return n_texts_read; }
 
+const JsonLimits& request_json_limits() {
+  static const JsonLimits limits{kMaxJsonDepth, size_t{64} << 20, kMaxJsonValues};
+  return limits;
+}
+
 template <class J>
 J read_json(std::string_view text, const JsonLimits& limits, const std::string& what) {
   ++n_texts_read;

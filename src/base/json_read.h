@@ -24,6 +24,13 @@ struct JsonLimits {
   size_t max_values = size_t{1} << 20;  // scalars, arrays and objects (keys not counted)
 };
 
+inline constexpr int kMaxJsonDepth = 128;  // arrays and objects in a request body, the body itself included
+inline constexpr size_t kMaxJsonValues = size_t{1} << 20;  // scalars, arrays and objects in one JSON text
+
+// The limits every JSON text a client sends is read with: the body, and JSON inside one of
+// its strings (a tool call's arguments, a tool result), and JSON a model writes in a tool call.
+const JsonLimits& request_json_limits();
+
 // Thrown for text that is not JSON (`limit` false) or that passes a limit (`limit` true).
 // The message starts with the `what` given to read_json: "the request body is nested ...".
 class JsonReadError : public Error {

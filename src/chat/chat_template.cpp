@@ -1,16 +1,17 @@
 #include "chat/chat_template.h"
 
 #include "base/error.h"
-#include "chat/json_bridge.h"
-#include "chat/pystr.h"
-#include "chat/template.h"
+#include "jinja/json_bridge.h"
+#include "jinja/pystr.h"
+#include "jinja/template.h"
 
 namespace sluice::chat {
 
 ChatTemplate::ChatTemplate(std::string source, std::string bos_token, std::string eos_token,
                            const jinja::Limits& limits)
     : source_(std::move(source)), bos_(std::move(bos_token)), eos_(std::move(eos_token)) {
-  if (!py::valid_utf8(bos_) || !py::valid_utf8(eos_)) fail("chat template: special token text is not valid UTF-8");
+  if (!jinja::py::valid_utf8(bos_) || !jinja::py::valid_utf8(eos_))
+    fail("chat template: special token text is not valid UTF-8");
   tmpl_ = std::make_shared<const jinja::Template>(source_, limits);
 }
 
@@ -48,7 +49,7 @@ std::string ChatTemplate::render_impl(const J& messages, bool add_generation_pro
     for (auto it = extra.begin(); it != extra.end(); ++it) {
       if (it.key() == "messages" || it.key() == "add_generation_prompt")
         fail("chat template: extra kwargs may not set '%s'", it.key().c_str());
-      if (!py::valid_utf8(it.key())) fail("chat template: extra kwarg name is not valid UTF-8");
+      if (!jinja::py::valid_utf8(it.key())) fail("chat template: extra kwarg name is not valid UTF-8");
       jinja::Value v = jinja::from_json(it.value());
       bool replaced = false;
       for (auto& [k, x] : vars)

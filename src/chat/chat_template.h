@@ -9,13 +9,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "chat/interp.h"
+#include "jinja/interp.h"
 
-namespace sluice::chat {
-
-namespace jinja {
+namespace sluice::jinja {
 class Template;
 }
+
+namespace sluice::chat {
 
 class ChatTemplate {
  public:

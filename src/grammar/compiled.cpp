@@ -20,6 +20,9 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
       fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
   byte_tokens_.assign(vocab_->mask_words(), 0);
   for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
+  if (!g_.unique_close.empty())
+    for (int32_t id : vocab_->trie_tokens())
+      if (vocab_->piece(id).find_first_of(kItemEndBytes) != std::string_view::npos) delimiter_tokens_.push_back(id);
   // The analysis gives up on a token sooner than the matcher would (see analyse): a state of
   // hundreds of wildcard continuations costs more to build than checking the few tokens
   // that reach it from the real stack.
@@ -57,7 +60,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
   pending_ = mask_pos_.size();
   for (size_t i = 0; i < mask_pos_.size(); ++i) {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (ms >= limits_.eager_compile_ms) break;
+    if (ms + g_.build_ms >= limits_.eager_compile_ms) break;
     analyse(*pda_, mask_pos_[i], masks_[i], flag_);
     ready_[i].store(true, std::memory_order_relaxed);
     --pending_;
@@ -116,10 +119,8 @@ void CompiledGrammar::analyse(Pda& pda, uint32_t pos, PositionMask& out, std::ve
   std::vector<int32_t> accepted;
   for (uint32_t i = 1; i < nodes.size();) {
     const auto& nd = nodes[i];
-    uint32_t s;
-    try {
-      s = pda.step(state[nd.depth - 1], nd.byte);
-    } catch (const Error&) {
+    const uint32_t s = pda.try_step(state[nd.depth - 1], nd.byte);
+    if (s == Pda::kOverflow) {
       // Under the wildcard the walk follows every caller of a rule at once; past the limits
       // (many call sites of a shared rule, a long token crossing several of them) the
       // subtree's tokens are left to the run-time check from the real stack instead.

@@ -1,6 +1,7 @@
 // Expression constructors, lowering of Expr trees into flat rules, and validation.
 #include "grammar/grammar.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "base/error.h"
@@ -177,6 +178,10 @@ Grammar GrammarBuilder::finish(uint32_t root) {
   for (size_t r = 0; r < g_.rules.size(); ++r)
     if (!defined_[r]) fail("grammar: rule '%s' is referenced but never defined", g_.rules[r].name.c_str());
   g_.root = root;
+  for (uint32_t r : unique_rules_)
+    for (uint32_t a : g_.rules[r].alts)
+      for (uint32_t p = a; g_.elems[p].kind != Elem::kEnd; ++p) g_.unique_close.push_back(p);
+  std::sort(g_.unique_close.begin(), g_.unique_close.end());
   validate(g_);
   return std::move(g_);
 }

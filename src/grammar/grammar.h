@@ -101,9 +101,16 @@ struct Grammar {
   std::vector<ByteSet> sets;
   std::vector<Rule> rules;
   uint32_t root = 0;
-  // What a lenient front end dropped ("'uniqueItems' at #/properties/tags"), for the caller
+  // What a lenient front end dropped ("'dependentSchemas' at #/dependentSchemas/a"), for the caller
   // to report.
   std::vector<std::string> warnings;
+  // Positions of the delimiters (',' / ']' and the whitespace before them) after an item of
+  // a `uniqueItems` array, ascending: the matcher drops the parses at one of them (top frame
+  // or the frame below it) when the item equals an earlier one (ItemTracker).
+  std::vector<uint32_t> unique_close;
+  // Milliseconds the front end took to build this grammar: the compile's eager mask analysis
+  // (Limits::eager_compile_ms) counts them, so a schema that is slow to read defers more.
+  double build_ms = 0;
   // GBNF-like text, for messages and tests.
   std::string to_string() const;
 };
@@ -122,6 +129,9 @@ class GrammarBuilder {
   size_t n_rules() const { return g_.rules.size(); }
   const std::string& rule_name(uint32_t r) const { return g_.rules[r].name; }
   bool defined(uint32_t r) const { return defined_[r]; }
+  // The rule's alternatives start with the delimiter that closes a unique array item
+  // (Grammar::unique_close).
+  void mark_unique_close(uint32_t rule) { unique_rules_.push_back(rule); }
   // Validates (see the file comment) and returns the grammar rooted at `root`.
   Grammar finish(uint32_t root);
 
@@ -137,6 +147,7 @@ class GrammarBuilder {
   Grammar g_;
   std::vector<bool> defined_;
   std::vector<std::pair<ByteSet, uint32_t>> set_ids_;
+  std::vector<uint32_t> unique_rules_;
 };
 
 // Validation used by finish(), exposed for tests: every rule productive, no left recursion.

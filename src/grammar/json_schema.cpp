@@ -3,6 +3,7 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <set>
 #include <string_view>
@@ -54,25 +55,44 @@ SchemaCompiler::SchemaCompiler(GrammarBuilder& b, const Json& root, const JsonSc
   common_rules();
 }
 
-void SchemaCompiler::common_rules() {
-  ByteSet space;
-  space.add(' ');
-  space.add('\n');
-  space.add('\t');
-  ws_ = b_.add("ws", repeat(bytes(space), 0, 4));
-  digit1_ = b_.add("digit19", bytes(ByteSet::range('1', '9')));
+namespace {
+
+ByteSet byte_set(std::string_view chars) {
+  ByteSet out;
+  for (char c : chars) out.add(static_cast<uint8_t>(c));
+  return out;
+}
+
+// The well-formed multi-byte UTF-8 sequences (no overlongs, no surrogates, at most U+10FFFF).
+std::vector<Expr> utf8_sequences() {
   const Expr cont = bytes(ByteSet::range(0x80, 0xBF));
   ByteSet e1x;
   e1x.add_range(0xE1, 0xEC);
   e1x.add_range(0xEE, 0xEF);
-  std::vector<Expr> utf8_alts{seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}),
-                              seq({lit("\xE0"), bytes(ByteSet::range(0xA0, 0xBF)), cont}),
-                              seq({bytes(e1x), cont, cont}),
-                              seq({lit("\xED"), bytes(ByteSet::range(0x80, 0x9F)), cont}),
-                              seq({lit("\xF0"), bytes(ByteSet::range(0x90, 0xBF)), cont, cont}),
-                              seq({bytes(ByteSet::range(0xF1, 0xF3)), cont, cont, cont}),
-                              seq({lit("\xF4"), bytes(ByteSet::range(0x80, 0x8F)), cont, cont})};
-  const uint32_t utf8 = b_.add("utf8", alt(utf8_alts));
+  return {seq({bytes(ByteSet::range(0xC2, 0xDF)), cont}),
+          seq({lit("\xE0"), bytes(ByteSet::range(0xA0, 0xBF)), cont}),
+          seq({bytes(e1x), cont, cont}),
+          seq({lit("\xED"), bytes(ByteSet::range(0x80, 0x9F)), cont}),
+          seq({lit("\xF0"), bytes(ByteSet::range(0x90, 0xBF)), cont, cont}),
+          seq({bytes(ByteSet::range(0xF1, 0xF3)), cont, cont, cont}),
+          seq({lit("\xF4"), bytes(ByteSet::range(0x80, 0x8F)), cont, cont})};
+}
+
+// A native string's character: raw text up to the closing <|"|> token; '|' is left out so
+// the text `<|"|>` can never appear inside one.
+Expr native_string_char(const std::vector<Expr>& utf8) {
+  ByteSet plain = ByteSet::range(0x20, 0x7E);
+  plain.add('\n');
+  plain.add('\t');
+  plain.w[1] &= ~(uint64_t{1} << ('|' - 64));
+  std::vector<Expr> alts{bytes(plain)};
+  alts.insert(alts.end(), utf8.begin(), utf8.end());
+  return alt(std::move(alts));
+}
+
+// A JSON string's character: printable ASCII but '"' and '\\', UTF-8, or an escape; \uXXXX
+// outside the surrogate range, so that one escape is one character.
+Expr json_string_char(const std::vector<Expr>& utf8) {
   ByteSet hex = ByteSet::range('0', '9');
   hex.add_range('a', 'f');
   hex.add_range('A', 'F');
@@ -81,52 +101,50 @@ void SchemaCompiler::common_rules() {
   hex_no_d.add_range('A', 'C');
   hex_no_d.add_range('e', 'f');
   hex_no_d.add_range('E', 'F');
-  ByteSet dd;
-  dd.add('d');
-  dd.add('D');
-  ByteSet simple_esc;
-  for (char c : std::string_view("\"\\/bfnrt")) simple_esc.add(static_cast<uint8_t>(c));
-  // \uXXXX outside the surrogate range: one escape is one character.
-  const Expr uesc = seq({lit("u"), alt({seq({bytes(hex_no_d), bytes(hex), bytes(hex), bytes(hex)}),
-                                        seq({bytes(dd), bytes(ByteSet::range('0', '7')), bytes(hex), bytes(hex)})})});
-  if (native_) {
-    // Native strings are raw text up to the closing <|"|> token; '|' is left out so the
-    // text `<|"|>` can never appear inside one.
-    ByteSet plain = ByteSet::range(0x20, 0x7E);
-    plain.add('\n');
-    plain.add('\t');
-    plain.w[1] &= ~(uint64_t{1} << ('|' - 64));
-    std::vector<Expr> alts{bytes(plain)};
-    alts.insert(alts.end(), utf8_alts.begin(), utf8_alts.end());
-    char_ = alt(std::move(alts));
-  } else {
-    ByteSet plain = ByteSet::range(0x20, 0x7F);
-    plain.w[0] &= ~(uint64_t{1} << '"');
-    plain.w[1] &= ~(uint64_t{1} << ('\\' - 64));
-    std::vector<Expr> alts{bytes(plain)};
-    alts.insert(alts.end(), utf8_alts.begin(), utf8_alts.end());
-    alts.push_back(seq({lit("\\"), alt({bytes(simple_esc), uesc})}));
-    char_ = alt(std::move(alts));
-  }
+  const Expr uesc = seq(
+      {lit("u"), alt({seq({bytes(hex_no_d), bytes(hex), bytes(hex), bytes(hex)}),
+                      seq({bytes(byte_set("dD")), bytes(ByteSet::range('0', '7')), bytes(hex), bytes(hex)})})});
+  ByteSet plain = ByteSet::range(0x20, 0x7F);
+  plain.w[0] &= ~(uint64_t{1} << '"');
+  plain.w[1] &= ~(uint64_t{1} << ('\\' - 64));
+  std::vector<Expr> alts{bytes(plain)};
+  alts.insert(alts.end(), utf8.begin(), utf8.end());
+  alts.push_back(seq({lit("\\"), alt({bytes(byte_set("\"\\/bfnrt")), uesc})}));
+  return alt(std::move(alts));
+}
+
+// -?(0|[1-9][0-9]*)(.[0-9]{1,F})?([eE][+-]?[0-9]{1,X})?, `digit19` the rule for [1-9].
+Expr number_syntax(uint32_t digit19) {
+  const Expr digit = bytes(ByteSet::range('0', '9'));
+  return seq({opt(lit("-")), alt({lit("0"), seq({ref(digit19), star(bytes(ByteSet::range('0', '9')))})}),
+              opt(seq({lit("."), repeat(digit, 1, kMaxFractionDigits)})),
+              opt(seq({bytes(byte_set("eE")), opt(bytes(byte_set("+-"))), repeat(digit, 1, kMaxExponentDigits)}))});
+}
+
+}  // namespace
+
+// The rules every schema's grammar shares, added in this order: ws, digit19, utf8, char,
+// string, number, value (and in native syntax ident, the bare key).
+void SchemaCompiler::common_rules() {
+  ws_ = b_.add("ws", repeat(bytes(byte_set(" \n\t")), 0, 4));
+  digit1_ = b_.add("digit19", bytes(ByteSet::range('1', '9')));
+  const std::vector<Expr> utf8_alts = utf8_sequences();
+  const uint32_t utf8 = b_.add("utf8", alt(utf8_alts));
+  char_ = native_ ? native_string_char(utf8_alts) : json_string_char(utf8_alts);
   // The character is an expression, not a shared rule: each string gets its own loop rule,
   // whose one call site lets the mask analysis follow a token past the closing quote
   // (CompiledGrammar). Shared rules are analysed under a wildcard caller instead.
   str_char_ = b_.add("char", char_);
   rx_ = RegexContext{&b_, !native_, char_, utf8};
   string_ = b_.add("string", quoted(star(ref(str_char_))));
-  const Expr digit = bytes(ByteSet::range('0', '9'));
-  ByteSet e;
-  e.add('e');
-  e.add('E');
-  ByteSet sign;
-  sign.add('+');
-  sign.add('-');
-  number_ = b_.add("number",
-                   seq({opt(lit("-")), alt({lit("0"), seq({ref(digit1_), star(bytes(ByteSet::range('0', '9')))})}),
-                        opt(seq({lit("."), repeat(digit, 1, kMaxFractionDigits)})),
-                        opt(seq({bytes(e), opt(bytes(sign)), repeat(digit, 1, kMaxExponentDigits)}))}));
+  number_ = b_.add("number", number_syntax(digit1_));
+  value_rule();
+}
+
+// Any JSON value. Keys of members the schema does not name: any string, or in native syntax
+// an identifier.
+void SchemaCompiler::value_rule() {
   value_ = b_.declare("value");
-  // Keys of members the schema does not name: any string, or in native syntax an identifier.
   ByteSet id0 = ByteSet::range('a', 'z');
   id0.add_range('A', 'Z');
   id0.add('_');
@@ -181,7 +199,6 @@ Expr SchemaCompiler::value_expr(const Json& s0, const std::string& path) {
     --depth_;
     return ref(r);
   }
-  if (s.contains("if")) unsupported("'if'", path);
   Exclusions no;
   if (s.contains("not") && !collect_not(s["not"], path + "/not", no)) unsupported("'not'", path + "/not");
   std::vector<Expr> alts;
@@ -503,7 +520,11 @@ std::optional<Expr> SchemaCompiler::extra_members(const Json& s, const std::stri
   const Json add = s.value("additionalProperties", Json(true));
   if (!(add.is_boolean() && !add.get<bool>())) {
     const Json both = pats.empty() ? add : Json{{"allOf", Json::array({add, all_pats})}};
-    const Expr key = other_key(s);
+    Expr key = other_key(s);
+    if (s.contains("propertyNames")) {  // the keys of additional members (json_schema_cond.cpp)
+      if (native_) unsupported("'propertyNames' in native tool syntax", path + "/propertyNames");
+      else key = string_expr(s["propertyNames"], path + "/propertyNames");
+    }
     if (pats.empty() && add.is_boolean()) alts.push_back(seq({key, punct(':'), any_value()}));
     else if (auto v = value_rule(both, path + "/additionalProperties")) alts.push_back(seq({key, punct(':'), ref(*v)}));
   }
@@ -583,6 +604,46 @@ Expr SchemaCompiler::members_expr(const Json& s, const std::string& path, const 
   return seq({lit("{"), ws(), ref(at(0, 0, 0)), ws(), lit("}")});
 }
 
+// uniqueItems is checked by the matcher when an item ends; that never leaves the model
+// without a token only if a value equal to an earlier item can always grow into a different
+// one before it ends: strings without length, pattern, format or value limits, numbers
+// without bounds or multipleOf (more digits: they are generated within ±1e17, which drops
+// the exponent, whose 3 digits could run out), objects that take any further member. Items of
+// any type are narrowed to those (literals and arrays could run out). False: some item schema
+// is outside this set.
+bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item) {
+  auto may_differ = [&](const Json& x0, const std::string& at) {
+    const Json x = normalize(x0, at);
+    if (x == false) return true;
+    if (!x.is_object() || !x.contains("type") || !x["type"].is_string()) return false;
+    const std::string t = x["type"].get<std::string>();
+    std::vector<const char*> limits{"enum", "const", "anyOf", "not"};
+    if (t == "string") limits.insert(limits.end(), {"maxLength", "pattern", "format"});
+    else if (t == "number")
+      limits.insert(limits.end(), {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
+    else if (t == "object") limits.insert(limits.end(), {"maxProperties", "propertyNames"});
+    else return false;
+    for (const char* k : limits)
+      if (x.contains(k)) return false;
+    return t != "object" || x.value("additionalProperties", Json(true)) == true;
+  };
+  if (s.contains("prefixItems"))
+    for (size_t i = 0; i < s["prefixItems"].size(); ++i)
+      if (!may_differ(s["prefixItems"][i], path + "/prefixItems/" + std::to_string(i))) return false;
+  const Json items = s.value("items", Json(true));
+  const Json bounds{{"minimum", -100000000000000000}, {"maximum", 100000000000000000}};
+  if (trivially_true(items)) {
+    const Json number = Json{{"type", "number"}, {"minimum", bounds["minimum"]}, {"maximum", bounds["maximum"]}};
+    item = ref(rule_for(Json{{"anyOf", Json::array({Json{{"type", "string"}}, number, Json{{"type", "object"}}})}},
+                        path + "/items"));
+    return true;
+  }
+  if (!may_differ(items, path + "/items")) return false;
+  if (normalize(items, path + "/items").value("type", Json()) == "number")
+    item = ref(rule_for(Json{{"allOf", Json::array({items, bounds})}}, path + "/items"));
+  return true;
+}
+
 Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   std::vector<Expr> prefix;
   if (s.contains("prefixItems")) {
@@ -599,7 +660,30 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   const size_t lo = s.contains("minItems") ? as_count(s, "minItems", path) : 0;
   const size_t hi = s.contains("maxItems") ? as_count(s, "maxItems", path) : SIZE_MAX;
   if (lo > hi) fail("json schema: minItems > maxItems at %s", path.c_str());
-  if (s.value("uniqueItems", false) == true && hi > 1) unsupported("'uniqueItems'", path);
+  // uniqueItems: the delimiters that close an item are marked; the matcher drops a parse at
+  // one of them when the item equals an earlier one (ItemTracker).
+  Expr comma = punct(','), close = seq({ws(), lit("]")});  // close: whitespace, then ']'
+  if (s.value("uniqueItems", false) == true && hi > 1) {
+    if (auto e = unique_values_expr(s, path, lo, hi)) return *e;
+    if (!unique_items_may_differ(s, path, item)) {
+      unsupported("'uniqueItems' over items that may run out of different values (see docs)", path);
+    } else if (native_) {
+      unsupported("'uniqueItems' in native tool syntax", path);
+    } else {
+      if (!u_comma_) {
+        u_comma_ = b_.add("unique-comma", seq({ws(), lit(",")}));
+        u_close_ = b_.add("unique-close", seq({ws(), lit("]")}));
+        b_.mark_unique_close(u_comma_);
+        b_.mark_unique_close(u_close_);
+      }
+      comma = seq({ref(u_comma_), ws()});
+      close = ref(u_close_);
+    }
+  }
+  if (s.contains("contains")) {
+    if (!s.contains("prefixItems")) return contains_expr(s, path, lo, hi, comma, close);
+    unsupported("'contains' beside 'prefixItems'", path + "/contains");
+  }
   if (!item && lo > prefix.size())
     fail("json schema: minItems at %s needs more items than prefixItems allows", path.c_str());
   const size_t k = std::min(prefix.size(), hi);
@@ -612,14 +696,14 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
       fail("json schema: maxItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
     if (need > opts_.limits.max_repeat)
       fail("json schema: minItems at %s over the limit %zu (limit max_repeat)", path.c_str(), opts_.limits.max_repeat);
-    const Expr more = seq({punct(','), *item});
+    const Expr more = seq({comma, *item});
     if (i == 0 && need == 0 && max == kInf) {
       // "]" | item ("," item)* "]" as a loop that calls the item from one place:
       // each ::= item next; next ::= "," each | "]".
       const uint32_t each = b_.declare("items"), next = b_.declare("items-next");
       b_.define(each, seq({*item, ref(next)}));
-      b_.define(next, alt({seq({punct(','), ref(each)}), seq({ws(), lit("]")})}));
-      return alt({seq({ws(), lit("]")}), ref(each)});
+      b_.define(next, alt({seq({comma, ref(each)}), close}));
+      return alt({close, ref(each)});
     }
     if (i > 0) return repeat(more, static_cast<uint32_t>(need), max);
     Expr some = seq({*item, repeat(more, need ? static_cast<uint32_t>(need - 1) : 0, max == kInf ? kInf : max - 1)});
@@ -628,10 +712,10 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   if (k == 0 && item && lo == 0 && hi == SIZE_MAX) return seq({lit("["), ws(), rest(0)});  // the loop closes itself
   Expr body = rest(k);
   for (size_t i = k; i-- > 0;) {
-    Expr next = seq({i ? punct(',') : empty(), prefix[i], std::move(body)});
+    Expr next = seq({i ? comma : empty(), prefix[i], std::move(body)});
     body = i + 1 > lo ? opt(std::move(next)) : std::move(next);
   }
-  return seq({lit("["), ws(), std::move(body), ws(), lit("]")});
+  return seq({lit("["), ws(), std::move(body), close});
 }
 
 }  // namespace detail
@@ -642,11 +726,13 @@ uint32_t add_json_schema(GrammarBuilder& b, const nlohmann::ordered_json& schema
 }
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
+  const auto t0 = std::chrono::steady_clock::now();
   GrammarBuilder b(opts.limits);
   detail::SchemaCompiler c(b, schema, opts);
   const uint32_t root = c.rule_for(schema, "#");
   Grammar g = b.finish(root);
   g.warnings = c.dropped();
+  g.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return g;
 }
 

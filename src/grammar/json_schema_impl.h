@@ -75,6 +75,13 @@ class SchemaCompiler {
   bool disjoint(const Json& a, const Json& b, int depth = 0);
   Json schema_for_name(const Json& s, const std::string& name);
 
+  // json_schema_cond.cpp
+  std::optional<Json> negate(const Json& c, const std::string& path, int depth = 0);
+  void if_then_else(Json& out, const std::string& path, int depth);
+  void property_names(Json& out, const std::string& path, int depth);
+  Expr contains_expr(const Json& s, const std::string& path, size_t lo, size_t hi, const Expr& comma,
+                     const Expr& close);
+
   // json_scalars.cpp
   Expr string_expr(const Json& s, const std::string& path);
   Expr number_expr(const Json& s, const std::string& path, bool integer);
@@ -88,6 +95,8 @@ class SchemaCompiler {
   Expr typed_expr(const Json& s, const std::string& type, const std::string& path);
   Expr object_expr(const Json& s, const std::string& path);
   Expr array_expr(const Json& s, const std::string& path);
+  bool unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item);
+  std::optional<Expr> unique_values_expr(const Json& s, const std::string& path, size_t lo, size_t hi);
   Expr any_value();
   Expr key_expr(const std::string& name);
   std::optional<Expr> extra_members(const Json& s, const std::string& path);
@@ -114,6 +123,7 @@ class SchemaCompiler {
   Expr bounded_number(const std::optional<std::pair<Json, bool>>& lo, const std::optional<std::pair<Json, bool>>& hi,
                       const std::string& path, bool integer, uint32_t digits);
   void common_rules();
+  void value_rule();
   Json fold_all_of(const Json& s, Json out, const std::string& path, int depth);
   void one_of_as_any_of(Json& out, const std::string& path, int depth);
   void rename_one_of(Json& out);
@@ -132,16 +142,17 @@ class SchemaCompiler {
   std::unordered_map<std::string, uint32_t> memo_;      // canonical schema text -> rule
   std::unordered_map<std::string, uint32_t> ref_memo_;  // "$ref" text -> rule
   size_t depth_ = 0;
-  uint32_t other_key_rest_ = 0;      // rule: the rest of a key that left the declared names' trie
-  size_t width_ = 1;                 // product of the enclosing unions' widths (Limits::max_union_branches)
-  const Exclusions* not_ = nullptr;  // the `not` of the value typed_expr is building
-                                     // product of the enclosing unions' widths (Limits::max_union_branches)
-  Expr char_;                        // one string character, inlined into each use (see common_rules)
+  uint32_t u_comma_ = 0, u_close_ = 0;  // delimiters of unique arrays (Grammar::unique_close)
+  uint32_t other_key_rest_ = 0;         // rule: the rest of a key that left the declared names' trie
+  size_t width_ = 1;                    // product of the enclosing unions' widths (Limits::max_union_branches)
+  const Exclusions* not_ = nullptr;     // the `not` of the value typed_expr is building
+  Expr char_;                           // one string character, inlined into each use (see common_rules)
   std::vector<std::string> dropped_;
 };
 
 // Keyword classes (json_schema_merge.cpp).
 bool is_type_name(const std::string& t);
+bool trivially_true(const Json& v);                // true or {}: admits every value
 std::vector<std::string> types_of(const Json& s);  // explicit or implied types; empty: any
 
 }  // namespace sluice::grammar::detail

@@ -49,10 +49,12 @@ const std::set<std::string> kKept = {"type",
                                      "uniqueItems",
                                      "if",
                                      "then",
-                                     "else"};
+                                     "else",
+                                     "propertyNames",
+                                     "contains",
+                                     "minContains",
+                                     "maxContains"};
 const char* const kApplicators[] = {"allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas", "dependencies"};
-
-bool trivially_true(const Json& v) { return (v.is_boolean() && v.get<bool>()) || (v.is_object() && v.empty()); }
 
 bool has_applicator(const Json& s) {
   return std::any_of(std::begin(kApplicators), std::end(kApplicators), [&](const char* k) { return s.contains(k); });
@@ -126,6 +128,8 @@ double num(const Json& v) { return v.get<double>(); }
 
 }  // namespace
 
+bool trivially_true(const Json& v) { return (v.is_boolean() && v.get<bool>()) || (v.is_object() && v.empty()); }
+
 bool is_type_name(const std::string& t) {
   return t == "object" || t == "array" || t == "string" || t == "integer" || t == "number" || t == "boolean" ||
          t == "null";
@@ -138,9 +142,10 @@ std::vector<std::string> types_of(const Json& s) {
     return {ts.begin(), ts.end()};
   }
   for (const char* k : {"properties", "required", "additionalProperties", "patternProperties", "minProperties",
-                        "maxProperties", "dependentRequired"})
+                        "maxProperties", "dependentRequired", "propertyNames"})
     if (s.contains(k)) return {"object"};
-  for (const char* k : {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"})
+  for (const char* k :
+       {"items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains"})
     if (s.contains(k)) return {"array"};
   for (const char* k : {"minLength", "maxLength", "pattern", "format"})
     if (s.contains(k)) return {"string"};
@@ -194,9 +199,9 @@ struct KeywordRewriter {
     } else if (k == "dependentSchemas") {
       for (const auto& [name, dep] : v.items())
         if (!trivially_true(dep)) c.unsupported("'dependentSchemas'", at + "/" + pointer_part(name));
-    } else if (k == "propertyNames" || k == "unevaluatedItems" || k == "contains") {
-      if (k == "unevaluatedItems" && !trivially_true(v) && !has_applicator(s) && !s.contains("items")) out["items"] = v;
-      else if (!trivially_true(v) || k == "contains") c.unsupported("'" + k + "'", at);
+    } else if (k == "unevaluatedItems") {
+      if (!trivially_true(v) && !has_applicator(s) && !s.contains("items")) out["items"] = v;
+      else if (!trivially_true(v)) c.unsupported("'" + k + "'", at);
     } else if (k == "unevaluatedProperties") {
       if (trivially_true(v)) return;
       if (has_applicator(s)) c.unsupported("'unevaluatedProperties' beside applicators", at);
@@ -221,6 +226,10 @@ Json SchemaCompiler::normalize(const Json& s, const std::string& path, int depth
     else rewrite(k, v);
   }
   if (out.contains("uniqueItems") && out["uniqueItems"] == false) out.erase("uniqueItems");
+  if (!out.contains("if")) {  // then/else without if constrain nothing
+    out.erase("then");
+    out.erase("else");
+  }
   // Draft 4: exclusiveMinimum/Maximum are booleans qualifying minimum/maximum.
   for (const auto& [ex, bound] : {std::pair{"exclusiveMinimum", "minimum"}, std::pair{"exclusiveMaximum", "maximum"}}) {
     if (!out.contains(ex) || !out[ex].is_boolean()) continue;
@@ -242,6 +251,8 @@ Json SchemaCompiler::normalize(const Json& s, const std::string& path, int depth
   }
   if (out.contains("allOf")) out = fold_all_of(s, std::move(out), path, depth);
   if (out.is_object() && out.contains("oneOf")) one_of_as_any_of(out, path, depth);
+  if (out.is_object() && out.contains("if")) if_then_else(out, path, depth);
+  if (out.is_object() && out.contains("propertyNames")) property_names(out, path, depth);
   return out;
 }
 
@@ -302,10 +313,11 @@ bool SchemaCompiler::drop_shared_types(std::vector<Json>& br) {
       {"null", {}},
       {"boolean", {}},
       {"string", {"minLength", "maxLength", "pattern", "format"}},
-      {"array", {"items", "prefixItems", "minItems", "maxItems", "uniqueItems"}},
+      {"array",
+       {"items", "prefixItems", "minItems", "maxItems", "uniqueItems", "contains", "minContains", "maxContains"}},
       {"object",
        {"properties", "required", "additionalProperties", "patternProperties", "minProperties", "maxProperties",
-        "dependentRequired"}}};
+        "dependentRequired", "propertyNames"}}};
   auto wholly = [&](const Json& s, const std::string& t) {
     if (!s.is_object() || !s.contains("type") || !type_set(s["type"]).count(t) || !kTypeKeywords.count(t)) return false;
     for (const char* k : {"enum", "const", "anyOf", "oneOf", "not", "if", "$ref", "allOf"})
@@ -507,7 +519,7 @@ bool SchemaCompiler::merge_keyword(Json& res, const std::string& k, const Json& 
     if (keep.empty()) return false;
     res.erase(k);
     res["enum"] = keep;
-  } else if (k == "items") {
+  } else if (k == "items" || k == "propertyNames") {
     va = all_of2(va, vb);
   } else if (k == "anyOf") {
     Json both = Json::array();

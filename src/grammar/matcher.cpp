@@ -14,33 +14,73 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g)
   for (uint32_t a : g_->grammar().rules[g_->grammar().root].alts)
     state = pda_.merge(state, pda_.start(a, Pda::kEmptyStack));
   history_.push_back(state);
+  if (!g_->grammar().unique_close.empty()) {
+    unique_close_.assign(g_->grammar().elems.size(), 0);
+    for (uint32_t p : g_->grammar().unique_close) unique_close_[p] = 1;
+    text_len_.push_back(0);
+  }
 }
 
 bool Matcher::is_complete() const { return history_.back() != kTerminated && pda_.has_empty_stack(history_.back()); }
 
 bool Matcher::only_end() const { return is_complete() && pda_.stacks(history_.back()).size() == 1; }
 
-uint32_t Matcher::next_state(int32_t token) {
+// track: where the tracker after the token goes (advance); nullptr for a check.
+uint32_t Matcher::next_state(int32_t token, ItemTracker* track) {
   const uint32_t cur = history_.back();
   if (cur == kTerminated || token < 0 || token >= g_->vocab().n_vocab()) return Pda::kDead;
   if (g_->vocab().is_eog(token)) return pda_.has_empty_stack(cur) ? kTerminated : Pda::kDead;
   const std::string_view piece = g_->vocab().piece(token);
-  const uint32_t by_bytes = piece.empty() ? Pda::kDead : pda_.step_bytes(cur, piece);
+  uint32_t by_bytes = Pda::kDead;
+  if (!piece.empty()) by_bytes = unique_close_.empty() ? pda_.step_bytes(cur, piece) : step_checked(cur, piece, track);
   return pda_.merge(by_bytes, pda_.step_token(cur, token));
+}
+
+// Steps the bytes of a piece, dropping the parses that would close a duplicate item.
+uint32_t Matcher::step_checked(uint32_t state, std::string_view piece, ItemTracker* track) {
+  // An item can end in this piece only at a ',', ']', '}' or '"' inside an array.
+  const bool may_end = piece.find_first_of(kItemEndBytes) != std::string_view::npos &&
+                       (track_.in_array() || piece.find('[') != std::string_view::npos);
+  if (!track && !may_end) return pda_.step_bytes(state, piece);
+  ItemTracker t = track_;
+  for (unsigned char c : piece) {
+    if (t.closes_duplicate(c)) state = pda_.without_tops(state, unique_close_);  // a number item
+    if (state != Pda::kDead) state = pda_.step(state, c);
+    if (state == Pda::kDead) return state;
+    t.feed(c);
+    if (t.completed_duplicate()) state = pda_.without_tops(state, unique_close_);
+    if (state == Pda::kDead) return state;
+  }
+  if (track) *track = std::move(t);
+  return state;
 }
 
 bool Matcher::accepts(int32_t token) { return next_state(token) != Pda::kDead; }
 
 bool Matcher::advance(int32_t token) {
-  const uint32_t next = next_state(token);
+  ItemTracker t;
+  const uint32_t next = next_state(token, unique_close_.empty() ? nullptr : &t);
   if (next == Pda::kDead) return false;
   history_.push_back(next);
+  if (!unique_close_.empty()) {
+    if (next != kTerminated) {
+      track_ = std::move(t);
+      text_ += g_->vocab().piece(token);
+    }
+    text_len_.push_back(text_.size());
+  }
   return true;
 }
 
 void Matcher::rollback(size_t n) {
   if (n > n_tokens()) fail("grammar matcher: cannot roll back %zu tokens, only %zu accepted", n, n_tokens());
   history_.resize(history_.size() - n);
+  if (!unique_close_.empty() && n > 0) {  // the tracker is rebuilt from the text
+    text_len_.resize(history_.size());
+    text_.resize(text_len_.back());
+    track_.reset();
+    for (unsigned char c : text_) track_.feed(c);
+  }
 }
 
 void Matcher::fill_mask(std::span<uint64_t> mask) {
@@ -74,6 +114,14 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
     }
     add_dependent(stack, m, mask);
   }
+  if (!unique_close_.empty()) drop_duplicates(mask);
+}
+
+// The position tables know nothing of earlier items: tokens that may close one are checked
+// against the tracker.
+void Matcher::drop_duplicates(std::span<uint64_t> mask) {
+  for (int32_t id : g_->delimiter_tokens())
+    if (((mask[id >> 6] >> (id & 63)) & 1) && !accepts(id)) mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
 }
 
 void Matcher::apply_fixed(const PositionMask& m, std::span<uint64_t> mask) {

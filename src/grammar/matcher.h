@@ -5,6 +5,11 @@
 // The state after each accepted token is kept, so rollback(n) returns exactly to the state
 // n tokens back (speculative drafts advance tentatively, rejected ones roll back).
 //
+// uniqueItems (Grammar::unique_close): the matcher also follows the accepted text
+// (ItemTracker) and, before a ',' or ']' that would close an item equal to an earlier one,
+// drops the parses where that byte closes a unique array's item. Tokens holding such a byte
+// are then checked one by one when a mask is filled.
+//
 // End of generation: once the grammar is complete, the vocabulary's end-of-generation ids
 // are allowed; accepting one terminates the matcher (nothing more is allowed after it).
 #pragma once
@@ -15,6 +20,7 @@
 #include <vector>
 
 #include "grammar/compiled.h"
+#include "grammar/item_tracker.h"
 #include "grammar/pda.h"
 
 namespace sluice::grammar {
@@ -48,7 +54,9 @@ class Matcher {
 
  private:
   static constexpr uint32_t kTerminated = UINT32_MAX;
-  uint32_t next_state(int32_t token);
+  uint32_t next_state(int32_t token, ItemTracker* track = nullptr);
+  uint32_t step_checked(uint32_t state, std::string_view piece, ItemTracker* track);
+  void drop_duplicates(std::span<uint64_t> mask);
   void apply_fixed(const PositionMask& m, std::span<uint64_t> mask);
   void add_dependent(uint32_t stack, const PositionMask& m, std::span<uint64_t> mask);
 
@@ -59,6 +67,12 @@ class Matcher {
   std::vector<uint32_t> done_;     // positions whose fixed part is in the mask already
   std::vector<uint64_t> tmp_;
   std::vector<uint32_t> walk_;  // per-depth states of the dependent-token walk
+  // uniqueItems only: per position, whether it is in Grammar::unique_close; the accepted
+  // text (for rollback) and its length after each token; the tracker over that text.
+  std::vector<uint8_t> unique_close_;
+  std::string text_;
+  std::vector<size_t> text_len_;
+  ItemTracker track_;
 };
 
 }  // namespace sluice::grammar

@@ -188,6 +188,15 @@ uint32_t Pda::single(uint32_t stack) {
   return intern_state(one);
 }
 
+uint32_t Pda::without_tops(uint32_t state, const std::vector<uint8_t>& flag) {
+  std::vector<uint32_t> keep;
+  auto flagged = [&](uint32_t s) { return s != kEmptyStack && frames_[s].pos < flag.size() && flag[frames_[s].pos]; };
+  for (uint32_t s : stacks(state))
+    if (!flagged(s) && (s == kEmptyStack || !flagged(frames_[s].parent))) keep.push_back(s);
+  if (keep.size() == stacks(state).size()) return state;
+  return intern_state(keep);
+}
+
 uint32_t Pda::merge(uint32_t a, uint32_t b) {
   if (a == kDead || a == b) return b;
   if (b == kDead) return a;

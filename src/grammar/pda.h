@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <unordered_map>
 #include <vector>
@@ -60,10 +61,30 @@ class Pda {
     memo_.emplace(key, next);
     return next;
   }
+  // step() for the compile-time analysis (dense only): a step over the limits is kOverflow,
+  // remembered like any transition, instead of an error thrown (and the step recomputed)
+  // each time the trie walk meets it again.
+  static constexpr uint32_t kOverflow = UINT32_MAX - 1;
+  uint32_t try_step(uint32_t state, uint8_t byte) {
+    const size_t at = size_t{state} * 256 + byte;
+    if (table_[at] == kUnknown) {
+      uint32_t next;
+      try {
+        next = compute_step(state, byte);  // may grow table_
+      } catch (const std::exception&) {
+        next = kOverflow;
+      }
+      table_[at] = next;
+    }
+    return table_[at];
+  }
   uint32_t step_token(uint32_t state, int32_t token);
   // The state holding exactly one stack; the union of two states.
   uint32_t single(uint32_t stack);
   uint32_t merge(uint32_t a, uint32_t b);
+  // The state without the stacks whose top frame, or the frame below it, is at a flagged
+  // position (flag: per position).
+  uint32_t without_tops(uint32_t state, const std::vector<uint8_t>& flag);
   uint32_t step_bytes(uint32_t state, std::string_view bytes) {
     for (unsigned char c : bytes) {
       if (state == kDead) break;

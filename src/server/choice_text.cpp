@@ -3,7 +3,7 @@
 namespace sluice::server {
 
 ChoiceText::ChoiceText(const Tokenizer& tok, std::vector<std::string> stops, bool split_reasoning, int32_t min_tokens,
-                       std::optional<ToolFormat> tools, bool incremental_calls)
+                       std::optional<chat::ToolFormat> tools, bool incremental_calls)
     : dec_(tok, tools.has_value()), stops_(std::move(stops)), min_tokens_(min_tokens) {
   if (split_reasoning) reasoning_.emplace();
   if (tools) tools_.emplace(*tools, incremental_calls);
@@ -14,7 +14,7 @@ void ChoiceText::add_content(const std::string& text, TextDelta& d) {
     d.content += text;
     return;
   }
-  ToolDelta t = tools_->feed(text);
+  chat::ToolDelta t = tools_->feed(text);
   d.content += t.content;
   for (ToolCall& c : t.calls) d.tool_calls.push_back(std::move(c));
 }
@@ -38,7 +38,7 @@ void ChoiceText::finish_parsers(TextDelta& d) {
     d.reasoning += p.reasoning;
   }
   if (tools_) {
-    ToolDelta t = tools_->finish();
+    chat::ToolDelta t = tools_->finish();
     d.content += t.content;
     for (ToolCall& c : t.calls) d.tool_calls.push_back(std::move(c));
   }

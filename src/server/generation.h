@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "api/engine.h"
+#include "chat/tools.h"
 #include "server/choice_text.h"
 #include "server/model_context.h"
 #include "server/openai_request.h"
-#include "server/tool_grammar.h"
 
 namespace sluice::server {
 
@@ -35,10 +35,10 @@ struct ChoiceEvent {
 
 // What a chat request with tools adds to its generation.
 struct ToolGeneration {
-  std::optional<ToolFormat> format;  // parse calls in this format out of the content
-  bool single_call = false;          // parallel_tool_calls false: a choice ends after its first call
-  ToolConstraint constraint;         // tool_choice enforced by a grammar, banned opener
-  bool incremental = false;          // stream arguments as they come (Gemma 4's native calls)
+  std::optional<chat::ToolFormat> format;  // parse calls in this format out of the content
+  bool single_call = false;                // parallel_tool_calls false: a choice ends after its first call
+  chat::ToolConstraint constraint;         // tool_choice enforced by a grammar, banned opener
+  bool incremental = false;                // stream arguments as they come (Gemma 4's native calls)
 };
 
 // llama-server's per-request `timings`, measured on the HTTP thread as outputs arrive:

@@ -25,7 +25,7 @@ ModelContext::ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::s
                            int32_t max_tokens_cap)
     : tok_(tok),
       alias_(std::move(alias)),
-      arch_(chat::chat_arch_from_gguf(f.get_string("general.architecture"))),
+      format_(chat::chat_format(chat::chat_arch_from_gguf(f.get_string("general.architecture")), tok)),
       ctx_size_(ctx_size),
       max_tokens_cap_(max_tokens_cap),
       defaults_(SamplingDefaults::from_gguf(f)),
@@ -33,7 +33,7 @@ ModelContext::ModelContext(const gguf::GgufFile& f, const Tokenizer& tok, std::s
   if (alias_.empty()) alias_ = std::string(f.get_string_or("general.name", f.get_string("general.architecture")));
   std::string source(f.get_string_or("tokenizer.chat_template", ""));
   file_template_ = !source.empty();
-  if (source.empty()) source = chat::builtin_template(arch_);
+  if (source.empty()) source = chat::builtin_template(format_.arch);
   template_tools_ = source.find("tools") != std::string::npos;
   template_tool_responses_ = source.find("tool_responses") != std::string::npos;
   const std::string bos = tok.bos() >= 0 ? std::string(tok.token_text(tok.bos())) : "";

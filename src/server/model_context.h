@@ -13,6 +13,7 @@
 
 #include "chat/builtin_templates.h"
 #include "chat/chat_template.h"
+#include "chat/format.h"
 #include "grammar/compiled.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -52,7 +53,8 @@ class ModelContext {
 
   const std::string& alias() const { return alias_; }
   const Tokenizer& tokenizer() const { return tok_; }
-  chat::ChatArch arch() const { return arch_; }
+  // The chat format: markup ids, tool-call format, reasoning (resolved once, here).
+  const chat::ChatFormat& format() const { return format_; }
   int32_t ctx_size() const { return ctx_size_; }
   int32_t max_tokens_cap() const { return max_tokens_cap_; }  // 0: none
   const SamplingDefaults& defaults() const { return defaults_; }
@@ -86,7 +88,7 @@ class ModelContext {
  private:
   const Tokenizer& tok_;
   std::string alias_;
-  chat::ChatArch arch_;
+  chat::ChatFormat format_;
   int32_t ctx_size_, max_tokens_cap_;
   SamplingDefaults defaults_;
   std::unique_ptr<chat::ChatTemplate> tmpl_;

@@ -108,24 +108,18 @@ std::optional<int32_t> parse_speculative(const ojson& j) {
   return k;
 }
 
-GenerationParams parse_generation(const ojson& j, const ModelContext& m) {
-  reject_unsupported(j);
-  GenerationParams g;
-  SamplingParams& s = g.sampling;
-  const SamplingDefaults& d = m.defaults();
-  // Request value, else the file's recommendation, else OpenAI's default.
+// Request value, else the file's recommendation, else OpenAI's default.
+SamplingParams parse_sampling(const ojson& j, const SamplingDefaults& d) {
+  SamplingParams s;
   s.temperature = get_float(j, "temperature").value_or(d.temperature.value_or(1.0f));
   if (s.temperature < 0) bad_param("temperature", "must be >= 0");
   s.top_p = get_float(j, "top_p").value_or(d.top_p.value_or(1.0f));
   if (!(s.top_p > 0 && s.top_p <= 1)) bad_param("top_p", "must be in (0, 1]");
   s.min_p = get_float(j, "min_p").value_or(d.min_p.value_or(0.0f));
   if (!(s.min_p >= 0 && s.min_p <= 1)) bad_param("min_p", "must be in [0, 1]");
-  {
-    const auto k = get_int(j, "top_k");
-    int64_t top_k = k.value_or(d.top_k.value_or(0));
-    if (top_k < -1) bad_param("top_k", "must be -1 or 0 (off) or positive");
-    s.top_k = top_k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(top_k, 1 << 30));
-  }
+  const int64_t top_k = get_int(j, "top_k").value_or(d.top_k.value_or(0));
+  if (top_k < -1) bad_param("top_k", "must be -1 or 0 (off) or positive");
+  s.top_k = top_k <= 0 ? 0 : static_cast<int32_t>(std::min<int64_t>(top_k, 1 << 30));
   s.presence_penalty = get_float(j, "presence_penalty").value_or(0.0f);
   s.frequency_penalty = get_float(j, "frequency_penalty").value_or(0.0f);
   if (std::fabs(s.presence_penalty) > 2) bad_param("presence_penalty", "must be between -2 and 2");
@@ -133,62 +127,94 @@ GenerationParams parse_generation(const ojson& j, const ModelContext& m) {
   s.repeat_penalty = get_float(j, "repetition_penalty").value_or(d.repeat_penalty.value_or(1.0f));
   if (!(s.repeat_penalty > 0)) bad_param("repetition_penalty", "must be > 0");
   s.penalty_last_n = d.penalty_last_n.value_or(64);
+  return s;
+}
+
+// The request's seed into `seed` (true), else a random one (false).
+bool parse_seed(const ojson& j, uint64_t& seed) {
   if (present(j, "seed") && j.at("seed").is_number_unsigned()) {  // any 64-bit seed, 2^64 - 1 included
-    s.seed = j.at("seed").get<uint64_t>();
-    g.seed_given = true;
-  } else if (const auto seed = get_int(j, "seed")) {
-    s.seed = static_cast<uint64_t>(*seed);
-    g.seed_given = true;
-  } else {
-    thread_local std::mt19937_64 rng{std::random_device{}()};
-    s.seed = rng();
+    seed = j.at("seed").get<uint64_t>();
+    return true;
   }
+  if (const auto given = get_int(j, "seed")) {
+    seed = static_cast<uint64_t>(*given);
+    return true;
+  }
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  seed = rng();
+  return false;
+}
+
+// max_completion_tokens, else max_tokens.
+std::optional<int32_t> parse_max_tokens(const ojson& j) {
   std::optional<int64_t> mt = get_int(j, "max_completion_tokens");
   const char* mt_name = "max_completion_tokens";
   if (!mt) {
     mt = get_int(j, "max_tokens");
     mt_name = "max_tokens";
   }
-  if (mt) {
-    if (*mt < 1) bad_param(mt_name, "must be at least 1");
-    g.max_tokens = static_cast<int32_t>(std::min<int64_t>(*mt, 1 << 30));
-  }
-  g.min_tokens = bounded_int(j, "min_tokens", 0, 1 << 30, 0);
-  if (present(j, "stop")) {
-    const ojson& st = j.at("stop");
-    if (st.is_string()) g.stop.push_back(st.get<std::string>());
-    else if (st.is_array()) {
-      if (st.size() > kMaxStops) bad_param("stop", "at most " + std::to_string(kMaxStops) + " stop strings");
-      for (const ojson& x : st) {
-        if (!x.is_string()) bad_param("stop", "must be a string or an array of strings");
-        g.stop.push_back(x.get<std::string>());
-      }
-    } else {
-      bad_param("stop", "must be a string or an array of strings");
-    }
-    for (const auto& x : g.stop)
-      if (x.empty()) bad_param("stop", "stop strings must not be empty");
-  }
-  if (present(j, "stop_token_ids")) {
-    const ojson& st = j.at("stop_token_ids");
-    if (!st.is_array()) bad_param("stop_token_ids", "must be an array of token ids");
+  if (!mt) return std::nullopt;
+  if (*mt < 1) bad_param(mt_name, "must be at least 1");
+  return static_cast<int32_t>(std::min<int64_t>(*mt, 1 << 30));
+}
+
+std::vector<std::string> parse_stop(const ojson& j) {
+  std::vector<std::string> stop;
+  if (!present(j, "stop")) return stop;
+  const ojson& st = j.at("stop");
+  if (st.is_string()) stop.push_back(st.get<std::string>());
+  else if (st.is_array()) {
+    if (st.size() > kMaxStops) bad_param("stop", "at most " + std::to_string(kMaxStops) + " stop strings");
     for (const ojson& x : st) {
-      if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= m.tokenizer().n_vocab())
-        bad_param("stop_token_ids", "must hold token ids below " + std::to_string(m.tokenizer().n_vocab()));
-      g.stop_token_ids.push_back(x.get<int32_t>());
+      if (!x.is_string()) bad_param("stop", "must be a string or an array of strings");
+      stop.push_back(x.get<std::string>());
     }
+  } else {
+    bad_param("stop", "must be a string or an array of strings");
   }
+  for (const auto& x : stop)
+    if (x.empty()) bad_param("stop", "stop strings must not be empty");
+  return stop;
+}
+
+std::vector<int32_t> parse_stop_token_ids(const ojson& j, int32_t n_vocab) {
+  std::vector<int32_t> ids;
+  if (!present(j, "stop_token_ids")) return ids;
+  const ojson& st = j.at("stop_token_ids");
+  if (!st.is_array()) bad_param("stop_token_ids", "must be an array of token ids");
+  for (const ojson& x : st) {
+    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() >= n_vocab)
+      bad_param("stop_token_ids", "must hold token ids below " + std::to_string(n_vocab));
+    ids.push_back(x.get<int32_t>());
+  }
+  return ids;
+}
+
+// stream, and stream_options (only with stream: true).
+void parse_stream(const ojson& j, GenerationParams& g) {
+  g.stream = get_bool(j, "stream").value_or(false);
+  if (!present(j, "stream_options")) return;
+  const ojson& so = j.at("stream_options");
+  if (!so.is_object()) bad_param("stream_options", "must be an object");
+  if (!g.stream) bad_param("stream_options", "is only allowed with stream: true");
+  g.include_usage = get_bool(so, "include_usage").value_or(false);
+}
+
+// The fields are read in this order, so a request with several faults gets the first one's 400.
+GenerationParams parse_generation(const ojson& j, const ModelContext& m) {
+  reject_unsupported(j);
+  GenerationParams g;
+  g.sampling = parse_sampling(j, m.defaults());
+  g.seed_given = parse_seed(j, g.sampling.seed);
+  g.max_tokens = parse_max_tokens(j);
+  g.min_tokens = bounded_int(j, "min_tokens", 0, 1 << 30, 0);
+  g.stop = parse_stop(j);
+  g.stop_token_ids = parse_stop_token_ids(j, m.tokenizer().n_vocab());
   g.ignore_eos = get_bool(j, "ignore_eos").value_or(false);
   g.n = bounded_int(j, "n", 1, kMaxN, 1);
   if (present(j, "best_of") && bounded_int(j, "best_of", 1, kMaxN, 1) != g.n)
     bad_param("best_of", "is not supported (only best_of == n)");
-  g.stream = get_bool(j, "stream").value_or(false);
-  if (present(j, "stream_options")) {
-    const ojson& so = j.at("stream_options");
-    if (!so.is_object()) bad_param("stream_options", "must be an object");
-    if (!g.stream) bad_param("stream_options", "is only allowed with stream: true");
-    g.include_usage = get_bool(so, "include_usage").value_or(false);
-  }
+  parse_stream(j, g);
   g.draft_max = parse_speculative(j);
   return g;
 }
@@ -385,11 +411,6 @@ void check_prompt_bytes(size_t bytes, const ModelContext& m) {
                           "least one generated token)",
                           bytes, static_cast<long long>(at_least), m.ctx_size()),
                    "invalid_request_error", "messages", "context_length_exceeded");
-}
-
-const JsonLimits& request_json_limits() {
-  static const JsonLimits limits{kMaxJsonDepth, size_t{64} << 20, kMaxJsonValues};
-  return limits;
 }
 
 ojson parse_body(const std::string& body, const ModelContext& m, bool need_model) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/json_read.h"
+#include "chat/tools.h"
 #include "server/content_parts.h"
 #include "server/model_context.h"
 
@@ -48,24 +49,11 @@ struct CompletionRequest {
   GenerationParams gen;
 };
 
-// A function the client offers (`tools[i]`, type "function").
-struct ToolSpec {
-  std::string name;
-  std::string description;
-  nlohmann::ordered_json parameters = nlohmann::ordered_json::object();  // JSON Schema as sent, keys in order
-  bool strict = false;
-};
-
-enum class ToolChoice { kAuto, kNone, kRequired, kNamed };
-
-struct ToolsParams {
-  std::vector<ToolSpec> tools;
-  ToolChoice choice = ToolChoice::kAuto;
-  std::string named;     // kNamed: the function's name (one of `tools`)
-  bool parallel = true;  // parallel_tool_calls
-  // Calls are parsed out of the reply: tools offered and not tool_choice "none".
-  bool active() const { return !tools.empty() && choice != ToolChoice::kNone; }
-};
+// The tools a chat request offers, in chat/'s types (the format turns them into prompt text,
+// grammars and parsed calls).
+using chat::ToolChoice;
+using chat::ToolsParams;
+using chat::ToolSpec;
 
 struct ChatRequest {
   // normalized: [{role, content: string}], developer -> system; a user message with images has
@@ -85,12 +73,6 @@ inline constexpr int32_t kMaxN = 16;
 inline constexpr int32_t kMaxTopLogprobs = 20;
 inline constexpr size_t kMaxStops = 16;
 inline constexpr size_t kMaxTools = 128;
-inline constexpr int kMaxJsonDepth = 128;  // arrays and objects in a request body, the body itself included
-inline constexpr size_t kMaxJsonValues = size_t{1} << 20;  // scalars, arrays and objects in one JSON text
-
-// The limits every JSON text a client sends is read with: the body, and JSON inside one of
-// its strings (a tool call's arguments, a tool result).
-const JsonLimits& request_json_limits();
 
 // Parses the body text once, keys in document order (400 on bad JSON, on a limit of
 // request_json_limits(), or a body that is not an object) and checks the model name (404 for

@@ -1,28 +1,13 @@
 #include "server/openai_responses.h"
 
-#include <mutex>
-#include <random>
-
+#include "base/random_id.h"
 #include "server/api_error.h"
 
 namespace sluice::server {
 
 using nlohmann::json;
 
-std::string new_response_id(const char* prefix) {
-  static std::mutex mu;
-  static std::mt19937_64 rng{std::random_device{}()};
-  uint64_t a, b;
-  {
-    std::lock_guard<std::mutex> lk(mu);
-    a = rng();
-    b = rng();
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%016llx%08llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b & 0xffffffffull));
-  return std::string(prefix) + buf;
-}
+std::string new_response_id(const char* prefix) { return random_id(prefix); }
 
 json usage_json(const Generation& g) {
   return {{"prompt_tokens", g.n_prompt()},

@@ -5,6 +5,8 @@
 #include <memory>
 
 #include "base/error.h"
+#include "chat/tool_grammar.h"
+#include "chat/tool_prompt.h"
 #include "grammar/compiled.h"
 #include "server/api_error.h"
 #include "server/content_parts.h"
@@ -12,7 +14,6 @@
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
 #include "server/structured_output.h"
-#include "server/tool_prompt.h"
 
 namespace sluice::server {
 
@@ -227,6 +228,8 @@ Reply OpenAiService::guarded(const char* endpoint, Fn&& fn) {
     r = fn();
   } catch (const ApiError& e) {
     r = api_error_reply(e);
+  } catch (const chat::ToolError& e) {  // tools or tool messages the chat format cannot take
+    r = api_error_reply(ApiError(400, e.message(), "invalid_request_error", e.param()));
   } catch (const Error& e) {  // tokenizer, template: the input was at fault
     r = api_error_reply(ApiError(400, e.what()));
   } catch (const std::exception& e) {
@@ -276,11 +279,9 @@ Reply OpenAiService::run_completions(const std::string& body, const RequestMeta&
 }
 
 std::string OpenAiService::render_prompt(ChatRequest& req) const {
-  const ToolFormat fmt = model_.arch() == chat::ChatArch::Gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
   const bool merge = !model_.has_file_template() || model_.template_reads_tool_responses();
-  const json messages = template_messages(req.messages, fmt, merge, req.tools);
-  if (fmt == ToolFormat::kGemma4Native && !req.tools.tools.empty())
-    req.template_kwargs["tools"] = template_tools(req.tools);
+  const json messages = chat::template_input(req.messages, req.tools, model_.format().tool_format, merge,
+                                             req.template_kwargs);
   try {
     return model_.render_chat(messages, req.template_kwargs);
   } catch (const Error& e) {
@@ -308,21 +309,20 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
     ImagePrompt images;
     if (!req.images.empty()) images = expand_images(std::move(prompt), req.images, *model_.images(), engine_);
     else images.ids = std::move(prompt);
-    const bool gemma4 = model_.arch() == chat::ChatArch::Gemma4;
+    const chat::ChatFormat& format = model_.format();
     // Thinking on: the model reasons freely; the constraint starts once it closes the channel.
-    const int32_t channel_end = model_.tokenizer().token_id("<channel|>");
-    if (req.gen.grammar && gemma4 && req.enable_thinking && channel_end != kNoToken)
-      req.gen.grammar_trigger = channel_end;
-    const ToolFormat fmt = gemma4 ? ToolFormat::kGemma4Native : ToolFormat::kJson;
+    if (req.gen.grammar && format.reasons() && req.enable_thinking && format.channel_close >= 0)
+      req.gen.grammar_trigger = format.channel_close;
     ToolGeneration tools;
     if (req.tools.active()) {
-      tools.format = fmt;
+      tools.format = format.tool_format;
       tools.single_call = !req.tools.parallel;
     }
-    tools.constraint = tool_constraint(req.tools, fmt, model_, req.enable_thinking);
-    // Gemma 4's calls stream as they are generated, enforced or not (as llama-server and vLLM
+    tools.constraint = chat::tool_constraint(
+        req.tools, format, [this]() -> grammar::GrammarCache& { return model_.grammars(); }, req.enable_thinking);
+    // Native calls stream as they are generated, enforced or not (as llama-server and vLLM
     // stream them); the JSON convention's go out whole once they parse.
-    tools.incremental = fmt == ToolFormat::kGemma4Native;
+    tools.incremental = format.tool_format == chat::ToolFormat::kGemma4Native;
     if (tools.constraint.grammar && req.gen.grammar)
       throw ApiError(
           400,
@@ -331,7 +331,7 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
           "invalid_request_error", "tool_choice");
     warm(req.gen.grammar);
     warm(tools.constraint.grammar);
-    auto gen = std::make_shared<Generation>(engine_, model_, std::move(images.ids), req.gen, gemma4, tools,
+    auto gen = std::make_shared<Generation>(engine_, model_, std::move(images.ids), req.gen, format.reasons(), tools,
                                             images.soft);
     return respond(std::move(gen), req.gen, kChatShape);
   });

@@ -85,7 +85,7 @@ class OpenAiService {
   Reply guarded(const char* endpoint, Fn&& fn);
   // The reply for a generation that is running: collected whole, or a stream.
   Reply respond(std::shared_ptr<Generation> gen, const GenerationParams& gp, const ReplyShape& shape);
-  // The chat prompt: tools and tool messages shaped for the template (tool_prompt.h), rendered.
+  // The chat prompt: tools and tool messages shaped for the template (chat/tool_prompt.h), rendered.
   std::string render_prompt(ChatRequest& req) const;
   // Runs a generation endpoint if requests are admitted; its reply (a stream too) holds an
   // admission token until it is complete.

@@ -12,11 +12,11 @@ Reply props_reply(const ModelContext& model) {
   SamplingDefaults::for_each_field(model.defaults(), [&gen](const char*, const char* name, const auto& v) {
     if (v) gen[name] = *v;
   });
-  const bool gemma4 = model.arch() == chat::ChatArch::Gemma4;
   // A file without tokenizer.chat_template is a base (pre-trained) model: chat requests still
   // render through the built-in template, but the model was never taught to answer turns.
-  json tmpl = {
-      {"in_file", model.has_file_template()}, {"reasoning", gemma4}, {"tools", model.template_mentions_tools()}};
+  json tmpl = {{"in_file", model.has_file_template()},
+               {"reasoning", model.format().reasons()},
+               {"tools", model.template_mentions_tools()}};
   // llama-server's shape ("modalities": {"vision": bool}); the image budget sluice uses.
   json modalities = {{"vision", model.images() != nullptr}, {"audio", false}};
   if (model.images()) modalities["image_tokens"] = model.images()->default_tokens;

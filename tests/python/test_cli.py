@@ -101,9 +101,9 @@ def test_run_with_a_json_schema_or_a_grammar_file(sluice_bin, tmp_path):
         r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "-n", 60, "--seed", seed, "--grammar", tmp_path / "g.gbnf"])
         assert r.returncode == 0, r.stderr
         assert r.stdout in ("yes!\n", "no!\n")
-    (tmp_path / "bad.json").write_text('{"type": "array", "uniqueItems": true}')
+    (tmp_path / "bad.json").write_text('{"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}')
     r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "--json-schema", tmp_path / "bad.json"])
-    assert r.returncode != 0 and "uniqueItems" in r.stderr
+    assert r.returncode != 0 and "dependentSchemas" in r.stderr
     r = run([sluice_bin, "run", "-m", model, "-p", "Hi", "--json-schema", tmp_path / "s.json", "--grammar", tmp_path / "g.gbnf"])
     assert r.returncode != 0
 

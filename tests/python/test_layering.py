@@ -98,6 +98,30 @@ def test_a_server_file_naming_an_engine_type_through_api_fails(tmp_path):
     assert not api_exports(tmp_path / "api") <= API_EXPORTS
 
 
+# The chat dialect lives in chat/ (docs/architecture.md): the Jinja engine below it knows no chat
+# format, and the server names no Gemma markup and branches on no ChatArch: it reads the model's
+# chat::ChatFormat (markup ids resolved once at load).
+MARKUP = re.compile(r'<\|[\w"]+\|?>|<\w+\|>|<(?:start|end)_of_turn>|\bChatArch\b')
+
+
+def dialect_in(folder):
+    return [f"{f.name}:{i}: {m}" for f in sources(folder)
+            for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1) for m in MARKUP.findall(line)]
+
+
+def test_the_chat_dialect_has_one_home(tmp_path):
+    graph = cmake_modules()
+    assert graph["jinja"] == {"base"}, "jinja may use base only"
+    assert graph["chat"] == {"jinja", "grammar", "tokenizer", "base"}
+    assert not [m for m, deps in graph.items() if "jinja" in deps and m != "chat"], "templates render through chat/"
+    bad = dialect_in(ROOT / "src" / "server")
+    assert not bad, "chat dialect in server/ (it belongs in chat/format.h):\n" + "\n".join(bad)
+    write(tmp_path / "server" / "x.cpp", 'auto id = tok.token_id("<channel|>");\n'
+          "if (m.arch() == chat::ChatArch::Gemma4) {}\n// <start_of_turn>, <|image|> and <|\"|>\n")
+    assert dialect_in(tmp_path / "server") == ["x.cpp:1: <channel|>", "x.cpp:2: ChatArch", "x.cpp:3: <start_of_turn>",
+                                               "x.cpp:3: <|image|>", 'x.cpp:3: <|"|>']
+
+
 # Speculation runs one way (src/engine/proposer.h): a proposer finds its per-sequence state by
 # the sequence, never by casting Sequence::proposer back to its own type.
 STATE_CAST = re.compile(r"\b(?:dynamic|static|reinterpret)_cast<[^>]*\*>\s*\([^;]*\bproposer\b|\bdynamic_cast<")

@@ -184,8 +184,8 @@ def test_tool_errors_are_400(client4, tiny4):
         client4.chat.completions.create(model="tiny-gemma4", messages=MSGS + [
             {"role": "tool", "tool_call_id": "x", "content": "1"}], max_tokens=2)
     bad = {"type": "function", "function": {"name": "f", "parameters": {
-        "type": "object", "properties": {"a": {"type": "array", "contains": {"const": 1}}}}}}
-    with pytest.raises(openai.BadRequestError, match="'contains' at #/properties/a/contains"):
+        "type": "object", "properties": {"a": {"type": "string"}}, "dependentSchemas": {"a": {"required": ["b"]}}}}}
+    with pytest.raises(openai.BadRequestError, match="'dependentSchemas' at #/dependentSchemas/a"):
         client4.chat.completions.create(model="tiny-gemma4", messages=MSGS, tools=[bad], tool_choice="required")
     with pytest.raises(openai.BadRequestError, match="one constraint per request"):
         ask(client4, tool_choice="required", response_format={"type": "json_object"})

@@ -76,9 +76,9 @@ def test_every_corpus_schema_five_times_at_temperature_one(served):
 
 
 @pytest.mark.parametrize("keyword,schema", [
-    ("uniqueItems", {"type": "array", "items": {"type": "integer"}, "uniqueItems": True}),
-    ("contains", {"type": "object", "properties": {"n": {"type": "array", "contains": {"const": 5}}}}),
-    ("propertyNames", {"type": "object", "propertyNames": {"pattern": "^a"}}),
+    ("oneOf", {"oneOf": [{"type": "integer"}, {"type": "number"}]}),
+    ("dependentSchemas", {"type": "object", "dependentSchemas": {"a": {"required": ["b"]}}}),
+    ("if", {"type": "object", "if": {"properties": {"n": {"const": 5}}}, "then": {"required": ["m"]}}),
 ])
 def test_unsupported_keyword_is_a_400_naming_it(served, keyword, schema):
     _, client = served

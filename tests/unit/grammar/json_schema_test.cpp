@@ -107,10 +107,12 @@ void expect_error(const std::string& schema, const std::string& needle) {
 }
 
 TEST(JsonSchema, UnsupportedAssertionsAreErrorsNamingThemAndWhere) {
-  expect_error(R"({"type":"object","properties":{"t":{"type":"array","uniqueItems":true}}})",
-               "'uniqueItems' at #/properties/t");
-  expect_error(R"({"type":"array","contains":{"type":"integer"}})", "'contains' at #/contains");
-  expect_error(R"({"type":"object","propertyNames":{"maxLength":3}})", "'propertyNames' at #/propertyNames");
+  expect_error(R"({"type":"array","items":{"type":"integer"},"contains":{"const":5},"maxContains":1})",
+               "'maxContains' over a 'contains' that is not decided by types and values at #/contains");
+  expect_error(R"({"properties":{"a":{}},"propertyNames":{"maxLength":3}})",
+               "'propertyNames' beside declared properties or patternProperties at #/propertyNames");
+  expect_error(R"({"if":{"properties":{"n":{"const":1}}},"then":{"required":["a"]}})",
+               "'if' that is not decided by types, values and required names at #/if");
   expect_error(R"({"dependentSchemas":{"a":{"required":["b"]}}})", "'dependentSchemas' at #/dependentSchemas/a");
   expect_error(R"({"oneOf":[{"type":"integer"},{"type":"number"}]})",
                "'oneOf' whose branches 0 and 1 may overlap at #/oneOf");
@@ -279,6 +281,174 @@ TEST(JsonSchema, NotExcludesTypesAndValues) {
   EXPECT_FALSE(schema_matches(R"({"not":{"type":["string","object"]}})", R"({"a":1})"));
   expect_error(R"({"type":"integer","not":{"const":3}})", "'not' at #/not");
   expect_error(R"({"type":"string","maxLength":3,"not":{"const":"x"}})", "'not' of strings beside");
+}
+
+// After `prefix` (single-byte tokens), whether the mask allows the token spelled `piece`
+// (the byte vocabulary with its multi-byte tokens: `"}`, `",` ...).
+bool allowed_after(const std::string& schema, const std::string& prefix, const std::string& piece) {
+  static auto vocab = test::byte_vocab(true);
+  Matcher m(std::make_shared<const CompiledGrammar>(json_schema_grammar_text(schema), vocab));
+  for (unsigned char c : prefix)
+    if (!m.advance(1 + c)) throw std::runtime_error("prefix rejected at '" + std::string(1, c) + "': " + prefix);
+  std::vector<uint64_t> mask(vocab->mask_words());
+  m.fill_mask(mask);
+  for (int32_t id = 0; id < vocab->n_vocab(); ++id)
+    if (vocab->piece(id) == piece) return (mask[id >> 6] >> (id & 63)) & 1;
+  throw std::runtime_error("no token " + piece);
+}
+
+TEST(JsonSchema, NotMasksExcludedValues) {
+  const std::string s = R"({"type":"object","properties":{"k":{"type":"string","not":{"enum":["ab","x"]}}}})";
+  EXPECT_TRUE(allowed_after(s, R"({"k":"a)", "b"));
+  EXPECT_FALSE(allowed_after(s, R"({"k":"ab)", "\"}"));  // closes the excluded "ab"
+  EXPECT_TRUE(allowed_after(s, R"({"k":"a)", "\"}"));
+  EXPECT_FALSE(allowed_after(R"({"not":{"type":["string","null"]}})", "", "\""));
+}
+
+TEST(JsonSchema, DependentRequiredMasksTheEarlyClose) {
+  const std::string s =
+      R"({"type":"object","properties":{"a":{"type":"null"},"b":{"type":"null"}},"dependentRequired":{"a":["b"]}})";
+  for (const char* ok : {"{}", R"({"b":null})", R"({"a":null,"b":null})"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  EXPECT_FALSE(schema_matches(s, R"({"a":null})"));
+  EXPECT_FALSE(allowed_after(s, R"({"a":null)", "}"));
+  EXPECT_TRUE(allowed_after(s, R"({"a":null)", ","));
+}
+
+// if/then/else decided by a property's value: the branch not taken is masked as soon as the
+// value is written.
+TEST(JsonSchema, IfThenElseFollowsTheDecidingProperty) {
+  const std::string s =
+      R"({"type":"object","properties":{"kind":{"enum":["a","b"]},"n":{"type":"integer"},"s":{"type":"string"}},)"
+      R"("required":["kind"],"additionalProperties":false,"if":{"properties":{"kind":{"const":"a"}}},)"
+      R"("then":{"required":["n"]},"else":{"required":["s"],"properties":{"n":false}}})";
+  for (const char* ok : {R"({"kind":"a","n":1})", R"({"kind":"a","n":1,"s":""})", R"({"kind":"b","s":"x"})"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"({"kind":"a"})", R"({"kind":"a","s":"x"})", R"({"kind":"b","n":1,"s":"x"})",
+                          R"({"kind":"b"})", R"({"kind":"c","s":"x"})"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"({"kind":"b")", "}"));
+  EXPECT_FALSE(allowed_after(s, R"({"kind":"b",")", "n"));
+  EXPECT_TRUE(allowed_after(s, R"({"kind":"b",")", "s"));
+  EXPECT_FALSE(allowed_after(s, R"({"kind":"a",")", "s"));
+  EXPECT_FALSE(allowed_after(s, R"({"kind":"a)", "\"}"));
+  // `required` in the if: the else applies when the name is absent.
+  const std::string r = R"({"type":"object","properties":{"x":{"type":"null"},"y":{"type":"boolean"}},)"
+                        R"("if":{"required":["x"]},"then":{"required":["y"]},"else":{"properties":{"y":false}}})";
+  for (const char* ok : {"{}", R"({"x":null,"y":true})"}) EXPECT_TRUE(schema_matches(r, ok)) << ok;
+  for (const char* bad : {R"({"x":null})", R"({"y":true})"}) EXPECT_FALSE(schema_matches(r, bad)) << bad;
+}
+
+// contains with minContains/maxContains and the item counts: an item list that counts hits.
+TEST(JsonSchema, ContainsCountsTheItemsThatMeetIt) {
+  const std::string s = R"({"type":"array","items":{"enum":["a","b","c"]},"contains":{"const":"a"},)"
+                        R"("minContains":1,"maxContains":2,"maxItems":4})";
+  for (const char* ok : {R"(["a"])", R"(["b","a"])", R"(["a","c","a"])", R"(["b","a","c","a"])"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {"[]", R"(["b"])", R"(["a","a","a"])", R"(["a","b","c","b","b"])"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["b")", "]"));
+  EXPECT_FALSE(allowed_after(s, R"(["b",)", "]"));
+  EXPECT_FALSE(allowed_after(s, R"(["a","a",")", "a"));  // a third "a"
+  EXPECT_TRUE(allowed_after(s, R"(["a","a",")", "b"));
+  const std::string t = R"({"type":"array","contains":{"type":"integer"},"minItems":2})";
+  for (const char* ok : {R"([1,"x"])", R"(["x",[],2])", "[1,2]"}) EXPECT_TRUE(schema_matches(t, ok)) << ok;
+  for (const char* bad : {R"(["x","y"])", "[1]", "[]"}) EXPECT_FALSE(schema_matches(t, bad)) << bad;
+  EXPECT_FALSE(allowed_after(t, R"(["x",true)", "]"));
+}
+
+// propertyNames: a key grammar for additional members; an enum of names becomes the only names.
+TEST(JsonSchema, PropertyNamesConstrainTheKeys) {
+  const std::string s =
+      R"({"type":"object","propertyNames":{"pattern":"^[a-z]+$","maxLength":3},"additionalProperties":{"type":"integer"}})";
+  for (const char* ok : {"{}", R"({"ab":1,"xyz":2})"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"({"abcd":1})", R"({"A":1})", R"({"":1})"}) EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"({"abc)", "d"));
+  EXPECT_TRUE(allowed_after(s, R"({"abc)", "\":"));
+  EXPECT_FALSE(allowed_after(s, R"({")", "A"));
+  const std::string e = R"({"type":"object","properties":{"x":{"type":"integer"},"z":{"type":"null"}},)"
+                        R"("propertyNames":{"enum":["x","y"]}})";
+  for (const char* ok : {R"({"x":1,"y":[true]})", R"({"y":null})"}) EXPECT_TRUE(schema_matches(e, ok)) << ok;
+  for (const char* bad : {R"({"z":null})", R"({"x":1,"w":1})"}) EXPECT_FALSE(schema_matches(e, bad)) << bad;
+  EXPECT_FALSE(allowed_after(e, R"({")", "z"));
+  expect_error(R"({"properties":{"z":{}},"required":["z"],"propertyNames":{"enum":["x"]}})",
+               "required property 'z' at # admits no value");
+}
+
+// uniqueItems: the matcher refuses the byte that completes an item equal to an earlier one
+// (a string's closing quote, a container's closing bracket) or, for numbers, the delimiter
+// after it; JSON equality (1 == 1.0, members in any order).
+TEST(JsonSchema, UniqueItemsRefuseARepeatedItem) {
+  const std::string s = R"({"type":"array","items":{"type":"string"},"uniqueItems":true})";
+  for (const char* ok : {"[]", R"(["a"])", R"(["a","ab","b"])", R"(["a","\"a"])"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"(["a","a"])", R"(["a","b","a"])", R"(["a","\u0061"])"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["a","a)", "\""));
+  EXPECT_FALSE(allowed_after(s, R"(["a","a)", "\"]"));
+  EXPECT_FALSE(allowed_after(s, R"(["a","a)", "\","));
+  EXPECT_TRUE(allowed_after(s, R"(["a","a)", "b"));
+  EXPECT_TRUE(allowed_after(s, R"(["a","ab)", "\"]"));
+  const std::string n = R"({"type":"array","items":{"type":"number"},"uniqueItems":true})";
+  for (const char* ok : {"[1,10]", "[1,-1,1.5]"}) EXPECT_TRUE(schema_matches(n, ok)) << ok;
+  for (const char* bad : {"[1,1.0]", "[2,1,2]", "[1E999,2e999]"}) EXPECT_FALSE(schema_matches(n, bad)) << bad;
+  EXPECT_FALSE(allowed_after(n, "[1,1", ","));
+  EXPECT_FALSE(allowed_after(n, "[1,1", "]"));
+  EXPECT_TRUE(allowed_after(n, "[1,1", "0"));
+  const std::string o = R"({"type":"array","items":{"type":"object"},"uniqueItems":true})";
+  EXPECT_TRUE(schema_matches(o, R"([{"a":1},{"a":[1]},{}])"));
+  EXPECT_FALSE(schema_matches(o, R"([{"a":1,"b":2},{"b":2,"a":1}])"));
+  EXPECT_FALSE(allowed_after(o, R"([{"a":1},{"a":1)", "}"));
+  // Only the arrays that say so: an inner unique array inside an outer one that is not.
+  const std::string in = R"({"type":"array","items":{"type":"array","uniqueItems":true}})";
+  EXPECT_TRUE(schema_matches(in, "[[1,2],[1,2]]"));
+  EXPECT_FALSE(schema_matches(in, "[[1,1]]"));
+  // Per parse: [1,1] is valid through the branch without uniqueItems.
+  const std::string u = R"({"anyOf":[{"type":"array","items":{"type":"number"},"uniqueItems":true},)"
+                        R"({"type":"array","items":{"type":"number"},"maxItems":2}]})";
+  for (const char* ok : {"[1,1]", "[1,2,3]"}) EXPECT_TRUE(schema_matches(u, ok)) << ok;
+  EXPECT_FALSE(schema_matches(u, "[1,2,1]"));
+  // Items of any type are narrowed to strings, numbers and objects (each can still grow
+  // into a different value); items that may run out of different values are refused.
+  const std::string any = R"({"type":"array","uniqueItems":true})";
+  EXPECT_TRUE(schema_matches(any, R"(["a",1,{}])"));
+  EXPECT_FALSE(schema_matches(any, "[null]"));
+  for (const char* items : {R"({"type":"integer"})", R"({"enum":[1,2,3,4,5,6,7,8,9]})",
+                            R"({"type":"string","maxLength":2})", R"({"type":"object","additionalProperties":false})"})
+    expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
+                 "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// uniqueItems over a few values: a rule per set of values written, so a repeated value is
+// masked as soon as it would start, and no item is left without a different value.
+TEST(JsonSchema, UniqueItemsOverAFewValuesAreExactInTheGrammar) {
+  const std::string s = R"({"type":"array","items":{"enum":["a","b",1]},"uniqueItems":true,"minItems":1})";
+  for (const char* ok : {R"(["a"])", R"(["b","a",1])", R"([1,"b"])"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {"[]", R"(["a","a"])", R"([1,"a",1])", R"(["c"])"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["a",")", "a"));
+  EXPECT_TRUE(allowed_after(s, R"(["a",")", "b"));
+  EXPECT_FALSE(allowed_after(s, R"(["b",1,)", "1"));
+  EXPECT_FALSE(allowed_after(s, R"(["a","b",1)", ","));  // no value left
+  const std::string b = R"({"type":"array","items":{"type":"boolean"},"uniqueItems":true})";
+  EXPECT_TRUE(schema_matches(b, "[false,true]"));
+  EXPECT_FALSE(schema_matches(b, "[true,true]"));
+  expect_error(R"({"type":"array","items":{"const":1},"uniqueItems":true,"minItems":2})",
+               "no array at # has minItems different values");
+}
+
+// Rollback returns the tracker to the earlier text too.
+TEST(JsonSchema, UniqueItemsSurviveRollback) {
+  auto vocab = test::byte_vocab(false);
+  Matcher m(std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(R"({"type":"array","items":{"type":"string"},"uniqueItems":true})"), vocab));
+  for (unsigned char c : std::string(R"(["a","b)")) ASSERT_TRUE(m.advance(1 + c));
+  ASSERT_TRUE(m.advance(1 + '"'));
+  m.rollback(2);  // back to ["a","
+  ASSERT_TRUE(m.advance(1 + 'a'));
+  EXPECT_FALSE(m.accepts(1 + '"'));
+  m.rollback(1);
+  ASSERT_TRUE(m.advance(1 + 'c'));
+  EXPECT_TRUE(m.accepts(1 + '"'));
 }
 
 }  // namespace

@@ -1,0 +1,99 @@
+#include "grammar/item_tracker.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+
+namespace sluice::grammar {
+
+namespace {
+
+// Integral floats become integers: JSON Schema's equality compares numbers by value.
+void integral_numbers(nlohmann::json& v) {
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    if (std::isfinite(d) && std::floor(d) == d && std::fabs(d) < 9e18) v = static_cast<int64_t>(d);
+  } else if (v.is_structured()) {
+    for (auto& x : v) integral_numbers(x);
+  }
+}
+
+}  // namespace
+
+std::string canonical_json(std::string_view text) {
+  nlohmann::json v = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (v.is_discarded()) {
+    // A number past the double range (nlohmann refuses it) is infinite to other JSON readers
+    // (Python's json too): 1E999 and 2E999 are the same value.
+    const std::string t(text);
+    char* end = nullptr;
+    const double d = std::strtod(t.c_str(), &end);
+    if (end != t.c_str() && std::isinf(d) && std::string_view(end).find_first_not_of(" \n\t\r") == std::string::npos)
+      return d > 0 ? "inf" : "-inf";
+    return {};
+  }
+  integral_numbers(v);  // nlohmann::json keeps members sorted
+  return v.dump();
+}
+
+// Appends b to the current item of every open array among the first `levels` levels (an
+// inner value's bytes are part of each enclosing array's item).
+void ItemTracker::append(uint8_t b, size_t levels) {
+  for (size_t i = 0; i < levels; ++i)
+    if (levels_[i].array && levels_[i].open) levels_[i].cur += static_cast<char>(b);
+}
+
+void ItemTracker::feed(uint8_t b) {
+  if (in_str_) {
+    if (esc_) esc_ = false;
+    else if (b == '\\') esc_ = true;
+    else if (b == '"') in_str_ = false;
+    append(b, levels_.size());
+    return;
+  }
+  if (b == ' ' || b == '\n' || b == '\t' || b == '\r') return;
+  const bool top_array = !levels_.empty() && levels_.back().array;
+  if ((b == ',' || b == ']' || b == '}') && !levels_.empty()) {
+    Level& top = levels_.back();
+    if (top.array && top.open) {
+      top.items.push_back(canonical_json(top.cur));
+      top.open = false;
+      top.cur.clear();
+    }
+    if (b != ',') {
+      arrays_ -= top.array;
+      levels_.pop_back();
+    }
+    append(b, levels_.size() - (b == ',' ? 1 : 0));
+    return;
+  }
+  if (top_array && !levels_.back().open) levels_.back().open = true;  // an item starts
+  append(b, levels_.size());
+  if (b == '"') in_str_ = true;
+  if (b == '[' || b == '{') {
+    levels_.push_back(Level{b == '['});
+    arrays_ += b == '[';
+  }
+}
+
+bool ItemTracker::completed_duplicate() const {
+  if (in_str_ || levels_.empty()) return false;
+  const Level& top = levels_.back();
+  // The innermost level is this array, so a container item has closed already.
+  if (!top.array || !top.open || top.items.empty() || top.cur.empty()) return false;
+  const char first = top.cur[0];
+  if (first != '"' && first != '[' && first != '{') return false;
+  const std::string c = canonical_json(top.cur);
+  return !c.empty() && std::find(top.items.begin(), top.items.end(), c) != top.items.end();
+}
+
+bool ItemTracker::closes_duplicate(uint8_t b) const {
+  if (in_str_ || (b != ',' && b != ']') || levels_.empty()) return false;
+  const Level& top = levels_.back();
+  if (!top.array || !top.open || top.items.empty()) return false;
+  const std::string c = canonical_json(top.cur);
+  return !c.empty() && std::find(top.items.begin(), top.items.end(), c) != top.items.end();
+}
+
+}  // namespace sluice::grammar
