@@ -23,9 +23,12 @@
 #include "api/engine.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
+#include "apps/sluice/image_tower.h"
 #include "apps/sluice/serve_deploy.h"
 #include "base/error.h"
+#include "media/preprocess.h"
 #include "server/agent_check.h"
+#include "server/content_parts.h"
 #include "server/http_server.h"
 #include "server/kv_events_zmq.h"
 #include "server/metrics.h"
@@ -45,6 +48,7 @@ struct ServeArgs {
   std::string max_body = "8M";
   int parallel = 4, max_queue = 64, batch_tokens = 256, max_tokens = 0;
   bool no_prefix_cache = false;
+  int image_tokens = 280;  // --image-tokens: an image part's budget for "detail": "auto"
 };
 
 // "1073741824", "512M", "2G", "800K" (binary units); `what` names the option in errors.
@@ -117,6 +121,24 @@ void add_engine_flags(CLI::App* cmd, ServeArgs& args) {
   cmd->add_option("--max-tokens", a->max_tokens, "cap on generated tokens per request (0: up to the context end)")
       ->capture_default_str();
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "recompute every prompt in full");
+  cmd->add_option("--mmproj", a->session.mmproj,
+                  "the model's vision projector (an mmproj GGUF): chat requests may then carry images");
+  cmd->add_option("--image-tokens", a->image_tokens,
+                  "soft tokens per image for detail \"auto\": 70, 140, 280, 560 or 1120 (low: 70, high: 1120)")
+      ->capture_default_str();
+}
+
+// The served model's image input (--mmproj): the stack's tower, the vocabulary's markers.
+std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, const Tokenizer& tok, int image_tokens) {
+  ImageTower* tower = stack.image_tower();
+  if (tower == nullptr) return nullptr;
+  auto in = std::make_shared<server::ImageInput>();
+  in->markers = image_markers(tok);
+  in->text_width = tower->text_width();
+  in->blocks = tower->bidirectional_images();
+  in->default_tokens = image_tokens;
+  in->encode = [tower](const media::PreprocessedImage& p, float* out) { tower->encode(p, out); };
+  return in;
 }
 
 // The HTTP layer's flags: address, key, the page, deadlines, connection limits and shutdown.
@@ -176,6 +198,8 @@ CommandFn add_serve_command(CLI::App& app) {
     if (a->max_queue < 0) fail("--max-queue must be >= 0");
     if (a->batch_tokens < 1) fail("--batch-tokens must be at least 1");
     if (a->max_tokens < 0) fail("--max-tokens must be >= 0");
+    if (!media::is_supported_budget(a->image_tokens))
+      fail("--image-tokens %d: expected 70, 140, 280, 560 or 1120", a->image_tokens);
     SessionOptions& so = a->session;
     so.n_seqs = a->parallel;
     so.token_budget = a->batch_tokens;
@@ -191,6 +215,7 @@ CommandFn add_serve_command(CLI::App& app) {
     api::Engine engine(stack.model(), stack.kv(), eo);
 
     server::ModelContext mctx(stack.file(), *tok, a->alias, so.ctx_size, a->max_tokens);
+    mctx.set_images(image_input(stack, *tok, a->image_tokens));
     server::Metrics metrics;
     set_vllm_metrics(metrics, stack.kv(), mctx.alias(), eo.core.prefix_caching);
     const auto kv_pub = start_kv_events(a->deploy, stack.kv_events(), mctx.alias());
@@ -214,6 +239,9 @@ CommandFn add_serve_command(CLI::App& app) {
                  mctx.alias().c_str(), stack.spec().arch.c_str(), so.ctx_size, a->parallel,
                  stack.kv().bytes() / 1048576.0, kv_type_name(stack.kv().type()), stack.pool().size());
     print_draft_summary(stack.draft());
+    if (ImageTower* t = stack.image_tower())
+      std::fprintf(stderr, "sluice serve: images through %s, %d tokens each by default\n", t->path().c_str(),
+                   a->image_tokens);
     // /health answers from here on; /ready and /v1/models once the warm-up step has run.
     std::thread warm([&] {
       warm_up(engine, tok->bos());

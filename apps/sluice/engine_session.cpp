@@ -163,6 +163,7 @@ engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt,
   engine::EngineRequest req;
   const engine::RequestId id = req.id = next_id();
   req.prompt = std::move(prompt);
+  req.soft = std::move(soft);
   req.sampling.temperature = 0;
   req.all_logits = true;
   req.soft = std::move(soft);

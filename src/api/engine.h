@@ -30,6 +30,7 @@ using engine::EngineRequest;
 using engine::FinishReason;
 using engine::GrammarConstraint;
 using engine::RequestId;
+using engine::SoftTokens;
 using engine::TokenLogprob;
 using engine::TokenOutput;
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/error.h"
+#include "engine/media_keys.h"
 
 namespace sluice::engine {
 
@@ -61,6 +62,7 @@ void EngineCore::add(EngineRequest r) {
   }
   const std::optional<RequestId> from = r.resume_from;
   auto s = std::make_unique<Sequence>(std::move(r), V, arrivals_++);
+  if (s->req.soft) s->keyed_prompt = media_keyed_prompt(s->req.prompt, *s->req.soft);
   if (s->req.constraint && !s->req.constraint->trigger)
     s->matcher = std::make_unique<grammar::Matcher>(s->req.constraint->grammar);
   if (proposer_ && !s->req.all_logits && s->req.draft_max != 0) s->proposer = proposer_->make_state(*s);

@@ -73,9 +73,9 @@ struct EngineRequest {
   // Speculative decoding for this request: -1 the engine's setting; 0 none; K at most K
   // drafts a step (never above the engine's SchedulerConfig::draft_max).
   int32_t draft_max = -1;
-  // Images: soft tokens at some prompt positions (`at` as long as `prompt`). Such a request
-  // neither takes from nor adds to the prefix cache and does not park or resume K/V: its
-  // placeholder ids do not say which image they stand for.
+  // Images: soft tokens at some prompt positions (`at` as long as `prompt`). The prefix cache
+  // keys their blocks by the images' content (engine/media_keys.h); a hit never ends inside a
+  // bidirectional image (soft->blocks). Such a request does not park or resume K/V.
   std::shared_ptr<const SoftTokens> soft;
 };
 

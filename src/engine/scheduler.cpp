@@ -136,9 +136,28 @@ int32_t Scheduler::fit_soft_blocks(const Sequence* s, int32_t n) const {
   return end - a;
 }
 
+std::span<const int32_t> Scheduler::cache_ids(const Sequence* s) {
+  if (s->keyed_prompt.empty()) return s->tokens;
+  keyed_scratch_.assign(s->keyed_prompt.begin(), s->keyed_prompt.end());
+  if (s->n_tokens() > s->n_prompt())
+    keyed_scratch_.insert(keyed_scratch_.end(), s->tokens.begin() + s->n_prompt(), s->tokens.end());
+  return keyed_scratch_;
+}
+
+int32_t Scheduler::whole_images(Sequence* s) {
+  const int32_t n = s->n_computed;
+  if (!s->req.soft || !s->req.soft->blocks || n == 0) return n;
+  const std::vector<const float*>& at = s->req.soft->at;
+  if (n >= static_cast<int32_t>(at.size()) || !at[n - 1] || !at[n]) return n;
+  int32_t start = n - 1;
+  while (start > 0 && at[start - 1]) --start;
+  return blocks_.truncate(s->blocks, start);
+}
+
 bool Scheduler::try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch) {
-  if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits && !s->req.soft) {
-    s->n_computed = blocks_.match_prefix(s->blocks, s->tokens);
+  if (s->blocks.empty() && s->n_computed == 0 && !s->req.all_logits && cacheable(s)) {
+    s->n_computed = blocks_.match_prefix(s->blocks, cache_ids(s));
+    s->n_computed = whole_images(s);
     if (!s->admitted_once) s->n_cached = s->n_computed;
   }
   const int32_t n = fit_soft_blocks(s, std::min(s->n_pending(), budget));
@@ -324,12 +343,12 @@ bool Scheduler::accept(const ScheduledSlice& sl, const SliceSample& ss, std::vec
     // last token, it has no K/V of its own.
     s->tokens.resize(static_cast<size_t>(last + 2 + j));
     if (s->n_computed > last + 1 + j) s->n_computed = blocks_.truncate(s->blocks, last + 1 + j);
-    if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+    if (cacheable(s)) blocks_.publish_full_blocks(s->blocks, cache_ids(s), s->n_computed);
     o.is_stop_token = stop_id;
     finish(s, stop ? FinishReason::kStop : FinishReason::kLength, out, &o);
     return false;
   }
-  if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+  if (cacheable(s)) blocks_.publish_full_blocks(s->blocks, cache_ids(s), s->n_computed);
   return true;
 }
 
@@ -342,7 +361,7 @@ void Scheduler::update(const ScheduledBatch& batch, std::span<const SliceSample>
       counters_.prompt_tokens_computed += std::min(s->n_prompt(), sl.pos0 + sl.n_tokens) - sl.pos0;
     if (!sl.sample) {
       s->n_computed = sl.pos0 + sl.n_tokens;
-      if (!s->req.soft) blocks_.publish_full_blocks(s->blocks, s->tokens, s->n_computed);
+      if (cacheable(s)) blocks_.publish_full_blocks(s->blocks, cache_ids(s), s->n_computed);
       continue;
     }
     if (si >= sampled.size()) fail("scheduler: runner returned %zu answers for more sampling slices", sampled.size());

@@ -133,6 +133,13 @@ class Scheduler {
   void insert_running(Sequence* s);
   bool try_admit(Sequence* s, int32_t budget, ScheduledBatch& batch);
   int32_t fit_soft_blocks(const Sequence* s, int32_t n) const;
+  // Whether s takes from and adds to the prefix cache, and the ids its blocks are hashed over:
+  // its tokens, with a keyed prompt (Sequence::keyed_prompt) in front when it has images.
+  static bool cacheable(const Sequence* s) { return !s->req.soft || !s->keyed_prompt.empty(); }
+  std::span<const int32_t> cache_ids(const Sequence* s);
+  // A cache hit that ends inside a bidirectional image (soft->blocks) is cut back to the
+  // image's start, so the image is computed whole in one chunk. Returns the positions kept.
+  int32_t whole_images(Sequence* s);
   int32_t add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan);
   spec::StepPlanner plan_step() const;  // the step before drafts: the tokens it will compute
   // With no drafts this step and a cheap proposal: score up to k of its tokens unverified.
@@ -153,6 +160,7 @@ class Scheduler {
   };
   std::unordered_map<RequestId, Parked> parked_;
   SchedulerCounters counters_;
+  std::vector<int32_t> keyed_scratch_;  // cache_ids of a sequence with images
 };
 
 }  // namespace sluice::engine

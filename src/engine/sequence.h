@@ -65,6 +65,9 @@ struct Sequence {
   bool admitted_once = false;
   int32_t n_logits_sent = 0;  // all_logits: positions whose rows were reported
   SeqBlocks blocks;
+  // Soft tokens (images): the prompt as the prefix cache hashes it (media_keys.h). Empty
+  // without soft tokens: the ids themselves.
+  std::vector<int32_t> keyed_prompt;
   Sampler sampler;                          // private seeded stream: same seed, same tokens
   std::unique_ptr<ProposerState> proposer;  // null: the proposer keeps nothing per sequence
   Proposal proposal;

@@ -13,6 +13,8 @@ BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens) {
   return XXH3_64bits_withSeed(tokens.data(), tokens.size_bytes(), parent);
 }
 
+uint64_t hash_bytes(uint64_t seed, const void* data, size_t n) { return XXH3_64bits_withSeed(data, n, seed); }
+
 bool SeqBlocks::empty() const {
   for (const auto& t : tables)
     if (!t.empty()) return false;
@@ -172,8 +174,11 @@ void BlockManager::publish_full_blocks(SeqBlocks& s, std::span<const int32_t> to
       if (!cached_[g].emplace(h, b).second) continue;
       block_hash_[g][b] = h;
       has_hash_[g][b] = 1;
-      if (events_ && g == index_group()) {
-        const auto block = tokens.subspan(static_cast<size_t>(k) * bt, bt);
+      const auto block = tokens.subspan(static_cast<size_t>(k) * bt, bt);
+      // A block keyed by media (negative ids, engine/media_keys.h) is not announced: a router
+      // hashes the request's placeholder ids and could never match it.
+      const bool media = std::any_of(block.begin(), block.end(), [](int32_t t) { return t < 0; });
+      if (events_ && g == index_group() && !media) {
         events_->push({KvEvent::Kind::kStored, h, k > 0, parent, std::vector<int32_t>(block.begin(), block.end())});
       }
     }

@@ -36,6 +36,9 @@ using BlockHash = uint64_t;
 // (kRootHash for the first block).
 inline constexpr BlockHash kRootHash = 0x5157'ca11'0b10'c4a5ull;
 BlockHash hash_block(BlockHash parent, std::span<const int32_t> tokens);
+// Hash of `n` bytes after `seed`: media content (an image's encoder rows) for the block keys of
+// the positions it fills (engine/media_keys.h).
+uint64_t hash_bytes(uint64_t seed, const void* data, size_t n);
 
 // One sequence's blocks. Owned by the engine's sequence state, managed by BlockManager.
 struct SeqBlocks {

@@ -9,7 +9,8 @@
 namespace sluice::server {
 
 Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt,
-                       const GenerationParams& p, bool split_reasoning, const ToolGeneration& tools) {
+                       const GenerationParams& p, bool split_reasoning, const ToolGeneration& tools,
+                       std::shared_ptr<const api::SoftTokens> soft) {
   single_call_ = tools.single_call;
   t_submit_ = std::chrono::steady_clock::now();
   n_prompt_ = static_cast<int32_t>(prompt.size());
@@ -23,6 +24,7 @@ Generation::Generation(api::Engine& engine, const ModelContext& m, std::vector<i
 
   api::EngineRequest base;
   base.prompt = std::move(prompt);
+  base.soft = std::move(soft);
   base.sampling = p.sampling;
   base.max_tokens = max_tokens;
   base.min_tokens = p.min_tokens;

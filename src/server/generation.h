@@ -58,8 +58,10 @@ class Generation {
   // Queues all n choices at once or none. Throws ApiError: 400 (prompt too long for the
   // context or the KV memory, bad sampling values, n above what the server can ever hold),
   // 429 (no room in the waiting queue for all n now), 503 (shutting down).
+  // `soft`: the prompt's image rows (server/content_parts.h), or null.
   Generation(api::Engine& engine, const ModelContext& m, std::vector<int32_t> prompt, const GenerationParams& p,
-             bool split_reasoning, const ToolGeneration& tools = {});
+             bool split_reasoning, const ToolGeneration& tools = {},
+             std::shared_ptr<const api::SoftTokens> soft = nullptr);
   ~Generation();
 
   // Waits up to `timeout` for outputs of any choice; returns the events they made.

@@ -24,6 +24,8 @@ class GgufFile;
 
 namespace sluice::server {
 
+struct ImageInput;
+
 // general.sampling.* of the file, each only if present.
 struct SamplingDefaults {
   std::optional<float> temperature, top_p, min_p, repeat_penalty;
@@ -62,6 +64,11 @@ class ModelContext {
   // The template reads tool results from the assistant message's `tool_responses`.
   bool template_reads_tool_responses() const { return template_tool_responses_; }
 
+  // The image input (sluice serve --mmproj, server/content_parts.h); null: text only. Set once
+  // before the server starts.
+  const ImageInput* images() const { return images_.get(); }
+  void set_images(std::shared_ptr<const ImageInput> in) { images_ = std::move(in); }
+
   // The chat prompt (file's template, else the built-in one). Throws sluice::Error when the
   // template rejects the conversation (e.g. roles that do not alternate).
   std::string render_chat(const nlohmann::json& messages, const nlohmann::json& template_kwargs) const;
@@ -89,6 +96,7 @@ class ModelContext {
   int64_t created_;
   size_t max_token_bytes_ = 1;
   bool file_template_ = false, template_tools_ = false, template_tool_responses_ = false;
+  std::shared_ptr<const ImageInput> images_;
   mutable std::once_flag grammars_once_;
   mutable std::unique_ptr<grammar::GrammarCache> grammars_;
 };

@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <limits>
@@ -218,27 +219,42 @@ GenerationParams parse_generation(const ojson& j, const ModelContext& m) {
   return g;
 }
 
-// A message's text: a string, or the concatenated text parts.
-std::string message_text(const ojson& msg, const std::string& role) {
+// A message's content: a string (the text, or its concatenated text parts), or, for a user
+// message with image parts, [{type: "text", text} | {type: "image"}] with the images' parts
+// appended to `images`. `where` is the message's place ("messages[3]").
+json message_content(const ojson& msg, const std::string& role, const std::string& where, const ModelContext& m,
+                     std::vector<ImagePart>& images) {
   static const ojson kNone;
   const ojson& c = msg.contains("content") ? msg.at("content") : kNone;
-  std::string text;
-  if (c.is_string()) {
-    text = c.get_ref<const std::string&>();
-  } else if (c.is_array()) {
-    for (const ojson& part : c) {
-      if (!part.is_object() || !part.contains("type") || !part.at("type").is_string())
-        bad_param("messages", "content parts need a string 'type'");
-      if (part.at("type") != "text")
-        bad_param("messages",
-                  "content part type '" + part.at("type").get<std::string>() + "' is not supported (text only)");
-      if (!part.contains("text") || !part.at("text").is_string())
-        bad_param("messages", "a text part needs a string 'text'");
-      text += part.at("text").get<std::string>();
-    }
-  } else if (!(c.is_null() && role == "assistant")) {
-    bad_param("messages", "content must be a string or an array of text parts");
+  if (c.is_string()) return c.get_ref<const std::string&>();
+  if (!c.is_array()) {
+    if (!(c.is_null() && role == "assistant"))
+      bad_param("messages", "content must be a string or an array of text and image_url parts");
+    return "";
   }
+  std::string text;
+  json parts = json::array();
+  for (size_t k = 0; k < c.size(); ++k) {
+    const ojson& part = c[k];
+    if (!part.is_object() || !part.contains("type") || !part.at("type").is_string())
+      bad_param("messages", "content parts need a string 'type'");
+    const std::string& type = part.at("type").get_ref<const std::string&>();
+    const std::string at = where + ".content[" + std::to_string(k) + "]";
+    if (type == "image_url") {
+      if (role != "user") bad_param("messages", at + ": image parts are only allowed in user messages");
+      images.push_back(parse_image_part(part, at, m.images()));
+      parts.push_back({{"type", "image"}});
+      continue;
+    }
+    if (type != "text")
+      bad_param("messages", at + ": content part type '" + type + "' is not supported (text and image_url are)");
+    if (!part.contains("text") || !part.at("text").is_string())
+      bad_param("messages", "a text part needs a string 'text'");
+    text += part.at("text").get<std::string>();
+    parts.push_back({{"type", "text"}, {"text", part.at("text")}});
+  }
+  const bool has_image = std::any_of(parts.begin(), parts.end(), [](const json& p) { return p.at("type") == "image"; });
+  if (has_image) return parts;
   return text;
 }
 
@@ -289,7 +305,7 @@ json parse_assistant_calls(const ojson& calls, std::map<std::string, std::string
   return out;
 }
 
-json normalize_messages(const ojson& in) {
+json normalize_messages(const ojson& in, const ModelContext& mctx, std::vector<ImagePart>& images) {
   if (!in.is_array() || in.empty()) bad_param("messages", "must be a non-empty array");
   json out = json::array();
   std::map<std::string, std::string> call_names;  // tool_call id -> function name
@@ -302,10 +318,11 @@ json normalize_messages(const ojson& in) {
     if (role == "function") bad_param("messages", "role 'function' is the legacy form; use role 'tool'");
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       bad_param("messages", "unknown role '" + role + "' (system, developer, user, assistant, tool)");
-    json m = {{"role", role}, {"content", message_text(msg, role)}};
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    json m = {{"role", role}, {"content", message_content(msg, role, where, mctx, images)}};
     if (present(msg, "tool_calls")) {
       if (role != "assistant") bad_param("messages", "only assistant messages may carry tool_calls");
-      m["tool_calls"] = parse_assistant_calls(msg.at("tool_calls"), call_names, "messages[" + std::to_string(i) + "]");
+      m["tool_calls"] = parse_assistant_calls(msg.at("tool_calls"), call_names, where);
     }
     if (role == "tool") {
       std::string id, name;
@@ -452,7 +469,7 @@ ChatRequest parse_chat_request(ojson&& j, const ModelContext& m) {
     r.gen.top_logprobs = bounded_int(j, "top_logprobs", 0, kMaxTopLogprobs, 0);
   else if (present(j, "top_logprobs")) bad_param("top_logprobs", "needs logprobs: true");
   if (!present(j, "messages")) bad_param("messages", "must be a non-empty array");
-  r.messages = normalize_messages(j.at("messages"));
+  r.messages = normalize_messages(j.at("messages"), m, r.images);
   r.tools = parse_tools(j);
   r.template_kwargs = json::object();
   if (present(j, "chat_template_kwargs")) {

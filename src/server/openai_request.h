@@ -12,6 +12,7 @@
 
 #include "base/json_read.h"
 #include "chat/tools.h"
+#include "server/content_parts.h"
 #include "server/model_context.h"
 
 namespace sluice::grammar {
@@ -55,10 +56,13 @@ using chat::ToolsParams;
 using chat::ToolSpec;
 
 struct ChatRequest {
-  // normalized: [{role, content: string}], developer -> system; assistant messages may carry
+  // normalized: [{role, content: string}], developer -> system; a user message with images has
+  // content [{type: "text", text} | {type: "image"}] (as the chat templates read it), its
+  // images in `images`, in order; assistant messages may carry
   // tool_calls [{id, type, function: {name, arguments: object}}]; tool messages
   // {role: "tool", tool_call_id, name, content: string}.
   nlohmann::json messages;
+  std::vector<ImagePart> images;  // every image part, in the order the messages give them
   ToolsParams tools;
   nlohmann::json template_kwargs;  // chat_template_kwargs, enable_thinking defaulted to false
   bool enable_thinking = false;

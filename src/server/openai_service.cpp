@@ -9,6 +9,7 @@
 #include "chat/tool_prompt.h"
 #include "grammar/compiled.h"
 #include "server/api_error.h"
+#include "server/content_parts.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
@@ -304,6 +305,10 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
     check_prompt_bytes(prompt_text.size(), model_);
     // The template writes <bos> itself: tokenize without adding specials, parsing them.
     std::vector<int32_t> prompt = model_.tokenizer().encode(prompt_text, false, true);
+    // Images: decoded and encoded here, on this HTTP worker, not in the engine's step.
+    ImagePrompt images;
+    if (!req.images.empty()) images = expand_images(std::move(prompt), req.images, *model_.images(), engine_);
+    else images.ids = std::move(prompt);
     const chat::ChatFormat& format = model_.format();
     // Thinking on: the model reasons freely; the constraint starts once it closes the channel.
     if (req.gen.grammar && format.reasons() && req.enable_thinking && format.channel_close >= 0)
@@ -326,7 +331,8 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
           "invalid_request_error", "tool_choice");
     warm(req.gen.grammar);
     warm(tools.constraint.grammar);
-    auto gen = std::make_shared<Generation>(engine_, model_, std::move(prompt), req.gen, format.reasons(), tools);
+    auto gen = std::make_shared<Generation>(engine_, model_, std::move(images.ids), req.gen, format.reasons(), tools,
+                                            images.soft);
     return respond(std::move(gen), req.gen, kChatShape);
   });
 }
@@ -349,6 +355,9 @@ Reply OpenAiService::render_completions(const std::string& body) {
 Reply OpenAiService::render_chat(const std::string& body) {
   return guarded("/v1/chat/completions/render", [&]() -> Reply {
     ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
+    if (!req.images.empty())
+      throw ApiError(400, "messages: image parts are not rendered by this endpoint (their token count needs the image)",
+                     "invalid_request_error", "messages");
     const std::string prompt_text = render_prompt(req);
     check_prompt_bytes(prompt_text.size(), model_);  // as run_chat: refused before tokenizing
     // As run_chat tokenizes: the template writes <bos> itself.
@@ -424,9 +433,18 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
   return r;
 }
 
+namespace {
+// What the model reads: ["text"], or ["text", "image"] with a vision projector (--mmproj).
+json modalities(const ModelContext& m) { return m.images() ? json::array({"text", "image"}) : json::array({"text"}); }
+}  // namespace
+
 Reply OpenAiService::models() const {
   if (!lifecycle_.ready()) return not_ready("/v1/models");
-  json m = {{"id", model_.alias()}, {"object", "model"}, {"created", model_.created()}, {"owned_by", "sluice"}};
+  json m = {{"id", model_.alias()},
+            {"object", "model"},
+            {"created", model_.created()},
+            {"owned_by", "sluice"},
+            {"modalities", modalities(model_)}};
   return json_reply({{"object", "list"}, {"data", json::array({m})}});
 }
 
@@ -435,8 +453,11 @@ Reply OpenAiService::model(const std::string& id) const {
   if (id != model_.alias())
     return api_error_reply(
         ApiError(404, "The model '" + id + "' does not exist", "invalid_request_error", "model", "model_not_found"));
-  return json_reply(
-      {{"id", model_.alias()}, {"object", "model"}, {"created", model_.created()}, {"owned_by", "sluice"}});
+  return json_reply({{"id", model_.alias()},
+                     {"object", "model"},
+                     {"created", model_.created()},
+                     {"owned_by", "sluice"},
+                     {"modalities", modalities(model_)}});
 }
 
 Reply OpenAiService::tokenize(const std::string& body) const {

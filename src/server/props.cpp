@@ -1,6 +1,7 @@
 #include "server/props.h"
 
 #include "server/api_error.h"
+#include "server/content_parts.h"
 
 namespace sluice::server {
 
@@ -16,12 +17,16 @@ Reply props_reply(const ModelContext& model) {
   json tmpl = {{"in_file", model.has_file_template()},
                {"reasoning", model.format().reasons()},
                {"tools", model.template_mentions_tools()}};
+  // llama-server's shape ("modalities": {"vision": bool}); the image budget sluice uses.
+  json modalities = {{"vision", model.images() != nullptr}, {"audio", false}};
+  if (model.images()) modalities["image_tokens"] = model.images()->default_tokens;
   Reply r;
   r.body = dump_json({{"model", model.alias()},
                       {"n_ctx", model.ctx_size()},
                       {"max_tokens_cap", model.max_tokens_cap()},
                       {"default_generation_settings", gen},
-                      {"chat_template", tmpl}});
+                      {"chat_template", tmpl},
+                      {"modalities", modalities}});
   return r;
 }
 

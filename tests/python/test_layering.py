@@ -8,7 +8,9 @@ from module_graph import ROOT, cmake_modules, includes, sources
 
 # What api/ hands the server from engine/ (`using engine::X;` in src/api/*.h): requests and
 # their outputs. Adding a name here widens the server's view of the engine; say why in review.
-API_EXPORTS = {"EngineRequest", "FinishReason", "GrammarConstraint", "RequestId", "TokenLogprob", "TokenOutput"}
+# SoftTokens: a request's image rows (server/content_parts.cpp fills them, EngineRequest::soft).
+API_EXPORTS = {"EngineRequest", "FinishReason", "GrammarConstraint", "RequestId", "SoftTokens", "TokenLogprob",
+               "TokenOutput"}
 # A name of a module the server must not see, written in a server source: `engine::X`,
 # `models::X`, or a using-directive that would make them unqualified.
 HIDDEN_NAME = re.compile(r"\b(?:engine|models)::\w+|\busing\s+namespace\s+(?:sluice::)?(?:engine|models)\b")

@@ -7,6 +7,7 @@ the page, its headers and its CSP are the embedded ones.
 
 Every test ends by checking the browser console for errors. Screenshots (desktop and phone
 widths) go to $SLUICE_UI_ARTIFACTS (default: <build>/ui-artifacts)."""
+import base64
 import gzip
 import http.server
 import json
@@ -24,6 +25,7 @@ from conftest import BUILD, ROOT
 from server_util import Server
 
 TINY = ROOT / "tests/data/golden/tiny-gemma4.q8_0.gguf"
+PNG = ROOT / "tests/data/golden/vision/decode/png_rgb.png"
 ARTIFACTS = pathlib.Path(__import__("os").environ.get("SLUICE_UI_ARTIFACTS", BUILD / "ui-artifacts"))
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 WAIT = 20   # seconds any one page condition may take
@@ -497,3 +499,37 @@ def test_busy_and_context_full_are_explained(page, scripted):
     assert "busy" in d.find_element(By.CSS_SELECTOR, ".msg.error").text
     send(d, "two")
     wait(d, lambda: "no longer fits" in d.find_element(By.CSS_SELECTOR, ".msg.error").text, "the context message")
+
+
+PASTE = """
+const bytes = Uint8Array.from(atob(arguments[0]), c => c.charCodeAt(0));
+const dt = new DataTransfer();
+dt.items.add(new File([bytes], 'pasted.png', {type: 'image/png'}));
+document.getElementById('input').dispatchEvent(
+  new ClipboardEvent('paste', {clipboardData: dt, bubbles: true, cancelable: true}));
+"""
+
+
+def test_an_attached_or_pasted_image_is_shown_and_sent_as_a_content_part(page, scripted):
+    d = page
+    open_page(d, scripted.url)
+    assert not d.find_element(By.ID, "attach-label").is_displayed(), "a text-only model offers no image button"
+    scripted.props["modalities"] = {"vision": True, "audio": False, "image_tokens": 280}
+    open_page(d, scripted.url)
+    assert d.find_element(By.ID, "attach-label").is_displayed()
+    d.find_element(By.ID, "attach").send_keys(str(PNG))
+    wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#attachments img")) == 1, "the picked image's thumbnail")
+    png64 = base64.b64encode(PNG.read_bytes()).decode()
+    d.execute_script(PASTE, png64)
+    wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#attachments img")) == 2, "the pasted image's thumbnail")
+    scripted.replies.put(chunks("Two striped pictures."))
+    send(d, "What are these?")
+    wait(d, lambda: assistant_texts(d) == ["Two striped pictures."], "the reply streamed")
+    wait_idle(d)
+    content = scripted.requests[-1]["messages"][-1]["content"]
+    assert [p["type"] for p in content] == ["image_url", "image_url", "text"]
+    assert all(p["image_url"]["url"] == "data:image/png;base64," + png64 for p in content[:2])
+    assert content[2]["text"] == "What are these?"
+    assert len(d.find_elements(By.CSS_SELECTOR, ".msg.user .images img")) == 2, "the images show in the conversation"
+    assert not d.find_element(By.ID, "attachments").is_displayed(), "sent images leave the composer"
+    shot(d, "chat-image.png", 1280, 860)

@@ -9,11 +9,20 @@ import * as view from './view.js';
 
 const $ = id => document.getElementById(id);
 
+// A message's content: its text, or with images OpenAI content parts (images first, as Gemma
+// reads them best; the server puts each where the chat template says).
+function messageContent(n) {
+  if (!n.images || !n.images.length) return n.content;
+  const parts = n.images.map(url => ({type: 'image_url', image_url: {url}}));
+  if (n.content) parts.push({type: 'text', text: n.content});
+  return parts;
+}
+
 function chatRequest(parent) {
   const messages = [];
   if (state.settings.system) messages.push({role: 'system', content: state.settings.system});
   for (const n of store.path({nodes: state.conv.nodes, leaf: parent.id})) {
-    const m = {role: n.role, content: n.content};
+    const m = {role: n.role, content: messageContent(n)};
     if (n.tool_calls) m.tool_calls = n.tool_calls;
     messages.push(m);
   }
@@ -156,11 +165,15 @@ export function askKey(then) {
   d.showModal();
 }
 
-// The user's text: a new user message on the branch, then its reply.
+// The user's text (and the attached images): a new user message on the branch, then its reply.
 export function send(text) {
-  if (state.running || !text.trim()) return;
+  const images = state.textMode ? [] : state.pending;
+  if (state.running || (!text.trim() && !images.length)) return;
   const leaf = state.conv.leaf;
   const m = store.addNode(state.conv, leaf, 'user', text);
+  if (images.length) m.images = images;
+  state.pending = [];
+  view.renderPending();
   view.renderAll();
   generate(m);
 }

@@ -34,6 +34,7 @@ function applyProps(p) {
   banner.hidden = !base;
   banner.textContent = base ? `${p.model} has no chat template: it is a base (pre-trained) model that continues ` +
     'text rather than answering turns, so the page opened in text-completion mode. Untick "text mode" to chat anyway.' : '';
+  $('attach-label').hidden = !(p.modalities && p.modalities.vision);
   const saved = localStorage.getItem('sluice.mode.' + p.model);
   setMode(saved ? saved === 'text' : base, false);
 }
@@ -86,11 +87,35 @@ async function importFile(file) {
   }
 }
 
+// Image files (picked or pasted) read as data: URLs into the message being written. Only when
+// the model takes images (/props modalities.vision).
+async function attach(files) {
+  if (!state.props || !state.props.modalities || !state.props.modalities.vision) return;
+  for (const f of files) {
+    if (!/^image\/(png|jpeg|webp|gif)$/.test(f.type)) continue;
+    state.pending.push(await new Promise((resolve, reject) => {
+      const r = new FileReader();
+      r.onload = () => resolve(r.result);
+      r.onerror = () => reject(r.error);
+      r.readAsDataURL(f);
+    }));
+  }
+  view.renderPending();
+}
+
 function wire() {
+  $('attach').addEventListener('change', e => { attach([...e.target.files]); e.target.value = ''; });
+  $('input').addEventListener('paste', e => {
+    const files = [...(e.clipboardData ? e.clipboardData.files : [])].filter(f => f.type.startsWith('image/'));
+    if (files.length) {
+      e.preventDefault();
+      attach(files);
+    }
+  });
   $('composer').addEventListener('submit', e => {
     e.preventDefault();
     const text = $('input').value;
-    if (!text.trim() || state.running) return;
+    if ((!text.trim() && !state.pending.length) || state.running) return;
     $('input').value = '';
     chat.send(text);
   });

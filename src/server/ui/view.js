@@ -165,6 +165,7 @@ function messageElement(n) {
   el.className = 'msg ' + n.role;
   el.dataset.id = n.id;
   if (n.reasoning) el.append(reasoningBlock(n.reasoning, false));
+  if (n.images && n.images.length) el.append(imageStrip(n.images));
   const body = document.createElement('div');
   body.className = 'content';
   if (n.role === 'assistant' && !state.textMode) fillMarkdown(body, n.content);
@@ -173,6 +174,34 @@ function messageElement(n) {
   if (n.tool_calls && n.tool_calls.length) el.append(toolCallsBlock(n.tool_calls));
   el.append(messageFooter(n));
   return el;
+}
+
+// Thumbnails of a message's images (data: URLs, which the page's CSP allows as img-src);
+// `remove(i)`, when given, adds a button that drops image i.
+function imageStrip(urls, remove) {
+  const box = document.createElement('div');
+  box.className = 'images';
+  urls.forEach((url, i) => {
+    const fig = document.createElement('span');
+    fig.className = 'thumb';
+    const img = document.createElement('img');
+    img.src = url;
+    img.alt = 'attached image ' + (i + 1);
+    fig.append(img);
+    if (remove) fig.append(iconButton('✕', 'Remove image ' + (i + 1), () => remove(i)));
+    box.append(fig);
+  });
+  return box;
+}
+
+// The images attached to the message being written.
+function renderPending() {
+  const box = $('attachments');
+  box.hidden = !state.pending.length;
+  box.replaceChildren(imageStrip(state.pending, i => {
+    state.pending.splice(i, 1);
+    renderPending();
+  }));
 }
 
 function reasoningBlock(text, open) {
@@ -263,6 +292,7 @@ function editMessage(n) {
   save.textContent = 'Send edit';
   save.addEventListener('click', () => {
     const m = store.addNode(state.conv, n.parent, 'user', ta.value);
+    if (n.images) m.images = n.images;   // an edit keeps the message's images
     renderAll();
     generate(m);
   });
@@ -283,5 +313,5 @@ function updateMeter() {
   $('ctx-text').textContent = n_ctx ? `${used}/${n_ctx}` : '';
 }
 
-export {renderAll, messageElement, reasoningBlock, toolCallsBlock, statsText, updateMeter, persist,
+export {renderAll, renderPending, messageElement, reasoningBlock, toolCallsBlock, statsText, updateMeter, persist,
   refreshList, newConversation, openConversation, loadSettings, showSettings, saveSettings, samplingParams};

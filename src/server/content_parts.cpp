@@ -1,0 +1,170 @@
+#include "server/content_parts.h"
+
+#include <array>
+#include <span>
+#include <utility>
+
+#include "base/error.h"
+#include "server/api_error.h"
+
+namespace sluice::server {
+
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+[[noreturn]] void bad_part(const std::string& where, const std::string& message) {
+  throw ApiError(400, where + ": " + message, "invalid_request_error", "messages");
+}
+
+// RFC 4648 base64 (standard alphabet); the '=' padding may be left off. nullopt-free: a bad
+// character or length is a 400 naming its offset.
+std::string decode_base64(std::string_view s, const std::string& where) {
+  static const std::array<int8_t, 256> kValue = [] {
+    std::array<int8_t, 256> v{};
+    v.fill(-1);
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i) v[static_cast<uint8_t>(alphabet[i])] = static_cast<int8_t>(i);
+    return v;
+  }();
+  size_t n = s.size();
+  while (n > 0 && s[n - 1] == '=' && s.size() - n < 2) --n;
+  if (n % 4 == 1) bad_part(where, "the image's base64 data has a bad length (" + std::to_string(s.size()) + ")");
+  std::string out;
+  out.reserve(n / 4 * 3 + 2);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const int8_t v = kValue[static_cast<uint8_t>(s[i])];
+    if (v < 0) bad_part(where, "the image's base64 data has an invalid character at offset " + std::to_string(i));
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
+}
+
+// "data:image/png;base64,...." → the bytes.
+std::string data_url_bytes(const std::string& url, const std::string& where) {
+  if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
+    bad_part(where,
+             "remote image URLs are not fetched (this server has no --allow-image-urls yet): send the image inline as "
+             "a data: URL (data:image/png;base64,...)");
+  if (url.rfind("data:", 0) != 0) bad_part(where, "image_url.url must be a data: URL (data:image/png;base64,...)");
+  const size_t comma = url.find(',');
+  if (comma == std::string::npos) bad_part(where, "the data: URL has no ',' before its data");
+  const std::string_view meta(url.data() + 5, comma - 5);
+  constexpr std::string_view kB64 = ";base64";
+  if (meta.size() < kB64.size() || meta.substr(meta.size() - kB64.size()) != kB64)
+    bad_part(where, "the data: URL must be base64-encoded (data:image/...;base64,...)");
+  const std::string_view mime = meta.substr(0, meta.size() - kB64.size());
+  if (!mime.empty() && mime.rfind("image/", 0) != 0)
+    bad_part(where, "the data: URL's media type '" + std::string(mime) + "' is not an image type");
+  std::string bytes = decode_base64(std::string_view(url).substr(comma + 1), where);
+  if (bytes.empty()) bad_part(where, "the image's data is empty");
+  return bytes;
+}
+
+}  // namespace
+
+int detail_tokens(const std::string& detail, const ImageInput& in) {
+  if (detail == "low") return 70;
+  if (detail == "high") return 1120;
+  return in.default_tokens;  // "auto"
+}
+
+ImagePart parse_image_part(const ojson& part, const std::string& where, const ImageInput* in) {
+  if (in == nullptr)
+    bad_part(where,
+             "images are not supported by this model: the server was started without a vision projector "
+             "(--mmproj FILE)");
+  if (!part.contains("image_url")) bad_part(where, "an image_url part needs an 'image_url' object");
+  const ojson& iu = part.at("image_url");
+  // {"image_url": "data:..."} as some clients send it, or {"image_url": {"url": ...}}.
+  const ojson* url = iu.is_string() ? &iu : nullptr;
+  std::string detail = "auto";
+  if (iu.is_object()) {
+    if (iu.contains("url")) url = &iu.at("url");
+    if (iu.contains("detail") && !iu.at("detail").is_null()) {
+      if (!iu.at("detail").is_string()) bad_part(where, "image_url.detail must be \"low\", \"high\" or \"auto\"");
+      detail = iu.at("detail").get<std::string>();
+      if (detail != "low" && detail != "high" && detail != "auto")
+        bad_part(where, "image_url.detail must be \"low\", \"high\" or \"auto\"");
+    }
+  }
+  if (url == nullptr || !url->is_string()) bad_part(where, "image_url.url must be a string (a data: URL)");
+  ImagePart p;
+  p.where = where;
+  p.bytes = data_url_bytes(url->get_ref<const std::string&>(), where);
+  p.tokens = detail_tokens(detail, *in);
+  return p;
+}
+
+namespace {
+
+media::PreprocessedImage preprocess_part(const ImagePart& part, const ImageInput& in) {
+  try {
+    const auto* data = reinterpret_cast<const uint8_t*>(part.bytes.data());
+    const media::RgbImage img = media::decode_image({data, part.bytes.size()}, "image", in.limits);
+    return media::preprocess_image(img, part.tokens);
+  } catch (const Error& e) {
+    bad_part(part.where, e.what());
+  }
+}
+
+}  // namespace
+
+ImagePrompt expand_images(std::vector<int32_t> ids, const std::vector<ImagePart>& parts, const ImageInput& in,
+                          const api::Engine& engine) {
+  ImagePrompt out;
+  if (parts.empty()) {
+    out.ids = std::move(ids);
+    return out;
+  }
+  if (chat::count_placeholders(ids, in.markers) != parts.size())
+    throw ApiError(400,
+                   "messages: the rendered prompt has " + std::to_string(chat::count_placeholders(ids, in.markers)) +
+                       " image placeholders for " + std::to_string(parts.size()) +
+                       " images (a text part that spells out the placeholder, or a chat template that drops images)",
+                   "invalid_request_error", "messages");
+  // Every image decoded and sized first: a prompt the context cannot hold is refused before
+  // any encoder work, and the running total stops a flood of images early.
+  std::vector<media::PreprocessedImage> pre;
+  std::vector<int32_t> counts;
+  for (const ImagePart& part : parts) {
+    pre.push_back(preprocess_part(part, in));
+    counts.push_back(pre.back().n_soft_tokens());
+    out.image_tokens += counts.back();
+    const int64_t n = chat::expanded_length(ids.size(), counts);
+    const auto why = engine.check_admissible(static_cast<int32_t>(std::min<int64_t>(n, INT32_MAX)));
+    if (why)
+      throw ApiError(400,
+                     *why + " (with " + part.where + " the images take " + std::to_string(out.image_tokens) +
+                         " tokens; \"detail\": \"low\" takes 70 per image)",
+                     "invalid_request_error", "messages", "context_length_exceeded");
+  }
+  auto soft = std::make_shared<api::SoftTokens>();
+  soft->width = in.text_width;
+  soft->blocks = in.blocks;
+  soft->rows.resize(static_cast<size_t>(out.image_tokens) * static_cast<size_t>(in.text_width));
+  size_t at = 0;
+  for (size_t i = 0; i < pre.size(); ++i) {
+    try {
+      in.encode(pre[i], soft->rows.data() + at);
+    } catch (const Error& e) {  // a grid the tower cannot take
+      bad_part(parts[i].where, e.what());
+    }
+    at += static_cast<size_t>(pre[i].n_soft_tokens()) * static_cast<size_t>(in.text_width);
+  }
+  chat::ExpandedPrompt e = chat::expand_placeholders(ids, in.markers, counts);
+  soft->at.reserve(e.soft_row.size());
+  for (int64_t r : e.soft_row) soft->at.push_back(r < 0 ? nullptr : soft->rows.data() + r * in.text_width);
+  out.ids = std::move(e.ids);
+  out.soft = std::move(soft);
+  return out;
+}
+
+}  // namespace sluice::server

@@ -1,0 +1,289 @@
+"""Images through the API: `sluice serve --mmproj FILE` takes OpenAI `image_url` content parts
+(docs/images.md), on the tiny Gemma 4 with the tiny E-variant vision tower. The tiny
+vocabulary has no image markers, so the tests serve a copy with three unused tokens renamed
+to them (same weights).
+
+- An image request's greedy tokens equal `sluice run --chat --mmproj --image` on the same
+  prompt and image; the image changes the logprobs, the same image gives the same ones.
+- Every bad input is a 400 naming the part; a model without --mmproj says so; a mismatched
+  mmproj stops `serve` at start-up with a clear error."""
+import base64
+import json
+import re
+import struct
+import urllib.error
+import urllib.request
+import zlib
+
+import gguf
+import pytest
+from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+
+from conftest import ROOT, run
+from server_util import Server, assert_clean_exit
+
+GOLDEN = ROOT / "tests/data/golden"
+TINY4 = GOLDEN / "tiny-gemma4.f32.gguf"
+MMPROJ = GOLDEN / "tiny-vision-e.mmproj.f32.gguf"
+DECODE = GOLDEN / "vision/decode"
+PNG = DECODE / "png_rgb.png"
+JPEG = DECODE / "jpeg_420.jpg"
+MARKERS = {509: "<|image>", 510: "<|image|>", 511: "<image|>"}  # <unused73..75> in the tiny vocabulary
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    """tiny-gemma4 with the three image markers in its vocabulary (control tokens)."""
+    out = tmp_path_factory.mktemp("images") / "tiny-gemma4-markers.gguf"
+    r = gguf.GGUFReader(str(TINY4))
+    toks = r.fields["tokenizer.ggml.tokens"].contents()
+    types = r.fields["tokenizer.ggml.token_type"].contents()
+    for i, text in MARKERS.items():
+        toks[i], types[i] = text, int(gguf.TokenType.CONTROL)
+    w = gguf.GGUFWriter(str(out), r.fields["general.architecture"].contents(), endianess=r.endianess)
+    copy_with_new_metadata(r, w, {
+        "tokenizer.ggml.tokens": MetadataDetails(gguf.GGUFValueType.ARRAY, toks, sub_type=gguf.GGUFValueType.STRING),
+        "tokenizer.ggml.token_type": MetadataDetails(gguf.GGUFValueType.ARRAY, types,
+                                                     sub_type=gguf.GGUFValueType.INT32)}, [])
+    return out
+
+
+@pytest.fixture(scope="module")
+def server(sluice_bin, model):
+    s = Server(sluice_bin, model, "-c", 512, "--parallel", 2, "--mmproj", MMPROJ, "--no-tune")
+    yield s
+    assert_clean_exit(s)
+
+
+def post(server, path, body):
+    req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read().decode())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode())
+
+
+def data_url(path_or_bytes, mime="image/png"):
+    raw = path_or_bytes if isinstance(path_or_bytes, bytes) else path_or_bytes.read_bytes()
+    return f"data:{mime};base64," + base64.b64encode(raw).decode()
+
+
+def image_part(url, detail="low"):
+    return {"type": "image_url", "image_url": {"url": url, "detail": detail}}
+
+
+def chat(parts, **kw):
+    body = {"model": "tiny-gemma4", "messages": [{"role": "user", "content": parts}], "max_tokens": 6,
+            "temperature": 0}
+    body.update(kw)
+    return body
+
+
+def png_header_only(width, height):
+    """A PNG whose IHDR claims width×height (valid CRC), with one empty IDAT."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+
+
+def test_the_model_says_it_takes_images(server):
+    models = json.loads(server.get("/v1/models"))["data"][0]
+    assert models["modalities"] == ["text", "image"]
+    props = json.loads(server.get("/props"))
+    assert props["modalities"] == {"vision": True, "audio": False, "image_tokens": 280}
+
+
+def test_api_tokens_equal_sluice_run(server, sluice_bin, model):
+    """The same prompt and image through the API and through `sluice run --chat`: the same
+    prompt length and the same greedy tokens."""
+    status, r = post(server, "/v1/chat/completions",
+                     chat([{"type": "text", "text": "Look"}, image_part(data_url(PNG)),
+                           {"type": "text", "text": "what?"}], max_tokens=8))
+    assert status == 200, r
+    cli = run([sluice_bin, "run", "-m", model, "--mmproj", MMPROJ, "--image", PNG, "--image-tokens", "70", "--chat",
+               "-p", "Look\n\n<|image|>\n\nwhat?", "--temp", "0", "-n", "8", "--no-tune"], timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    n_prompt = int(re.search(r"\[prompt: (\d+) tokens", cli.stderr).group(1))
+    assert r["usage"]["prompt_tokens"] == n_prompt
+    assert r["choices"][0]["message"]["content"] == cli.stdout.rstrip("\n")
+    assert int(re.search(r"-> \d+x\d+, (\d+) tokens", cli.stderr).group(1)) <= 70
+
+
+def test_api_logprobs_equal_sluice_logits(server, sluice_bin, model, tmp_path):
+    """The first answer token's top logprobs through the API equal the log-softmax of the last
+    row of `sluice logits --mmproj --image` on the same prompt ids (the placeholder's id where
+    the template put the image)."""
+    import numpy as np
+    body = chat([{"type": "text", "text": "Look"}, image_part(data_url(JPEG, "image/jpeg")),
+                 {"type": "text", "text": "what?"}], max_tokens=1, logprobs=True, top_logprobs=5)
+    status, t = post(server, "/apply-template", body)
+    assert status == 200, t
+    status, ids = post(server, "/tokenize", {"content": t["prompt"], "add_special": False})
+    assert status == 200 and ids["tokens"].count(510) == 1, ids
+    out = tmp_path / "logits.f32"
+    cli = run([sluice_bin, "logits", "-m", model, "--mmproj", MMPROJ, "--image", JPEG, "--image-tokens", "70",
+               "--ids", ",".join(map(str, ids["tokens"])), "--out", out, "--kv-type", "f16", "--no-tune"], timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    last = np.fromfile(out, dtype=np.float32).reshape(-1, 512)[-1].astype(np.float64)
+    logp = last - np.log(np.exp(last - last.max()).sum()) - last.max()
+    status, r = post(server, "/v1/chat/completions", body)
+    assert status == 200, r
+    assert r["usage"]["prompt_tokens"] == np.fromfile(out, dtype=np.float32).size // 512
+    top = r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    want = np.argsort(-logp)[:5]
+    for got, w in zip(top, want):
+        assert abs(got["logprob"] - logp[w]) < 1e-4, (top, logp[want])
+
+
+def first_logprobs(server, url):
+    status, r = post(server, "/v1/chat/completions",
+                     chat([image_part(url), {"type": "text", "text": "Describe."}], max_tokens=1, logprobs=True,
+                          top_logprobs=5))
+    assert status == 200, r
+    return [(t["token"], round(t["logprob"], 5)) for t in r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]]
+
+
+def test_the_image_changes_the_answer(server):
+    a = first_logprobs(server, data_url(PNG))
+    assert first_logprobs(server, data_url(PNG)) == a
+    assert first_logprobs(server, data_url(JPEG, "image/jpeg")) != a
+
+
+def test_streaming_with_two_images(server):
+    body = chat([image_part(data_url(PNG)), image_part(data_url(JPEG, "image/jpeg")),
+                 {"type": "text", "text": "Compare."}], stream=True)
+    req = urllib.request.Request(server.url + "/v1/chat/completions", data=json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=120) as resp:
+        text = resp.read().decode()
+    assert text.rstrip().endswith("data: [DONE]")
+    assert '"finish_reason":"length"' in text.replace(" ", "")
+
+
+BAD = [
+    ("bad base64", image_part("data:image/png;base64,iVBOR*w0KGgo"), "invalid character at offset 5"),
+    ("base64 length", image_part("data:image/png;base64,iVBORw0KG"), "bad length"),
+    ("not a data URL", image_part("file:///etc/passwd"), "must be a data: URL"),
+    ("remote URL", image_part("https://example.com/cat.png"), "--allow-image-urls"),
+    ("not base64", image_part("data:image/png,abc"), "must be base64-encoded"),
+    ("not an image type", image_part("data:text/plain;base64,aGVsbG8="), "'text/plain' is not an image type"),
+    ("empty", image_part("data:image/png;base64,"), "data is empty"),
+    ("truncated", image_part(data_url(PNG.read_bytes()[:200])), "corrupt PNG"),
+    ("unsupported", image_part(data_url(b"BM" + bytes(60), "image/bmp")), "BMP images are not supported"),
+    ("unknown bytes", image_part(data_url(b"hello world, not an image")), "not a PNG, JPEG, WebP or GIF"),
+    ("zero width", image_part(data_url(png_header_only(0, 10))), "image"),
+    ("huge", image_part(data_url(png_header_only(100000, 100000))), "refused before decoding"),
+    ("bad detail", {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA==", "detail": "max"}},
+     "detail must be"),
+    ("no url", {"type": "image_url", "image_url": {"detail": "low"}}, "url must be a string"),
+    ("no image_url", {"type": "image_url"}, "needs an 'image_url' object"),
+]
+
+
+@pytest.mark.parametrize("name,part,why", BAD, ids=[b[0] for b in BAD])
+def test_bad_image_parts_are_400_naming_the_part(server, name, part, why):
+    status, r = post(server, "/v1/chat/completions", chat([{"type": "text", "text": "hi"}, part]))
+    assert status == 400, r
+    msg = r["error"]["message"]
+    assert msg.startswith("messages[0].content[1]: "), msg
+    assert why in msg, msg
+
+
+def test_too_many_image_tokens_for_the_context(server):
+    parts = [image_part(data_url(PNG), "high")]  # 1120 tokens at most; this one 1092 > -c 512
+    status, r = post(server, "/v1/chat/completions", chat(parts))
+    assert status == 400, r
+    assert r["error"]["code"] == "context_length_exceeded"
+    assert "messages[0].content[0]" in r["error"]["message"], r
+
+
+def test_images_only_in_user_messages_and_once_each(server):
+    body = {"model": "tiny-gemma4", "temperature": 0, "max_tokens": 2, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [image_part(data_url(PNG))]},
+        {"role": "user", "content": "and?"}]}
+    status, r = post(server, "/v1/chat/completions", body)
+    assert status == 400 and "messages[1].content[0]: image parts are only allowed in user messages" in \
+        r["error"]["message"], r
+    # A text part that spells out the placeholder: one placeholder too many for the images.
+    status, r = post(server, "/v1/chat/completions",
+                     chat([{"type": "text", "text": "<|image|>"}, image_part(data_url(PNG))]))
+    assert status == 400 and "2 image placeholders for 1 images" in r["error"]["message"], r
+
+
+def test_a_text_only_server_refuses_images(sluice_bin, model):
+    s = Server(sluice_bin, model, "-c", 256, "--no-tune")
+    try:
+        assert json.loads(s.get("/v1/models"))["data"][0]["modalities"] == ["text"]
+        assert json.loads(s.get("/props"))["modalities"]["vision"] is False
+        status, r = post(s, "/v1/chat/completions", chat([image_part(data_url(PNG))]))
+        assert status == 400 and "images are not supported by this model" in r["error"]["message"], r
+    finally:
+        assert_clean_exit(s)
+
+
+@pytest.mark.parametrize("text_model,mmproj,why", [
+    (GOLDEN / "tiny-gemma4-draft.f32.gguf", MMPROJ, "outputs width 64 but the model's embedding width is 32"),
+    (GOLDEN / "tiny-gemma3.f32.gguf", MMPROJ, "feeds Gemma 4 models"),
+    (TINY4, GOLDEN / "tiny-gemma3.f32.gguf", "not an mmproj file"),
+    (TINY4, MMPROJ, "has no '<|image|>' token"),
+])
+def test_a_mismatched_mmproj_stops_serve_at_start(sluice_bin, text_model, mmproj, why):
+    r = run([sluice_bin, "serve", "-m", text_model, "--mmproj", mmproj, "--port", "0", "--no-tune"], timeout=120)
+    assert r.returncode != 0 and why in r.stderr, r.stderr
+
+
+def solid_png(rgb, size=48, height=None):
+    """A size×size (or size×height) PNG of one colour (8-bit RGB, no filter)."""
+    height = height or size
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(height))
+    ihdr = struct.pack(">IIBBBBB", size, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+def test_prefix_cache_keys_images_by_content(sluice_bin, model):
+    """Two images of one size expand to the same placeholder ids. The prefix cache must reuse
+    a repeated image's K/V (cached tokens cover it, same answer) and never hand one image's
+    K/V to the other (its answer equals a fresh server's). Without the media key the third
+    request below takes the first's blocks and answers as if it saw the first image."""
+    red, blue = data_url(solid_png((200, 30, 30))), data_url(solid_png((20, 40, 220)))
+
+    def ask(server, url):
+        body = chat([{"type": "text", "text": "A long enough preamble so that whole blocks precede the image."},
+                     image_part(url), {"type": "text", "text": "Name the colour of this picture, please."}],
+                    max_tokens=1, logprobs=True, top_logprobs=5)
+        status, r = post(server, "/v1/chat/completions", body)
+        assert status == 200, r
+        lp = [(t["token"], round(t["logprob"], 4)) for t in r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]]
+        return lp, r["usage"]["prompt_tokens_details"]["cached_tokens"], r["usage"]["prompt_tokens"]
+
+    fresh = Server(sluice_bin, model, "-c", 512, "--mmproj", MMPROJ, "--no-tune", "--no-prefix-cache")
+    try:
+        want_blue = ask(fresh, blue)[0]
+    finally:
+        assert_clean_exit(fresh)
+    s = Server(sluice_bin, model, "-c", 512, "--mmproj", MMPROJ, "--no-tune")
+    try:
+        red1, cached, n = ask(s, red)
+        assert cached == 0
+        red2, cached, _ = ask(s, red)
+        assert red2 == red1 and cached >= n - 16, (cached, n)  # all but the last partial block
+        blue1, cached, _ = ask(s, blue)
+        assert blue1 == want_blue, "the blue image's answer used the red image's K/V"
+        assert blue1 != red1
+        assert 0 < cached < n - 16, cached  # the text before the image only
+    finally:
+        assert_clean_exit(s)
+
+
+def test_a_grid_the_tower_cannot_take_is_a_400(server):
+    """The tiny tower's position table has 64 places a side; a wide image at 280 tokens needs more."""
+    status, r = post(server, "/v1/chat/completions",
+                     chat([{"type": "text", "text": "hi"}, image_part(data_url(solid_png((9, 9, 9), 2000, 40)), "auto")]))
+    assert status == 400, r
+    assert r["error"]["message"].startswith("messages[0].content[1]: ") and "position table" in r["error"]["message"], r
