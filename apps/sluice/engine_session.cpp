@@ -166,7 +166,6 @@ engine::RequestId EngineSession::add_scoring(std::vector<int32_t> prompt,
   req.soft = std::move(soft);
   req.sampling.temperature = 0;
   req.all_logits = true;
-  req.soft = std::move(soft);
   core_->add(std::move(req));
   return id;
 }
