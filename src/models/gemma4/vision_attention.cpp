@@ -42,8 +42,10 @@ void vision_attention_ref(const VisionAttnArgs& a, ThreadPool& pool) {
 
 namespace {
 
-constexpr int kRows = 6;   // queries per block
-constexpr int kCols = 16;  // key columns (q·kᵀ) or value columns (p·v) per register tile
+constexpr int kRows = 6;        // queries per block
+constexpr int64_t kPanel = 8;   // AVX2: blocks sharing each chunk of kᵀ and tile of v
+constexpr int64_t kKeys = 256;  // AVX2: keys per chunk of kᵀ (64 KiB at head_dim 64)
+constexpr int kCols = 16;       // key columns (q·kᵀ) or value columns (p·v) per register tile
 
 // kernels::exp_ref's sequence (Cody–Waite reduction, Cephes' degree-7 polynomial), written so
 // the loop over a row vectorises.
@@ -269,14 +271,50 @@ SLUICE_AVX2 void block_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h
   weighted_avx2<R>(srow, pk.vp + h * hd * n, n, hd, o);
 }
 
+// nb full blocks of kRows queries from i0 of head h (a panel): scores a chunk of kKeys keys
+// at a time for all its blocks (the chunk of kᵀ stays in L2 meanwhile), the softmax of every
+// row, then p·v one 16-column tile of v at a time for all its blocks. `s` holds nb·kRows rows.
+SLUICE_AVX2 void panel_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0, int64_t nb, float* s) {
+  const int64_t n = a.n, hd = a.head_dim, w = a.heads * hd, n16 = pk.n16;
+  const float* kp = pk.kp + h * hd * n16;
+  const float* vp = pk.vp + h * hd * n;
+  const float* q[kRows];
+  float* srow[kRows];
+  float* o[kRows];
+  for (int64_t j0 = 0; j0 < n16; j0 += kKeys) {
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int r = 0; r < kRows; ++r) {
+        q[r] = a.q + (i0 + b * kRows + r) * w + h * hd;
+        srow[r] = s + (b * kRows + r) * n16 + j0;
+      }
+      scores_avx2<kRows>(q, kp + j0 * hd, std::min(kKeys, n16 - j0), hd, srow);
+    }
+  }
+  for (int64_t r = 0; r < nb * kRows; ++r) softmax_avx2(s + r * n16, n);
+  for (int64_t e0 = 0; e0 < hd; e0 += 16) {
+    for (int64_t b = 0; b < nb; ++b) {
+      for (int r = 0; r < kRows; ++r) {
+        srow[r] = s + (b * kRows + r) * n16;
+        o[r] = a.out + (i0 + b * kRows + r) * w + h * hd + e0;
+      }
+      weighted_avx2<kRows>(srow, vp + e0 * n, n, 16, o);
+    }
+  }
+}
+
+// Blocks [b0, b1) of the (head, kRows-query block) list, up to kPanel consecutive full blocks
+// of one head at a time; the head's last, short block query by query.
 SLUICE_AVX2 void blocks_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t b0, int64_t b1, float* s) {
-  const int64_t per_head = (a.n + kRows - 1) / kRows;
-  for (int64_t b = b0; b < b1; ++b) {
-    const int64_t h = b / per_head, i0 = (b % per_head) * kRows;
-    if (i0 + kRows <= a.n) {
-      block_avx2<kRows>(a, pk, h, i0, s);
-    } else {  // the head's last, short block
-      for (int64_t i = i0; i < a.n; ++i) block_avx2<1>(a, pk, h, i, s);
+  const int64_t per_head = (a.n + kRows - 1) / kRows, full = a.n / kRows;
+  for (int64_t b = b0; b < b1;) {
+    const int64_t h = b / per_head, bi = b % per_head;
+    if (bi < full) {
+      const int64_t nb = std::min({kPanel, full - bi, b1 - b});
+      panel_avx2(a, pk, h, bi * kRows, nb, s);
+      b += nb;
+    } else {
+      for (int64_t i = bi * kRows; i < a.n; ++i) block_avx2<1>(a, pk, h, i, s);
+      ++b;
     }
   }
 }
@@ -319,7 +357,7 @@ void vision_attention(const VisionAttnArgs& a, ThreadPool& pool, std::vector<flo
     Packed pk{};
     pack_avx2(a, pool, kt, pk);
     pool.run([&](int ith, int nth) {
-      std::vector<float> s(static_cast<size_t>(kRows * pk.n16));
+      std::vector<float> s(static_cast<size_t>(kPanel * kRows * pk.n16));
       blocks_avx2(a, pk, total * ith / nth, total * (ith + 1) / nth, s.data());
     });
     return;

@@ -33,6 +33,7 @@ TEST(VisionAttention, BlockedMatchesReference) {
   check(97, 3, 16, 3);   // tiny E tower's head_dim; a short last block of 1
   check(61, 2, 72, 2);   // 26B/31B's head_dim: the portable path
   check(9, 1, 20, 1);    // fewer patches than one key tile
+  check(530, 1, 32, 2);  // keys in three chunks of kᵀ, panels of 8 blocks and shorter
 }
 
 }  // namespace
