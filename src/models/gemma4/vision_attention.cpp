@@ -5,8 +5,12 @@
 #include <cstring>
 #include <limits>
 
+#include "kernels/rowops.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
+
+#include "kernels/cpu/x86_avx2/exp8.h"
 #endif
 
 namespace sluice::models::gemma4 {
@@ -47,47 +51,28 @@ constexpr int64_t kPanel = 8;   // AVX2: blocks sharing each chunk of kᵀ and t
 constexpr int64_t kKeys = 256;  // AVX2: keys per chunk of kᵀ (64 KiB at head_dim 64)
 constexpr int kCols = 16;       // key columns (q·kᵀ) or value columns (p·v) per register tile
 
-// kernels::exp_ref's sequence (Cody–Waite reduction, Cephes' degree-7 polynomial), written so
-// the loop over a row vectorises.
-[[gnu::always_inline]] inline float poly_exp(float x) {
-  x = x < -87.0f ? -87.0f : (x > 88.0f ? 88.0f : x);
-  const float n = std::nearbyint(x * 1.44269504088896341f);
-  float r = std::fma(n, -0.693359375f, x);
-  r = std::fma(n, 2.12194440e-4f, r);
-  float p = 1.9875691500e-4f;
-  p = std::fma(p, r, 1.3981999507e-3f);
-  p = std::fma(p, r, 8.3334519073e-3f);
-  p = std::fma(p, r, 4.1665795894e-2f);
-  p = std::fma(p, r, 1.6666665459e-1f);
-  p = std::fma(p, r, 5.0000001201e-1f);
-  const float y = std::fma(p, r * r, r) + 1.0f;
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
-  float two_n;
-  std::memcpy(&two_n, &bits, 4);
-  return y * two_n;
-}
-
-// s[r][j] = Σ_e q[r][e]·kt[e][j] for R query rows, all n columns (sums over e in order).
+// y[r][c] = Σ_d x[r][d]·t[d·ld + c] for R rows and `cols` columns (sums over d in order).
+// q·kᵀ is (q, kᵀ, ld n, n keys, head_dim); p·v is (p, v, ld H·hd, head_dim, n keys).
 template <int R>
-[[gnu::always_inline]] inline void scores(const float* const* q, const float* kt, int64_t n, int64_t hd,
-                                          float* const* s) {
-  int64_t j0 = 0;
-  for (; j0 + kCols <= n; j0 += kCols) {
+[[gnu::always_inline]] inline void tiles(const float* const* x, const float* t, int64_t ld, int64_t cols, int64_t depth,
+                                         float* const* y) {
+  int64_t c0 = 0;
+  for (; c0 + kCols <= cols; c0 += kCols) {
     float acc[R][kCols] = {};
-    for (int64_t e = 0; e < hd; ++e) {
-      const float* kr = kt + e * n + j0;
+    for (int64_t d = 0; d < depth; ++d) {
+      const float* tr = t + d * ld + c0;
       for (int r = 0; r < R; ++r) {
-        const float qe = q[r][e];
-        for (int c = 0; c < kCols; ++c) acc[r][c] += qe * kr[c];
+        const float xd = x[r][d];
+        for (int c = 0; c < kCols; ++c) acc[r][c] += xd * tr[c];
       }
     }
-    for (int r = 0; r < R; ++r) std::memcpy(s[r] + j0, acc[r], sizeof acc[r]);
+    for (int r = 0; r < R; ++r) std::memcpy(y[r] + c0, acc[r], sizeof acc[r]);
   }
   for (int r = 0; r < R; ++r)
-    for (int64_t j = j0; j < n; ++j) {
+    for (int64_t c = c0; c < cols; ++c) {
       float acc = 0.0f;
-      for (int64_t e = 0; e < hd; ++e) acc += q[r][e] * kt[e * n + j];
-      s[r][j] = acc;
+      for (int64_t d = 0; d < depth; ++d) acc += x[r][d] * t[d * ld + c];
+      y[r][c] = acc;
     }
 }
 
@@ -95,52 +80,37 @@ template <int R>
 [[gnu::always_inline]] inline void softmax_row(float* s, int64_t n) {
   float mx = -std::numeric_limits<float>::infinity();
   for (int64_t j = 0; j < n; ++j) mx = std::max(mx, s[j]);
-  for (int64_t j = 0; j < n; ++j) s[j] = poly_exp(s[j] - mx);
+  for (int64_t j = 0; j < n; ++j) s[j] = kernels::exp_ref(s[j] - mx);
   float sum = 0.0f;
   for (int64_t j = 0; j < n; ++j) sum += s[j];
   const float inv = 1.0f / sum;
   for (int64_t j = 0; j < n; ++j) s[j] *= inv;
 }
 
-// o[r][e] = Σ_j p[r][j]·v[j][e] for R rows (v rows `ldv` apart; sums over j in order).
+// The row pointers of R queries from i0 of head h: q, score rows (ld_s apart in s), out.
 template <int R>
-[[gnu::always_inline]] inline void weighted(const float* const* p, const float* v, int64_t ldv, int64_t n, int64_t hd,
-                                            float* const* o) {
-  int64_t e0 = 0;
-  for (; e0 + kCols <= hd; e0 += kCols) {
-    float acc[R][kCols] = {};
-    for (int64_t j = 0; j < n; ++j) {
-      const float* vr = v + j * ldv + e0;
-      for (int r = 0; r < R; ++r) {
-        const float pj = p[r][j];
-        for (int c = 0; c < kCols; ++c) acc[r][c] += pj * vr[c];
-      }
+struct Rows {
+  const float* q[R];
+  float* s[R];
+  float* o[R];
+  Rows(const VisionAttnArgs& a, int64_t h, int64_t i0, float* sbuf, int64_t ld_s) {
+    const int64_t w = a.heads * a.head_dim;
+    for (int r = 0; r < R; ++r) {
+      q[r] = a.q + (i0 + r) * w + h * a.head_dim;
+      s[r] = sbuf + r * ld_s;
+      o[r] = a.out + (i0 + r) * w + h * a.head_dim;
     }
-    for (int r = 0; r < R; ++r) std::memcpy(o[r] + e0, acc[r], sizeof acc[r]);
   }
-  for (int r = 0; r < R; ++r)
-    for (int64_t e = e0; e < hd; ++e) {
-      float acc = 0.0f;
-      for (int64_t j = 0; j < n; ++j) acc += p[r][j] * v[j * ldv + e];
-      o[r][e] = acc;
-    }
-}
+};
 
 // R queries from i0 of head h: scores into s (R rows of n), softmax, p·v into out.
 template <int R>
 [[gnu::always_inline]] inline void block(const VisionAttnArgs& a, const float* kt, int64_t h, int64_t i0, float* s) {
   const int64_t n = a.n, hd = a.head_dim, w = a.heads * hd;
-  const float* q[R];
-  float* srow[R];
-  float* o[R];
-  for (int r = 0; r < R; ++r) {
-    q[r] = a.q + (i0 + r) * w + h * hd;
-    srow[r] = s + r * n;
-    o[r] = a.out + (i0 + r) * w + h * hd;
-  }
-  scores<R>(q, kt + h * hd * n, n, hd, srow);
-  for (int r = 0; r < R; ++r) softmax_row(srow[r], n);
-  weighted<R>(srow, a.v + h * hd, w, n, hd, o);
+  const Rows<R> x(a, h, i0, s, n);
+  tiles<R>(x.q, kt + h * hd * n, n, n, hd, x.s);
+  for (int r = 0; r < R; ++r) softmax_row(x.s[r], n);
+  tiles<R>(x.s, a.v + h * hd, w, hd, n, x.o);
 }
 
 // Blocks [b0, b1) of the (head, 4-query block) list; the last block of a head may be shorter.
@@ -158,24 +128,6 @@ template <int R>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SLUICE_AVX2 [[gnu::target("avx2,fma")]]
-
-// exp_ref's sequence on 8 lanes (fused multiply-adds as exp_ref's std::fma).
-SLUICE_AVX2 inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.0f)), _mm256_set1_ps(88.0f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m256 r = _mm256_fmadd_ps(n, _mm256_set1_ps(-0.693359375f), x);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  const __m256 y = _mm256_add_ps(_mm256_fmadd_ps(p, _mm256_mul_ps(r, r), r), _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(y, _mm256_castsi256_ps(e));
-}
 
 SLUICE_AVX2 inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -198,12 +150,12 @@ SLUICE_AVX2 void softmax_avx2(float* s, int64_t n) {
   const __m256 m8 = _mm256_set1_ps(mx);
   __m256 vs = _mm256_setzero_ps();
   for (j = 0; j + 8 <= n; j += 8) {
-    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), m8));
+    const __m256 e = kernels::avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), m8));
     _mm256_storeu_ps(s + j, e);
     vs = _mm256_add_ps(vs, e);
   }
   float sum = hsum8(vs);
-  for (int64_t t = j; t < n; ++t) sum += (s[t] = poly_exp(s[t] - mx));
+  for (int64_t t = j; t < n; ++t) sum += (s[t] = kernels::exp_ref(s[t] - mx));
   const __m256 inv = _mm256_set1_ps(1.0f / sum);
   for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
   for (int64_t t = j; t < n; ++t) s[t] *= 1.0f / sum;
@@ -217,58 +169,34 @@ struct Packed {
   int64_t n16;
 };
 
-// R query rows × 16 keys per tile: 2R accumulators, two kᵀ loads and R broadcasts per e.
+// y[r][c] = Σ_d x[r][d]·t[c][d] for R rows and `cols` columns (a multiple of 16), t packed in
+// tiles of 16 columns ([cols/16][depth][16]): 2R accumulators, two loads and R broadcasts per d.
+// q·kᵀ is (q, kᵀ tiles, n16 keys, head_dim); p·v is (p, v tiles, head_dim, n keys).
 template <int R>
-SLUICE_AVX2 void scores_avx2(const float* const* q, const float* kp, int64_t n16, int64_t hd, float* const* s) {
-  for (int64_t j0 = 0; j0 < n16; j0 += 16) {
-    const float* t = kp + j0 * hd;
+SLUICE_AVX2 void tiles_avx2(const float* const* x, const float* t, int64_t cols, int64_t depth, float* const* y) {
+  for (int64_t c0 = 0; c0 < cols; c0 += 16) {
+    const float* tc = t + c0 * depth;
     __m256 a[R][2];
     for (auto& r : a) r[0] = r[1] = _mm256_setzero_ps();
-    for (int64_t e = 0; e < hd; ++e) {
-      const __m256 k0 = _mm256_loadu_ps(t + e * 16), k1 = _mm256_loadu_ps(t + e * 16 + 8);
+    for (int64_t d = 0; d < depth; ++d) {
+      const __m256 t0 = _mm256_loadu_ps(tc + d * 16), t1 = _mm256_loadu_ps(tc + d * 16 + 8);
       for (int r = 0; r < R; ++r) {
-        const __m256 qe = _mm256_broadcast_ss(q[r] + e);
-        a[r][0] = _mm256_fmadd_ps(qe, k0, a[r][0]);
-        a[r][1] = _mm256_fmadd_ps(qe, k1, a[r][1]);
+        const __m256 xd = _mm256_broadcast_ss(x[r] + d);
+        a[r][0] = _mm256_fmadd_ps(xd, t0, a[r][0]);
+        a[r][1] = _mm256_fmadd_ps(xd, t1, a[r][1]);
       }
     }
-    for (int r = 0; r < R; ++r) _mm256_storeu_ps(s[r] + j0, a[r][0]), _mm256_storeu_ps(s[r] + j0 + 8, a[r][1]);
-  }
-}
-
-// R probability rows × 16 value columns per tile.
-template <int R>
-SLUICE_AVX2 void weighted_avx2(const float* const* p, const float* vp, int64_t n, int64_t hd, float* const* o) {
-  for (int64_t e0 = 0; e0 < hd; e0 += 16) {
-    const float* t = vp + e0 * n;
-    __m256 a[R][2];
-    for (auto& r : a) r[0] = r[1] = _mm256_setzero_ps();
-    for (int64_t j = 0; j < n; ++j) {
-      const __m256 v0 = _mm256_loadu_ps(t + j * 16), v1 = _mm256_loadu_ps(t + j * 16 + 8);
-      for (int r = 0; r < R; ++r) {
-        const __m256 pj = _mm256_broadcast_ss(p[r] + j);
-        a[r][0] = _mm256_fmadd_ps(pj, v0, a[r][0]);
-        a[r][1] = _mm256_fmadd_ps(pj, v1, a[r][1]);
-      }
-    }
-    for (int r = 0; r < R; ++r) _mm256_storeu_ps(o[r] + e0, a[r][0]), _mm256_storeu_ps(o[r] + e0 + 8, a[r][1]);
+    for (int r = 0; r < R; ++r) _mm256_storeu_ps(y[r] + c0, a[r][0]), _mm256_storeu_ps(y[r] + c0 + 8, a[r][1]);
   }
 }
 
 template <int R>
 SLUICE_AVX2 void block_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0, float* s) {
-  const int64_t n = a.n, hd = a.head_dim, w = a.heads * hd;
-  const float* q[R];
-  float* srow[R];
-  float* o[R];
-  for (int r = 0; r < R; ++r) {
-    q[r] = a.q + (i0 + r) * w + h * hd;
-    srow[r] = s + r * pk.n16;
-    o[r] = a.out + (i0 + r) * w + h * hd;
-  }
-  scores_avx2<R>(q, pk.kp + h * hd * pk.n16, pk.n16, hd, srow);
-  for (int r = 0; r < R; ++r) softmax_avx2(srow[r], n);
-  weighted_avx2<R>(srow, pk.vp + h * hd * n, n, hd, o);
+  const int64_t n = a.n, hd = a.head_dim;
+  const Rows<R> x(a, h, i0, s, pk.n16);
+  tiles_avx2<R>(x.q, pk.kp + h * hd * pk.n16, pk.n16, hd, x.s);
+  for (int r = 0; r < R; ++r) softmax_avx2(x.s[r], n);
+  tiles_avx2<R>(x.s, pk.vp + h * hd * n, hd, n, x.o);
 }
 
 // nb full blocks of kRows queries from i0 of head h (a panel): scores a chunk of kKeys keys
@@ -287,7 +215,7 @@ SLUICE_AVX2 void panel_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h
         q[r] = a.q + (i0 + b * kRows + r) * w + h * hd;
         srow[r] = s + (b * kRows + r) * n16 + j0;
       }
-      scores_avx2<kRows>(q, kp + j0 * hd, std::min(kKeys, n16 - j0), hd, srow);
+      tiles_avx2<kRows>(q, kp + j0 * hd, std::min(kKeys, n16 - j0), hd, srow);
     }
   }
   for (int64_t r = 0; r < nb * kRows; ++r) softmax_avx2(s + r * n16, n);
@@ -297,7 +225,7 @@ SLUICE_AVX2 void panel_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h
         srow[r] = s + (b * kRows + r) * n16;
         o[r] = a.out + (i0 + b * kRows + r) * w + h * hd + e0;
       }
-      weighted_avx2<kRows>(srow, vp + e0 * n, n, 16, o);
+      tiles_avx2<kRows>(srow, vp + e0 * n, 16, n, o);
     }
   }
 }

@@ -22,9 +22,8 @@ struct VisionAttnArgs {
 void vision_attention_ref(const VisionAttnArgs& a, ThreadPool& pool);
 
 // The blocked kernel: kᵀ per head once, then q·kᵀ and p·v as register-tiled matmuls over blocks
-// of 6 queries, exp by the engine's fixed polynomial
-// (kernels::exp_ref, relative error < 2e-7), AVX2+FMA code where the CPU has it. `kt` is
-// scratch ([H][hd][n] floats).
+// of 6 queries, exp by the engine's fixed polynomial (kernels::exp_ref, relative error < 2e-7),
+// AVX2+FMA code where the CPU has it and head_dim is a multiple of 16. `kt` is scratch.
 void vision_attention(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& kt);
 
 }  // namespace sluice::models::gemma4
