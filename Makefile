@@ -42,7 +42,7 @@ ARM64_BUILD := $(BUILD)-arm64
 ARM64_TARGETS := base_test threading_test quant_test kernels_test models_test sampling_test media_test sluice
 
 .PHONY: run test deps deps-run venv model build build-run test-unit test-real test-python test-asan build-asan test-tsan build-tsan test-server-asan fuzz golden fixtures clean \
-  e2b-model e2b-assistant e4b-model 31b-model 26b-model bench-venv llamacpp-tools bench bench-31b bench-26b format format-check function-length test-times-reset \
+  e2b-model e2b-mmproj e2b-assistant e4b-model 31b-model 26b-model bench-venv llamacpp-tools bench bench-31b bench-26b format format-check function-length test-times-reset \
   deps-arm64 build-arm64 test-arm64 check-packages print-packages
 
 # The default model is the base (pre-trained) Gemma 3 270M: it has no chat template and answers
@@ -230,6 +230,14 @@ e2b-model: $(E2B_MODEL)
 $(E2B_MODEL): $(VENV)/.stamp python/make_e2b_shaped.py
 	mkdir -p models
 	$(VENV)/bin/python python/make_e2b_shaped.py $@ --seed $(E2B_SEED)
+# Its mmproj (vision + audio towers at E2B's real shapes, random weights) for the encoder
+# benchmark (bench/encoder_bench.py): vision F16 + audio F16, and vision Q8_0 + audio BF16.
+E2B_MMPROJ := models/gemma4-e2b-shaped-mmproj-f16.gguf models/gemma4-e2b-shaped-mmproj-q8_0.gguf
+e2b-mmproj: $(E2B_MMPROJ)
+models/gemma4-e2b-shaped-mmproj-f16.gguf: $(VENV)/.stamp python/make_e2b_mmproj.py
+	$(VENV)/bin/python python/make_e2b_mmproj.py $@ --vision f16 --audio f16 --seed $(E2B_SEED)
+models/gemma4-e2b-shaped-mmproj-q8_0.gguf: $(VENV)/.stamp python/make_e2b_mmproj.py
+	$(VENV)/bin/python python/make_e2b_mmproj.py $@ --vision q8_0 --audio bf16 --seed $(E2B_SEED)
 # Its assistant (MTP drafter, gemma4.md §5), for `sluice bench --draft` and `--spec assistant`.
 E2B_ASSISTANT := models/gemma4-e2b-shaped-assistant-q4_0.gguf
 e2b-assistant: $(E2B_ASSISTANT)

@@ -106,11 +106,12 @@ def add_tensors(w, tensors: dict, name_of, prepare, encode, outtype: str, verbos
 
 def convert_vision_state(vcfg: dict, text_hidden: int, tensors: dict[str, np.ndarray], out_path,
                          outtype: str = "f32", name: str = "mmproj", verbose: bool = True,
-                         audio_config: dict | None = None) -> dict:
+                         audio_config: dict | None = None, audio_outtype: str | None = None) -> dict:
     """Write the mmproj GGUF of one checkpoint's vision tower. `vcfg` is its `vision_config`,
     `tensors` its HF state (full names, `model.vision_tower.*` and the projector). With
     `audio_config` (E2B/E4B), the audio tower goes into the same file, as llama.cpp writes it
-    (python/convert_audio_mmproj.py). Returns {gguf name: (type name, shape)}."""
+    (python/convert_audio_mmproj.py), in `audio_outtype` (default: `outtype`; llama.cpp
+    recommends BF16 for the audio tower). Returns {gguf name: (type name, shape)}."""
     d, heads = int(vcfg["hidden_size"]), int(vcfg["num_attention_heads"])
     head_dim = int(vcfg.get("head_dim") or d // heads)
     if head_dim * heads != d:
@@ -134,7 +135,8 @@ def convert_vision_state(vcfg: dict, text_hidden: int, tensors: dict[str, np.nda
                           ("v.patch_embd.weight", "v.position_embd.weight", "mm.input_projection.weight"))
     if audio_config:
         import convert_audio_mmproj
-        summary.update(convert_audio_mmproj.add_audio(w, audio_config, text_hidden, tensors, outtype, verbose))
+        summary.update(convert_audio_mmproj.add_audio(w, audio_config, text_hidden, tensors,
+                                                      audio_outtype or outtype, verbose))
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_tensors_to_file()

@@ -18,6 +18,9 @@ PRESETS = {
               standardize=False, position_embedding_size=64, text_hidden=64),
     "large": dict(hidden=40, layers=2, heads=2, head_dim=20, intermediate=72, clipped=False,
                   standardize=True, position_embedding_size=64, text_hidden=64),
+    # The real E2B/E4B tower's shapes (random weights): python/make_e2b_mmproj.py, never the tests.
+    "e2b": dict(hidden=768, layers=16, heads=12, head_dim=64, intermediate=3072, clipped=True,
+                standardize=False, position_embedding_size=10240, text_hidden=1536),
 }
 VISION = "model.vision_tower."
 PROJ = "model.embed_vision.embedding_projection.weight"

@@ -11,6 +11,7 @@
 #include "kernels/linear.h"
 #include "kernels/rowops.h"
 #include "models/gemma4/clamped_linear.h"
+#include "models/gemma4/vision_attention.h"
 #include "quant/quant.h"
 #include "tensor/weights.h"
 #include "threading/thread_pool.h"
@@ -19,7 +20,6 @@ namespace sluice::models::gemma4 {
 namespace {
 
 using kernels::Linear;
-constexpr float kInf = ClampedLinear::kInf;
 constexpr int kPatch = 16, kPool = 3, kPatchValues = kPatch * kPatch * 3;
 
 struct VisionLayer {
@@ -50,7 +50,7 @@ class Gemma4Vision final : public ImageEncoder {
   void run(const ClampedLinear& cl, const float* x, int64_t m, float* y);
   void layer(const VisionLayer& L, int64_t n, int32_t cols);
   void rope_tables(int32_t cols, int32_t rows);
-  void attention(int64_t n, int32_t cols);
+  void attention(int64_t n);
   void pool_and_project(int32_t cols, int32_t rows, float* out);
   void tap(const char* name, int layer, const float* data, int64_t rows, int64_t width) const {
     if (tap_) tap_(TapView{name, layer, data, rows, width});
@@ -67,7 +67,7 @@ class Gemma4Vision final : public ImageEncoder {
   std::vector<VisionLayer> layers_;
   std::vector<float> inv_freq_;         // [head_dim/4]
   std::vector<float> rope_x_, rope_y_;  // per column / row: [cos | sin] of head_dim/4 each
-  std::vector<float> h_, a_, q_, k_, v_, att_, g_, u_, in_;
+  std::vector<float> h_, a_, q_, k_, v_, att_, g_, u_, in_, kt_;
   kernels::ActScratch scratch_;
   Tap tap_;
 };
@@ -195,36 +195,11 @@ void Gemma4Vision::rope_tables(int32_t cols, int32_t rows) {
   fill(rope_y_, rows);
 }
 
-// Softmax(q·kᵀ)·v per head over all n patches (bidirectional, scale 1): one task per
-// (head, query), spread over the threads.
-void Gemma4Vision::attention(int64_t n, int32_t cols) {
-  const int64_t H = s_.n_head, hd = s_.head_dim, w = H * hd;
-  att_.assign(n * w, 0.0f);
-  pool_.run([&](int ith, int nth) {
-    std::vector<float> sc(static_cast<size_t>(n));
-    for (int64_t job = ith; job < H * n; job += nth) {
-      const int64_t h = job / n, i = job % n;
-      const float* qi = q_.data() + i * w + h * hd;
-      float mx = -kInf;
-      for (int64_t j = 0; j < n; ++j) {
-        const float* kj = k_.data() + j * w + h * hd;
-        float acc = 0.0f;
-        for (int64_t e = 0; e < hd; ++e) acc += qi[e] * kj[e];
-        sc[j] = acc;
-        mx = std::max(mx, acc);
-      }
-      float sum = 0.0f;
-      for (int64_t j = 0; j < n; ++j) sum += (sc[j] = std::exp(sc[j] - mx));
-      const float inv = 1.0f / sum;
-      float* o = att_.data() + i * w + h * hd;
-      for (int64_t j = 0; j < n; ++j) {
-        const float pj = sc[j] * inv;
-        const float* vj = v_.data() + j * w + h * hd;
-        for (int64_t e = 0; e < hd; ++e) o[e] += pj * vj[e];
-      }
-    }
-  });
-  (void)cols;
+// Softmax(q·kᵀ)·v per head over all n patches (bidirectional, scale 1): the blocked kernel of
+// vision_attention.h (its scalar reference is vision_attention_ref).
+void Gemma4Vision::attention(int64_t n) {
+  att_.resize(n * s_.n_head * s_.head_dim);
+  vision_attention({q_.data(), k_.data(), v_.data(), att_.data(), n, s_.n_head, s_.head_dim}, pool_, kt_);
 }
 
 // One encoder layer over the n patches in h_ (docs/spec/gemma4.md §9.3 step 2).
@@ -249,7 +224,7 @@ void Gemma4Vision::layer(const VisionLayer& L, int64_t n, int32_t cols) {
       ops_.rope(kh, rx, half), ops_.rope(kh + half, ry, half);
     }
   }
-  attention(n, cols);
+  attention(n);
   run(L.o, att_.data(), n, a_.data());
   for (int64_t i = 0; i < n; ++i)
     ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.attn_post.data(), d, s_.eps);
