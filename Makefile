@@ -184,8 +184,8 @@ fuzz:
 	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_SANITIZE=address,undefined
 	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz image_decode_fuzz audio_decode_fuzz
 	$(TIMED) fuzz tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
-	$(TIMED) fuzz-image tests/fuzz/run_image.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
-	$(TIMED) fuzz-audio tests/fuzz/run_audio.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
+	$(TIMED) fuzz-image tests/fuzz/run_media.sh image $(BUILD)-fuzz $(FUZZ_SECONDS)
+	$(TIMED) fuzz-audio tests/fuzz/run_media.sh audio $(BUILD)-fuzz $(FUZZ_SECONDS)
 
 # Style: every C++ file as clang-format 14 (.clang-format) lays it out. `make format` rewrites
 # them in place; format-check only reports (part of make test).

@@ -8,7 +8,7 @@
 // its first second's features have the promised shape, mask and finite values.
 //
 // Seeds: the golden decode cases (tests/data/golden/audio/decode/*.{wav,flac,ogg,mp3}).
-//   tests/fuzz/run_audio.sh build-fuzz 60
+//   tests/fuzz/run_media.sh audio build-fuzz 60
 
 #include <cmath>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // and every byte of it is read (ASan/MSan-visible), and its token-budget size computed.
 //
 // Seeds: the golden decode cases (tests/data/golden/vision/decode/*.{png,jpg,webp,gif}).
-//   tests/fuzz/run_image.sh build-fuzz 60
+//   tests/fuzz/run_media.sh image build-fuzz 60
 
 #include <cstdint>
 #include <cstdlib>
