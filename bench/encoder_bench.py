@@ -7,11 +7,11 @@ engine) and of 30 s of audio. Not part of `make test`; docs/performance.md has t
   .venv/bin/python bench/encoder_bench.py [--rounds 3] [--threads 2] [--what image,audio]
 
 Times read from each engine's own log: sluice `run --image` prints "encoded in N ms" (image
-decode + preprocessing + tower + projector); for audio sluice's CLI has no --audio yet, so
-build/bench/audio_bench times the tower on 2999 mel frames (what 30 s gives) of noise.
-llama-mtmd-cli prints "mtmd batch encoding done in N ms" (its tower + projector; preprocessing
-comes before). llama.cpp's tools: `make llamacpp-tools` (branch wt-bench) builds them; LLAMA_BIN
-points at the directory (default /work/wt-bench/.llamacpp/build/bin).
+decode + preprocessing + tower + projector); for audio build/bench/audio_bench times the tower
+alone on 2999 mel frames (what 30 s gives) of noise — `run --audio` adds the WAV decode and the
+features, ~30 ms. llama-mtmd-cli prints "mtmd batch encoding done in N ms" (its tower +
+projector; preprocessing comes before). llama.cpp's tools: `make llamacpp-tools` builds them
+into .llamacpp/build/bin; LLAMA_BIN names another directory.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ MODEL = MODELS / "gemma4-e2b-shaped-q4_0.gguf"
 MMPROJ = {"f16": MODELS / "gemma4-e2b-shaped-mmproj-f16.gguf",     # vision F16, audio F16
           "q8_0": MODELS / "gemma4-e2b-shaped-mmproj-q8_0.gguf"}   # vision Q8_0, audio BF16
 AUDIO_TYPE = {"f16": "F16", "q8_0": "BF16"}
-LLAMA_BIN = pathlib.Path(os.environ.get("LLAMA_BIN", "/work/wt-bench/.llamacpp/build/bin"))
+LLAMA_BIN = pathlib.Path(os.environ.get("LLAMA_BIN", ROOT / ".llamacpp" / "build" / "bin"))
 SLUICE = ROOT / "build" / "apps" / "sluice" / "sluice"
 AUDIO_BENCH = ROOT / "build" / "bench" / "audio_bench"
 
