@@ -13,12 +13,19 @@
 
 namespace sluice::kernels {
 
+inline constexpr int32_t kDefaultQ6KAhead = 8192;
+static_assert(static_cast<int>(PackedFormat::kQ6_K) == 5, "Tuning::weight_ahead's initializer");
+
 struct Tuning {
   // Decode kernels (one activation row): weight bytes prefetched ahead of the block being
   // read, per packed format; 0 = none (the hardware prefetchers alone). Honoured by the
-  // Q4_0/Q5_0/Q8_0 decode kernels of the x86 sets and Q6_K's of the AVX-512 sets; the other
+  // Q4_0/Q5_0/Q8_0/Q6_K decode kernels of the x86 sets; the other
   // kernels (and ARM64's) ignore it. streams, interleave and split_div apply on every set.
-  int32_t weight_ahead[kPackedFormatCount] = {};
+  // Q6_K's default is 8 KiB: with the two cores on different CCDs (bus ~80 GB/s on the Zen 4
+  // host) the Q6_K lm_head streamed at 0.45 of the bus without it and 0.92 with it, and with
+  // them close (~45 GB/s) it is as fast either way (docs/perf-log.md, 2026-12-06 c); the
+  // tuner's calibration of a big model often runs out of budget there and keeps the defaults.
+  int32_t weight_ahead[kPackedFormatCount] = {0, 0, 0, 0, 0, kDefaultQ6KAhead};
   // Decode kernels of Q4_0/Q5_0/Q8_0 (x86): activation blocks of 32 fetched ahead.
   int32_t act_ahead = 4;
   // Decode: a thread's run of row groups is cut into `streams` parts read in turn,

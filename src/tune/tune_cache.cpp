@@ -21,7 +21,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kFormatVersion = 1;
+// 2: the Q6_K prefetch default became 8 KiB, so a record that kept the old defaults (0) is stale.
+constexpr int kFormatVersion = 2;
 constexpr kernels::PackedFormat kPrefetchFormats[] = {kernels::PackedFormat::kQ4_0, kernels::PackedFormat::kQ5_0,
                                                       kernels::PackedFormat::kQ8_0, kernels::PackedFormat::kQ6_K};
 

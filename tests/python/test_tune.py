@@ -63,7 +63,7 @@ def test_a_corrupt_cache_file_is_ignored_with_a_warning_and_replaced(sluice_bin,
 
 
 def test_no_tune_and_the_environment_keep_the_defaults_and_write_nothing(sluice_bin, tmp_path):
-    defaults = {"weight_ahead": {"q4_0x16": 0, "q5_0x16": 0, "q8_0x16": 0, "q6_Kx16": 0}, "act_ahead": 4,
+    defaults = {"weight_ahead": {"q4_0x16": 0, "q5_0x16": 0, "q8_0x16": 0, "q6_Kx16": 8192}, "act_ahead": 4,
                 "streams": 1, "interleave": 1, "split_div": 4}
     for args, env in (([*BENCH, "--no-tune"], env_for(tmp_path)), (BENCH, env_for(tmp_path, tune=False))):
         b = run([sluice_bin, *args], env=env, timeout=120)

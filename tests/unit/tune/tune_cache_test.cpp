@@ -135,7 +135,8 @@ TEST(TuneCache, UnusableFilesAreIgnoredWithAWarning) {
   } cases[] = {
       {"", "parse"},
       {good.substr(0, good.size() / 2), "parse"},  // truncated
-      {"{\"version\": 1}", "key"},
+      {"{\"version\": 2}", "key"},
+      {"{\"version\": 1}", "format version 1"},  // written before the Q6_K prefetch default
       {"[1, 2, 3]", ""},
       {streams_zero, "streams"},
   };

@@ -402,6 +402,7 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
   const int8_t* qs = a_qs(p.a, 0);
   const float* da = a_d(p.a, 0);
   const int32_t* bsum = a_sums(p.a, 0, 256);
+  const int64_t w_ahead = p.weight_ahead;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = w + b * kQ6Bytes<Wide>;
@@ -417,6 +418,10 @@ void q6_k_row(const GemmArgs& p, int64_t gi, int64_t) {
       }
     }
     for (int g = 0; g < 16; ++g) {
+      // The tuned prefetch (0: none), 1/16 of a super-block's lines per sub-block, as AVX-512's.
+      if (w_ahead > 0)
+        prefetch_lines(blk + w_ahead + g * kQ6Bytes<Wide> / 16,
+                       (g + 1) * kQ6Bytes<Wide> / 16 - g * kQ6Bytes<Wide> / 16);
       const int8_t* const a[1] = {qs + 256 * b + 16 * g};
       q6_sub<Wide, 2, 1>(blk, g, 0, a, sumi);
     }
