@@ -7,10 +7,11 @@ rounds) so that a change in machine load hits both alike.
                     [--rounds 3] [--repeats 1] [--kv-type f16] [--batch 8] [--out bench-results.json]
 
 Each round runs `sluice bench ... --json` (build/apps/sluice/sluice) and llama.cpp's own
-`llama-bench -t T -p P -n G -d DEPTHS -r R -ctk KV -ctv KV -o json` (.llamacpp/build/bin,
+`llama-bench -t T -p P -n G -d 0 -r R -ctk KV -ctv KV -o json` (.llamacpp/build/bin,
 `make llamacpp-tools`: built natively from the sources the pinned llama-cpp-python sdist
-vendors; G = --llama-bench-n, 128 by default, llama-bench's own tg128) once per model; each
-reports medians over its own repeats. `--peer llama-cpp-python` uses python/llamacpp_bench.py in
+vendors; G = --llama-bench-n, 128 by default, llama-bench's own tg128), then `-p 0 -d D -r 1`
+once per deeper depth D and repeat (llama_bench_cmds says why); each reports medians over its
+repeats. `--peer llama-cpp-python` uses python/llamacpp_bench.py in
 .venv-bench instead (its AMX-less build is slow on Intel hosts). `--batch B` adds, in each round,
 a sluice run decoding B sequences together at depth 0, reported as aggregate tokens/s against
 one sequence. Each run's peak RSS is the kernel's account of the child (wait4). The table shows, per model, the median over the rounds: prefill tokens/s,
@@ -137,13 +138,14 @@ def parse_llama_bench(stdout: str, depths: list[int]) -> dict:
         raise BenchError(f"{who} printed no JSON list on stdout; it printed:\n{text[:2000]}")
     if not isinstance(tests, list) or not tests or not all(isinstance(t, dict) for t in tests):
         raise BenchError(f"{who} JSON is not a non-empty list of tests: {text[:200]}")
-    pre = [t for t in tests if t.get("n_gen") == 0 and t.get("n_depth", 0) == 0]
+    pre = [t for t in tests if t.get("n_gen") == 0 and t.get("n_prompt", 0) > 0 and t.get("n_depth", 0) == 0]
     if not pre:
         raise BenchError(f"{who} JSON has no prompt test at depth 0")
-    dec = {}
+    per_depth = {}   # several runs at one depth (repeats): their median
     for t in tests:
         if t.get("n_prompt") == 0 and t.get("n_gen", 0) > 0:
-            dec[int(t.get("n_depth", 0))] = t["avg_ns"] / t["n_gen"] / 1e6
+            per_depth.setdefault(int(t.get("n_depth", 0)), []).append(t["avg_ns"] / t["n_gen"] / 1e6)
+    dec = {d: statistics.median(v) for d, v in per_depth.items()}
     missing = [d for d in depths if d not in dec]
     if missing:
         raise BenchError(f"{who} JSON has no generation test at depth(s) {missing}")
@@ -203,10 +205,34 @@ def sluice_cmd(a, model) -> list[str]:
 
 
 def llamacpp_cmd(a, model) -> list[str]:
-    if a.peer == "llama-cpp-python":
-        return shlex.split(a.llamacpp) + ["--model", str(model)] + common_args(a)
-    return [str(a.llama_bench), "-m", str(model), "-t", str(a.threads), "-p", str(a.prompt), "-n", str(a.llama_bench_n),
-            "-d", ",".join(map(str, a.depths)), "-r", str(a.repeats), "-ctk", a.kv_type, "-ctv", a.kv_type, "-o", "json"]
+    return shlex.split(a.llamacpp) + ["--model", str(model)] + common_args(a)
+
+
+def llama_bench_cmds(a, model) -> list[list[str]]:
+    """llama-bench's runs: the prompt and the decode at depth 0 in one, then each deeper decode
+    in runs of its own, one repeat each. In one run with several depths, llama-bench fills the
+    depth once per depth (its prompt test) and restores the saved state for the generation test;
+    on Gemma 4 a decode after that restore ran 2.9 tokens/s where the same depth filled afresh
+    ran 22.5 (E2B-shaped, depth 512, commit 0c1e57098), which no user of llama.cpp sees."""
+    def cmd(p, d, r):
+        return [str(a.llama_bench), "-m", str(model), "-t", str(a.threads), "-p", str(p), "-n", str(a.llama_bench_n),
+                "-d", str(d), "-r", str(r), "-ctk", a.kv_type, "-ctv", a.kv_type, "-o", "json"]
+    return [cmd(a.prompt, 0, a.repeats)] + [cmd(0, d, 1) for d in a.depths if d > 0 for _ in range(a.repeats)]
+
+
+def run_llama_bench(a, model, timeout) -> tuple[str, float, float, list[list[str]]]:
+    """The runs of llama_bench_cmds as one: their tests in one JSON list, the summed wall time and
+    the largest peak RSS."""
+    tests, wall, rss, cmds = [], 0.0, 0.0, llama_bench_cmds(a, model)
+    for c in cmds:
+        out, w, r = run_tool(c, "llama-bench", timeout)
+        text = out.strip()
+        try:
+            tests += json.loads(text[text.index("["):])
+        except (ValueError, json.JSONDecodeError):
+            raise BenchError(f"llama-bench printed no JSON list on stdout; it printed:\n{text[:2000]}")
+        wall, rss = wall + w, max(rss, r)
+    return json.dumps(tests), wall, rss, cmds
 
 
 def batch_cmd(a, model) -> list[str]:
@@ -300,6 +326,8 @@ def checks(res: dict, depths: list[int]) -> list[tuple[str, float, float, bool]]
     for d in depths:
         for c, need in WEIGHT_CLASSES.items():
             v = (sl.get("bw_fraction") or {}).get(d, {}).get(c)
+            if c == "ffn_experts" and not moe:
+                continue  # a dense model has no experts: their share reads 0 and means nothing
             if v is not None:
                 out.append((f"{c} share of bandwidth @{d}", v, need, v >= need))
         e = (sl.get("efficiency") or {}).get(d)
@@ -347,12 +375,15 @@ def bench_model(a, model: pathlib.Path, log) -> dict:
         for engine in engines:
             if engine in a.skip or (engine == "sluice-batch" and "sluice" in a.skip):
                 continue
-            cmd = {"sluice": sluice_cmd, "llama.cpp": llamacpp_cmd, "sluice-batch": batch_cmd}[engine](a, model)
             who = {"sluice": "sluice bench", "sluice-batch": "sluice bench --batch",
                    "llama.cpp": "llama-bench" if a.peer == "llama-bench" else "llamacpp_bench.py"}[engine]
             load = load_average()
             log(f"[{model.name}] round {r + 1}/{a.rounds}: {engine} (load average {load}) ...")
-            out, wall, rss_mb = run_tool(cmd, who, a.timeout)
+            if who == "llama-bench":
+                out, wall, rss_mb, cmd = run_llama_bench(a, model, a.timeout)
+            else:
+                cmd = {"sluice": sluice_cmd, "llama.cpp": llamacpp_cmd, "sluice-batch": batch_cmd}[engine](a, model)
+                out, wall, rss_mb = run_tool(cmd, who, a.timeout)
             if engine == "sluice-batch":
                 dec = _need(_one_json_object(out, who), "decode", who)[0]
                 batched.append({"tokens_per_s": _need(dec, "tokens_per_s", who), "ms_per_step": _need(dec, "ms_per_step", who),
