@@ -1,3 +1,9 @@
+// GCC 12's AVX-512 intrinsics read _mm512_undefined values (false positives, as in the
+// kernels/cpu/x86_avx512 files).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "models/gemma4/vision_attention.h"
 
 #include <algorithm>
@@ -11,6 +17,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/x86_avx2/exp8.h"
+#include "kernels/cpu/x86_avx512/exp16.h"
 #endif
 
 namespace sluice::models::gemma4 {
@@ -162,6 +169,36 @@ SLUICE_AVX2 void softmax_avx2(float* s, int64_t n) {
   for (int64_t t = j; t < n; ++t) s[t] *= 1.0f / sum;
 }
 
+// softmax_avx2's bits, 16 lanes at a time: the same maximum, the same exp per lane (exp16 is
+// exp8's operations) and the same sum, its 8-lane partial sums taking the two halves of each 16
+// in turn as the 8-lane loop takes consecutive 8s.
+SLUICE_AVX512 void softmax_avx512(float* s, int64_t n) {
+  __m512 vm = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(s + j));
+  float mx = _mm512_reduce_max_ps(vm);
+  for (int64_t t = j; t < n; ++t) mx = std::max(mx, s[t]);
+  const __m512 m16 = _mm512_set1_ps(mx);
+  __m256 vs = _mm256_setzero_ps();
+  for (j = 0; j + 16 <= n; j += 16) {
+    const __m512 e = kernels::avx512::exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), m16));
+    _mm512_storeu_ps(s + j, e);
+    vs = _mm256_add_ps(vs, _mm512_castps512_ps256(e));
+    vs = _mm256_add_ps(vs, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+  }
+  if (j + 8 <= n) {
+    const __m256 e = kernels::avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm512_castps512_ps256(m16)));
+    _mm256_storeu_ps(s + j, e);
+    vs = _mm256_add_ps(vs, e);
+    j += 8;
+  }
+  float sum = hsum8(vs);
+  for (int64_t t = j; t < n; ++t) sum += (s[t] = kernels::exp_ref(s[t] - mx));
+  const __m512 inv = _mm512_set1_ps(1.0f / sum);
+  for (j = 0; j + 16 <= n; j += 16) _mm512_storeu_ps(s + j, _mm512_mul_ps(_mm512_loadu_ps(s + j), inv));
+  for (int64_t t = j; t < n; ++t) s[t] *= 1.0f / sum;
+}
+
 // The AVX2 layout: per head, kᵀ in tiles of 16 keys ([n16/16][hd][16], keys past n zero) and v
 // in tiles of 16 columns ([hd/16][n][16]), so each tile streams contiguously.
 struct Packed {
@@ -205,8 +242,8 @@ using TileFn = void (*)(const float* const* x, const float* t, int64_t cols, int
 // nb full blocks of kRows queries from i0 of head h (a panel): scores a chunk of kKeys keys
 // at a time for all its blocks (the chunk of kᵀ stays in L2 meanwhile), the softmax of every
 // row, then p·v `vcols` columns (16 or 64) of v at a time for all its blocks. `s` holds nb·kRows
-// rows. Inlined into each ISA's panel, with that ISA's tile function.
-template <TileFn Tiles>
+// rows. Inlined into each ISA's panel, with that ISA's tile and softmax functions.
+template <TileFn Tiles, void (*Softmax)(float*, int64_t)>
 [[gnu::always_inline]] inline void panel_body(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0,
                                               int64_t nb, float* s, int64_t vcols) {
   const int64_t n = a.n, hd = a.head_dim, w = a.heads * hd, n16 = pk.n16;
@@ -224,7 +261,7 @@ template <TileFn Tiles>
       Tiles(q, kp + j0 * hd, std::min(kKeys, n16 - j0), hd, srow);
     }
   }
-  for (int64_t r = 0; r < nb * kRows; ++r) softmax_avx2(s + r * n16, n);
+  for (int64_t r = 0; r < nb * kRows; ++r) Softmax(s + r * n16, n);
   for (int64_t e0 = 0; e0 < hd; e0 += vcols) {
     for (int64_t b = 0; b < nb; ++b) {
       for (int r = 0; r < kRows; ++r) {
@@ -237,7 +274,7 @@ template <TileFn Tiles>
 }
 
 SLUICE_AVX2 void panel_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0, int64_t nb, float* s) {
-  panel_body<tiles_avx2<kRows>>(a, pk, h, i0, nb, s, 16);
+  panel_body<tiles_avx2<kRows>, softmax_avx2>(a, pk, h, i0, nb, s, 16);
 }
 
 // y[r][c] = Σ_d x[r][d]·t[c][d] as tiles_avx2 computes it (one FMA chain per output, d in
@@ -272,7 +309,7 @@ SLUICE_AVX512 void tiles_avx512(const float* const* x, const float* t, int64_t c
 
 SLUICE_AVX512 void panel_avx512(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0, int64_t nb,
                                 float* s) {
-  panel_body<tiles_avx512<kRows>>(a, pk, h, i0, nb, s, 64);
+  panel_body<tiles_avx512<kRows>, softmax_avx512>(a, pk, h, i0, nb, s, 64);
 }
 
 // Blocks [b0, b1) of the (head, kRows-query block) list, up to kPanel consecutive full blocks

@@ -45,6 +45,7 @@ TEST(VisionAttention, BlockedMatchesReference) {
   check(61, 2, 72, 2);   // 26B/31B's head_dim: the portable path
   check(9, 1, 20, 1);    // fewer patches than one key tile
   check(530, 1, 32, 2);  // keys in three chunks of kᵀ, panels of 8 blocks and shorter
+  check(110, 2, 32, 2);  // 110 = 6·16 + 8 + 6: the AVX-512 softmax's 8-lane step and scalar tail
 }
 
 }  // namespace
