@@ -351,6 +351,12 @@ int register_all() {
   const Shape vit_shapes[] = {{"f16/vit_qkvo_768x768", DType::F16, 768, 768},
                               {"f16/vit_up_768x3072", DType::F16, 768, 3072},
                               {"f16/vit_down_3072x768", DType::F16, 3072, 768}};
+  // A prefill chunk through the BF16 per-layer projection (27.5 MB): rows past 1 MiB of f32,
+  // so split by row blocks that each stream the whole matrix (linear.cpp kRowSplitBytes).
+  benchmark::RegisterBenchmark("Linear/bf16/ple_proj_1536x8960/M512",
+                               [](benchmark::State& st) { BM_Linear(st, DType::BF16, 1536, 8960, 512); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
   for (const Shape& s : vit_shapes)
     benchmark::RegisterBenchmark((std::string("Linear/") + s.name + "/M2520").c_str(),
                                  [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, 2520, true); })
