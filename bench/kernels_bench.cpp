@@ -134,9 +134,8 @@ void BM_Linear(benchmark::State& st, DType t, int64_t cols, int64_t rows, int64_
 // One core's compute speed per ISA set: a 1536 × rows matrix, L2-resident (Q4_0 / Q6_K
 // 384 rows: ~330-480 KB; BF16 256 rows: 768 KB), run on a one-thread pool, the set passed
 // explicitly, so the sets compare in the same run.
-void BM_LinearCore(benchmark::State& st, const CpuKernels* k, DType t, int64_t rows, int64_t m) {
+void BM_LinearCore(benchmark::State& st, const CpuKernels* k, DType t, int64_t rows, int64_t m, int64_t cols = 1536) {
   static ThreadPool one(1);
-  const int64_t cols = 1536;
   const Linear& lin = linears(t, cols, rows, 1, false).lin[0];
   std::vector<float> x(static_cast<size_t>(m * cols)), y(static_cast<size_t>(m * rows));
   std::mt19937 rng(3);
@@ -148,6 +147,8 @@ void BM_LinearCore(benchmark::State& st, const CpuKernels* k, DType t, int64_t r
     benchmark::DoNotOptimize(y.data());
   }
   st.SetBytesProcessed(static_cast<int64_t>(st.iterations() * lin.stream_bytes()));
+  st.counters["MACs/s"] = benchmark::Counter(static_cast<double>(st.iterations()) * m * cols * rows,
+                                             benchmark::Counter::kIsRate);
 }
 
 // One decode token: 8 heads on one KV head, f16 cache of `depth` positions in 16-slot blocks.
@@ -345,6 +346,22 @@ int register_all() {
                                    [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, m, true); })
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+  // The vision tower's F16 matmuls over one 280-token image's 2520 patches (E2B shapes, the
+  // weights hot: a few MB each, reused by every patch; bench/encoder_bench.py times the tower).
+  const Shape vit_shapes[] = {{"f16/vit_qkvo_768x768", DType::F16, 768, 768},
+                              {"f16/vit_up_768x3072", DType::F16, 768, 3072},
+                              {"f16/vit_down_3072x768", DType::F16, 3072, 768}};
+  // A prefill chunk through the BF16 per-layer projection (27.5 MB): rows past 1 MiB of f32,
+  // so split by row blocks that each stream the whole matrix (linear.cpp kRowSplitBytes).
+  benchmark::RegisterBenchmark("Linear/bf16/ple_proj_1536x8960/M512",
+                               [](benchmark::State& st) { BM_Linear(st, DType::BF16, 1536, 8960, 512); })
+      ->Unit(benchmark::kMillisecond)
+      ->UseRealTime();
+  for (const Shape& s : vit_shapes)
+    benchmark::RegisterBenchmark((std::string("Linear/") + s.name + "/M2520").c_str(),
+                                 [=](benchmark::State& st) { BM_Linear(st, s.t, s.cols, s.rows, 2520, true); })
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
   for (const CpuKernels* k : runnable_cpu_kernels())
     for (DType t : {DType::Q6_K, DType::Q4_0, DType::BF16})
       for (int64_t m : {1, 4, 8}) {
@@ -355,6 +372,11 @@ int register_all() {
                                      [=](benchmark::State& st) { BM_LinearCore(st, k, t, rows, m); })
             ->Unit(benchmark::kMicrosecond);
       }
+  // The float prefill tile's compute speed: one core, the vision tower's F16 768 × 768, 120 rows.
+  for (const CpuKernels* k : runnable_cpu_kernels())
+    benchmark::RegisterBenchmark((std::string("LinearCore/") + k->isa + "/f16/vit_768x768/M120").c_str(),
+                                 [=](benchmark::State& st) { BM_LinearCore(st, k, DType::F16, 768, 120, 768); })
+        ->Unit(benchmark::kMicrosecond);
   for (int64_t m : {1, 8})
     benchmark::RegisterBenchmark((std::string("Glu/q4_0/hot_1536x2x6144/M") + std::to_string(m)).c_str(),
                                  [=](benchmark::State& st) { BM_Glu(st, 1536, 6144, m); })

@@ -17,6 +17,15 @@ namespace sluice::kernels {
 namespace {
 constexpr int64_t kEpilogueUnits = 16;  // row groups per epilogue span (run with `post`)
 
+// A call whose f32 activation rows exceed kRowSplitBytes is split by activation rows: blocks
+// of at most kRowBlockBytes of rows (they stay in L2 while every row group of the matrix passes
+// them) instead of row groups that each stream all the rows from L3 or DRAM. A prefill of the
+// vision tower (2520 rows × 768-3072 floats: 8-31 MB) was held by that stream to a third of
+// the FMA peak (bench/kernels_bench Linear/f16/vit_*; docs/perf-log.md). Each output is still
+// computed by one kernel call over its whole row, so results do not change.
+constexpr uint64_t kRowSplitBytes = uint64_t{1} << 20;
+constexpr uint64_t kRowBlockBytes = uint64_t{384} << 10;
+
 // Source bytes repacked between two releases (with a ReleasePages): the load holds at most this
 // much of a matrix twice, its file pages and its repacked bytes, at once.
 constexpr uint64_t kReleaseSlabBytes = uint64_t{32} << 20;
@@ -304,6 +313,11 @@ void Linear::run_impl(ThreadPool& pool, const float* x, const ActRows* pre, int6
   if (glu_) fail("%s: a fused gate|up matrix runs through run_glu", name_.c_str());
   const CpuKernels& k = isa ? *isa : cpu_kernels();
   const Tuning tu = tuning();
+  if (const int64_t rows = pre ? 0 : row_block(m, pool.size()); rows > 0) {
+    drive(pool, x, m, scratch, k, (m + rows - 1) / rows, nullptr,
+          [&](int, const Acts& my, int64_t b, int64_t e) { run_row_blocks(k, my, m, rows, b, e, y, post, tu); });
+    return;
+  }
   drive(pool, x, m, scratch, k, units_, pre, [&](int, const Acts& my, int64_t rb, int64_t re) {
     // Decode reads the run in the tuned stream order; several rows take it front to back.
     for_each_stream_run(rb, re, m == 1 ? tu : Tuning{},
@@ -326,6 +340,38 @@ void Linear::run_units(const CpuKernels& k, const Acts& my, int64_t m, int64_t b
       if (!post) continue;
       const int64_t r0 = packed ? v0 * kGroupRows : v0, r1 = packed ? std::min(p.rows, v1 * kGroupRows) : v1;
       for (int64_t i = 0; i < m; ++i) post->fn(y + i * rows_ + p.row0 + r0, r1 - r0, post->arg);
+    }
+  }
+}
+
+// Only matrices whose every part is a packed float format (f32 activations: nothing to quantize,
+// so a block's rows are x's rows as they are).
+int64_t Linear::row_block(int64_t m, int nth) const {
+  const uint64_t row_bytes = 4 * static_cast<uint64_t>(cols_);
+  if (glu_ || row_bytes * static_cast<uint64_t>(m) <= kRowSplitBytes) return 0;
+  for (const Part& p : parts_)
+    if (p.packed.format == PackedFormat::kNone || packed_act_format(p.packed.format) != ActFormat::kF32) return 0;
+  // The fewest blocks under kRowBlockBytes, rounded up to a multiple of the threads, of equal rows.
+  const int64_t most = std::max<int64_t>(8, static_cast<int64_t>(kRowBlockBytes / row_bytes));
+  int64_t blocks = (m + most - 1) / most;
+  blocks = (blocks + nth - 1) / nth * nth;
+  return (m + blocks - 1) / blocks;
+}
+
+// Blocks [b, e) of `rows` activation rows each (the last may be shorter): every part's outputs
+// for the block's rows, then the epilogue over them.
+void Linear::run_row_blocks(const CpuKernels& k, const Acts& my, int64_t m, int64_t rows, int64_t b, int64_t e,
+                            float* y, const Epilogue* post, const Tuning& tu) const {
+  for (int64_t blk = b; blk < e; ++blk) {
+    const int64_t i0 = blk * rows, n = std::min(m, i0 + rows) - i0;
+    Acts sub = my;
+    ActRows& a = sub.rows[static_cast<int>(ActFormat::kF32)];
+    a.base += a.stride * static_cast<uint64_t>(i0);
+    float* yb = y + i0 * rows_;
+    for (const Part& p : parts_) {
+      compute(k, p, sub, n, 0, p.units, yb + p.row0, rows_, tu);
+      if (post)
+        for (int64_t i = 0; i < n; ++i) post->fn(yb + i * rows_ + p.row0, p.rows, post->arg);
     }
   }
 }

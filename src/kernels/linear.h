@@ -131,6 +131,11 @@ class Linear {
              const ActRows* pre, Body&& body) const;
   void run_units(const CpuKernels& k, const Acts& my, int64_t m, int64_t b, int64_t e, float* y, const Epilogue* post,
                  const Tuning& tu) const;
+  // Rows per block of a call split by activation rows instead of row groups (0: not split so),
+  // and that split's body: blocks [b, e) of `rows` rows, every output of each.
+  int64_t row_block(int64_t m, int nth) const;
+  void run_row_blocks(const CpuKernels& k, const Acts& my, int64_t m, int64_t rows, int64_t b, int64_t e, float* y,
+                      const Epilogue* post, const Tuning& tu) const;
   void compute(const CpuKernels& k, const Part& p, const Acts& my, int64_t m, int64_t u0, int64_t u1, float* y,
                int64_t ldy, const Tuning& tu) const;
 

@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "gguf/reader.h"
 #include "quant/quant.h"
+#include "threading/thread_pool.h"
 
 namespace sluice::models::gemma4 {
 
@@ -24,15 +25,21 @@ ClampedLinear ClampedLinear::bind(const WeightBinder& wb, ThreadPool& pool, cons
 
 void ClampedLinear::run(ThreadPool& pool, const float* x, int64_t m, float* y, std::vector<float>& in,
                         kernels::ActScratch& scratch, const kernels::CpuKernels* isa) const {
+  // The clamps split over the pool's threads by rows, as the matmul (elementwise: same values).
+  const auto clamp_rows = [&](const float* src, float* dst, int64_t width, float lo, float hi) {
+    pool.run([&](int ith, int nth) {
+      int64_t i0, i1;
+      split_range(m, ith, nth, &i0, &i1);
+      for (int64_t i = i0 * width; i < i1 * width; ++i) dst[i] = std::min(std::max(src[i], lo), hi);
+    });
+  };
   if (clamps_input()) {
-    in.assign(x, x + m * lin.cols());
-    for (float& v : in) v = std::min(std::max(v, in_lo), in_hi);
+    in.resize(static_cast<size_t>(m * lin.cols()));
+    clamp_rows(x, in.data(), lin.cols(), in_lo, in_hi);
     x = in.data();
   }
   lin.run(pool, x, m, y, scratch, isa);
-  if (clamps_output()) {
-    for (int64_t i = 0; i < m * lin.rows(); ++i) y[i] = std::min(std::max(y[i], out_lo), out_hi);
-  }
+  if (clamps_output()) clamp_rows(y, y, lin.rows(), out_lo, out_hi);
 }
 
 std::vector<float> read_all_f32(const gguf::GgufFile& f, const gguf::TensorInfo& t) {

@@ -174,6 +174,17 @@ void Gemma4Vision::embed(const float* patches, int32_t cols, int32_t rows) {
   }
 }
 
+// fn(i0, i1) over the n rows [0, n) split across the pool: the row ops between the matmuls
+// (norms, RoPE, GELU product) are per row, so the split changes no result.
+template <class Fn>
+void for_rows(ThreadPool& pool, int64_t n, Fn&& fn) {
+  pool.run([&](int ith, int nth) {
+    int64_t i0, i1;
+    split_range(n, ith, nth, &i0, &i1);
+    if (i0 < i1) fn(i0, i1);
+  });
+}
+
 void Gemma4Vision::run(const ClampedLinear& cl, const float* x, int64_t m, float* y) {
   cl.run(pool_, x, m, y, in_, scratch_, &isa_);
 }
@@ -207,39 +218,50 @@ void Gemma4Vision::layer(const VisionLayer& L, int64_t n, int32_t cols) {
   const int64_t d = s_.d, H = s_.n_head, hd = s_.head_dim, half = hd / 2;
   a_.resize(n * d);
   q_.resize(n * H * hd), k_.resize(n * H * hd), v_.resize(n * H * hd);
-  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(h_.data() + i * d, L.ln1.data(), a_.data() + i * d, d, s_.eps);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) ops_.rms_norm(h_.data() + i * d, L.ln1.data(), a_.data() + i * d, d, s_.eps);
+  });
   run(L.q, a_.data(), n, q_.data());
   run(L.k, a_.data(), n, k_.data());
   run(L.v, a_.data(), n, v_.data());
-  for (int64_t i = 0; i < n; ++i) {
-    const float* rx = rope_x_.data() + (i % cols) * half;
-    const float* ry = rope_y_.data() + (i / cols) * half;
-    for (int64_t h = 0; h < H; ++h) {
-      float* qh = q_.data() + (i * H + h) * hd;
-      float* kh = k_.data() + (i * H + h) * hd;
-      ops_.rms_norm(qh, L.q_norm.data(), qh, hd, s_.eps);
-      ops_.rms_norm(kh, L.k_norm.data(), kh, hd, s_.eps);
-      ops_.rms_norm(v_.data() + (i * H + h) * hd, nullptr, v_.data() + (i * H + h) * hd, hd, s_.eps);
-      ops_.rope(qh, rx, half), ops_.rope(qh + half, ry, half);  // first half by x, second by y
-      ops_.rope(kh, rx, half), ops_.rope(kh + half, ry, half);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const float* rx = rope_x_.data() + (i % cols) * half;
+      const float* ry = rope_y_.data() + (i / cols) * half;
+      for (int64_t h = 0; h < H; ++h) {
+        float* qh = q_.data() + (i * H + h) * hd;
+        float* kh = k_.data() + (i * H + h) * hd;
+        ops_.rms_norm(qh, L.q_norm.data(), qh, hd, s_.eps);
+        ops_.rms_norm(kh, L.k_norm.data(), kh, hd, s_.eps);
+        ops_.rms_norm(v_.data() + (i * H + h) * hd, nullptr, v_.data() + (i * H + h) * hd, hd, s_.eps);
+        ops_.rope(qh, rx, half), ops_.rope(qh + half, ry, half);  // first half by x, second by y
+        ops_.rope(kh, rx, half), ops_.rope(kh + half, ry, half);
+      }
     }
-  }
+  });
   attention(n);
   run(L.o, att_.data(), n, a_.data());
-  for (int64_t i = 0; i < n; ++i)
-    ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.attn_post.data(), d, s_.eps);
-  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(h_.data() + i * d, L.ln2.data(), a_.data() + i * d, d, s_.eps);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.attn_post.data(), d, s_.eps);
+      ops_.rms_norm(h_.data() + i * d, L.ln2.data(), a_.data() + i * d, d, s_.eps);
+    }
+  });
   const int64_t ff = s_.n_ff;
   g_.resize(n * ff), u_.resize(n * ff);
   run(L.gate, a_.data(), n, g_.data());
   run(L.up, a_.data(), n, u_.data());
-  ops_.gelu_mul(g_.data(), u_.data(), g_.data(), n * ff);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    ops_.gelu_mul(g_.data() + i0 * ff, u_.data() + i0 * ff, g_.data() + i0 * ff, (i1 - i0) * ff);
+  });
   run(L.down, g_.data(), n, a_.data());
-  for (int64_t i = 0; i < n; ++i) ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.ffn_post.data(), d, s_.eps);
-  if (!L.out_scale.empty()) {
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t j = 0; j < d; ++j) h_[i * d + j] *= L.out_scale[j];
-  }
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.ffn_post.data(), d, s_.eps);
+      if (!L.out_scale.empty())
+        for (int64_t j = 0; j < d; ++j) h_[i * d + j] *= L.out_scale[j];
+    }
+  });
 }
 
 // 3×3 average by position (token kx + (cols/3)·ky), ·sqrt(d), standardisation, then the

@@ -1,3 +1,9 @@
+// GCC 12's AVX-512 intrinsics read _mm512_undefined values (false positives, as in the
+// kernels/cpu/x86_avx512 files).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include "models/gemma4/vision_attention.h"
 
 #include <algorithm>
@@ -11,6 +17,7 @@
 #include <immintrin.h>
 
 #include "kernels/cpu/x86_avx2/exp8.h"
+#include "kernels/cpu/x86_avx512/exp16.h"
 #endif
 
 namespace sluice::models::gemma4 {
@@ -128,6 +135,7 @@ template <int R>
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define SLUICE_AVX2 [[gnu::target("avx2,fma")]]
+#define SLUICE_AVX512 [[gnu::target("avx512f,avx2,fma")]]
 
 SLUICE_AVX2 inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
@@ -158,6 +166,36 @@ SLUICE_AVX2 void softmax_avx2(float* s, int64_t n) {
   for (int64_t t = j; t < n; ++t) sum += (s[t] = kernels::exp_ref(s[t] - mx));
   const __m256 inv = _mm256_set1_ps(1.0f / sum);
   for (j = 0; j + 8 <= n; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
+  for (int64_t t = j; t < n; ++t) s[t] *= 1.0f / sum;
+}
+
+// softmax_avx2's bits, 16 lanes at a time: the same maximum, the same exp per lane (exp16 is
+// exp8's operations) and the same sum, its 8-lane partial sums taking the two halves of each 16
+// in turn as the 8-lane loop takes consecutive 8s.
+SLUICE_AVX512 void softmax_avx512(float* s, int64_t n) {
+  __m512 vm = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 16 <= n; j += 16) vm = _mm512_max_ps(vm, _mm512_loadu_ps(s + j));
+  float mx = _mm512_reduce_max_ps(vm);
+  for (int64_t t = j; t < n; ++t) mx = std::max(mx, s[t]);
+  const __m512 m16 = _mm512_set1_ps(mx);
+  __m256 vs = _mm256_setzero_ps();
+  for (j = 0; j + 16 <= n; j += 16) {
+    const __m512 e = kernels::avx512::exp16(_mm512_sub_ps(_mm512_loadu_ps(s + j), m16));
+    _mm512_storeu_ps(s + j, e);
+    vs = _mm256_add_ps(vs, _mm512_castps512_ps256(e));
+    vs = _mm256_add_ps(vs, _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1)));
+  }
+  if (j + 8 <= n) {
+    const __m256 e = kernels::avx2::exp8(_mm256_sub_ps(_mm256_loadu_ps(s + j), _mm512_castps512_ps256(m16)));
+    _mm256_storeu_ps(s + j, e);
+    vs = _mm256_add_ps(vs, e);
+    j += 8;
+  }
+  float sum = hsum8(vs);
+  for (int64_t t = j; t < n; ++t) sum += (s[t] = kernels::exp_ref(s[t] - mx));
+  const __m512 inv = _mm512_set1_ps(1.0f / sum);
+  for (j = 0; j + 16 <= n; j += 16) _mm512_storeu_ps(s + j, _mm512_mul_ps(_mm512_loadu_ps(s + j), inv));
   for (int64_t t = j; t < n; ++t) s[t] *= 1.0f / sum;
 }
 
@@ -199,10 +237,15 @@ SLUICE_AVX2 void block_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h
   tiles_avx2<R>(x.s, pk.vp + h * hd * n, hd, n, x.o);
 }
 
+using TileFn = void (*)(const float* const* x, const float* t, int64_t cols, int64_t depth, float* const* y);
+
 // nb full blocks of kRows queries from i0 of head h (a panel): scores a chunk of kKeys keys
 // at a time for all its blocks (the chunk of kᵀ stays in L2 meanwhile), the softmax of every
-// row, then p·v one 16-column tile of v at a time for all its blocks. `s` holds nb·kRows rows.
-SLUICE_AVX2 void panel_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0, int64_t nb, float* s) {
+// row, then p·v `vcols` columns (16 or 64) of v at a time for all its blocks. `s` holds nb·kRows
+// rows. Inlined into each ISA's panel, with that ISA's tile and softmax functions.
+template <TileFn Tiles, void (*Softmax)(float*, int64_t)>
+[[gnu::always_inline]] inline void panel_body(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0,
+                                              int64_t nb, float* s, int64_t vcols) {
   const int64_t n = a.n, hd = a.head_dim, w = a.heads * hd, n16 = pk.n16;
   const float* kp = pk.kp + h * hd * n16;
   const float* vp = pk.vp + h * hd * n;
@@ -215,30 +258,71 @@ SLUICE_AVX2 void panel_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h
         q[r] = a.q + (i0 + b * kRows + r) * w + h * hd;
         srow[r] = s + (b * kRows + r) * n16 + j0;
       }
-      tiles_avx2<kRows>(q, kp + j0 * hd, std::min(kKeys, n16 - j0), hd, srow);
+      Tiles(q, kp + j0 * hd, std::min(kKeys, n16 - j0), hd, srow);
     }
   }
-  for (int64_t r = 0; r < nb * kRows; ++r) softmax_avx2(s + r * n16, n);
-  for (int64_t e0 = 0; e0 < hd; e0 += 16) {
+  for (int64_t r = 0; r < nb * kRows; ++r) Softmax(s + r * n16, n);
+  for (int64_t e0 = 0; e0 < hd; e0 += vcols) {
     for (int64_t b = 0; b < nb; ++b) {
       for (int r = 0; r < kRows; ++r) {
         srow[r] = s + (b * kRows + r) * n16;
         o[r] = a.out + (i0 + b * kRows + r) * w + h * hd + e0;
       }
-      tiles_avx2<kRows>(srow, vp + e0 * n, 16, n, o);
+      Tiles(srow, vp + e0 * n, std::min(vcols, hd - e0), n, o);
     }
   }
 }
 
+SLUICE_AVX2 void panel_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0, int64_t nb, float* s) {
+  panel_body<tiles_avx2<kRows>, softmax_avx2>(a, pk, h, i0, nb, s, 16);
+}
+
+// y[r][c] = Σ_d x[r][d]·t[c][d] as tiles_avx2 computes it (one FMA chain per output, d in
+// order: the same bits), NT tiles of 16 columns a pass in 512-bit registers: R·NT accumulators,
+// NT loads and R broadcasts per d. Zen 5 retires two 512-bit FMAs a cycle: the 256-bit tiles
+// ran at half the core's rate (docs/perf-log.md).
+template <int R, int NT>
+SLUICE_AVX512 inline void tiles_zmm(const float* const* x, const float* tc, int64_t depth, float* const* y,
+                                    int64_t c0) {
+  __m512 acc[R][NT];
+  for (auto& r : acc)
+    for (auto& v : r) v = _mm512_setzero_ps();
+  for (int64_t d = 0; d < depth; ++d) {
+    __m512 t[NT];
+    for (int j = 0; j < NT; ++j) t[j] = _mm512_loadu_ps(tc + j * depth * 16 + d * 16);
+    for (int r = 0; r < R; ++r) {
+      const __m512 xd = _mm512_set1_ps(x[r][d]);
+      for (int j = 0; j < NT; ++j) acc[r][j] = _mm512_fmadd_ps(xd, t[j], acc[r][j]);
+    }
+  }
+  for (int r = 0; r < R; ++r)
+    for (int j = 0; j < NT; ++j) _mm512_storeu_ps(y[r] + c0 + 16 * j, acc[r][j]);
+}
+
+// tiles_avx2's contract (cols a multiple of 16), four tiles a pass, then single tiles.
+template <int R>
+SLUICE_AVX512 void tiles_avx512(const float* const* x, const float* t, int64_t cols, int64_t depth, float* const* y) {
+  int64_t c0 = 0;
+  for (; c0 + 64 <= cols; c0 += 64) tiles_zmm<R, 4>(x, t + c0 * depth, depth, y, c0);
+  for (; c0 < cols; c0 += 16) tiles_zmm<R, 1>(x, t + c0 * depth, depth, y, c0);
+}
+
+SLUICE_AVX512 void panel_avx512(const VisionAttnArgs& a, const Packed& pk, int64_t h, int64_t i0, int64_t nb,
+                                float* s) {
+  panel_body<tiles_avx512<kRows>, softmax_avx512>(a, pk, h, i0, nb, s, 64);
+}
+
 // Blocks [b0, b1) of the (head, kRows-query block) list, up to kPanel consecutive full blocks
-// of one head at a time; the head's last, short block query by query.
-SLUICE_AVX2 void blocks_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t b0, int64_t b1, float* s) {
+// of one head at a time (by `panel`: panel_avx2 or panel_avx512); the head's last, short block
+// query by query.
+SLUICE_AVX2 void blocks_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t b0, int64_t b1, float* s,
+                             decltype(&panel_avx2) panel) {
   const int64_t per_head = (a.n + kRows - 1) / kRows, full = a.n / kRows;
   for (int64_t b = b0; b < b1;) {
     const int64_t h = b / per_head, bi = b % per_head;
     if (bi < full) {
       const int64_t nb = std::min({kPanel, full - bi, b1 - b});
-      panel_avx2(a, pk, h, bi * kRows, nb, s);
+      panel(a, pk, h, bi * kRows, nb, s);
       b += nb;
     } else {
       for (int64_t i = bi * kRows; i < a.n; ++i) block_avx2<1>(a, pk, h, i, s);
@@ -268,25 +352,41 @@ void pack_avx2(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& bu
   pk = {kp, vp, n16};
 }
 
-bool use_avx2(const VisionAttnArgs& a) {
-  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return cpu && a.head_dim % 16 == 0;
-}
 #undef SLUICE_AVX2
+#undef SLUICE_AVX512
 #endif
+
+// The path `want` asks for, or the best this CPU runs (kAuto), for head_dim `hd`: the SIMD
+// paths need a multiple of 16.
+VisionAttnPath pick(VisionAttnPath want, int64_t hd) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool avx512 = avx2 && __builtin_cpu_supports("avx512f");
+  if (hd % 16 != 0) return VisionAttnPath::kPortable;
+  if (want == VisionAttnPath::kAuto) return avx512 ? VisionAttnPath::kAvx512 : avx2 ? VisionAttnPath::kAvx2 : want;
+  if ((want == VisionAttnPath::kAvx512 && avx512) || (want == VisionAttnPath::kAvx2 && avx2)) return want;
+#else
+  (void)want, (void)hd;
+#endif
+  return VisionAttnPath::kPortable;
+}
 
 }  // namespace
 
-void vision_attention(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& kt) {
+bool vision_attention_runs(VisionAttnPath path, int64_t head_dim) { return pick(path, head_dim) == path; }
+
+void vision_attention(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& kt, VisionAttnPath path) {
   const int64_t n = a.n, H = a.heads, hd = a.head_dim, w = H * hd;
   const int64_t total = H * ((n + kRows - 1) / kRows);
+  path = pick(path, hd);
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (use_avx2(a)) {
+  if (path != VisionAttnPath::kPortable) {
     Packed pk{};
     pack_avx2(a, pool, kt, pk);
+    const auto panel = path == VisionAttnPath::kAvx512 ? panel_avx512 : panel_avx2;
     pool.run([&](int ith, int nth) {
       std::vector<float> s(static_cast<size_t>(kPanel * kRows * pk.n16));
-      blocks_avx2(a, pk, total * ith / nth, total * (ith + 1) / nth, s.data());
+      blocks_avx2(a, pk, total * ith / nth, total * (ith + 1) / nth, s.data(), panel);
     });
     return;
   }

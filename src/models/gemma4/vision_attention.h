@@ -21,9 +21,17 @@ struct VisionAttnArgs {
 // The scalar reference: one (head, query) at a time, libm exp.
 void vision_attention_ref(const VisionAttnArgs& a, ThreadPool& pool);
 
+// Which code runs the blocked kernel: the best the CPU has (kAuto), or one asked for (tests).
+// The AVX2 and AVX-512 paths give the same bits (the same FMA chain per output).
+enum class VisionAttnPath { kAuto, kPortable, kAvx2, kAvx512 };
+
 // The blocked kernel: kᵀ per head once, then q·kᵀ and p·v as register-tiled matmuls over blocks
 // of 6 queries, exp by the engine's fixed polynomial (kernels::exp_ref, relative error < 2e-7),
-// AVX2+FMA code where the CPU has it and head_dim is a multiple of 16. `kt` is scratch.
-void vision_attention(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& kt);
+// AVX-512 or AVX2+FMA code where the CPU has it and head_dim is a multiple of 16; a path the
+// CPU lacks falls back to the portable one. `kt` is scratch.
+void vision_attention(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& kt,
+                      VisionAttnPath path = VisionAttnPath::kAuto);
+// Whether `path` itself runs here for this head_dim (not a fallback).
+bool vision_attention_runs(VisionAttnPath path, int64_t head_dim);
 
 }  // namespace sluice::models::gemma4

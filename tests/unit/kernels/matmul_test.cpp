@@ -100,6 +100,42 @@ TEST(LinearWideRows, OddBlockCountsEqualTheDefinition) {
   }
 }
 
+// Activation rows past 1 MiB of f32 (here 450 × 640 floats) split a float matrix's call by
+// blocks of rows instead of row groups (linear.cpp kRowSplitBytes): one and two threads, a
+// fused F16|BF16|F32 matrix (rows at their offsets), blocks of unequal length, an epilogue.
+TEST(LinearRowBlocks, ManyRowsEqualTheDefinition) {
+  const int64_t cols = 640, m = 450;
+  const Weights a = make_weights(DType::F16, 37, 501, cols), b = make_weights(DType::BF16, 21, 502, cols),
+                c = make_weights(DType::F32, 16, 503, cols);
+  const Mat parts[3] = {a.mat, b.mat, c.mat};
+  ThreadPool one(1), two(2);
+  const Linear lin = Linear::build(parts, two, "rows");
+  const std::vector<float> x = activations(m, 9, cols);
+  const Epilogue post{[](float* y, int64_t n, float arg) {
+                        for (int64_t i = 0; i < n; ++i) y[i] = y[i] * arg + 1.0f;
+                      },
+                      0.5f};
+  ActScratch scratch;
+  for (ThreadPool* pool : {&one, &two})
+    for (const Epilogue* e : {static_cast<const Epilogue*>(nullptr), &post}) {
+      std::vector<float> y(static_cast<size_t>(m * lin.rows()), -1.0f);
+      lin.run(*pool, x.data(), m, y.data(), scratch, nullptr, e);
+      for (int64_t i = 0; i < m; ++i) {
+        int64_t row0 = 0;
+        for (const Mat& p : parts) {
+          for (int64_t r = 0; r < p.rows; ++r) {
+            float want = expected(p, r, x.data() + i * cols);
+            if (e) e->fn(&want, 1, e->arg);
+            ASSERT_EQ(quant::testing::bits(y[i * lin.rows() + row0 + r]), quant::testing::bits(want))
+                << dtype_name(p.type) << " threads " << pool->size() << " epilogue " << (e != nullptr) << " row " << r
+                << " act " << i;
+          }
+          row0 += p.rows;
+        }
+      }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllTypes, LinearTypes, ::testing::ValuesIn(quant::testing::supported_types()),
                          [](const ::testing::TestParamInfo<DType>& p) { return std::string(dtype_name(p.param)); });
 

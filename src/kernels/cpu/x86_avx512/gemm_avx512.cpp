@@ -469,6 +469,45 @@ void float_tile(const GemmArgs& p, int64_t gi, int64_t m0) {
   for (int mi = 0; mi < MT; ++mi) store_rows(p, gi, m0 + mi, _mm512_add_ps(acc[0][mi], acc[1][mi]));
 }
 
+// Two row groups (32 weight rows) × MT activation rows, the prefill tile: each broadcast
+// activation feeds both groups' weight vectors, so a column is 2 weight loads, MT broadcasts and
+// 2·MT FMAs (the one-group tile: 1 and MT for MT FMAs, a load per FMA). 4·MT accumulators,
+// each output's two chains as in float_tile (gemm_ref's order: results are bit-identical).
+template <class F, int MT>
+void float_tile2(const GemmArgs& p, int64_t gi, int64_t m0) {
+  const uint8_t* w0 = p.w + static_cast<uint64_t>(gi) * p.group_bytes;
+  const uint8_t* w1 = w0 + p.group_bytes;
+  const ActTile<MT> at(p.a, m0, 1);
+  __m512 acc[2][2][MT];  // [chain][group][row]
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) acc[0][0][mi] = acc[0][1][mi] = acc[1][0][mi] = acc[1][1][mi] = _mm512_setzero_ps();
+  const bool pf = m0 == 0;  // later row chunks of the same groups find them in cache
+  auto column = [&](int ch, int64_t c) SLUICE_INLINE_LAMBDA {
+    const __m512 wv0 = F::load(w0 + c * F::kBytes), wv1 = F::load(w1 + c * F::kBytes);
+    SLUICE_UNROLL
+    for (int mi = 0; mi < MT; ++mi) {
+      const __m512 x = _mm512_set1_ps(at.f32[mi][c]);
+      acc[ch][0][mi] = _mm512_fmadd_ps(wv0, x, acc[ch][0][mi]);
+      acc[ch][1][mi] = _mm512_fmadd_ps(wv1, x, acc[ch][1][mi]);
+    }
+  };
+  int64_t c = 0;
+  for (; c + 2 <= p.k; c += 2) {
+    if (pf && (c & 3) == 0) {
+      prefetch_stream(w0, c * F::kBytes, 4 * F::kBytes);
+      prefetch_stream(w1, c * F::kBytes, 4 * F::kBytes);
+    }
+    column(0, c);
+    column(1, c + 1);
+  }
+  if (c < p.k) column(0, c);
+  SLUICE_UNROLL
+  for (int mi = 0; mi < MT; ++mi) {
+    store_rows(p, gi, m0 + mi, _mm512_add_ps(acc[0][0][mi], acc[1][0][mi]));
+    store_rows(p, gi + 1, m0 + mi, _mm512_add_ps(acc[0][1][mi], acc[1][1][mi]));
+  }
+}
+
 // ---- per-format entry points (the driver: x86_gemm_drive.h) ----
 
 template <class F>
@@ -505,12 +544,25 @@ void gemm_q6_k_impl(const GemmArgs& p, int64_t g0, int64_t g1) {
   drive<8>(p, g0, g1, kTiles);
 }
 
+// Up to kPairRows (8) activation rows (decode, small batches: bound by the weight stream) one
+// group at a time; more (prefill) by pairs of groups over chunks of 6 rows, a last odd group
+// alone.
 template <class F>
 void gemm_float(const GemmArgs& p, int64_t g0, int64_t g1) {
   static constexpr TileFn kTiles[2][8] = {{float_tile<F, 1>, float_tile<F, 2>, float_tile<F, 3>, float_tile<F, 4>,
                                            float_tile<F, 5>, float_tile<F, 6>, float_tile<F, 7>, float_tile<F, 8>},
                                           {float_tile<F, 1>}};
-  drive<8>(p, g0, g1, kTiles);
+  static constexpr TileFn kPairs[6] = {float_tile2<F, 1>, float_tile2<F, 2>, float_tile2<F, 3>,
+                                       float_tile2<F, 4>, float_tile2<F, 5>, float_tile2<F, 6>};
+  constexpr int64_t kPairRows = 8, kChunk = 6;
+  if (p.m <= kPairRows) {
+    drive<8>(p, g0, g1, kTiles);
+    return;
+  }
+  int64_t gi = g0;
+  for (; gi + 2 <= g1; gi += 2)
+    for (int64_t m0 = 0; m0 < p.m; m0 += kChunk) kPairs[(p.m - m0 < kChunk ? p.m - m0 : kChunk) - 1](p, gi, m0);
+  if (gi < g1) drive<8>(p, gi, g1, kTiles);
 }
 
 // ---- activation quantizers (byte-identical to quantize_act_ref, NaN and Inf inputs included) ----
