@@ -21,7 +21,7 @@ struct Tuning {
   // read, per packed format; 0 = none (the hardware prefetchers alone). Honoured by the
   // Q4_0/Q5_0/Q8_0/Q6_K decode kernels of the x86 sets; the other
   // kernels (and ARM64's) ignore it. streams, interleave and split_div apply on every set.
-  // Q6_K's default is 8 KiB: with the two cores on different CCDs (bus ~80 GB/s on the Zen 4
+  // Q6_K's default is 8 KiB: with the two cores on different CCDs (bus ~80 GB/s on the Zen 5
   // host) the Q6_K lm_head streamed at 0.45 of the bus without it and 0.92 with it, and with
   // them close (~45 GB/s) it is as fast either way (docs/perf-log.md, 2026-12-06 c); the
   // tuner's calibration of a big model often runs out of budget there and keeps the defaults.
