@@ -32,9 +32,17 @@ void add_deploy_flags(CLI::App* cmd, DeployOptions& o) {
                   "publish prefix-cache events on ZeroMQ (e.g. tcp://*:5557), as llm-d's KV indexer reads vLLM's");
   cmd->add_option("--kv-events-pod", o.kv_pod,
                   "the pod part of the topic kv@POD@MODEL (default: $POD_IP, else the host name)");
+  cmd->add_option("--kv-events-replay", o.kv_replay,
+                  "bind a ZeroMQ ROUTER (e.g. tcp://*:5558) that resends kept KV-event batches from a "
+                  "sequence number, as vLLM's replay_endpoint");
+  cmd->add_option("--kv-events-buffer", o.kv_replay_batches,
+                  "KV-event batches kept for --kv-events-replay (vLLM's buffer_steps)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000000));
 }
 
 bool wants_kv_events(const DeployOptions& o) {
+  if (o.kv_events.empty() && !o.kv_replay.empty()) fail("--kv-events-replay needs --kv-events");
   if (o.kv_events.empty()) return false;
   if (!server::KvEventPublisher::available())
     fail("--kv-events: this sluice was built without ZeroMQ (libzmq3-dev, cppzmq-dev, libmsgpack-cxx-dev)");
@@ -48,9 +56,13 @@ std::unique_ptr<server::KvEventPublisher> start_kv_events(const DeployOptions& o
   if (const char* ip = std::getenv("POD_IP"); pod.empty() && ip && *ip) pod = ip;
   if (char host[256] = {}; pod.empty() && gethostname(host, sizeof host - 1) == 0) pod = host;
   const std::string topic = "kv@" + pod + "@" + model;
-  auto pub = std::make_unique<server::KvEventPublisher>(*log, o.kv_events, topic);
+  auto pub = std::make_unique<server::KvEventPublisher>(*log, o.kv_events, topic, o.kv_replay,
+                                                        static_cast<size_t>(o.kv_replay_batches));
   pub->start();
   std::fprintf(stderr, "sluice serve: KV events on %s, topic %s\n", o.kv_events.c_str(), topic.c_str());
+  if (!o.kv_replay.empty())
+    std::fprintf(stderr, "sluice serve: KV-event replay on %s, the last %d batches\n", o.kv_replay.c_str(),
+                 o.kv_replay_batches);
   return pub;
 }
 

@@ -31,17 +31,20 @@ class Metrics;
 namespace sluice::app {
 
 struct DeployOptions {
-  int drain_delay_s = 0;  // after SIGTERM: keep admitting this long (readiness already 503)
-  int agent_port = -1;    // HAProxy agent-check port; -1: none, 0: any free port (printed)
-  std::string kv_events;  // ZeroMQ endpoint for KV-cache events (tcp://*:5557); empty: none
-  std::string kv_pod;     // the topic's pod part; empty: $POD_IP, else the host name
+  int drain_delay_s = 0;          // after SIGTERM: keep admitting this long (readiness already 503)
+  int agent_port = -1;            // HAProxy agent-check port; -1: none, 0: any free port (printed)
+  std::string kv_events;          // ZeroMQ endpoint for KV-cache events (tcp://*:5557); empty: none
+  std::string kv_pod;             // the topic's pod part; empty: $POD_IP, else the host name
+  std::string kv_replay;          // ROUTER endpoint replaying kept batches (tcp://*:5558); empty: none
+  int kv_replay_batches = 10000;  // batches kept for kv_replay (vLLM's buffer_steps)
 };
 
 void add_deploy_flags(CLI::App* cmd, DeployOptions& o);
 
 // Whether the stack records the prefix cache's events (--kv-events; SessionOptions::kv_events):
-// an Error when this sluice was built without ZeroMQ. Then the publisher that sends the stack's
-// log as kv@<pod>@<model> (kv_events_zmq.h), or null without --kv-events.
+// an Error when this sluice was built without ZeroMQ, or given --kv-events-replay alone. Then
+// the publisher that sends the stack's log as kv@<pod>@<model> (kv_events_zmq.h) and serves
+// --kv-events-replay, or null without --kv-events.
 bool wants_kv_events(const DeployOptions& o);
 std::unique_ptr<server::KvEventPublisher> start_kv_events(const DeployOptions& o, KvEventLog* log,
                                                           const std::string& model);

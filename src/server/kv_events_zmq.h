@@ -11,6 +11,15 @@
 // publisher does. A publisher thread drains the engine's KvEventLog every few ms; the engine
 // never waits on the network. Built only with ZeroMQ and msgpack-c (SLUICE_HAVE_ZMQ):
 // without them available() is false and --kv-events is refused.
+//
+// Replay (--kv-events-replay, vLLM's replay_endpoint): a ROUTER socket, always bound, served by
+// the same publisher thread. The last `replay_batches` messages are kept as (seq, payload).
+//   request (REQ client):  [start seq, 8 bytes big-endian]   (the ROUTER sees [id, "", seq])
+//   reply, per kept batch with seq >= start, in order:  [seq (8 bytes BE), payload]
+//   then the end marker:                                 [0xFF x 8 (-1), ""]
+// The topic is not repeated. A start older than the oldest kept batch gets what is kept: the
+// first seq returned tells the client how much it lost. A request that is not 3 frames at the
+// ROUTER, or whose seq is not 8 bytes, is ignored (logged), as vLLM ignores one that is not 3.
 #pragma once
 
 #include <atomic>
@@ -30,19 +39,26 @@ class KvEventPublisher {
  public:
   static bool available();  // built with ZeroMQ
 
-  KvEventPublisher(KvEventLog& log, std::string endpoint, std::string topic);
+  static constexpr size_t kDefaultReplayBatches = 10000;  // vLLM's buffer_steps default
+
+  // replay_endpoint empty: no replay socket (and nothing kept).
+  KvEventPublisher(KvEventLog& log, std::string endpoint, std::string topic, std::string replay_endpoint = {},
+                   size_t replay_batches = kDefaultReplayBatches);
   ~KvEventPublisher();  // stop()
   KvEventPublisher(const KvEventPublisher&) = delete;
   KvEventPublisher& operator=(const KvEventPublisher&) = delete;
 
-  void start();  // binds or connects (throws sluice::Error on a bad endpoint), then publishes
+  void start();  // binds or connects, binds the replay socket (sluice::Error on a bad endpoint), then publishes
   void stop();   // publishes what is left, then closes
 
  private:
   void loop();
+  void send_batch(uint64_t seq, std::string payload);  // publishes, and keeps it for replay
+  void serve_replay();                                 // answers the requests waiting, if any
 
   KvEventLog& log_;
-  std::string endpoint_, topic_;
+  std::string endpoint_, topic_, replay_endpoint_;
+  size_t replay_batches_;
   struct Socket;
   std::unique_ptr<Socket> sock_;
   std::atomic<bool> stop_{false};

@@ -50,7 +50,7 @@ qrun cortex-a72 -- "$T/models/models_test" "${brief[@]}" --gtest_filter="$golden
 # libzmq3-dev is not multiarch), so the publisher starts and the server comes up.
 klog=$(mktemp)
 "$QEMU" -cpu max "$ARM/apps/sluice/sluice" serve -m tests/data/golden/tiny-gemma3.q8_0.gguf --port 0 -c 256 \
-  -t 2 --kv-events tcp://127.0.0.1:9 > "$klog" 2>&1 &
+  -t 2 --kv-events tcp://127.0.0.1:9 --kv-events-replay 'tcp://127.0.0.1:*' > "$klog" 2>&1 &
 kpid=$!
 for _ in $(seq 1200); do
   grep -q "listening on" "$klog" && break
@@ -60,7 +60,7 @@ done
 kill -TERM "$kpid" 2> /dev/null || true
 wait "$kpid" || true
 echo "== qemu -cpu max: serve --kv-events: $(grep -h 'KV events on' "$klog")"
-if ! grep -q "KV events on" "$klog" || ! grep -q "listening on" "$klog"; then
+if ! grep -q "KV events on" "$klog" || ! grep -q "KV-event replay on" "$klog" || ! grep -q "listening on" "$klog"; then
   cat "$klog" >&2
   echo "FAIL: the arm64 build does not serve with --kv-events" >&2
   exit 1
