@@ -17,6 +17,7 @@
 #include "apps/sluice/engine_session.h"
 #include "apps/sluice/media_prompt.h"
 #include "base/error.h"
+#include "media/audio_features.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::app {
@@ -32,10 +33,11 @@ struct LogitsArgs {
   AudioArgs audio;
 };
 
-// The most positions the media can add to the prompt: an image's budget, 750 tokens a clip (30 s),
-// and each item's begin and end markers.
+// The most positions the media can add to the prompt: an image's budget, a clip's tokens at most
+// (30 s heard), and each item's begin and end markers.
 int media_room(const ImageArgs& images, const AudioArgs& audio) {
-  return static_cast<int>(images.images.size()) * (images.tokens + 2) + static_cast<int>(audio.clips.size()) * 752;
+  const auto per_clip = static_cast<int>(media::audio_token_count(media::kAudioMaxSamples)) + 2;
+  return static_cast<int>(images.images.size()) * (images.tokens + 2) + static_cast<int>(audio.clips.size()) * per_clip;
 }
 
 std::vector<int32_t> parse_ids(const std::string& s) {

@@ -129,11 +129,12 @@ void add_engine_flags(CLI::App* cmd, ServeArgs& args) {
 }
 
 // The served model's image input (--mmproj): the stack's tower, the vocabulary's markers.
-std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, const Tokenizer& tok, int image_tokens) {
+std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, const chat::ChatFormat& format,
+                                                      int image_tokens) {
   ImageTower* tower = stack.image_tower();
   if (tower == nullptr) return nullptr;
   auto in = std::make_shared<server::ImageInput>();
-  in->markers = image_markers(tok);
+  in->markers = image_markers(format);
   in->text_width = tower->text_width();
   in->blocks = tower->bidirectional_images();
   in->default_tokens = image_tokens;
@@ -215,7 +216,7 @@ CommandFn add_serve_command(CLI::App& app) {
     api::Engine engine(stack.model(), stack.kv(), eo);
 
     server::ModelContext mctx(stack.file(), *tok, a->alias, so.ctx_size, a->max_tokens);
-    mctx.set_images(image_input(stack, *tok, a->image_tokens));
+    mctx.set_images(image_input(stack, mctx.format(), a->image_tokens));
     server::Metrics metrics;
     set_vllm_metrics(metrics, stack.kv(), mctx.alias(), eo.core.prefix_caching);
     const auto kv_pub = start_kv_events(a->deploy, stack.kv_events(), mctx.alias());

@@ -36,20 +36,20 @@ double ImageTower::encode(const media::PreprocessedImage& img, float* out) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-chat::MediaMarkers vocab_markers(const Tokenizer& tok, const char* placeholder, const char* begin, const char* end,
-                                 const char* needs) {
-  chat::MediaMarkers m;
-  const char* texts[3] = {placeholder, begin, end};
-  int32_t* ids[3] = {&m.placeholder, &m.begin, &m.end};
-  for (int i = 0; i < 3; ++i) {
-    *ids[i] = tok.token_id(texts[i]);
-    if (*ids[i] == kNoToken) fail("the model's vocabulary has no '%s' token: %s", texts[i], needs);
-  }
+chat::ChatFormat model_chat_format(const gguf::GgufFile& file, const Tokenizer& tok) {
+  return chat::chat_format(chat::chat_arch_from_gguf(file.get_string_or("general.architecture", "")), tok);
+}
+
+chat::MediaMarkers checked_markers(const chat::MediaMarkers& m, const char* const (&texts)[3], const char* needs) {
+  const int32_t ids[3] = {m.placeholder, m.begin, m.end};
+  for (int i = 0; i < 3; ++i)
+    if (ids[i] < 0) fail("the model's vocabulary has no '%s' token: %s", texts[i], needs);
   return m;
 }
 
-chat::MediaMarkers image_markers(const Tokenizer& tok) {
-  return vocab_markers(tok, "<|image|>", "<|image>", "<image|>", "images need a Gemma 4 model (with its mmproj)");
+chat::MediaMarkers image_markers(const chat::ChatFormat& f) {
+  static const char* const kTexts[3] = {"<|image|>", "<|image>", "<image|>"};
+  return checked_markers(f.image, kTexts, "images need a Gemma 4 model (with its mmproj)");
 }
 
 }  // namespace sluice::app
