@@ -13,9 +13,7 @@ namespace sluice::app {
 ImageTower::ImageTower(const std::string& mmproj, const models::ModelSpec& text, int threads)
     : path_(mmproj), file_(gguf::GgufFile::open(mmproj)), pool_(std::make_unique<ThreadPool>(threads)) {
   // A file that is not an mmproj at all gets load_image_encoder's own message.
-  const gguf::GgufFile& f = *file_;
-  if (f.get_string_or("general.architecture", "") == "clip" && !f.get_bool_or("clip.has_vision_encoder", false) &&
-      !f.has("clip.vision.projector_type") && !f.has("clip.projector_type"))
+  if (!has_vision_tower(*file_))
     fail("%s has no vision tower (no clip.vision.projector_type): --image needs the mmproj of a model that sees",
          mmproj.c_str());
   models::LoadOptions lo;
@@ -25,6 +23,11 @@ ImageTower::ImageTower(const std::string& mmproj, const models::ModelSpec& text,
 }
 
 ImageTower::~ImageTower() = default;
+
+bool has_vision_tower(const gguf::GgufFile& f) {
+  return f.get_string_or("general.architecture", "") != "clip" || f.get_bool_or("clip.has_vision_encoder", false) ||
+         f.has("clip.vision.projector_type") || f.has("clip.projector_type");
+}
 
 int32_t ImageTower::text_width() const { return enc_->text_width(); }
 bool ImageTower::bidirectional_images() const { return enc_->bidirectional_images(); }

@@ -50,6 +50,10 @@ class ImageTower {
   std::mutex mu_;
 };
 
+// Whether an mmproj GGUF has a vision tower (false only for a clip file that says it has none:
+// anything else is left to the loader, which names what is wrong with it).
+bool has_vision_tower(const gguf::GgufFile& f);
+
 // The model's chat format (chat::chat_format for the file's architecture, ids from `tok`).
 chat::ChatFormat model_chat_format(const gguf::GgufFile& file, const Tokenizer& tok);
 

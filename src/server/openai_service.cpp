@@ -9,6 +9,7 @@
 #include "chat/tool_prompt.h"
 #include "grammar/compiled.h"
 #include "server/api_error.h"
+#include "server/audio_parts.h"
 #include "server/content_parts.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
@@ -309,6 +310,8 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
     ImagePrompt images;
     if (!req.images.empty()) images = expand_images(std::move(prompt), req.images, *model_.images(), engine_);
     else images.ids = std::move(prompt);
+    // Audio likewise, after the images (their soft rows first).
+    if (!req.audio.empty()) images = add_audio(std::move(images), req.audio, *model_.audio(), engine_);
     const chat::ChatFormat& format = model_.format();
     // Thinking on: the model reasons freely; the constraint starts once it closes the channel.
     if (req.gen.grammar && format.reasons() && req.enable_thinking && format.channel_close >= 0)
@@ -435,7 +438,12 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
 
 namespace {
 // What the model reads: ["text"], or ["text", "image"] with a vision projector (--mmproj).
-json modalities(const ModelContext& m) { return m.images() ? json::array({"text", "image"}) : json::array({"text"}); }
+json modalities(const ModelContext& m) {
+  json out = json::array({"text"});
+  if (m.images()) out.push_back("image");
+  if (m.audio()) out.push_back("audio");
+  return out;
+}
 }  // namespace
 
 Reply OpenAiService::models() const {
