@@ -85,12 +85,17 @@ PreparedClip prepare_clip(const std::string& bytes, const std::string& format, c
   }
   PreparedClip c;
   c.where = where;
-  c.seconds = static_cast<double>(a.samples.size()) / media::kAudioSampleRate;
-  for (media::LogMel& mel : media::audio_features(a.samples, layout)) {
-    const int32_t n = in.n_tokens(mel);
+  c.samples = static_cast<int64_t>(a.samples.size());
+  c.seconds = static_cast<double>(c.samples) / media::kAudioSampleRate;
+  const std::vector<media::AudioSegment> spans = media::audio_segments(c.samples, layout);
+  std::vector<media::LogMel> mels = media::audio_features(a.samples, layout);
+  for (size_t i = 0; i < mels.size(); ++i) {
+    const int32_t n = in.n_tokens(mels[i]);
     if (n <= 0) continue;  // a chunked clip's last few samples: nothing to hear
     c.tokens += n;
-    c.segments.push_back(std::move(mel));
+    c.counts.push_back(n);
+    c.spans.push_back(spans[i]);
+    c.segments.push_back(std::move(mels[i]));
   }
   if (c.tokens == 0)
     bad_part(where, strfmt("%.4f s of audio is too short to give a single audio token (it takes at least 161 "
@@ -105,13 +110,13 @@ std::vector<float> encode_clips(const std::vector<PreparedClip>& clips, const Au
   std::vector<float> rows(static_cast<size_t>(total) * static_cast<size_t>(in.text_width));
   float* at = rows.data();
   for (const PreparedClip& c : clips) {
-    for (const media::LogMel& mel : c.segments) {
+    for (size_t i = 0; i < c.segments.size(); ++i) {
       try {
-        in.encode(mel, at);
+        in.encode(c.segments[i], at);
       } catch (const Error& e) {
         bad_part(c.where, e.what());
       }
-      at += static_cast<size_t>(in.n_tokens(mel)) * static_cast<size_t>(in.text_width);
+      at += static_cast<size_t>(c.counts[i]) * static_cast<size_t>(in.text_width);
     }
   }
   return rows;
@@ -119,26 +124,24 @@ std::vector<float> encode_clips(const std::vector<PreparedClip>& clips, const Au
 
 namespace {
 
-// Every clip decoded and counted, the prompt they make checked against the context as each
-// is added (a flood of clips stops at the first that does not fit).
-std::vector<PreparedClip> prepare_all(size_t n_ids, const std::vector<AudioPart>& parts, const AudioInput& in,
-                                      const api::Engine& engine, std::vector<int32_t>& counts) {
-  std::vector<PreparedClip> clips;
+// The clips' token counts, the prompt they make checked against the context as each is added:
+// the first clip that does not fit is named.
+std::vector<int32_t> check_context(size_t n_ids, const std::vector<PreparedClip>& clips, const api::Engine& engine) {
+  std::vector<int32_t> counts;
   int64_t tokens = 0;
-  for (const AudioPart& part : parts) {
-    clips.push_back(prepare_clip(part.bytes, part.format, part.where, in));
-    counts.push_back(clips.back().tokens);
-    tokens += clips.back().tokens;
+  for (const PreparedClip& c : clips) {
+    counts.push_back(c.tokens);
+    tokens += c.tokens;
     const int64_t n = chat::expanded_length(n_ids, counts);
     const auto why = engine.check_admissible(static_cast<int32_t>(std::min<int64_t>(n, INT32_MAX)));
     if (why)
       throw ApiError(400,
                      *why + strfmt(" (with %s, %.2f s, the audio takes %lld tokens: 25 a second, the first 30 s of "
                                    "each clip)",
-                                   part.where.c_str(), clips.back().seconds, static_cast<long long>(tokens)),
+                                   c.where.c_str(), c.seconds, static_cast<long long>(tokens)),
                      "invalid_request_error", "messages", "context_length_exceeded");
   }
-  return clips;
+  return counts;
 }
 
 }  // namespace
@@ -146,20 +149,27 @@ std::vector<PreparedClip> prepare_all(size_t n_ids, const std::vector<AudioPart>
 ImagePrompt add_audio(ImagePrompt p, const std::vector<AudioPart>& parts, const AudioInput& in,
                       const api::Engine& engine) {
   if (parts.empty()) return p;
+  std::vector<PreparedClip> clips;
+  for (const AudioPart& part : parts) clips.push_back(prepare_clip(part.bytes, part.format, part.where, in));
+  return place_audio(std::move(p), clips, in, engine);
+}
+
+ImagePrompt place_audio(ImagePrompt p, const std::vector<PreparedClip>& clips, const AudioInput& in,
+                        const api::Engine& engine) {
+  if (clips.empty()) return p;
   if (p.soft && p.soft->blocks)
     throw ApiError(400,
                    "messages: this model's images attend bidirectionally (a 26B/31B tower): audio cannot share their "
                    "prompt",
                    "invalid_request_error", "messages");
   const size_t placed = chat::count_placeholders(p.ids, in.markers);
-  if (placed != parts.size())
+  if (placed != clips.size())
     throw ApiError(400,
                    "messages: the rendered prompt has " + std::to_string(placed) + " audio placeholders for " +
-                       std::to_string(parts.size()) +
+                       std::to_string(clips.size()) +
                        " clips (a text part that spells out the placeholder, or a chat template that drops audio)",
                    "invalid_request_error", "messages");
-  std::vector<int32_t> counts;
-  const std::vector<PreparedClip> clips = prepare_all(p.ids.size(), parts, in, engine, counts);
+  const std::vector<int32_t> counts = check_context(p.ids.size(), clips, engine);
   const std::vector<float> audio_rows = encode_clips(clips, in);
   const chat::ExpandedPrompt e = chat::expand_placeholders(p.ids, in.markers, counts);
   // One SoftTokens for both kinds: the images' rows first, then the clips'.

@@ -50,8 +50,11 @@ AudioPart parse_audio_part(const nlohmann::ordered_json& part, const std::string
 struct PreparedClip {
   std::string where;
   std::vector<media::LogMel> segments;
-  int32_t tokens = 0;  // summed over the segments
-  double seconds = 0;  // of audio decoded
+  std::vector<media::AudioSegment> spans;  // each segment's samples (16 kHz) in the clip
+  std::vector<int32_t> counts;             // each segment's tokens
+  int32_t tokens = 0;                      // summed over the segments
+  int64_t samples = 0;                     // of the whole clip
+  double seconds = 0;                      // of audio decoded
 };
 // Decodes one clip's bytes (`format` checked against what the bytes are) and featurises it in
 // `layout`. 400 naming `where` for corrupt, truncated, empty or too short audio, an absurd
@@ -63,9 +66,13 @@ PreparedClip prepare_clip(const std::string& bytes, const std::string& format, c
 std::vector<float> encode_clips(const std::vector<PreparedClip>& clips, const AudioInput& in);
 
 // `p` (the prompt with its images already expanded, expand_images) with each audio placeholder
-// expanded for its clip and the clips' soft tokens added. Decodes every clip and checks the
-// expanded prompt against the context before encoding any. 400 for a placeholder count that
-// differs from the parts, a clip past the context, audio beside bidirectional images.
+// expanded for its clip and the clips' soft tokens added. Checks the expanded prompt against the
+// context before encoding any clip. 400 for a placeholder count that differs from the clips, a
+// clip past the context (naming the first that does not fit), audio beside bidirectional images.
+ImagePrompt place_audio(ImagePrompt p, const std::vector<PreparedClip>& clips, const AudioInput& in,
+                        const api::Engine& engine);
+
+// Every part decoded (prepare_clip), then place_audio.
 ImagePrompt add_audio(ImagePrompt p, const std::vector<AudioPart>& parts, const AudioInput& in,
                       const api::Engine& engine);
 

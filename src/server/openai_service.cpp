@@ -15,6 +15,7 @@
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
 #include "server/structured_output.h"
+#include "server/transcribe.h"
 
 namespace sluice::server {
 
@@ -293,6 +294,13 @@ std::string OpenAiService::render_prompt(ChatRequest& req) const {
 
 Reply OpenAiService::chat_completions(const std::string& body, const RequestMeta& meta) {
   return admitted("/v1/chat/completions", [&] { return run_chat(body, meta); });
+}
+
+Reply OpenAiService::transcriptions(const std::string& body, const RequestMeta& meta) {
+  constexpr const char* kEndpoint = "/v1/audio/transcriptions";
+  return admitted(kEndpoint, [&] {
+    return guarded(kEndpoint, [&] { return transcribe(engine_, model_, metrics_, body, meta.content_type); });
+  });
 }
 
 Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) {
