@@ -34,10 +34,15 @@ struct LogitsArgs {
 };
 
 // The most positions the media can add to the prompt: an image's budget, a clip's tokens at most
-// (30 s heard), and each item's begin and end markers.
+// (30 s heard; with --audio-chunks the clip's own count), and each item's begin and end markers.
 int media_room(const ImageArgs& images, const AudioArgs& audio) {
-  const auto per_clip = static_cast<int>(media::audio_token_count(media::kAudioMaxSamples)) + 2;
-  return static_cast<int>(images.images.size()) * (images.tokens + 2) + static_cast<int>(audio.clips.size()) * per_clip;
+  int64_t room = static_cast<int64_t>(images.images.size()) * (images.tokens + 2);
+  for (const std::string& clip : audio.clips)
+    room += (audio.chunks ? audio_clip_tokens(clip, audio.layout())
+                          : media::audio_token_count(media::kAudioMaxSamples)) +
+            2;
+  if (room > (1 << 30)) fail("the media take %lld positions: too many", static_cast<long long>(room));
+  return static_cast<int>(room);
 }
 
 std::vector<int32_t> parse_ids(const std::string& s) {

@@ -45,7 +45,7 @@ EncodedItems encode_clips(const AudioArgs& a, EngineSession& sess) {
   if (a.clips.empty()) return out;
   AudioTower* tower = sess.audio_tower();
   if (tower == nullptr) fail("--audio needs --mmproj FILE (the projector with the audio tower)");
-  for (const std::string& path : a.clips) out.counts.push_back(encode_audio_clip(path, *tower, out.rows));
+  for (const std::string& path : a.clips) out.counts.push_back(encode_audio_clip(path, *tower, out.rows, a.layout()));
   return out;
 }
 
