@@ -227,3 +227,75 @@ def test_a_server_without_an_audio_tower_refuses_audio(sluice_bin, model):
         assert r["error"]["message"].startswith("messages[0].content[1]: audio is not supported by this model"), r
     finally:
         assert_clean_exit(s)
+
+
+def merged_mmproj(dst):
+    """One mmproj with both tiny towers (as convert_hf_to_gguf.py --mmproj writes an E2B's): the
+    vision file's keys and tensors plus the audio file's own."""
+    import gguf
+    v = gguf.GGUFReader(str(GOLDEN / "tiny-vision-e.mmproj.f32.gguf"))
+    a = gguf.GGUFReader(str(MMPROJ))
+    w = gguf.GGUFWriter(str(dst), "clip")
+    for r, skip in ((v, set()), (a, set(v.fields))):
+        for f in r.fields.values():
+            if f.name.startswith("GGUF.") or f.name == "general.architecture" or f.name in skip:
+                continue
+            sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
+            w.add_key_value(f.name, f.contents(), f.types[0], sub_type=sub)
+    for r in (v, a):
+        for t in r.tensors:
+            w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
+def test_images_and_audio_in_one_request_equal_sluice_logits(sluice_bin, tmp_path):
+    """An image and a clip in one message, through a server whose mmproj has both towers: the
+    first token's logprobs equal `sluice logits --image --audio` on the same ids (the images'
+    rows first, then the clip's, each at its placeholder)."""
+    import gguf
+    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
+    audio_model = with_audio_markers(TINY4, tmp_path / "audio.gguf", META["markers"])
+    both = tmp_path / "both-markers.gguf"
+    r = gguf.GGUFReader(str(audio_model))
+    toks, types = r.fields["tokenizer.ggml.tokens"].contents(), r.fields["tokenizer.ggml.token_type"].contents()
+    for i, text in {509: "<|image>", 510: "<|image|>", 511: "<image|>"}.items():
+        toks[i], types[i] = text, int(gguf.TokenType.CONTROL)
+    w = gguf.GGUFWriter(str(both), r.fields["general.architecture"].contents(), endianess=r.endianess)
+    copy_with_new_metadata(r, w, {
+        "tokenizer.ggml.tokens": MetadataDetails(gguf.GGUFValueType.ARRAY, toks, sub_type=gguf.GGUFValueType.STRING),
+        "tokenizer.ggml.token_type": MetadataDetails(gguf.GGUFValueType.ARRAY, types,
+                                                     sub_type=gguf.GGUFValueType.INT32)}, [])
+    mmproj = merged_mmproj(tmp_path / "both.mmproj.gguf")
+    png = GOLDEN / "vision/decode/png_rgb.png"
+    # The clip before the image: the image's positions move by the clip's expansion.
+    body = chat([{"type": "text", "text": "Listen"}, audio_part(CLIP.read_bytes()), {"type": "text", "text": "and look"},
+                 {"type": "image_url", "image_url": {"url": "data:image/png;base64," + base64.b64encode(
+                     png.read_bytes()).decode(), "detail": "low"}},
+                 {"type": "text", "text": "what?"}], max_tokens=1, logprobs=True, top_logprobs=5)
+    s = Server(sluice_bin, both, "-c", 512, "--mmproj", mmproj, "--no-tune")
+    try:
+        assert json.loads(s.get("/props"))["modalities"]["audio"] is True
+        assert json.loads(s.get("/props"))["modalities"]["vision"] is True
+        status, t = post(s, "/apply-template", body)
+        status, ids = post(s, "/tokenize", {"content": t["prompt"], "add_special": False})
+        status, got = post(s, "/v1/chat/completions", body)
+        assert status == 200, got
+    finally:
+        assert_clean_exit(s)
+    out = tmp_path / "logits.f32"
+    cli = run([sluice_bin, "logits", "-m", both, "--mmproj", mmproj, "--image", png, "--image-tokens", "70",
+               "--audio", CLIP, "--ids", ",".join(map(str, ids["tokens"])), "--out", out, "--kv-type", "f16",
+               "--no-tune"], timeout=120)
+    assert cli.returncode == 0, cli.stderr
+    rows = np.fromfile(out, dtype=np.float32).reshape(-1, 512)
+    last = rows[-1].astype(np.float64)
+    logp = last - last.max() - np.log(np.exp(last - last.max()).sum())
+    assert got["usage"]["prompt_tokens"] == rows.shape[0]
+    top = got["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    want = np.argsort(-logp)[:5]
+    for g, w_ in zip(top, want):
+        assert abs(g["logprob"] - logp[w_]) < 1e-4, (top, logp[want])
