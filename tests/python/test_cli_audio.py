@@ -17,30 +17,47 @@ VISION = GOLDEN / "tiny-vision-e.mmproj.f32.gguf"
 CLI_GOLDEN = GOLDEN / "audio/cli"
 
 
+def write_gguf(dst, arch, readers):
+    """A GGUF at `dst` with the keys and tensors of each (reader, edit) in `readers`, in order:
+    edit(field) gives the value to write or None to leave the key out. A key already written is
+    not written again."""
+    w = GGUFWriter(str(dst), arch)
+    seen = {"general.architecture"}
+    for r, edit in readers:
+        for f in r.fields.values():
+            if f.name.startswith("GGUF.") or f.name in seen:
+                continue
+            val = edit(f)
+            if val is None:
+                continue
+            seen.add(f.name)
+            sub = f.types[-1] if f.types[0] == GGUFValueType.ARRAY else None
+            w.add_key_value(f.name, val, f.types[0], sub_type=sub)
+    for r, _ in readers:
+        for t in r.tensors:
+            w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
 def with_audio_markers(src, dst, markers):
     """A copy of the GGUF `src` whose tokens at the golden's marker ids are Gemma 4's audio
     markers (control tokens): the tiny vocabulary has none, and the golden prompt uses those ids."""
     r = GGUFReader(src)
     names = {markers["audio_token_id"]: "<|audio|>", markers["boa_token_id"]: "<|audio>",
              markers["eoa_token_index"]: "<audio|>"}
-    w = GGUFWriter(str(dst), r.fields["general.architecture"].contents())
-    for f in r.fields.values():
-        if f.name.startswith("GGUF.") or f.name == "general.architecture":
-            continue
+
+    def edit(f):
         val = f.contents()
         if f.name == "tokenizer.ggml.tokens":
-            val = [names.get(i, t) for i, t in enumerate(val)]
-        elif f.name == "tokenizer.ggml.token_type":
-            val = [3 if i in names else t for i, t in enumerate(val)]
-        sub = f.types[-1] if f.types[0] == GGUFValueType.ARRAY else None
-        w.add_key_value(f.name, val, f.types[0], sub_type=sub)
-    for t in r.tensors:
-        w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return dst
+            return [names.get(i, t) for i, t in enumerate(val)]
+        if f.name == "tokenizer.ggml.token_type":
+            return [3 if i in names else t for i, t in enumerate(val)]
+        return val
+    return write_gguf(dst, r.fields["general.architecture"].contents(), [(r, edit)])
 
 
 def test_cli_logits_with_a_clip_equal_transformers(sluice_bin, tmp_path):

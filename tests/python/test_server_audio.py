@@ -14,8 +14,6 @@ import io
 import json
 import re
 import struct
-import urllib.error
-import urllib.request
 import wave
 
 import numpy as np
@@ -23,7 +21,8 @@ import pytest
 
 from conftest import ROOT, run
 from server_util import Server, assert_clean_exit
-from test_cli_audio import with_audio_markers
+from test_cli_audio import with_audio_markers, write_gguf
+from test_server_images import post
 
 GOLDEN = ROOT / "tests/data/golden"
 TINY4 = GOLDEN / "tiny-gemma4.f32.gguf"
@@ -44,16 +43,6 @@ def server(sluice_bin, model):
     s = Server(sluice_bin, model, "-c", 256, "--parallel", 2, "--mmproj", MMPROJ, "--no-tune", "--max-audio", "200K")
     yield s
     assert_clean_exit(s)
-
-
-def post(server, path, body):
-    req = urllib.request.Request(server.url + path, data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read().decode())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read().decode())
 
 
 def wav_bytes(samples, rate=16000, channels=1):
@@ -101,15 +90,10 @@ def test_api_logprobs_equal_sluice_logits(server, sluice_bin, model, tmp_path):
                ",".join(map(str, ids["tokens"])), "--out", out, "--kv-type", "f16", "--no-tune"], timeout=120)
     assert cli.returncode == 0, cli.stderr
     rows = np.fromfile(out, dtype=np.float32).reshape(-1, 512)
-    last = rows[-1].astype(np.float64)
-    logp = last - last.max() - np.log(np.exp(last - last.max()).sum())
     status, r = post(server, "/v1/chat/completions", body)
     assert status == 200, r
     assert r["usage"]["prompt_tokens"] == rows.shape[0] == len(ids["tokens"]) + META["audio_tokens"] + 1
-    top = r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-    want = np.argsort(-logp)[:5]
-    for got, w in zip(top, want):
-        assert abs(got["logprob"] - logp[w]) < 1e-4, (top, logp[want])
+    assert_top_logprobs_match(r["choices"][0]["logprobs"]["content"][0]["top_logprobs"], rows[-1])
 
 
 def test_api_tokens_equal_sluice_run(server, sluice_bin, model):
@@ -235,21 +219,16 @@ def merged_mmproj(dst):
     import gguf
     v = gguf.GGUFReader(str(GOLDEN / "tiny-vision-e.mmproj.f32.gguf"))
     a = gguf.GGUFReader(str(MMPROJ))
-    w = gguf.GGUFWriter(str(dst), "clip")
-    for r, skip in ((v, set()), (a, set(v.fields))):
-        for f in r.fields.values():
-            if f.name.startswith("GGUF.") or f.name == "general.architecture" or f.name in skip:
-                continue
-            sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
-            w.add_key_value(f.name, f.contents(), f.types[0], sub_type=sub)
-    for r in (v, a):
-        for t in r.tensors:
-            w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return dst
+    return write_gguf(dst, "clip", [(v, lambda f: f.contents()), (a, lambda f: f.contents())])
+
+
+def assert_top_logprobs_match(top, logits_row):
+    """The API's top logprobs against the log-softmax of the CLI's logits row: same order, 1e-4."""
+    last = logits_row.astype(np.float64)
+    logp = last - last.max() - np.log(np.exp(last - last.max()).sum())
+    want = np.argsort(-logp)[:len(top)]
+    for got, w in zip(top, want):
+        assert abs(got["logprob"] - logp[w]) < 1e-4, (top, logp[want])
 
 
 def test_images_and_audio_in_one_request_equal_sluice_logits(sluice_bin, tmp_path):
@@ -292,10 +271,5 @@ def test_images_and_audio_in_one_request_equal_sluice_logits(sluice_bin, tmp_pat
                "--no-tune"], timeout=120)
     assert cli.returncode == 0, cli.stderr
     rows = np.fromfile(out, dtype=np.float32).reshape(-1, 512)
-    last = rows[-1].astype(np.float64)
-    logp = last - last.max() - np.log(np.exp(last - last.max()).sum())
     assert got["usage"]["prompt_tokens"] == rows.shape[0]
-    top = got["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
-    want = np.argsort(-logp)[:5]
-    for g, w_ in zip(top, want):
-        assert abs(g["logprob"] - logp[w_]) < 1e-4, (top, logp[want])
+    assert_top_logprobs_match(got["choices"][0]["logprobs"]["content"][0]["top_logprobs"], rows[-1])
