@@ -369,6 +369,9 @@ Reply OpenAiService::render_chat(const std::string& body) {
     if (!req.images.empty())
       throw ApiError(400, "messages: image parts are not rendered by this endpoint (their token count needs the image)",
                      "invalid_request_error", "messages");
+    if (!req.audio.empty())
+      throw ApiError(400, "messages: audio parts are not rendered by this endpoint (their token count needs the audio)",
+                     "invalid_request_error", "messages");
     const std::string prompt_text = render_prompt(req);
     check_prompt_bytes(prompt_text.size(), model_);  // as run_chat: refused before tokenizing
     // As run_chat tokenizes: the template writes <bos> itself.

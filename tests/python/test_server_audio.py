@@ -190,6 +190,11 @@ def test_audio_past_the_context(server):
     assert "with messages[0].content[1]" in r["error"]["message"], r
 
 
+def test_the_render_endpoint_refuses_audio(server):
+    status, r = post(server, "/v1/chat/completions/render", chat([audio_part(GOOD)]))
+    assert status == 400 and "audio parts are not rendered by this endpoint" in r["error"]["message"], r
+
+
 def test_audio_only_in_user_messages_and_once_each(server):
     body = {"model": "tiny-gemma4", "temperature": 0, "max_tokens": 2, "messages": [
         {"role": "user", "content": "hi"}, {"role": "assistant", "content": [audio_part(GOOD)]},
