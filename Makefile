@@ -178,14 +178,16 @@ test-server-asan: build-asan venv fixtures
 	  tests/python/test_server_defects.py tests/python/test_server_hostile.py tests/python/test_server_campaign.py
 
 # libFuzzer on the GGUF reader, the image decoders and the audio decoders, FUZZ_SECONDS each,
-# seeded with the malformed GGUF corpus and the golden image and audio files.
+# seeded with the malformed GGUF corpus and the golden image and audio files; 20 s on the
+# transcription endpoint's multipart parser.
 fuzz:
 	CC=clang CXX=clang++ cmake -S . -B $(BUILD)-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DSLUICE_BUILD_FUZZ=ON -DSLUICE_BUILD_TESTS=OFF -DSLUICE_SANITIZE=address,undefined
-	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz image_decode_fuzz audio_decode_fuzz
+	cmake --build $(BUILD)-fuzz -j $(JOBS) --target gguf_reader_fuzz image_decode_fuzz audio_decode_fuzz multipart_fuzz
 	$(TIMED) fuzz tests/fuzz/run.sh $(BUILD)-fuzz $(FUZZ_SECONDS)
 	$(TIMED) fuzz-image tests/fuzz/run_media.sh image $(BUILD)-fuzz $(FUZZ_SECONDS)
 	$(TIMED) fuzz-audio tests/fuzz/run_media.sh audio $(BUILD)-fuzz $(FUZZ_SECONDS)
+	$(TIMED) fuzz-multipart tests/fuzz/run_media.sh multipart $(BUILD)-fuzz 20
 
 # Style: every C++ file as clang-format 14 (.clang-format) lays it out. `make format` rewrites
 # them in place; format-check only reports (part of make test).

@@ -41,9 +41,9 @@ void AudioTower::encode(const media::LogMel& mel, float* out) {
   enc_->encode(mel.values.data(), mel.mask.data(), static_cast<int32_t>(mel.frames), out);
 }
 
-chat::MediaMarkers audio_markers(const Tokenizer& tok) {
-  return vocab_markers(tok, "<|audio|>", "<|audio>", "<audio|>",
-                       "audio needs a Gemma 4 E2B/E4B model (with its mmproj)");
+chat::MediaMarkers audio_markers(const chat::ChatFormat& f) {
+  static const char* const kTexts[3] = {"<|audio|>", "<|audio>", "<audio|>"};
+  return checked_markers(f.audio, kTexts, "audio needs a Gemma 4 E2B/E4B model (with its mmproj)");
 }
 
 }  // namespace sluice::app

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "chat/format.h"
 #include "chat/media_expand.h"
 #include "gguf/reader.h"
 #include "media/audio_features.h"
@@ -45,8 +46,8 @@ class AudioTower {
 // Whether an mmproj GGUF has an audio tower (clip.has_audio_encoder or an audio projector type).
 bool has_audio_tower(const gguf::GgufFile& f);
 
-// The vocabulary's audio ids ("<|audio|>" placeholder, "<|audio>" begin, "<audio|>" end).
+// The format's audio ids ("<|audio|>" placeholder, "<|audio>" begin, "<audio|>" end).
 // Throws sluice::Error when one is missing: audio needs a Gemma 4 E2B/E4B vocabulary.
-chat::MediaMarkers audio_markers(const Tokenizer& tok);
+chat::MediaMarkers audio_markers(const chat::ChatFormat& f);
 
 }  // namespace sluice::app

@@ -17,6 +17,7 @@
 #include "apps/sluice/engine_session.h"
 #include "apps/sluice/media_prompt.h"
 #include "base/error.h"
+#include "media/audio_features.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::app {
@@ -32,10 +33,16 @@ struct LogitsArgs {
   AudioArgs audio;
 };
 
-// The most positions the media can add to the prompt: an image's budget, 750 tokens a clip (30 s),
-// and each item's begin and end markers.
+// The most positions the media can add to the prompt: an image's budget, a clip's tokens at most
+// (30 s heard; with --audio-chunks the clip's own count), and each item's begin and end markers.
 int media_room(const ImageArgs& images, const AudioArgs& audio) {
-  return static_cast<int>(images.images.size()) * (images.tokens + 2) + static_cast<int>(audio.clips.size()) * 752;
+  int64_t room = static_cast<int64_t>(images.images.size()) * (images.tokens + 2);
+  for (const std::string& clip : audio.clips)
+    room += (audio.chunks ? audio_clip_tokens(clip, audio.layout())
+                          : media::audio_token_count(media::kAudioMaxSamples)) +
+            2;
+  if (room > (1 << 30)) fail("the media take %lld positions: too many", static_cast<long long>(room));
+  return static_cast<int>(room);
 }
 
 std::vector<int32_t> parse_ids(const std::string& s) {

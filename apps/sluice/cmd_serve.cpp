@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "api/engine.h"
+#include "apps/sluice/audio_tower.h"
 #include "apps/sluice/commands.h"
 #include "apps/sluice/engine_session.h"
 #include "apps/sluice/image_tower.h"
@@ -28,6 +29,7 @@
 #include "base/error.h"
 #include "media/preprocess.h"
 #include "server/agent_check.h"
+#include "server/audio_parts.h"
 #include "server/content_parts.h"
 #include "server/http_server.h"
 #include "server/kv_events_zmq.h"
@@ -48,7 +50,8 @@ struct ServeArgs {
   std::string max_body = "8M";
   int parallel = 4, max_queue = 64, batch_tokens = 256, max_tokens = 0;
   bool no_prefix_cache = false;
-  int image_tokens = 280;  // --image-tokens: an image part's budget for "detail": "auto"
+  int image_tokens = 280;         // --image-tokens: an image part's budget for "detail": "auto"
+  std::string max_audio = "25M";  // --max-audio: one clip's encoded bytes (OpenAI's upload cap)
 };
 
 // "1073741824", "512M", "2G", "800K" (binary units); `what` names the option in errors.
@@ -122,22 +125,49 @@ void add_engine_flags(CLI::App* cmd, ServeArgs& args) {
       ->capture_default_str();
   cmd->add_flag("--no-prefix-cache", a->no_prefix_cache, "recompute every prompt in full");
   cmd->add_option("--mmproj", a->session.mmproj,
-                  "the model's vision projector (an mmproj GGUF): chat requests may then carry images");
+                  "the model's multimodal projector (an mmproj GGUF): chat requests may then carry images and, "
+                  "with an audio tower (Gemma 4 E2B/E4B), audio");
+  cmd->add_option("--max-audio", a->max_audio, "largest audio clip or upload, encoded (checked before decoding)")
+      ->capture_default_str();
   cmd->add_option("--image-tokens", a->image_tokens,
                   "soft tokens per image for detail \"auto\": 70, 140, 280, 560 or 1120 (low: 70, high: 1120)")
       ->capture_default_str();
 }
 
 // The served model's image input (--mmproj): the stack's tower, the vocabulary's markers.
-std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, const Tokenizer& tok, int image_tokens) {
+std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, const chat::ChatFormat& format,
+                                                      int image_tokens) {
   ImageTower* tower = stack.image_tower();
   if (tower == nullptr) return nullptr;
   auto in = std::make_shared<server::ImageInput>();
-  in->markers = image_markers(tok);
+  in->markers = image_markers(format);
   in->text_width = tower->text_width();
   in->blocks = tower->bidirectional_images();
   in->default_tokens = image_tokens;
   in->encode = [tower](const media::PreprocessedImage& p, float* out) { tower->encode(p, out); };
+  return in;
+}
+
+// Which towers of --mmproj join the stack: each one the file has (a file with neither still
+// loads the vision tower, whose loader names what is wrong with it).
+void choose_towers(SessionOptions& so) {
+  if (so.mmproj.empty()) return;
+  const auto f = gguf::GgufFile::open(so.mmproj);
+  so.mmproj_audio = has_audio_tower(*f);
+  so.mmproj_vision = has_vision_tower(*f) || !so.mmproj_audio;
+}
+
+// The served model's audio input (an mmproj with an audio tower): the tower, the markers.
+std::shared_ptr<const server::AudioInput> audio_input(EngineStack& stack, const chat::ChatFormat& format,
+                                                      int64_t max_bytes) {
+  AudioTower* tower = stack.audio_tower();
+  if (tower == nullptr) return nullptr;
+  auto in = std::make_shared<server::AudioInput>();
+  in->markers = audio_markers(format);
+  in->text_width = tower->text_width();
+  in->limits.max_bytes = max_bytes;
+  in->n_tokens = [tower](const media::LogMel& mel) { return tower->n_tokens(mel); };
+  in->encode = [tower](const media::LogMel& mel, float* out) { tower->encode(mel, out); };
   return in;
 }
 
@@ -206,6 +236,9 @@ CommandFn add_serve_command(CLI::App& app) {
     so.kv_memory = parse_bytes(a->kv_memory, "--kv-memory");
     so.prefix_caching = !a->no_prefix_cache;
     so.kv_events = wants_kv_events(a->deploy);
+    const auto max_audio = static_cast<int64_t>(parse_bytes(a->max_audio, "--max-audio"));
+    if (max_audio < 1) fail("--max-audio must be at least 1 byte");
+    choose_towers(so);
     EngineStack stack(so);  // outlives the engine
     std::fprintf(stderr, "sluice serve: %s\n", describe_outcome(stack.tuning()).c_str());
     auto tok = Tokenizer::from_gguf(stack.file());
@@ -215,7 +248,8 @@ CommandFn add_serve_command(CLI::App& app) {
     api::Engine engine(stack.model(), stack.kv(), eo);
 
     server::ModelContext mctx(stack.file(), *tok, a->alias, so.ctx_size, a->max_tokens);
-    mctx.set_images(image_input(stack, *tok, a->image_tokens));
+    mctx.set_images(image_input(stack, mctx.format(), a->image_tokens));
+    mctx.set_audio(audio_input(stack, mctx.format(), max_audio));
     server::Metrics metrics;
     set_vllm_metrics(metrics, stack.kv(), mctx.alias(), eo.core.prefix_caching);
     const auto kv_pub = start_kv_events(a->deploy, stack.kv_events(), mctx.alias());
@@ -242,6 +276,9 @@ CommandFn add_serve_command(CLI::App& app) {
     if (ImageTower* t = stack.image_tower())
       std::fprintf(stderr, "sluice serve: images through %s, %d tokens each by default\n", t->path().c_str(),
                    a->image_tokens);
+    if (AudioTower* t = stack.audio_tower())
+      std::fprintf(stderr, "sluice serve: audio through %s, up to %s a clip\n", t->path().c_str(),
+                   a->max_audio.c_str());
     // /health answers from here on; /ready and /v1/models once the warm-up step has run.
     std::thread warm([&] {
       warm_up(engine, tok->bos());

@@ -13,9 +13,7 @@ namespace sluice::app {
 ImageTower::ImageTower(const std::string& mmproj, const models::ModelSpec& text, int threads)
     : path_(mmproj), file_(gguf::GgufFile::open(mmproj)), pool_(std::make_unique<ThreadPool>(threads)) {
   // A file that is not an mmproj at all gets load_image_encoder's own message.
-  const gguf::GgufFile& f = *file_;
-  if (f.get_string_or("general.architecture", "") == "clip" && !f.get_bool_or("clip.has_vision_encoder", false) &&
-      !f.has("clip.vision.projector_type") && !f.has("clip.projector_type"))
+  if (!has_vision_tower(*file_))
     fail("%s has no vision tower (no clip.vision.projector_type): --image needs the mmproj of a model that sees",
          mmproj.c_str());
   models::LoadOptions lo;
@@ -25,6 +23,11 @@ ImageTower::ImageTower(const std::string& mmproj, const models::ModelSpec& text,
 }
 
 ImageTower::~ImageTower() = default;
+
+bool has_vision_tower(const gguf::GgufFile& f) {
+  return f.get_string_or("general.architecture", "") != "clip" || f.get_bool_or("clip.has_vision_encoder", false) ||
+         f.has("clip.vision.projector_type") || f.has("clip.projector_type");
+}
 
 int32_t ImageTower::text_width() const { return enc_->text_width(); }
 bool ImageTower::bidirectional_images() const { return enc_->bidirectional_images(); }
@@ -36,20 +39,20 @@ double ImageTower::encode(const media::PreprocessedImage& img, float* out) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
-chat::MediaMarkers vocab_markers(const Tokenizer& tok, const char* placeholder, const char* begin, const char* end,
-                                 const char* needs) {
-  chat::MediaMarkers m;
-  const char* texts[3] = {placeholder, begin, end};
-  int32_t* ids[3] = {&m.placeholder, &m.begin, &m.end};
-  for (int i = 0; i < 3; ++i) {
-    *ids[i] = tok.token_id(texts[i]);
-    if (*ids[i] == kNoToken) fail("the model's vocabulary has no '%s' token: %s", texts[i], needs);
-  }
+chat::ChatFormat model_chat_format(const gguf::GgufFile& file, const Tokenizer& tok) {
+  return chat::chat_format(chat::chat_arch_from_gguf(file.get_string_or("general.architecture", "")), tok);
+}
+
+chat::MediaMarkers checked_markers(const chat::MediaMarkers& m, const char* const (&texts)[3], const char* needs) {
+  const int32_t ids[3] = {m.placeholder, m.begin, m.end};
+  for (int i = 0; i < 3; ++i)
+    if (ids[i] < 0) fail("the model's vocabulary has no '%s' token: %s", texts[i], needs);
   return m;
 }
 
-chat::MediaMarkers image_markers(const Tokenizer& tok) {
-  return vocab_markers(tok, "<|image|>", "<|image>", "<image|>", "images need a Gemma 4 model (with its mmproj)");
+chat::MediaMarkers image_markers(const chat::ChatFormat& f) {
+  static const char* const kTexts[3] = {"<|image|>", "<|image>", "<image|>"};
+  return checked_markers(f.image, kTexts, "images need a Gemma 4 model (with its mmproj)");
 }
 
 }  // namespace sluice::app

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "chat/format.h"
 #include "chat/media_expand.h"
 #include "media/preprocess.h"
 
@@ -49,13 +50,20 @@ class ImageTower {
   std::mutex mu_;
 };
 
-// A kind of media's ids from the vocabulary (placeholder, begin, end); throws sluice::Error
-// naming the missing token and saying what `needs` ("images need a Gemma 4 model").
-chat::MediaMarkers vocab_markers(const Tokenizer& tok, const char* placeholder, const char* begin, const char* end,
-                                 const char* needs);
+// Whether an mmproj GGUF has a vision tower (false only for a clip file that says it has none:
+// anything else is left to the loader, which names what is wrong with it).
+bool has_vision_tower(const gguf::GgufFile& f);
 
-// The vocabulary's image ids ("<|image|>" placeholder, "<|image>" begin, "<image|>" end).
+// The model's chat format (chat::chat_format for the file's architecture, ids from `tok`).
+chat::ChatFormat model_chat_format(const gguf::GgufFile& file, const Tokenizer& tok);
+
+// A kind of media's ids as the chat format found them (placeholder, begin, end; `texts` in that
+// order, for the message); throws sluice::Error naming the missing token and saying what
+// `needs` ("images need a Gemma 4 model").
+chat::MediaMarkers checked_markers(const chat::MediaMarkers& m, const char* const (&texts)[3], const char* needs);
+
+// The format's image ids ("<|image|>" placeholder, "<|image>" begin, "<image|>" end).
 // Throws sluice::Error when one is missing: images need a Gemma 4 vocabulary.
-chat::MediaMarkers image_markers(const Tokenizer& tok);
+chat::MediaMarkers image_markers(const chat::ChatFormat& f);
 
 }  // namespace sluice::app

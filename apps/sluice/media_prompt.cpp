@@ -45,7 +45,7 @@ EncodedItems encode_clips(const AudioArgs& a, EngineSession& sess) {
   if (a.clips.empty()) return out;
   AudioTower* tower = sess.audio_tower();
   if (tower == nullptr) fail("--audio needs --mmproj FILE (the projector with the audio tower)");
-  for (const std::string& path : a.clips) out.counts.push_back(encode_audio_clip(path, *tower, out.rows));
+  for (const std::string& path : a.clips) out.counts.push_back(encode_audio_clip(path, *tower, out.rows, a.layout()));
   return out;
 }
 
@@ -78,8 +78,9 @@ MediaPrompt place_media(const std::vector<int32_t>& ids, const EncodedMedia& m, 
   check_fits_context(static_cast<size_t>(chat::expanded_length(ids.size(), all)), audio, m.audio.counts,
                      sess.ctx_size());
   std::vector<chat::MediaKind> kinds;
-  if (!m.images.counts.empty()) kinds.push_back({image_markers(tok), m.images.counts, "image"});
-  if (!m.audio.counts.empty()) kinds.push_back({audio_markers(tok), m.audio.counts, "audio clip"});
+  const chat::ChatFormat format = model_chat_format(sess.file(), tok);
+  if (!m.images.counts.empty()) kinds.push_back({image_markers(format), m.images.counts, "image"});
+  if (!m.audio.counts.empty()) kinds.push_back({audio_markers(format), m.audio.counts, "audio clip"});
   MediaPrompt out;
   if (kinds.empty()) {
     out.ids = ids;

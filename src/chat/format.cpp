@@ -16,8 +16,8 @@ namespace {
 
 int32_t id_of(const Tokenizer& tok, std::string_view text) { return single_token(tok, text).value_or(-1); }
 
-MediaMarkup media(const Tokenizer& tok, std::string_view begin, std::string_view soft, std::string_view end) {
-  return {id_of(tok, begin), id_of(tok, soft), id_of(tok, end)};
+MediaMarkers media(const Tokenizer& tok, std::string_view placeholder, std::string_view begin, std::string_view end) {
+  return {id_of(tok, placeholder), id_of(tok, begin), id_of(tok, end)};
 }
 
 }  // namespace
@@ -33,8 +33,8 @@ ChatFormat chat_format(ChatArch arch, const Tokenizer& tok) {
   f.channel_open = id_of(tok, "<|channel>");
   f.channel_close = id_of(tok, "<channel|>");
   f.tool = {id_of(tok, "<|tool_call>"), id_of(tok, "<tool_call|>"), id_of(tok, "<|\"|>")};
-  f.image = media(tok, "<|image>", "<|image|>", "<image|>");
-  f.audio = media(tok, "<|audio>", "<|audio|>", "<audio|>");
+  f.image = media(tok, "<|image|>", "<|image>", "<image|>");
+  f.audio = media(tok, "<|audio|>", "<|audio>", "<audio|>");
   return f;
 }
 

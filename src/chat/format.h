@@ -17,6 +17,7 @@
 #include <string_view>
 
 #include "chat/builtin_templates.h"
+#include "chat/media_expand.h"
 #include "chat/tools.h"
 
 namespace sluice {
@@ -29,21 +30,14 @@ namespace sluice::chat {
 // (reasoning.h's Gemma4OutputParser splits it from the content).
 enum class ReasoningFormat { kNone, kGemma4Channel };
 
-// A media item's placeholder: begin, the soft token repeated once per encoder row, end.
-struct MediaMarkup {
-  int32_t begin = -1;
-  int32_t soft = -1;
-  int32_t end = -1;
-};
-
 struct ChatFormat {
   ChatArch arch = ChatArch::Gemma3;
   ToolFormat tool_format = ToolFormat::kJson;
   ReasoningFormat reasoning = ReasoningFormat::kNone;
   int32_t turn_open = -1, turn_close = -1;
   int32_t channel_open = -1, channel_close = -1;
-  MarkupTokens tool;  // <|tool_call>, <tool_call|>, <|"|>
-  MediaMarkup image, audio;
+  MarkupTokens tool;          // <|tool_call>, <tool_call|>, <|"|>
+  MediaMarkers image, audio;  // placeholder (also each soft position's id), begin, end
 
   bool reasons() const { return reasoning != ReasoningFormat::kNone; }
 };

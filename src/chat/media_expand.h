@@ -11,6 +11,8 @@
 
 namespace sluice::chat {
 
+// A kind of media's ids (chat::ChatFormat::image / audio hold the model's; -1 where the
+// vocabulary lacks one), brace-initialised in this order: placeholder, begin, end.
 struct MediaMarkers {
   int32_t placeholder = -1;  // one per item in the rendered prompt; also each soft position's id
   int32_t begin = -1;        // written before an item's soft positions

@@ -6,6 +6,7 @@
 
 #include "base/error.h"
 #include "server/api_error.h"
+#include "server/base64.h"
 
 namespace sluice::server {
 
@@ -15,36 +16,6 @@ namespace {
 
 [[noreturn]] void bad_part(const std::string& where, const std::string& message) {
   throw ApiError(400, where + ": " + message, "invalid_request_error", "messages");
-}
-
-// RFC 4648 base64 (standard alphabet); the '=' padding may be left off. nullopt-free: a bad
-// character or length is a 400 naming its offset.
-std::string decode_base64(std::string_view s, const std::string& where) {
-  static const std::array<int8_t, 256> kValue = [] {
-    std::array<int8_t, 256> v{};
-    v.fill(-1);
-    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (int i = 0; i < 64; ++i) v[static_cast<uint8_t>(alphabet[i])] = static_cast<int8_t>(i);
-    return v;
-  }();
-  size_t n = s.size();
-  while (n > 0 && s[n - 1] == '=' && s.size() - n < 2) --n;
-  if (n % 4 == 1) bad_part(where, "the image's base64 data has a bad length (" + std::to_string(s.size()) + ")");
-  std::string out;
-  out.reserve(n / 4 * 3 + 2);
-  uint32_t acc = 0;
-  int bits = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const int8_t v = kValue[static_cast<uint8_t>(s[i])];
-    if (v < 0) bad_part(where, "the image's base64 data has an invalid character at offset " + std::to_string(i));
-    acc = (acc << 6) | static_cast<uint32_t>(v);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out.push_back(static_cast<char>((acc >> bits) & 0xff));
-    }
-  }
-  return out;
 }
 
 // "data:image/png;base64,...." → the bytes.
@@ -63,7 +34,7 @@ std::string data_url_bytes(const std::string& url, const std::string& where) {
   const std::string_view mime = meta.substr(0, meta.size() - kB64.size());
   if (!mime.empty() && mime.rfind("image/", 0) != 0)
     bad_part(where, "the data: URL's media type '" + std::string(mime) + "' is not an image type");
-  std::string bytes = decode_base64(std::string_view(url).substr(comma + 1), where);
+  std::string bytes = decode_base64(std::string_view(url).substr(comma + 1), where, "image");
   if (bytes.empty()) bad_part(where, "the image's data is empty");
   return bytes;
 }

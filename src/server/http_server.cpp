@@ -617,6 +617,8 @@ Reply HttpServer::Impl::route(const RouteMatch& m, const http::request<http::str
   switch (m.route) {
     case Route::kCompletions: return svc.completions(body, {session_id(req)});  // the service counts these two
     case Route::kChat: return svc.chat_completions(body, {session_id(req)});
+    case Route::kTranscriptions:
+      return svc.transcriptions(body, {session_id(req), std::string(sv(req[http::field::content_type]))});
     case Route::kRenderCompletions: return svc.render_completions(body);
     case Route::kRenderChat: return svc.render_chat(body);
     case Route::kApplyTemplate: return svc.apply_template(body);

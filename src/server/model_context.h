@@ -25,6 +25,7 @@ class GgufFile;
 namespace sluice::server {
 
 struct ImageInput;
+struct AudioInput;
 
 // general.sampling.* of the file, each only if present.
 struct SamplingDefaults {
@@ -68,6 +69,9 @@ class ModelContext {
   // before the server starts.
   const ImageInput* images() const { return images_.get(); }
   void set_images(std::shared_ptr<const ImageInput> in) { images_ = std::move(in); }
+  // The audio input (an mmproj with an audio tower, server/audio_parts.h); null: no audio.
+  const AudioInput* audio() const { return audio_.get(); }
+  void set_audio(std::shared_ptr<const AudioInput> in) { audio_ = std::move(in); }
 
   // The chat prompt (file's template, else the built-in one). Throws sluice::Error when the
   // template rejects the conversation (e.g. roles that do not alternate).
@@ -97,6 +101,7 @@ class ModelContext {
   size_t max_token_bytes_ = 1;
   bool file_template_ = false, template_tools_ = false, template_tool_responses_ = false;
   std::shared_ptr<const ImageInput> images_;
+  std::shared_ptr<const AudioInput> audio_;
   mutable std::once_flag grammars_once_;
   mutable std::unique_ptr<grammar::GrammarCache> grammars_;
 };

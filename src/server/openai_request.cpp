@@ -223,13 +223,13 @@ GenerationParams parse_generation(const ojson& j, const ModelContext& m) {
 // message with image parts, [{type: "text", text} | {type: "image"}] with the images' parts
 // appended to `images`. `where` is the message's place ("messages[3]").
 json message_content(const ojson& msg, const std::string& role, const std::string& where, const ModelContext& m,
-                     std::vector<ImagePart>& images) {
+                     std::vector<ImagePart>& images, std::vector<AudioPart>& audio) {
   static const ojson kNone;
   const ojson& c = msg.contains("content") ? msg.at("content") : kNone;
   if (c.is_string()) return c.get_ref<const std::string&>();
   if (!c.is_array()) {
     if (!(c.is_null() && role == "assistant"))
-      bad_param("messages", "content must be a string or an array of text and image_url parts");
+      bad_param("messages", "content must be a string or an array of text, image_url and input_audio parts");
     return "";
   }
   std::string text;
@@ -246,15 +246,22 @@ json message_content(const ojson& msg, const std::string& role, const std::strin
       parts.push_back({{"type", "image"}});
       continue;
     }
+    if (type == "input_audio") {
+      if (role != "user") bad_param("messages", at + ": audio parts are only allowed in user messages");
+      audio.push_back(parse_audio_part(part, at, m.audio()));
+      parts.push_back({{"type", "audio"}});
+      continue;
+    }
     if (type != "text")
-      bad_param("messages", at + ": content part type '" + type + "' is not supported (text and image_url are)");
+      bad_param("messages",
+                at + ": content part type '" + type + "' is not supported (text, image_url and input_audio are)");
     if (!part.contains("text") || !part.at("text").is_string())
       bad_param("messages", "a text part needs a string 'text'");
     text += part.at("text").get<std::string>();
     parts.push_back({{"type", "text"}, {"text", part.at("text")}});
   }
-  const bool has_image = std::any_of(parts.begin(), parts.end(), [](const json& p) { return p.at("type") == "image"; });
-  if (has_image) return parts;
+  const bool has_media = std::any_of(parts.begin(), parts.end(), [](const json& p) { return p.at("type") != "text"; });
+  if (has_media) return parts;
   return text;
 }
 
@@ -305,7 +312,8 @@ json parse_assistant_calls(const ojson& calls, std::map<std::string, std::string
   return out;
 }
 
-json normalize_messages(const ojson& in, const ModelContext& mctx, std::vector<ImagePart>& images) {
+json normalize_messages(const ojson& in, const ModelContext& mctx, std::vector<ImagePart>& images,
+                        std::vector<AudioPart>& audio) {
   if (!in.is_array() || in.empty()) bad_param("messages", "must be a non-empty array");
   json out = json::array();
   std::map<std::string, std::string> call_names;  // tool_call id -> function name
@@ -319,7 +327,7 @@ json normalize_messages(const ojson& in, const ModelContext& mctx, std::vector<I
     if (role != "system" && role != "user" && role != "assistant" && role != "tool")
       bad_param("messages", "unknown role '" + role + "' (system, developer, user, assistant, tool)");
     const std::string where = "messages[" + std::to_string(i) + "]";
-    json m = {{"role", role}, {"content", message_content(msg, role, where, mctx, images)}};
+    json m = {{"role", role}, {"content", message_content(msg, role, where, mctx, images, audio)}};
     if (present(msg, "tool_calls")) {
       if (role != "assistant") bad_param("messages", "only assistant messages may carry tool_calls");
       m["tool_calls"] = parse_assistant_calls(msg.at("tool_calls"), call_names, where);
@@ -469,7 +477,7 @@ ChatRequest parse_chat_request(ojson&& j, const ModelContext& m) {
     r.gen.top_logprobs = bounded_int(j, "top_logprobs", 0, kMaxTopLogprobs, 0);
   else if (present(j, "top_logprobs")) bad_param("top_logprobs", "needs logprobs: true");
   if (!present(j, "messages")) bad_param("messages", "must be a non-empty array");
-  r.messages = normalize_messages(j.at("messages"), m, r.images);
+  r.messages = normalize_messages(j.at("messages"), m, r.images, r.audio);
   r.tools = parse_tools(j);
   r.template_kwargs = json::object();
   if (present(j, "chat_template_kwargs")) {

@@ -12,6 +12,7 @@
 
 #include "base/json_read.h"
 #include "chat/tools.h"
+#include "server/audio_parts.h"
 #include "server/content_parts.h"
 #include "server/model_context.h"
 
@@ -63,6 +64,7 @@ struct ChatRequest {
   // {role: "tool", tool_call_id, name, content: string}.
   nlohmann::json messages;
   std::vector<ImagePart> images;  // every image part, in the order the messages give them
+  std::vector<AudioPart> audio;   // every input_audio part (content {type: "audio"}), in order
   ToolsParams tools;
   nlohmann::json template_kwargs;  // chat_template_kwargs, enable_thinking defaulted to false
   bool enable_thinking = false;

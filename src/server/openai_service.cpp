@@ -9,11 +9,13 @@
 #include "chat/tool_prompt.h"
 #include "grammar/compiled.h"
 #include "server/api_error.h"
+#include "server/audio_parts.h"
 #include "server/content_parts.h"
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
 #include "server/structured_output.h"
+#include "server/transcribe.h"
 
 namespace sluice::server {
 
@@ -294,6 +296,13 @@ Reply OpenAiService::chat_completions(const std::string& body, const RequestMeta
   return admitted("/v1/chat/completions", [&] { return run_chat(body, meta); });
 }
 
+Reply OpenAiService::transcriptions(const std::string& body, const RequestMeta& meta) {
+  constexpr const char* kEndpoint = "/v1/audio/transcriptions";
+  return admitted(kEndpoint, [&] {
+    return guarded(kEndpoint, [&] { return transcribe(engine_, model_, metrics_, body, meta.content_type); });
+  });
+}
+
 Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
     nlohmann::ordered_json j = parse_body(body, model_, true);
@@ -309,6 +318,8 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
     ImagePrompt images;
     if (!req.images.empty()) images = expand_images(std::move(prompt), req.images, *model_.images(), engine_);
     else images.ids = std::move(prompt);
+    // Audio likewise, after the images (their soft rows first).
+    if (!req.audio.empty()) images = add_audio(std::move(images), req.audio, *model_.audio(), engine_);
     const chat::ChatFormat& format = model_.format();
     // Thinking on: the model reasons freely; the constraint starts once it closes the channel.
     if (req.gen.grammar && format.reasons() && req.enable_thinking && format.channel_close >= 0)
@@ -357,6 +368,9 @@ Reply OpenAiService::render_chat(const std::string& body) {
     ChatRequest req = parse_chat_request(parse_body(body, model_, false), model_);
     if (!req.images.empty())
       throw ApiError(400, "messages: image parts are not rendered by this endpoint (their token count needs the image)",
+                     "invalid_request_error", "messages");
+    if (!req.audio.empty())
+      throw ApiError(400, "messages: audio parts are not rendered by this endpoint (their token count needs the audio)",
                      "invalid_request_error", "messages");
     const std::string prompt_text = render_prompt(req);
     check_prompt_bytes(prompt_text.size(), model_);  // as run_chat: refused before tokenizing
@@ -435,7 +449,12 @@ Reply OpenAiService::respond(std::shared_ptr<Generation> gen, const GenerationPa
 
 namespace {
 // What the model reads: ["text"], or ["text", "image"] with a vision projector (--mmproj).
-json modalities(const ModelContext& m) { return m.images() ? json::array({"text", "image"}) : json::array({"text"}); }
+json modalities(const ModelContext& m) {
+  json out = json::array({"text"});
+  if (m.images()) out.push_back("image");
+  if (m.audio()) out.push_back("audio");
+  return out;
+}
 }  // namespace
 
 Reply OpenAiService::models() const {

@@ -2,6 +2,7 @@
 // Reply — a whole body, or a stream function the HTTP layer calls once the headers are out.
 //
 //   POST /v1/completions, /v1/chat/completions   (stream or not; n choices)
+//   POST /v1/audio/transcriptions                (multipart; stream or not)
 //   GET  /v1/models, /v1/models/{id}
 //   POST /tokenize, /detokenize
 //   GET  /health, /ready, /metrics
@@ -50,7 +51,8 @@ inline constexpr ReplyShape kChatShape{true, "chatcmpl-", "chat.completion", "ch
 
 // What the HTTP layer knows of a request besides its body.
 struct RequestMeta {
-  std::string session_id;  // X-Session-ID, sanitized; echoed in the reply and logged
+  std::string session_id;    // X-Session-ID, sanitized; echoed in the reply and logged
+  std::string content_type;  // the body's (multipart/form-data for transcriptions)
 };
 
 class OpenAiService {
@@ -60,6 +62,8 @@ class OpenAiService {
   // Generation: admitted only while lifecycle().admitting() (else 503 + Retry-After).
   Reply completions(const std::string& body, const RequestMeta& meta = {});
   Reply chat_completions(const std::string& body, const RequestMeta& meta = {});
+  // POST /v1/audio/transcriptions (server/transcribe.h): a multipart form with the audio file.
+  Reply transcriptions(const std::string& body, const RequestMeta& meta = {});
   // vLLM's render endpoints, which llm-d's tokenizer calls: the prompt token ids a generation
   // request would get, without generating (the model name is not checked: routers send their
   // own). Completions: [{"request_id", "model", "token_ids"}]; chat: one such object.

@@ -18,7 +18,7 @@ Reply props_reply(const ModelContext& model) {
                {"reasoning", model.format().reasons()},
                {"tools", model.template_mentions_tools()}};
   // llama-server's shape ("modalities": {"vision": bool}); the image budget sluice uses.
-  json modalities = {{"vision", model.images() != nullptr}, {"audio", false}};
+  json modalities = {{"vision", model.images() != nullptr}, {"audio", model.audio() != nullptr}};
   if (model.images()) modalities["image_tokens"] = model.images()->default_tokens;
   Reply r;
   r.body = dump_json({{"model", model.alias()},

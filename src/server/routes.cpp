@@ -14,6 +14,7 @@ RouteMatch match_route(std::string_view path, bool ui) {
   static constexpr Entry kTable[] = {
       {"/v1/completions", Route::kCompletions, "POST", true, false, false},
       {"/v1/chat/completions", Route::kChat, "POST", true, false, false},
+      {"/v1/audio/transcriptions", Route::kTranscriptions, "POST", true, false, false},
       {"/v1/completions/render", Route::kRenderCompletions, "POST", true, true, false},
       {"/v1/chat/completions/render", Route::kRenderChat, "POST", true, true, false},
       {"/v1/models", Route::kModels, "GET, HEAD", false, false, false},

@@ -12,6 +12,7 @@ enum class Route {
   kNone,
   kCompletions,
   kChat,
+  kTranscriptions,
   kRenderCompletions,
   kRenderChat,
   kModels,

@@ -17,30 +17,47 @@ VISION = GOLDEN / "tiny-vision-e.mmproj.f32.gguf"
 CLI_GOLDEN = GOLDEN / "audio/cli"
 
 
+def write_gguf(dst, arch, readers):
+    """A GGUF at `dst` with the keys and tensors of each (reader, edit) in `readers`, in order:
+    edit(field) gives the value to write or None to leave the key out. A key already written is
+    not written again."""
+    w = GGUFWriter(str(dst), arch)
+    seen = {"general.architecture"}
+    for r, edit in readers:
+        for f in r.fields.values():
+            if f.name.startswith("GGUF.") or f.name in seen:
+                continue
+            val = edit(f)
+            if val is None:
+                continue
+            seen.add(f.name)
+            sub = f.types[-1] if f.types[0] == GGUFValueType.ARRAY else None
+            w.add_key_value(f.name, val, f.types[0], sub_type=sub)
+    for r, _ in readers:
+        for t in r.tensors:
+            w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return dst
+
+
 def with_audio_markers(src, dst, markers):
     """A copy of the GGUF `src` whose tokens at the golden's marker ids are Gemma 4's audio
     markers (control tokens): the tiny vocabulary has none, and the golden prompt uses those ids."""
     r = GGUFReader(src)
     names = {markers["audio_token_id"]: "<|audio|>", markers["boa_token_id"]: "<|audio>",
              markers["eoa_token_index"]: "<audio|>"}
-    w = GGUFWriter(str(dst), r.fields["general.architecture"].contents())
-    for f in r.fields.values():
-        if f.name.startswith("GGUF.") or f.name == "general.architecture":
-            continue
+
+    def edit(f):
         val = f.contents()
         if f.name == "tokenizer.ggml.tokens":
-            val = [names.get(i, t) for i, t in enumerate(val)]
-        elif f.name == "tokenizer.ggml.token_type":
-            val = [3 if i in names else t for i, t in enumerate(val)]
-        sub = f.types[-1] if f.types[0] == GGUFValueType.ARRAY else None
-        w.add_key_value(f.name, val, f.types[0], sub_type=sub)
-    for t in r.tensors:
-        w.add_tensor(t.name, np.array(t.data), raw_dtype=t.tensor_type)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return dst
+            return [names.get(i, t) for i, t in enumerate(val)]
+        if f.name == "tokenizer.ggml.token_type":
+            return [3 if i in names else t for i, t in enumerate(val)]
+        return val
+    return write_gguf(dst, r.fields["general.architecture"].contents(), [(r, edit)])
 
 
 def test_cli_logits_with_a_clip_equal_transformers(sluice_bin, tmp_path):
@@ -148,3 +165,34 @@ def test_chat_takes_audio_too(sluice_bin, tmp_path):
     r = run([sluice_bin, "chat", "-m", str(MODEL), "--builtin-template", "--mmproj", str(MMPROJ), "--audio", str(wav)],
             timeout=120, input="hello\n")
     assert r.returncode != 0 and str(wav) in r.stderr and "cannot open" in r.stderr, r.stderr
+
+
+def test_audio_chunks_hear_a_long_clip_whole(sluice_bin, tmp_path):
+    """--audio-chunks: a 45 s clip gives 750 + 375 tokens (two 30 s segments encoded on their own)
+    where transformers' truncation gives 750. The decoder is causal and the first segment is the
+    first 30 s, so every logits row up to the end of the first segment's tokens equals the
+    truncated run's; after it the rows differ (the second segment is heard)."""
+    meta = json.loads((CLI_GOLDEN / "cli.json").read_text())
+    model = with_audio_markers(MODEL, tmp_path / "tiny-gemma4-audio-vocab.gguf", meta["markers"])
+    t = np.arange(45 * 16000) / 16000
+    x = 0.3 * np.sin(2 * np.pi * (200 + 20 * t) * t)
+    wav = tmp_path / "long.wav"
+    with wave.open(str(wav), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes((x * 32767).astype("<i2").tobytes())
+    ids = ",".join(map(str, meta["prompt"]))
+    rows = {}
+    for flag in ([], ["--audio-chunks"]):
+        out = tmp_path / f"logits{len(flag)}.f32"
+        r = run([sluice_bin, "logits", "-m", model, "--mmproj", MMPROJ, "--audio", wav, *flag, "--ids", ids,
+                 "--out", out, "--no-tune"], timeout=300)
+        assert r.returncode == 0, r.stderr
+        rows[len(flag)] = np.fromfile(out, dtype="<f4").reshape(-1, meta["n_vocab"])
+    assert "45.00 s (in 2 segments of 30 s), 1125 tokens" in r.stderr, r.stderr
+    first, chunked = rows[0], rows[1]
+    assert chunked.shape[0] == first.shape[0] + 375
+    upto = meta["prompt"].index(meta["markers"]["audio_token_id"]) + 1 + 750  # <|audio> and the first segment
+    assert np.array_equal(first[:upto], chunked[:upto])
+    assert np.abs(first[upto:upto + 5] - chunked[upto:upto + 5]).max() > 1e-3

@@ -26,6 +26,7 @@ from server_util import Server
 
 TINY = ROOT / "tests/data/golden/tiny-gemma4.q8_0.gguf"
 PNG = ROOT / "tests/data/golden/vision/decode/png_rgb.png"
+CLIP = ROOT / "tests/data/golden/audio/cli/clip.wav"
 ARTIFACTS = pathlib.Path(__import__("os").environ.get("SLUICE_UI_ARTIFACTS", BUILD / "ui-artifacts"))
 CHROMEDRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
 WAIT = 20   # seconds any one page condition may take
@@ -61,7 +62,10 @@ def browser(downloads):
     o = webdriver.ChromeOptions()
     for a in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,860",
               "--disable-gpu", "--no-first-run", "--disable-extensions", "--disable-background-networking",
-              "--disable-component-update", "--disable-sync", "--disable-default-apps"]:
+              "--disable-component-update", "--disable-sync", "--disable-default-apps",
+              # a microphone for the Record button: Chromium's fake capture device (a beeping
+              # tone), its permission prompt answered yes
+              "--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]:
         o.add_argument(a)
     o.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
     o.add_experimental_option("prefs", {"download.default_directory": str(downloads),
@@ -533,3 +537,43 @@ def test_an_attached_or_pasted_image_is_shown_and_sent_as_a_content_part(page, s
     assert len(d.find_elements(By.CSS_SELECTOR, ".msg.user .images img")) == 2, "the images show in the conversation"
     assert not d.find_element(By.ID, "attachments").is_displayed(), "sent images leave the composer"
     shot(d, "chat-image.png", 1280, 860)
+
+
+def test_a_recorded_and_an_attached_clip_are_sent_as_input_audio_parts(page, scripted):
+    """Record (Chromium's fake microphone, captured by Web Audio and written as a WAV by the
+    page), then attach a WAV file: both go as input_audio parts before the text, and the reply
+    streams."""
+    import io
+    import wave
+    d = page
+    open_page(d, scripted.url)
+    assert not d.find_element(By.ID, "record").is_displayed(), "a model that does not hear offers no Record button"
+    scripted.props["modalities"] = {"vision": False, "audio": True}
+    open_page(d, scripted.url)
+    assert d.find_element(By.ID, "audio-label").is_displayed() and not d.find_element(By.ID, "attach-label").is_displayed()
+    d.find_element(By.ID, "record").click()
+    wait(d, lambda: d.find_element(By.ID, "record").text == "Stop recording", "recording started")
+    time.sleep(1.0)
+    d.find_element(By.ID, "record").click()
+    wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#attachments .clip")) == 1, "the recording's chip")
+    d.find_element(By.ID, "attach-audio").send_keys(str(CLIP))
+    wait(d, lambda: len(d.find_elements(By.CSS_SELECTOR, "#attachments .clip")) == 2, "the attached clip's chip")
+    scripted.replies.put(chunks("A beep, then speech."))
+    send(d, "What do you hear?")
+    wait(d, lambda: assistant_texts(d) == ["A beep, then speech."], "the reply streamed")
+    wait_idle(d)
+    content = scripted.requests[-1]["messages"][-1]["content"]
+    assert [p["type"] for p in content] == ["input_audio", "input_audio", "text"]
+    assert content[2]["text"] == "What do you hear?"
+    rec, att = (base64.b64decode(p["input_audio"]["data"]) for p in content[:2])
+    assert content[0]["input_audio"]["format"] == "wav" and content[1]["input_audio"]["format"] == "wav"
+    assert att == CLIP.read_bytes()
+    with wave.open(io.BytesIO(rec)) as w:   # the page's own WAV: mono 16-bit, most of a second of sound
+        assert (w.getnchannels(), w.getsampwidth()) == (1, 2)
+        assert w.getnframes() > 0.5 * w.getframerate(), (w.getnframes(), w.getframerate())
+        import array
+        samples = array.array("h", w.readframes(w.getnframes()))
+        assert max(abs(x) for x in samples) > 1000, "the fake microphone's tone was captured"
+    assert len(d.find_elements(By.CSS_SELECTOR, ".msg.user .clip")) == 2, "the clips show in the conversation"
+    assert not d.find_element(By.ID, "attachments").is_displayed(), "sent clips leave the composer"
+    shot(d, "chat-audio.png", 1280, 860)

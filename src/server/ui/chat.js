@@ -9,11 +9,13 @@ import * as view from './view.js';
 
 const $ = id => document.getElementById(id);
 
-// A message's content: its text, or with images OpenAI content parts (images first, as Gemma
-// reads them best; the server puts each where the chat template says).
+// A message's content: its text, or with images or audio OpenAI content parts (media first, as
+// Gemma reads them best; the server puts each where the chat template says).
 function messageContent(n) {
-  if (!n.images || !n.images.length) return n.content;
-  const parts = n.images.map(url => ({type: 'image_url', image_url: {url}}));
+  const images = n.images || [], audio = n.audio || [];
+  if (!images.length && !audio.length) return n.content;
+  const parts = images.map(url => ({type: 'image_url', image_url: {url}}));
+  for (const a of audio) parts.push({type: 'input_audio', input_audio: {data: a.data, format: a.format}});
   if (n.content) parts.push({type: 'text', text: n.content});
   return parts;
 }
@@ -165,14 +167,18 @@ export function askKey(then) {
   d.showModal();
 }
 
-// The user's text (and the attached images): a new user message on the branch, then its reply.
+// The user's text (and the attached images and clips): a new user message on the branch, then
+// its reply.
 export function send(text) {
   const images = state.textMode ? [] : state.pending;
-  if (state.running || (!text.trim() && !images.length)) return;
+  const audio = state.textMode ? [] : state.pendingAudio;
+  if (state.running || (!text.trim() && !images.length && !audio.length)) return;
   const leaf = state.conv.leaf;
   const m = store.addNode(state.conv, leaf, 'user', text);
   if (images.length) m.images = images;
+  if (audio.length) m.audio = audio;
   state.pending = [];
+  state.pendingAudio = [];
   view.renderPending();
   view.renderAll();
   generate(m);

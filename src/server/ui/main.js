@@ -6,6 +6,7 @@ import * as store from './store.js';
 import * as chat from './chat.js';
 import {state} from './state.js';
 import * as view from './view.js';
+import {fileFormat, startRecording, toBase64} from './record.js';
 
 const $ = id => document.getElementById(id);
 view.init(chat.generate);
@@ -35,6 +36,9 @@ function applyProps(p) {
   banner.textContent = base ? `${p.model} has no chat template: it is a base (pre-trained) model that continues ` +
     'text rather than answering turns, so the page opened in text-completion mode. Untick "text mode" to chat anyway.' : '';
   $('attach-label').hidden = !(p.modalities && p.modalities.vision);
+  const hears = !!(p.modalities && p.modalities.audio);
+  $('audio-label').hidden = !hears;
+  $('record').hidden = !hears || !(navigator.mediaDevices && navigator.mediaDevices.getUserMedia);
   const saved = localStorage.getItem('sluice.mode.' + p.model);
   setMode(saved ? saved === 'text' : base, false);
 }
@@ -103,7 +107,43 @@ async function attach(files) {
   view.renderPending();
 }
 
+// Audio files (WAV, MP3, FLAC, Ogg) read as base64 clips into the message being written.
+async function attachAudio(files) {
+  for (const f of files) {
+    const format = fileFormat(f);
+    if (!format) continue;
+    const data = toBase64(new Uint8Array(await f.arrayBuffer()));
+    state.pendingAudio.push({data, format, name: f.name});
+  }
+  view.renderPending();
+}
+
+// Record toggles: the first click starts the microphone, the second stops it and attaches the WAV.
+let recording = null;
+async function toggleRecording() {
+  const b = $('record');
+  if (recording) {
+    const r = recording;
+    recording = null;
+    b.textContent = 'Record';
+    b.classList.remove('recording');
+    state.pendingAudio.push(await r.stop());
+    view.renderPending();
+    return;
+  }
+  try {
+    recording = await startRecording();
+    b.textContent = 'Stop recording';
+    b.classList.add('recording');
+  } catch (e) {
+    $('banner').hidden = false;
+    $('banner').textContent = 'Cannot record: ' + e.message;
+  }
+}
+
 function wire() {
+  $('attach-audio').addEventListener('change', e => { attachAudio([...e.target.files]); e.target.value = ''; });
+  $('record').addEventListener('click', toggleRecording);
   $('attach').addEventListener('change', e => { attach([...e.target.files]); e.target.value = ''; });
   $('input').addEventListener('paste', e => {
     const files = [...(e.clipboardData ? e.clipboardData.files : [])].filter(f => f.type.startsWith('image/'));
@@ -115,7 +155,7 @@ function wire() {
   $('composer').addEventListener('submit', e => {
     e.preventDefault();
     const text = $('input').value;
-    if ((!text.trim() && !state.pending.length) || state.running) return;
+    if ((!text.trim() && !state.pending.length && !state.pendingAudio.length) || state.running) return;
     $('input').value = '';
     chat.send(text);
   });

@@ -166,6 +166,7 @@ function messageElement(n) {
   el.dataset.id = n.id;
   if (n.reasoning) el.append(reasoningBlock(n.reasoning, false));
   if (n.images && n.images.length) el.append(imageStrip(n.images));
+  if (n.audio && n.audio.length) el.append(audioStrip(n.audio));
   const body = document.createElement('div');
   body.className = 'content';
   if (n.role === 'assistant' && !state.textMode) fillMarkdown(body, n.content);
@@ -194,12 +195,29 @@ function imageStrip(urls, remove) {
   return box;
 }
 
-// The images attached to the message being written.
+// A message's audio clips as labelled chips (name and length); `remove(i)` as for images.
+function audioStrip(clips, remove) {
+  const box = document.createElement('div');
+  box.className = 'images audio';
+  clips.forEach((c, i) => {
+    const chip = document.createElement('span');
+    chip.className = 'clip';
+    chip.textContent = `🎤 ${c.name} (${c.seconds ? c.seconds.toFixed(1) + ' s' : c.format})`;
+    if (remove) chip.append(iconButton('✕', 'Remove audio ' + (i + 1), () => remove(i)));
+    box.append(chip);
+  });
+  return box;
+}
+
+// The images and clips attached to the message being written.
 function renderPending() {
   const box = $('attachments');
-  box.hidden = !state.pending.length;
+  box.hidden = !state.pending.length && !state.pendingAudio.length;
   box.replaceChildren(imageStrip(state.pending, i => {
     state.pending.splice(i, 1);
+    renderPending();
+  }), audioStrip(state.pendingAudio, i => {
+    state.pendingAudio.splice(i, 1);
     renderPending();
   }));
 }
@@ -292,7 +310,8 @@ function editMessage(n) {
   save.textContent = 'Send edit';
   save.addEventListener('click', () => {
     const m = store.addNode(state.conv, n.parent, 'user', ta.value);
-    if (n.images) m.images = n.images;   // an edit keeps the message's images
+    if (n.images) m.images = n.images;   // an edit keeps the message's images and clips
+    if (n.audio) m.audio = n.audio;
     renderAll();
     generate(m);
   });

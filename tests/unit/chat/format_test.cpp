@@ -33,14 +33,14 @@ TEST(ChatFormat, Gemma4MarkupIdsAreResolvedOnce) {
   EXPECT_EQ(f.tool.open, 48);
   EXPECT_EQ(f.tool.close, 49);
   EXPECT_EQ(f.tool.quote, 52);
-  const std::pair<int32_t, const char*> media[] = {{f.image.begin, "<|image>"}, {f.image.soft, "<|image|>"},
-                                                   {f.image.end, "<image|>"},   {f.audio.begin, "<|audio>"},
-                                                   {f.audio.soft, "<|audio|>"}, {f.audio.end, "<audio|>"}};
+  const std::pair<int32_t, const char*> media[] = {
+      {f.image.begin, "<|image>"}, {f.image.placeholder, "<|image|>"}, {f.image.end, "<image|>"},
+      {f.audio.begin, "<|audio>"}, {f.audio.placeholder, "<|audio|>"}, {f.audio.end, "<audio|>"}};
   for (const auto& [id, text] : media) {
     EXPECT_GE(id, 0) << text;
     EXPECT_EQ(id, table_id(*tok, text)) << text;
   }
-  EXPECT_NE(f.image.soft, f.audio.soft);
+  EXPECT_NE(f.image.placeholder, f.audio.placeholder);
 }
 
 TEST(ChatFormat, Gemma3HasTurnsOnly) {
@@ -54,7 +54,7 @@ TEST(ChatFormat, Gemma3HasTurnsOnly) {
   EXPECT_EQ(f.turn_open, sot);
   EXPECT_EQ(f.turn_close, eot);
   for (int32_t id : {f.channel_open, f.channel_close, f.tool.open, f.tool.close, f.tool.quote, f.image.begin,
-                     f.image.soft, f.image.end, f.audio.begin, f.audio.soft, f.audio.end})
+                     f.image.placeholder, f.image.end, f.audio.begin, f.audio.placeholder, f.audio.end})
     EXPECT_EQ(id, -1);
 }
 
