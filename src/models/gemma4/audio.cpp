@@ -129,7 +129,7 @@ class Gemma4Audio final : public AudioEncoder {
   ThreadPool& pool_;
   const kernels::CpuKernels& isa_;
   kernels::RowOps ops_;
-  std::vector<float> conv0_w_, conv0_norm_, conv1_norm_;  // conv0_w_ [c0][3][3]
+  std::vector<float> conv0_w_, conv0_norm_, conv1_norm_;  // conv0_w_ [3][3][c0] (the file's [c0][3][3] transposed)
   Linear conv1_, in_proj_, out_proj_, mm_proj_;           // conv1_: [c0·9 → c1], rows [c][kt][kf]
   std::vector<float> out_bias_;
   std::vector<AudioLayer> layers_;
@@ -238,7 +238,10 @@ Gemma4Audio::Gemma4Audio(const gguf::GgufFile& f, const LoadOptions& opt)
       isa_(opt.isa ? *opt.isa : kernels::cpu_kernels()),
       ops_(kernels::merged_ops(isa_)) {
   const WeightBinder wb(f);
-  conv0_w_ = read_all_f32(f, f.tensor("a.conv1d.0.weight"));
+  const std::vector<float> w0 = read_all_f32(f, f.tensor("a.conv1d.0.weight"));  // [c0][3][3]
+  conv0_w_.resize(w0.size());
+  for (int32_t c = 0; c < s_.c0; ++c)
+    for (int k = 0; k < 9; ++k) conv0_w_[int64_t{k} * s_.c0 + c] = w0[int64_t{c} * 9 + k];
   conv0_norm_ = wb.vector_f32("a.conv1d.0.norm.weight", s_.c0);
   conv1_norm_ = wb.vector_f32("a.conv1d.1.norm.weight", s_.c1);
   const gguf::TensorInfo& c1 = f.tensor("a.conv1d.1.weight");
@@ -281,7 +284,7 @@ void Gemma4Audio::layer_norm_relu(float* x, int64_t rows, int32_t c, const std::
 // are then zeroed, as transformers masks the next stage's input.
 void Gemma4Audio::conv0(const float* mel, const Subsampled& sub, int32_t frames) {
   const int32_t c0 = s_.c0, f1 = kMel / 2;
-  x0_.assign(static_cast<size_t>(sub.t1) * f1 * c0, 0.0f);
+  x0_.resize(static_cast<size_t>(sub.t1) * f1 * c0);  // every element written below
   pool_.run([&](int ith, int nth) {
     for (int32_t t = ith; t < sub.t1; t += nth) {
       for (int32_t f = 0; f < f1; ++f) {
@@ -294,10 +297,11 @@ void Gemma4Audio::conv0(const float* mel, const Subsampled& sub, int32_t frames)
           }
         }
         float* o = x0_.data() + (int64_t{t} * f1 + f) * c0;
-        for (int32_t c = 0; c < c0; ++c) {
-          float acc = 0.0f;
-          for (int k = 0; k < 9; ++k) acc += conv0_w_[c * 9 + k] * patch[k];
-          o[c] = acc;
+        // Per channel 0 + Σ_k w[k][c]·patch[k], k rising; the channels side by side in lanes.
+        std::fill_n(o, c0, 0.0f);
+        for (int k = 0; k < 9; ++k) {
+          const float* wk = conv0_w_.data() + int64_t{k} * c0;
+          for (int32_t c = 0; c < c0; ++c) o[c] += wk[c] * patch[k];
         }
       }
       layer_norm_relu(x0_.data() + int64_t{t} * f1 * c0, f1, c0, conv0_norm_);
