@@ -35,17 +35,6 @@ void clip(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], -kClip), kClip);
 }
 
-// fn(i0, i1) over the n rows [0, n) split across the pool: every op between the matmuls is
-// per row (or per row with the rows above it read-only), so the split changes no result.
-template <class Fn>
-void for_rows(ThreadPool& pool, int64_t n, Fn&& fn) {
-  pool.run([&](int ith, int nth) {
-    int64_t i0, i1;
-    split_range(n, ith, nth, &i0, &i1);
-    if (i0 < i1) fn(i0, i1);
-  });
-}
-
 // Σ a[e]·b[e] in 16 lanes (lane l takes e ≡ l mod 16), then the tree (l, l+8) → … → (l, l+1):
 // one defined order, which the compiler vectorises as written.
 float dot_lanes(const float* a, const float* b, int64_t n) {
@@ -114,6 +103,7 @@ class Gemma4Audio final : public AudioEncoder {
   void run(const ClampedLinear& cl, const float* x, int64_t m, float* y) {
     cl.run(pool_, x, m, y, in_, scratch_, &isa_);
   }
+  void clip_norm(const std::vector<float>& w, int64_t n);
   void ffn(const AudioFfn& F, int64_t n);
   void attention_block(const AudioLayer& L, const std::vector<uint8_t>& valid);
   void attend(const std::vector<uint8_t>& valid);
@@ -347,18 +337,24 @@ void Gemma4Audio::conv1_and_project(const Subsampled& sub) {
   in_proj_.run(pool_, y.data(), n_, h_.data(), scratch_, &isa_);
 }
 
-// x += 0.5 · post_norm(clip(W2 · silu(W1 · pre_norm(clip(x))))), rows of h_.
-void Gemma4Audio::ffn(const AudioFfn& F, int64_t n) {
-  const int64_t d = s_.d, ff = s_.n_ff;
+// a_ = rms_norm(clip(h_); w), rows [0, n): the input of a block.
+void Gemma4Audio::clip_norm(const std::vector<float>& w, int64_t n) {
+  const int64_t d = s_.d;
   a_.resize(n * d);
   for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
       float* a = a_.data() + i * d;
       std::copy_n(h_.data() + i * d, d, a);
       clip(a, d);
-      ops_.rms_norm(a, F.pre.data(), a, d, kEps);
+      ops_.rms_norm(a, w.data(), a, d, kEps);
     }
   });
+}
+
+// x += 0.5 · post_norm(clip(W2 · silu(W1 · pre_norm(clip(x))))), rows of h_.
+void Gemma4Audio::ffn(const AudioFfn& F, int64_t n) {
+  const int64_t d = s_.d, ff = s_.n_ff;
+  clip_norm(F.pre, n);
   g_.resize(n * ff);
   run(F.up, a_.data(), n, g_.data());
   for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
@@ -426,15 +422,7 @@ void Gemma4Audio::attend(const std::vector<uint8_t>& valid) {
 // x += attn_post_norm(clip(post(attention(attn_pre_norm(clip(x)))))).
 void Gemma4Audio::attention_block(const AudioLayer& L, const std::vector<uint8_t>& valid) {
   const int64_t d = s_.d, n = n_, hd = s_.head_dim;
-  a_.resize(n * d);
-  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      float* a = a_.data() + i * d;
-      std::copy_n(h_.data() + i * d, d, a);
-      clip(a, d);
-      ops_.rms_norm(a, L.attn_pre.data(), a, d, kEps);
-    }
-  });
+  clip_norm(L.attn_pre, n);
   q_.resize(n * d), k_.resize(n * d), v_.resize(n * d);
   run(L.q, a_.data(), n, q_.data());
   run(L.k, a_.data(), n, k_.data());
