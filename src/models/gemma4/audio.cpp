@@ -431,10 +431,12 @@ void Gemma4Audio::attention_block(const AudioLayer& L, const std::vector<uint8_t
   const float k_scale = static_cast<float>(std::log(1.0 + std::exp(1.0)) / std::log(2.0));
   const bool k_dim = !L.k_dim_scale.empty();
   for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0 * d; i < i1 * d; ++i) {
-      q_[i] = q_[i] * q_scale * L.q_dim_scale[i % hd];
-      k_[i] = k_[i] * k_scale;
-      if (k_dim) k_[i] *= L.k_dim_scale[i % hd];
+    for (int64_t i = i0 * d; i < i1 * d; i += hd) {  // one head's slice at a time
+      float *q = q_.data() + i, *k = k_.data() + i;
+      for (int64_t e = 0; e < hd; ++e) q[e] = q[e] * q_scale * L.q_dim_scale[e];
+      for (int64_t e = 0; e < hd; ++e) k[e] = k[e] * k_scale;
+      if (k_dim)
+        for (int64_t e = 0; e < hd; ++e) k[e] *= L.k_dim_scale[e];
     }
   });
   rel_.resize(static_cast<size_t>(kRel) * d);
