@@ -116,6 +116,7 @@ RowOps merged_ops(const CpuKernels& k) {
   if (!o.argmax) o.argmax = r.argmax;
   if (!o.to_f16) o.to_f16 = r.to_f16;
   if (!o.to_bf16) o.to_bf16 = r.to_bf16;
+  if (!o.sigmoid_mul) o.sigmoid_mul = r.sigmoid_mul;
   return o;
 }
 

@@ -30,6 +30,10 @@ struct RowOps {
   // out[i] = x[i] rounded to IEEE half / bfloat16 (nearest even; base/fp16.h's conversions).
   void (*to_f16)(const float* x, uint16_t* out, int64_t n);
   void (*to_bf16)(const float* x, uint16_t* out, int64_t n);
+  // out = a · sigmoid(b), sigmoid(v) = 1 / (1 + exp(−v)) (a true division): b == a is SiLU, a
+  // and b the two halves of a row: a GLU. out may alias a or b. Any n. Sets that lack it
+  // (null) get the reference's through merged_ops.
+  void (*sigmoid_mul)(const float* a, const float* b, float* out, int64_t n);
 };
 
 // The scalar reference set.

@@ -100,6 +100,10 @@ void to_bf16_ref(const float* x, uint16_t* out, int64_t n) {
   for (int64_t i = 0; i < n; ++i) out[i] = f32_to_bf16(x[i]);
 }
 
+void sigmoid_mul_ref(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] * (1.0f / (1.0f + exp_ref(-b[i])));
+}
+
 }  // namespace
 
 float exp_ref(float x) {
@@ -131,7 +135,7 @@ float tanh_ref(float x) {
 
 const RowOps& rowops_ref() {
   static const RowOps k = {rms_norm_ref, add_rms_norm_ref, gelu_mul_ref, softcap_ref, scale_ref,
-                           rope_ref,     argmax_ref,       to_f16_ref,   to_bf16_ref};
+                           rope_ref,     argmax_ref,       to_f16_ref,   to_bf16_ref, sigmoid_mul_ref};
   return k;
 }
 

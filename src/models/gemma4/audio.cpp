@@ -31,10 +31,21 @@ constexpr float kCap = 50.0f, kInvalid = -1.0e9f, kResidual = 0.5f, kClip = 1.0e
 // largest buffer, is 16 KiB a frame (480 MB here, for an E2B tower).
 constexpr int32_t kMaxFrames = 30000;
 
-float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-float silu(float x) { return x * sigmoid(x); }
-void clip_rows(float* x, int64_t n) {
+void clip(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] = std::min(std::max(x[i], -kClip), kClip);
+}
+
+// Σ a[e]·b[e] in 16 lanes (lane l takes e ≡ l mod 16), then the tree (l, l+8) → … → (l, l+1):
+// one defined order, which the compiler vectorises as written.
+float dot_lanes(const float* a, const float* b, int64_t n) {
+  float acc[16] = {};
+  int64_t e = 0;
+  for (; e + 16 <= n; e += 16)
+    for (int l = 0; l < 16; ++l) acc[l] = acc[l] + a[e + l] * b[e + l];
+  for (int l = 0; e < n; ++e, ++l) acc[l] = acc[l] + a[e] * b[e];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int l = 0; l < w; ++l) acc[l] = acc[l] + acc[l + w];
+  return acc[0];
 }
 
 // One half-step feed-forward module (transformers' Gemma4AudioFeedForward).
@@ -50,7 +61,7 @@ struct AudioLayer {
   std::vector<float> attn_pre, attn_post, conv_pre, conv_post, out_norm;
   std::vector<float> q_dim_scale;  // softplus(per_dim_scale), applied by the converter [head_dim]
   std::vector<float> k_dim_scale;  // llama.cpp's optional per_dim_k_scale (not in transformers 5.24)
-  std::vector<float> dw;           // depthwise kernel [d][5]
+  std::vector<float> dw;           // depthwise kernel, transposed to [5][d]
 };
 
 struct AudioShape {
@@ -92,6 +103,7 @@ class Gemma4Audio final : public AudioEncoder {
   void run(const ClampedLinear& cl, const float* x, int64_t m, float* y) {
     cl.run(pool_, x, m, y, in_, scratch_, &isa_);
   }
+  void clip_norm(const std::vector<float>& w, int64_t n);
   void ffn(const AudioFfn& F, int64_t n);
   void attention_block(const AudioLayer& L, const std::vector<uint8_t>& valid);
   void attend(const std::vector<uint8_t>& valid);
@@ -107,7 +119,7 @@ class Gemma4Audio final : public AudioEncoder {
   ThreadPool& pool_;
   const kernels::CpuKernels& isa_;
   kernels::RowOps ops_;
-  std::vector<float> conv0_w_, conv0_norm_, conv1_norm_;  // conv0_w_ [c0][3][3]
+  std::vector<float> conv0_w_, conv0_norm_, conv1_norm_;  // conv0_w_ [3][3][c0] (the file's [c0][3][3] transposed)
   Linear conv1_, in_proj_, out_proj_, mm_proj_;           // conv1_: [c0·9 → c1], rows [c][kt][kf]
   std::vector<float> out_bias_;
   std::vector<AudioLayer> layers_;
@@ -185,7 +197,10 @@ void Gemma4Audio::bind_layers(const gguf::GgufFile& f) {
     L.q_dim_scale = wb.vector_f32(p + "per_dim_scale.weight", hd);
     if (wb.has(p + "per_dim_k_scale.weight")) L.k_dim_scale = wb.vector_f32(p + "per_dim_k_scale.weight", hd);
     const Mat dw = wb.matrix(p + "conv_dw.weight", kKernel, d);
-    L.dw = read_all_f32(f, f.tensor(dw.name));
+    const std::vector<float> dw_file = read_all_f32(f, f.tensor(dw.name));  // [d][5]
+    L.dw.resize(dw_file.size());
+    for (int64_t j = 0; j < d; ++j)
+      for (int k = 0; k < kKernel; ++k) L.dw[k * d + j] = dw_file[j * kKernel + k];
     layers_.push_back(std::move(L));
   }
 }
@@ -213,7 +228,10 @@ Gemma4Audio::Gemma4Audio(const gguf::GgufFile& f, const LoadOptions& opt)
       isa_(opt.isa ? *opt.isa : kernels::cpu_kernels()),
       ops_(kernels::merged_ops(isa_)) {
   const WeightBinder wb(f);
-  conv0_w_ = read_all_f32(f, f.tensor("a.conv1d.0.weight"));
+  const std::vector<float> w0 = read_all_f32(f, f.tensor("a.conv1d.0.weight"));  // [c0][3][3]
+  conv0_w_.resize(w0.size());
+  for (int32_t c = 0; c < s_.c0; ++c)
+    for (int k = 0; k < 9; ++k) conv0_w_[int64_t{k} * s_.c0 + c] = w0[int64_t{c} * 9 + k];
   conv0_norm_ = wb.vector_f32("a.conv1d.0.norm.weight", s_.c0);
   conv1_norm_ = wb.vector_f32("a.conv1d.1.norm.weight", s_.c1);
   const gguf::TensorInfo& c1 = f.tensor("a.conv1d.1.weight");
@@ -256,7 +274,7 @@ void Gemma4Audio::layer_norm_relu(float* x, int64_t rows, int32_t c, const std::
 // are then zeroed, as transformers masks the next stage's input.
 void Gemma4Audio::conv0(const float* mel, const Subsampled& sub, int32_t frames) {
   const int32_t c0 = s_.c0, f1 = kMel / 2;
-  x0_.assign(static_cast<size_t>(sub.t1) * f1 * c0, 0.0f);
+  x0_.resize(static_cast<size_t>(sub.t1) * f1 * c0);  // every element written below
   pool_.run([&](int ith, int nth) {
     for (int32_t t = ith; t < sub.t1; t += nth) {
       for (int32_t f = 0; f < f1; ++f) {
@@ -269,10 +287,11 @@ void Gemma4Audio::conv0(const float* mel, const Subsampled& sub, int32_t frames)
           }
         }
         float* o = x0_.data() + (int64_t{t} * f1 + f) * c0;
-        for (int32_t c = 0; c < c0; ++c) {
-          float acc = 0.0f;
-          for (int k = 0; k < 9; ++k) acc += conv0_w_[c * 9 + k] * patch[k];
-          o[c] = acc;
+        // Per channel 0 + Σ_k w[k][c]·patch[k], k rising; the channels side by side in lanes.
+        std::fill_n(o, c0, 0.0f);
+        for (int k = 0; k < 9; ++k) {
+          const float* wk = conv0_w_.data() + int64_t{k} * c0;
+          for (int32_t c = 0; c < c0; ++c) o[c] += wk[c] * patch[k];
         }
       }
       layer_norm_relu(x0_.data() + int64_t{t} * f1 * c0, f1, c0, conv0_norm_);
@@ -289,49 +308,69 @@ void Gemma4Audio::conv1_and_project(const Subsampled& sub) {
   const int32_t c0 = s_.c0, c1 = s_.c1, f1 = kMel / 2, f2 = kMel / 4;
   const int64_t k1 = int64_t{c0} * 9, slab = 16;
   std::vector<float> y(static_cast<size_t>(sub.t2) * f2 * c1);
+  col_.resize(slab * f2 * k1);
   for (int32_t t0 = 0; t0 < sub.t2; t0 += slab) {
     const int64_t rows = std::min<int64_t>(slab, sub.t2 - t0) * f2;
-    col_.assign(rows * k1, 0.0f);
-    for (int64_t r = 0; r < rows; ++r) {
-      const int32_t t = t0 + static_cast<int32_t>(r / f2), f = static_cast<int32_t>(r % f2);
-      float* col = col_.data() + r * k1;
-      for (int kt = 0; kt < 3; ++kt) {
-        const int32_t tt = 2 * t - 1 + kt;
-        if (tt < 0 || tt >= sub.t1) continue;
-        for (int kf = 0; kf < 3; ++kf) {
-          const int32_t ff = 2 * f - 1 + kf;
-          if (ff < 0 || ff >= f1) continue;
-          const float* src = x0_.data() + (int64_t{tt} * f1 + ff) * c0;
-          for (int32_t c = 0; c < c0; ++c) col[c * 9 + kt * 3 + kf] = src[c];
+    for_rows(pool_, rows, [&](int64_t r0, int64_t r1) {
+      std::fill(col_.begin() + r0 * k1, col_.begin() + r1 * k1, 0.0f);
+      for (int64_t r = r0; r < r1; ++r) {
+        const int32_t t = t0 + static_cast<int32_t>(r / f2), f = static_cast<int32_t>(r % f2);
+        float* col = col_.data() + r * k1;
+        for (int kt = 0; kt < 3; ++kt) {
+          const int32_t tt = 2 * t - 1 + kt;
+          if (tt < 0 || tt >= sub.t1) continue;
+          for (int kf = 0; kf < 3; ++kf) {
+            const int32_t ff = 2 * f - 1 + kf;
+            if (ff < 0 || ff >= f1) continue;
+            const float* src = x0_.data() + (int64_t{tt} * f1 + ff) * c0;
+            for (int32_t c = 0; c < c0; ++c) col[c * 9 + kt * 3 + kf] = src[c];
+          }
         }
       }
-    }
+    });
     float* dst = y.data() + int64_t{t0} * f2 * c1;
     conv1_.run(pool_, col_.data(), rows, dst, scratch_, &isa_);
-    layer_norm_relu(dst, rows, c1, conv1_norm_);
+    for_rows(pool_, rows, [&](int64_t r0, int64_t r1) { layer_norm_relu(dst + r0 * c1, r1 - r0, c1, conv1_norm_); });
   }
   n_ = sub.t2;
   h_.resize(n_ * s_.d);
   in_proj_.run(pool_, y.data(), n_, h_.data(), scratch_, &isa_);
 }
 
+// a_ = rms_norm(clip(h_); w), rows [0, n): the input of a block.
+void Gemma4Audio::clip_norm(const std::vector<float>& w, int64_t n) {
+  const int64_t d = s_.d;
+  a_.resize(n * d);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* a = a_.data() + i * d;
+      std::copy_n(h_.data() + i * d, d, a);
+      clip(a, d);
+      ops_.rms_norm(a, w.data(), a, d, kEps);
+    }
+  });
+}
+
 // x += 0.5 · post_norm(clip(W2 · silu(W1 · pre_norm(clip(x))))), rows of h_.
 void Gemma4Audio::ffn(const AudioFfn& F, int64_t n) {
   const int64_t d = s_.d, ff = s_.n_ff;
-  a_.assign(h_.begin(), h_.begin() + n * d);
-  clip_rows(a_.data(), n * d);
-  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(a_.data() + i * d, F.pre.data(), a_.data() + i * d, d, kEps);
+  clip_norm(F.pre, n);
   g_.resize(n * ff);
   run(F.up, a_.data(), n, g_.data());
-  for (float& x : g_) x = silu(x);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    float* g = g_.data() + i0 * ff;
+    ops_.sigmoid_mul(g, g, g, (i1 - i0) * ff);  // SiLU
+  });
   run(F.down, g_.data(), n, a_.data());
-  clip_rows(a_.data(), n * d);
-  for (int64_t i = 0; i < n; ++i) {
-    float* a = a_.data() + i * d;
-    ops_.rms_norm(a, F.post.data(), a, d, kEps);
-    float* h = h_.data() + i * d;
-    for (int64_t j = 0; j < d; ++j) h[j] = h[j] + a[j] * kResidual;
-  }
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* a = a_.data() + i * d;
+      clip(a, d);
+      ops_.rms_norm(a, F.post.data(), a, d, kEps);
+      float* h = h_.data() + i * d;
+      for (int64_t j = 0; j < d; ++j) h[j] = h[j] + a[j] * kResidual;
+    }
+  });
 }
 
 // Chunked local attention over q_, k_, v_ ([n][heads·head_dim], q and k already scaled) with
@@ -339,36 +378,42 @@ void Gemma4Audio::ffn(const AudioFfn& F, int64_t n) {
 // the 24 window slots w, key j = 12b + w − 12 (zero K/V outside [0, n)): content q·k_j plus
 // the shifted relative term q·rel[w − r] (0 outside [0, 12]), capped 50·tanh(s/50); a slot
 // whose key is padding, or not 0 <= i − j < 12, scores −1e9 — all 24 when none is left, so the
-// softmax is then uniform over the window, exactly as transformers' masked_fill makes it.
+// softmax is then uniform over the window, exactly as transformers' masked_fill makes it. Only
+// visible slots need their dot products; a slot of probability 0 adds nothing to the output.
 void Gemma4Audio::attend(const std::vector<uint8_t>& valid) {
   const int64_t H = s_.n_head, hd = s_.head_dim, w = s_.d, n = n_;
   att_.assign(n * w, 0.0f);
   pool_.run([&](int ith, int nth) {
     float sc[kWindow];
-    for (int64_t job = ith; job < H * n; job += nth) {
-      const int64_t h = job / n, i = job % n, r = i % kChunk, base = i - r - kPast;
-      const float* qi = q_.data() + i * w + h * hd;
-      float mx = -ClampedLinear::kInf;
-      for (int64_t s = 0; s < kWindow; ++s) {
-        const int64_t j = base + s, c = s - r;
-        const bool in = j >= 0 && j < n;
-        float ac = 0.0f, bd = 0.0f;
-        if (in)
-          for (int64_t e = 0; e < hd; ++e) ac += qi[e] * k_[j * w + h * hd + e];
-        if (c >= 0 && c < kRel)
-          for (int64_t e = 0; e < hd; ++e) bd += qi[e] * rel_[c * w + h * hd + e];
-        const bool visible = in && valid[j] && i - j >= 0 && i - j < kLeft;
-        sc[s] = visible ? std::tanh((ac + bd) / kCap) * kCap : kInvalid;
-        mx = std::max(mx, sc[s]);
-      }
-      float sum = 0.0f;
-      for (float& x : sc) sum += (x = std::exp(x - mx));
-      float* o = att_.data() + i * w + h * hd;
-      for (int64_t s = 0; s < kWindow; ++s) {
-        const int64_t j = base + s;
-        if (j < 0 || j >= n) continue;
-        const float p = sc[s] / sum;
-        for (int64_t e = 0; e < hd; ++e) o[e] += p * v_[j * w + h * hd + e];
+    int64_t q0, q1;
+    split_range(n, ith, nth, &q0, &q1);
+    for (int64_t i = q0; i < q1; ++i) {
+      const int64_t r = i % kChunk, base = i - r - kPast;
+      for (int64_t h = 0; h < H; ++h) {
+        const float* qi = q_.data() + i * w + h * hd;
+        float mx = -ClampedLinear::kInf;
+        for (int64_t s = 0; s < kWindow; ++s) {
+          const int64_t j = base + s, c = s - r;
+          const bool visible = j >= 0 && j < n && valid[j] && i - j >= 0 && i - j < kLeft;
+          if (visible) {
+            const float ac = dot_lanes(qi, k_.data() + j * w + h * hd, hd);
+            const float bd = c >= 0 && c < kRel ? dot_lanes(qi, rel_.data() + c * w + h * hd, hd) : 0.0f;
+            sc[s] = std::tanh((ac + bd) / kCap) * kCap;
+          } else {
+            sc[s] = kInvalid;
+          }
+          mx = std::max(mx, sc[s]);
+        }
+        float sum = 0.0f;
+        for (float& x : sc) sum += (x = std::exp(x - mx));
+        float* o = att_.data() + i * w + h * hd;
+        for (int64_t s = 0; s < kWindow; ++s) {
+          const int64_t j = base + s;
+          const float p = sc[s] / sum;
+          if (j < 0 || j >= n || p == 0.0f) continue;
+          const float* vj = v_.data() + j * w + h * hd;
+          for (int64_t e = 0; e < hd; ++e) o[e] += p * vj[e];
+        }
       }
     }
   });
@@ -377,53 +422,71 @@ void Gemma4Audio::attend(const std::vector<uint8_t>& valid) {
 // x += attn_post_norm(clip(post(attention(attn_pre_norm(clip(x)))))).
 void Gemma4Audio::attention_block(const AudioLayer& L, const std::vector<uint8_t>& valid) {
   const int64_t d = s_.d, n = n_, hd = s_.head_dim;
-  a_.assign(h_.begin(), h_.begin() + n * d);
-  clip_rows(a_.data(), n * d);
-  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(a_.data() + i * d, L.attn_pre.data(), a_.data() + i * d, d, kEps);
+  clip_norm(L.attn_pre, n);
   q_.resize(n * d), k_.resize(n * d), v_.resize(n * d);
   run(L.q, a_.data(), n, q_.data());
   run(L.k, a_.data(), n, k_.data());
   run(L.v, a_.data(), n, v_.data());
   const float q_scale = static_cast<float>(std::pow(static_cast<double>(hd), -0.5) / std::log(2.0));
   const float k_scale = static_cast<float>(std::log(1.0 + std::exp(1.0)) / std::log(2.0));
-  for (int64_t i = 0; i < n * d; ++i) {
-    q_[i] = q_[i] * q_scale * L.q_dim_scale[i % hd];
-    k_[i] = k_[i] * k_scale;
-    if (!L.k_dim_scale.empty()) k_[i] *= L.k_dim_scale[i % hd];
-  }
+  const bool k_dim = !L.k_dim_scale.empty();
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0 * d; i < i1 * d; i += hd) {  // one head's slice at a time
+      float *q = q_.data() + i, *k = k_.data() + i;
+      for (int64_t e = 0; e < hd; ++e) q[e] = q[e] * q_scale * L.q_dim_scale[e];
+      for (int64_t e = 0; e < hd; ++e) k[e] = k[e] * k_scale;
+      if (k_dim)
+        for (int64_t e = 0; e < hd; ++e) k[e] *= L.k_dim_scale[e];
+    }
+  });
   rel_.resize(static_cast<size_t>(kRel) * d);
   L.k_rel.run(pool_, pos_.data(), kRel, rel_.data(), scratch_, &isa_);
   attend(valid);
   run(L.o, att_.data(), n, a_.data());
-  clip_rows(a_.data(), n * d);
-  for (int64_t i = 0; i < n; ++i) ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.attn_post.data(), d, kEps);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      clip(a_.data() + i * d, d);
+      ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.attn_post.data(), d, kEps);
+    }
+  });
 }
 
 // x += pw2(silu(conv_post(clip(causal_depthwise5(glu(pw1(conv_pre(x)))))))).
 void Gemma4Audio::light_conv(const AudioLayer& L, int64_t n) {
   const int64_t d = s_.d;
   a_.resize(n * d);
-  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(h_.data() + i * d, L.conv_pre.data(), a_.data() + i * d, d, kEps);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) ops_.rms_norm(h_.data() + i * d, L.conv_pre.data(), a_.data() + i * d, d, kEps);
+  });
   g_.resize(n * 2 * d);
   run(L.pw1, a_.data(), n, g_.data());
   u_.resize(n * d);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < d; ++j) u_[i * d + j] = g_[i * 2 * d + j] * sigmoid(g_[i * 2 * d + d + j]);
-  for (int64_t i = 0; i < n; ++i) {
-    for (int64_t j = 0; j < d; ++j) {
-      float acc = 0.0f;
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      ops_.sigmoid_mul(g_.data() + i * 2 * d, g_.data() + i * 2 * d + d, u_.data() + i * d, d);
+  });
+  // Causal depthwise convolution (left padding kKernel − 1): row i reads GLU rows i−4 … i, all
+  // written above, so its rows split like the rest. Per output: 0 + Σ_k dw[k]·u[i−4+k], k rising.
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      float* o = a_.data() + i * d;
+      std::fill_n(o, d, 0.0f);
       for (int k = 0; k < kKernel; ++k) {
-        const int64_t t = i - (kKernel - 1) + k;  // left padding kKernel − 1: causal
-        if (t >= 0) acc += L.dw[j * kKernel + k] * u_[t * d + j];
+        const int64_t t = i - (kKernel - 1) + k;
+        if (t < 0) continue;
+        const float* w = L.dw.data() + k * d;
+        const float* u = u_.data() + t * d;
+        for (int64_t j = 0; j < d; ++j) o[j] += w[j] * u[j];
       }
-      a_[i * d + j] = acc;
+      clip(o, d);
+      ops_.rms_norm(o, L.conv_post.data(), o, d, kEps);
+      ops_.sigmoid_mul(o, o, o, d);  // SiLU
     }
-  }
-  clip_rows(a_.data(), n * d);
-  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(a_.data() + i * d, L.conv_post.data(), a_.data() + i * d, d, kEps);
-  for (float& x : a_) x = silu(x);
+  });
   run(L.pw2, a_.data(), n, u_.data());
-  for (int64_t i = 0; i < n * d; ++i) h_[i] = h_[i] + u_[i];
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0 * d; i < i1 * d; ++i) h_[i] = h_[i] + u_[i];
+  });
 }
 
 // One conformer layer over h_ (docs/spec/gemma4.md §10.5 step 3).
@@ -433,8 +496,12 @@ void Gemma4Audio::layer(const AudioLayer& L, const std::vector<uint8_t>& valid) 
   attention_block(L, valid);
   light_conv(L, n);
   ffn(L.ffn2, n);
-  clip_rows(h_.data(), n * d);
-  for (int64_t i = 0; i < n; ++i) ops_.rms_norm(h_.data() + i * d, L.out_norm.data(), h_.data() + i * d, d, kEps);
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      clip(h_.data() + i * d, d);
+      ops_.rms_norm(h_.data() + i * d, L.out_norm.data(), h_.data() + i * d, d, kEps);
+    }
+  });
 }
 
 // output_proj (+bias) at every position, then the valid ones through the projector:
@@ -443,14 +510,18 @@ void Gemma4Audio::project(const std::vector<uint8_t>& valid, float* out) {
   const int64_t n = n_, od = s_.out_d;
   g_.resize(n * od);
   out_proj_.run(pool_, h_.data(), n, g_.data(), scratch_, &isa_);
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < od; ++j) g_[i * od + j] += out_bias_[j];
+  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i)
+      for (int64_t j = 0; j < od; ++j) g_[i * od + j] += out_bias_[j];
+  });
   tap("a_out", -1, g_.data(), n, od);
   a_.clear();
   for (int64_t i = 0; i < n; ++i)
     if (valid[i]) a_.insert(a_.end(), g_.begin() + i * od, g_.begin() + (i + 1) * od);
   const int64_t m = static_cast<int64_t>(a_.size()) / od;
-  for (int64_t i = 0; i < m; ++i) ops_.rms_norm(a_.data() + i * od, nullptr, a_.data() + i * od, od, kEps);
+  for_rows(pool_, m, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) ops_.rms_norm(a_.data() + i * od, nullptr, a_.data() + i * od, od, kEps);
+  });
   mm_proj_.run(pool_, a_.data(), m, out, scratch_, &isa_);
   tap("a_soft", -1, out, m, s_.text_d);
 }

@@ -10,6 +10,7 @@
 
 #include "kernels/linear.h"
 #include "tensor/weights.h"
+#include "threading/thread_pool.h"
 
 namespace sluice {
 class ThreadPool;
@@ -39,6 +40,18 @@ struct ClampedLinear {
   void run(ThreadPool& pool, const float* x, int64_t m, float* y, std::vector<float>& in, kernels::ActScratch& scratch,
            const kernels::CpuKernels* isa) const;
 };
+
+// fn(i0, i1) over the n rows [0, n) split across the pool: the row ops between a tower's
+// matmuls (norms, clips, RoPE, activations) are per row, or read rows written by an earlier
+// call, so the split changes no result.
+template <class Fn>
+void for_rows(ThreadPool& pool, int64_t n, Fn&& fn) {
+  pool.run([&](int ith, int nth) {
+    int64_t i0, i1;
+    split_range(n, ith, nth, &i0, &i1);
+    if (i0 < i1) fn(i0, i1);
+  });
+}
 
 // The whole tensor dequantized to f32 (checked: a type sluice reads).
 std::vector<float> read_all_f32(const gguf::GgufFile& f, const gguf::TensorInfo& t);

@@ -174,17 +174,6 @@ void Gemma4Vision::embed(const float* patches, int32_t cols, int32_t rows) {
   }
 }
 
-// fn(i0, i1) over the n rows [0, n) split across the pool: the row ops between the matmuls
-// (norms, RoPE, GELU product) are per row, so the split changes no result.
-template <class Fn>
-void for_rows(ThreadPool& pool, int64_t n, Fn&& fn) {
-  pool.run([&](int ith, int nth) {
-    int64_t i0, i1;
-    split_range(n, ith, nth, &i0, &i1);
-    if (i0 < i1) fn(i0, i1);
-  });
-}
-
 void Gemma4Vision::run(const ClampedLinear& cl, const float* x, int64_t m, float* y) {
   cl.run(pool_, x, m, y, in_, scratch_, &isa_);
 }

@@ -62,6 +62,8 @@ TEST(RowOpsRef, OpsMatchTheirDefinitions) {
     const double g = 0.5 * v * (1 + std::tanh(0.7978845608028654 * (v + 0.044715 * v * v * v)));
     ASSERT_NEAR(y[i], g * u[i], 2e-6 * (std::fabs(g * u[i]) + std::fabs(v * u[i]))) << i;
   }
+  r.sigmoid_mul(u.data(), x.data(), y.data(), n);
+  for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], u[i] / (1 + std::exp(-double(x[i]))), 1e-6 * std::fabs(u[i])) << i;
   y = x;
   r.softcap(y.data(), n, 30.0f);
   for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(y[i], 30.0 * std::tanh(x[i] / 30.0), 1e-5);
@@ -90,6 +92,14 @@ TEST(RowOps, EveryIsaBitIdenticalToReference) {
       ref.gelu_mul(x.data(), u.data(), a.data(), n);
       o.gelu_mul(x.data(), u.data(), b.data(), n);
       EXPECT_TRUE(same_bits(a, b)) << k->isa << " gelu_mul " << n;
+      ref.sigmoid_mul(u.data(), x.data(), a.data(), n);
+      o.sigmoid_mul(u.data(), x.data(), b.data(), n);
+      EXPECT_TRUE(same_bits(a, b)) << k->isa << " sigmoid_mul " << n;
+      a = x;  // in place, b == a: SiLU
+      b = x;
+      ref.sigmoid_mul(a.data(), a.data(), a.data(), n);
+      o.sigmoid_mul(b.data(), b.data(), b.data(), n);
+      EXPECT_TRUE(same_bits(a, b)) << k->isa << " sigmoid_mul (SiLU in place) " << n;
       a = u;
       b = u;
       ref.softcap(a.data(), n, 30.0f);

@@ -92,8 +92,8 @@ constexpr CpuKernels make() {
   k.gemm[static_cast<int>(PackedFormat::kBF16)] = avx2::gemm_bf16;
   k.quantize_act[static_cast<int>(ActFormat::kA8_32)] = avx2::quantize_a8_32;
   k.quantize_act[static_cast<int>(ActFormat::kA8_256)] = avx2::quantize_a8_256;
-  k.ops = RowOps{avx2::rms_norm, avx2::add_rms_norm, avx2::gelu_mul, avx2::softcap, avx2::scale,
-                 avx2::rope,     avx2::argmax,       avx2::to_f16,   avx2::to_bf16};
+  k.ops = RowOps{avx2::rms_norm, avx2::add_rms_norm, avx2::gelu_mul, avx2::softcap, avx2::scale, avx2::rope,
+                 avx2::argmax,   avx2::to_f16,       avx2::to_bf16,  nullptr};  // sigmoid_mul: the reference
   k.attention = avx2::attention;
   k.attention_chunks = avx2::attention_chunks;
   k.attention_merge = avx2::attention_merge;

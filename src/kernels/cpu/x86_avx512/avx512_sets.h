@@ -26,6 +26,7 @@ void quantize_a8_256(const float* x, int64_t k, uint8_t* out);
 void rms_norm(const float* x, const float* w, float* y, int64_t n, float eps);
 void add_rms_norm(float* x, const float* a, const float* w, int64_t n, float eps);
 void gelu_mul(const float* g, const float* u, float* out, int64_t n);
+void sigmoid_mul(const float* a, const float* b, float* out, int64_t n);
 void softcap(float* x, int64_t n, float cap);
 void scale(float* x, int64_t n, float s);
 void rope(float* x, const float* cs, int64_t n_rot);

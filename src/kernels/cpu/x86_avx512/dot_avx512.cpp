@@ -125,7 +125,7 @@ constexpr CpuKernels make(bool gfni) {
   k.quantize_act[static_cast<int>(ActFormat::kA8_32)] = avx512::quantize_a8_32;
   k.quantize_act[static_cast<int>(ActFormat::kA8_256)] = avx512::quantize_a8_256;
   k.ops = RowOps{avx512::rms_norm, avx512::add_rms_norm, avx512::gelu_mul, avx512::softcap, avx512::scale,
-                 avx512::rope,     avx512::argmax,       avx512::to_f16,   avx512::to_bf16};
+                 avx512::rope,     avx512::argmax,       avx512::to_f16,   avx512::to_bf16, avx512::sigmoid_mul};
   k.attention = avx512::attention;
   k.attention_chunks = avx512::attention_chunks;
   k.attention_merge = avx512::attention_merge;

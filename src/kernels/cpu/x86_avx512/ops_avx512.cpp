@@ -94,6 +94,14 @@ void gelu_mul_impl(const float* g, const float* u, float* out, int64_t n) {
   }
 }
 
+void sigmoid_mul_impl(const float* a, const float* b, float* out, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f), zero = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(zero, ld(b + i, n - i)));
+    st(out + i, _mm512_mul_ps(ld(a + i, n - i), _mm512_div_ps(one, _mm512_add_ps(one, e))), n - i);
+  }
+}
+
 void softcap_impl(float* x, int64_t n, float cap) {
   const __m512 c = _mm512_set1_ps(cap);
   for (int64_t i = 0; i < n; i += 16) st(x + i, _mm512_mul_ps(c, tanh16(_mm512_div_ps(ld(x + i, n - i), c))), n - i);
@@ -491,6 +499,7 @@ void add_rms_norm(float* x, const float* a, const float* w, int64_t n, float eps
   add_rms_norm_impl(x, a, w, n, eps);
 }
 void gelu_mul(const float* g, const float* u, float* out, int64_t n) { gelu_mul_impl(g, u, out, n); }
+void sigmoid_mul(const float* a, const float* b, float* out, int64_t n) { sigmoid_mul_impl(a, b, out, n); }
 void softcap(float* x, int64_t n, float cap) { softcap_impl(x, n, cap); }
 void scale(float* x, int64_t n, float s) { scale_impl(x, n, s); }
 void rope(float* x, const float* cs, int64_t n_rot) { rope_impl(x, cs, n_rot); }
