@@ -738,8 +738,7 @@ Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSche
 
 Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions& opts) {
   if (text.size() > opts.limits.max_schema_bytes)
-    fail("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", text.size(),
-         opts.limits.max_schema_bytes);
+    throw Error(schema_size_error(text.size(), opts.limits.max_schema_bytes));
   nlohmann::ordered_json schema;
   try {
     schema = read_json<nlohmann::ordered_json>(text, JsonLimits{}, "the schema");
@@ -749,11 +748,14 @@ Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions&
   return json_schema_grammar(schema, opts);
 }
 
+std::string schema_size_error(size_t bytes, size_t limit) {
+  return strfmt("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", bytes, limit);
+}
+
 std::string json_schema_cache_key(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
   std::string text = schema.dump();
   if (text.size() > opts.limits.max_schema_bytes)
-    fail("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", text.size(),
-         opts.limits.max_schema_bytes);
+    throw Error(schema_size_error(text.size(), opts.limits.max_schema_bytes));
   return strfmt("json:%d:%d:%d:%d:", static_cast<int>(opts.syntax), opts.any_whitespace ? 1 : 0,
                 opts.native_quote_token, opts.lenient ? 1 : 0) +
          text;

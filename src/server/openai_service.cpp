@@ -13,6 +13,7 @@
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
+#include "server/schema_precheck.h"
 #include "server/structured_output.h"
 
 namespace sluice::server {
@@ -269,6 +270,7 @@ Reply OpenAiService::completions(const std::string& body, const RequestMeta& met
 
 Reply OpenAiService::run_completions(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/completions", [&]() -> Reply {
+    refuse_oversized_schema(body, model_);  // before any value is built
     const nlohmann::ordered_json j = parse_body(body, model_, true);
     log_session("/v1/completions", meta, j);
     CompletionRequest req = parse_completion_request(j, model_);
@@ -297,6 +299,7 @@ Reply OpenAiService::chat_completions(const std::string& body, const RequestMeta
 
 Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
+    refuse_oversized_schema(body, model_);  // before any value is built
     nlohmann::ordered_json j = parse_body(body, model_, true);
     log_session("/v1/chat/completions", meta, j);
     std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(j, model_);
