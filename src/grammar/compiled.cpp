@@ -24,6 +24,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
   if (!g_.unique_close.empty())
     for (int32_t id : vocab_->trie_tokens())
       if (vocab_->piece(id).find_first_of(kItemEndBytes) != std::string_view::npos) delimiter_tokens_.push_back(id);
+      else if (vocab_->piece(id).find_first_of(kIntegerBytes) != std::string_view::npos) integer_tokens_.push_back(id);
   // The analysis gives up on a token sooner than the matcher would (see analyse): a state of
   // hundreds of wildcard continuations costs more to build than checking the few tokens
   // that reach it from the real stack.

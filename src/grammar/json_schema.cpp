@@ -608,9 +608,10 @@ Expr SchemaCompiler::members_expr(const Json& s, const std::string& path, const 
 // without a token only if a value equal to an earlier item can always grow into a different
 // one before it ends: strings without length, pattern, format or value limits, numbers
 // without bounds or multipleOf (more digits: they are generated within ±1e17, which drops
-// the exponent, whose 3 digits could run out), objects that take any further member. Items of
-// any type are narrowed to those (literals and arrays could run out). False: some item schema
-// is outside this set.
+// the exponent, whose 3 digits could run out), integers without bounds or multipleOf (within
+// ±(1e17 - 1); the matcher refuses a prefix that can only become a written one), objects that take any further member.
+// Items of any type are narrowed to those (literals and arrays could run out). False: some item schema is outside this
+// set.
 bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item) {
   auto may_differ = [&](const Json& x0, const std::string& at) {
     const Json x = normalize(x0, at);
@@ -619,7 +620,7 @@ bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& p
     const std::string t = x["type"].get<std::string>();
     std::vector<const char*> limits{"enum", "const", "anyOf", "not"};
     if (t == "string") limits.insert(limits.end(), {"maxLength", "pattern", "format"});
-    else if (t == "number")
+    else if (t == "number" || t == "integer")
       limits.insert(limits.end(), {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
     else if (t == "object") limits.insert(limits.end(), {"maxProperties", "propertyNames"});
     else return false;
@@ -639,8 +640,14 @@ bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& p
     return true;
   }
   if (!may_differ(items, path + "/items")) return false;
-  if (normalize(items, path + "/items").value("type", Json()) == "number")
-    item = ref(rule_for(Json{{"allOf", Json::array({items, bounds})}}, path + "/items"));
+  const Json type = normalize(items, path + "/items").value("type", Json());
+  if (type == "number") item = ref(rule_for(Json{{"allOf", Json::array({items, bounds})}}, path + "/items"));
+  // Integers: at most kUniqueIntegerDigits digits, each prefix of which the matcher refuses
+  // once every integer it could become is written (ItemTracker::dead_integer_prefix).
+  const int64_t int_max = 99999999999999999;  // 10^kUniqueIntegerDigits - 1
+  if (type == "integer")
+    item = ref(rule_for(Json{{"allOf", Json::array({items, Json{{"minimum", -int_max}, {"maximum", int_max}}})}},
+                        path + "/items"));
   return true;
 }
 
