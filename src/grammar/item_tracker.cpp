@@ -88,7 +88,9 @@ bool ItemTracker::completed_duplicate() const {
   return !c.empty() && std::find(top.items.begin(), top.items.end(), c) != top.items.end();
 }
 
-bool ItemTracker::in_number_context() const { return !in_str_ && !levels_.empty() && levels_.back().array; }
+bool ItemTracker::in_number_context() const {
+  return !in_str_ && !levels_.empty() && levels_.back().array && !levels_.back().items.empty();
+}
 
 namespace {
 

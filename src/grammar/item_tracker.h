@@ -29,7 +29,8 @@ class ItemTracker {
   // 120..129 are, with a 2-digit cap). Never leaves an item without a way on: a live prefix has
   // a live completion one byte away. Numbers with a fraction or exponent are not looked at.
   bool dead_integer_prefix() const;
-  // The top level is an array not inside a string, so a digit or '-' may start or grow an item.
+  // The top level is an array with an item written, not inside a string: a digit or '-' may
+  // start or grow an item that dead_integer_prefix refuses.
   bool in_number_context() const;
   // Some array is open (only then can a byte close an item).
   bool in_array() const { return arrays_ > 0; }
