@@ -53,6 +53,8 @@ class Scanner {
   bool number(size_t* dumped);
   bool literal(std::string_view word, size_t* dumped);
   bool array(int depth, size_t* dumped);
+  int next_or_close(char close);
+  bool empty_container(char close, size_t* dumped);
 
   const char* p_;
   const char* end_;
@@ -257,42 +259,42 @@ bool Scanner::literal(std::string_view word, size_t* dumped) {
   return true;
 }
 
-bool Scanner::array(int depth, size_t* dumped) {
-  ++p_;
-  size_t n = 2;
+// After an element: a ',' (1: another follows), the closing byte (0), anything else (-1); consumed.
+int Scanner::next_or_close(char close) {
   ws();
-  if (p_ < end_ && *p_ == ']') {
-    ++p_;
-    if (dumped) *dumped += n;
-    return true;
-  }
+  if (p_ < end_ && (*p_ == ',' || *p_ == close)) return *p_++ == ',' ? 1 : 0;
+  return -1;
+}
+
+// Steps past the opening byte; true (the container counted and consumed) when it is empty.
+bool Scanner::empty_container(char close, size_t* dumped) {
+  ++p_;
+  ws();
+  if (p_ == end_ || *p_ != close) return false;
+  ++p_;
+  if (dumped) *dumped += 2;
+  return true;
+}
+
+bool Scanner::array(int depth, size_t* dumped) {
+  if (empty_container(']', dumped)) return true;
+  size_t n = 2;
   for (bool first = true;; first = false) {
     if (!first) ++n;  // ','
     if (!value(depth + 1, dumped ? &n : nullptr)) return false;
-    ws();
-    if (p_ < end_ && *p_ == ',') {
-      ++p_;
-      continue;
-    }
-    if (p_ < end_ && *p_ == ']') break;
-    return false;
+    const int more = next_or_close(']');
+    if (more < 0) return false;
+    if (more == 0) break;
   }
-  ++p_;
   if (dumped) *dumped += n;
   return true;
 }
 
 // Calls `member(key, depth)` with the scanner at each member's value; the callback scans it.
 bool Scanner::object_members(int depth, size_t* dumped, const std::function<bool(std::string_view, int)>& member) {
-  ++p_;
+  if (empty_container('}', dumped)) return true;
   size_t n = 2;
   std::vector<std::string_view> keys;  // check_keys_: this object's keys, escapes decoded
-  ws();
-  if (p_ < end_ && *p_ == '}') {
-    ++p_;
-    if (dumped) *dumped += n;
-    return true;
-  }
   for (bool first = true;; first = false) {
     if (!first) ++n;
     ws();
@@ -308,15 +310,10 @@ bool Scanner::object_members(int depth, size_t* dumped, const std::function<bool
     ++n;
     ws();
     if (!member(key.escaped ? std::string_view() : key.raw, depth + 1)) return false;
-    ws();
-    if (p_ < end_ && *p_ == ',') {
-      ++p_;
-      continue;
-    }
-    if (p_ < end_ && *p_ == '}') break;
-    return false;
+    const int more = next_or_close('}');
+    if (more < 0) return false;
+    if (more == 0) break;
   }
-  ++p_;
   if (dumped) *dumped += n;
   if (check_keys_ && has_repeat(keys)) duplicate_ = true;
   return true;
