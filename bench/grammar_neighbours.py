@@ -7,9 +7,9 @@ recorded alone, with two neighbours looping short grammar-constrained requests w
 always the same (compiled once, then cached), and with the same neighbours sending a fresh
 grammar every time — a GBNF `root ::= [^"]{0,N}` with N new each request, or a JSON Schema with
 a fresh `maxLength` — so no compiled grammar is ever reused. Fresh over cached isolates the
-grammar work; fresh over alone also counts the neighbours' own decoding. Fresh grammars are analysed on the request's own HTTP
-worker before the request reaches the engine (docs/structured-output.md), so the engine step the
-measured stream waits for should not carry that work. The rounds alternate (alone, cached,
+grammar work; fresh over alone also counts the neighbours' own decoding. Fresh grammars are compiled and analysed on a
+low-priority grammar thread before the request reaches the engine (docs/structured-output.md),
+so neither the engine step nor the engine's cores should carry that work. The rounds alternate (alone, cached,
 fresh, alone, ...) so a change in the machine's load hits all alike.
 
   python3 bench/grammar_neighbours.py [--sluice build/apps/sluice/sluice]

@@ -1,9 +1,9 @@
 #include "grammar/compiled.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "base/error.h"
+#include "grammar/background.h"
 #include "grammar/pda.h"
 
 namespace sluice::grammar {
@@ -14,7 +14,8 @@ constexpr size_t kAnalysisStacks = 256;
 
 CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vocab, Limits limits)
     : g_(std::move(g)), vocab_(std::move(vocab)), limits_(limits), mask_index_(g_.elems.size(), -1) {
-  const auto t0 = std::chrono::steady_clock::now();
+  // Thread CPU time: on the low-priority worker the wall clock would count the engine's turns.
+  const double t0 = thread_cpu_ms();
   for (const Elem& e : g_.elems)
     if (e.kind == Elem::kToken && static_cast<int64_t>(e.arg) >= vocab_->n_vocab())
       fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
@@ -23,6 +24,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
   if (!g_.unique_close.empty())
     for (int32_t id : vocab_->trie_tokens())
       if (vocab_->piece(id).find_first_of(kItemEndBytes) != std::string_view::npos) delimiter_tokens_.push_back(id);
+      else if (vocab_->piece(id).find_first_of(kIntegerBytes) != std::string_view::npos) integer_tokens_.push_back(id);
   // The analysis gives up on a token sooner than the matcher would (see analyse): a state of
   // hundreds of wildcard continuations costs more to build than checking the few tokens
   // that reach it from the real stack.
@@ -59,12 +61,12 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
   ready_ = std::make_unique<std::atomic<bool>[]>(mask_pos_.size());
   pending_ = mask_pos_.size();
   for (size_t i = 0; i < mask_pos_.size(); ++i) {
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms = thread_cpu_ms() - t0;
     if (ms + g_.build_ms >= limits_.eager_compile_ms) break;
     analyse(*pda_, mask_pos_[i], masks_[i], flag_);
     ready_[i].store(true, std::memory_order_relaxed);
     --pending_;
-    const double after = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double after = thread_cpu_ms() - t0;
     if (after > limits_.max_compile_ms)
       fail("grammar: compiling took over %.0f ms (limit max_compile_ms)", limits_.max_compile_ms);
   }
@@ -73,7 +75,7 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
   stats_.deferred = pending_;
   stats_.states = pda_->n_states();
   if (pending_ == 0) release_workspace();
-  stats_.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  stats_.ms = thread_cpu_ms() - t0;
 }
 
 CompiledGrammar::~CompiledGrammar() = default;
@@ -96,14 +98,18 @@ void CompiledGrammar::analyse_deferred(size_t index) const {
 }
 
 bool CompiledGrammar::warm(double budget_ms) const {
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = thread_cpu_ms();
   for (size_t i = 0; i < mask_pos_.size(); ++i) {
     if (ready_[i].load(std::memory_order_acquire)) continue;
-    if (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() >= budget_ms)
-      return false;
+    if (thread_cpu_ms() - t0 >= budget_ms) return false;
     analyse_deferred(i);
   }
   return true;
+}
+
+bool CompiledGrammar::fully_analysed() const {
+  std::lock_guard lock(mu_);
+  return pending_ == 0;
 }
 
 size_t CompiledGrammar::analysed() const {
@@ -176,8 +182,13 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(const std::string& key,
       return it->second->second;
     }
   }
-  // Compiled outside the lock: two requests racing on one new key both compile; one wins.
-  auto compiled = std::make_shared<const CompiledGrammar>(build(), vocab_, limits_);
+  // Compiled outside the lock, on the low-priority worker (the caller waits): two requests racing
+  // on one new key both compile; one wins.
+  auto compiled = worker_.run([&] {
+    auto g = std::make_shared<const CompiledGrammar>(build(), vocab_, limits_);
+    if (warm_ms_ > 0) g->warm(warm_ms_);
+    return std::shared_ptr<const CompiledGrammar>(std::move(g));
+  });
   std::lock_guard lock(mu_);
   auto it = index_.find(key);
   if (it != index_.end()) return it->second->second;
@@ -188,6 +199,11 @@ std::shared_ptr<const CompiledGrammar> GrammarCache::get(const std::string& key,
     lru_.pop_back();
   }
   return compiled;
+}
+
+bool GrammarCache::warm(const std::shared_ptr<const CompiledGrammar>& g, double budget_ms) {
+  if (!g || g->fully_analysed()) return true;
+  return worker_.run([&] { return g->warm(budget_ms); });
 }
 
 size_t GrammarCache::size() const {

@@ -29,6 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/background.h"
 #include "grammar/grammar.h"
 #include "grammar/item_tracker.h"
 #include "grammar/vocab.h"
@@ -75,6 +76,7 @@ class CompiledGrammar {
   }
   // Positions analysed so far (compile plus first uses).
   size_t analysed() const;
+  bool fully_analysed() const;
   // Analyses positions the compile deferred, for up to `budget_ms`, on the calling thread: a
   // request's worker does this before the request reaches the engine, so the engine's step
   // (which every stream waits for) meets few positions it must analyse first. Thread-safe;
@@ -85,6 +87,9 @@ class CompiledGrammar {
   // Tokens whose bytes hold a byte of kItemEndBytes (may end an array item), when the grammar has
   // unique arrays (Grammar::unique_close); else empty.
   const std::vector<int32_t>& delimiter_tokens() const { return delimiter_tokens_; }
+  // Tokens whose bytes hold a byte of kIntegerBytes without one of kItemEndBytes (may start or
+  // grow an integer item), under the same condition.
+  const std::vector<int32_t>& integer_tokens() const { return integer_tokens_; }
 
  private:
   void analyse(class Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag) const;
@@ -102,6 +107,7 @@ class CompiledGrammar {
   mutable std::unique_ptr<std::atomic<bool>[]> ready_;
   std::vector<uint64_t> byte_tokens_;
   std::vector<int32_t> delimiter_tokens_;
+  std::vector<int32_t> integer_tokens_;
   CompileStats stats_;
   // The analysis workspace, kept while some position is still deferred.
   mutable std::mutex mu_;
@@ -111,12 +117,15 @@ class CompiledGrammar {
 };
 
 // Compiled grammars by key (e.g. the schema's canonical text + options) for one vocabulary;
-// least recently used ones are dropped past `capacity`. Thread-safe.
+// least recently used ones are dropped past `capacity`. Thread-safe. A miss is built, compiled
+// and warmed (up to `warm_ms` of CPU) on the cache's low-priority worker while the caller waits.
 class GrammarCache {
  public:
-  GrammarCache(std::shared_ptr<const TokenVocab> vocab, size_t capacity = 64, Limits limits = {})
-      : vocab_(std::move(vocab)), capacity_(capacity), limits_(limits) {}
+  GrammarCache(std::shared_ptr<const TokenVocab> vocab, size_t capacity = 64, Limits limits = {}, double warm_ms = 0)
+      : vocab_(std::move(vocab)), capacity_(capacity), limits_(limits), warm_ms_(warm_ms) {}
   std::shared_ptr<const CompiledGrammar> get(const std::string& key, const std::function<Grammar()>& build);
+  // CompiledGrammar::warm on the low-priority worker, when some position is still deferred.
+  bool warm(const std::shared_ptr<const CompiledGrammar>& g, double budget_ms);
   size_t size() const;
   size_t hits() const { return hits_; }
 
@@ -124,6 +133,8 @@ class GrammarCache {
   std::shared_ptr<const TokenVocab> vocab_;
   size_t capacity_;
   Limits limits_;
+  double warm_ms_;
+  LowPriorityWorker worker_;  // declared after what its jobs read: destroyed (joined) first
   mutable std::mutex mu_;
   std::list<std::pair<std::string, std::shared_ptr<const CompiledGrammar>>> lru_;
   std::unordered_map<std::string, decltype(lru_)::iterator> index_;

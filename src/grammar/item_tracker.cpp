@@ -88,6 +88,53 @@ bool ItemTracker::completed_duplicate() const {
   return !c.empty() && std::find(top.items.begin(), top.items.end(), c) != top.items.end();
 }
 
+bool ItemTracker::in_number_context() const {
+  return !in_str_ && !levels_.empty() && levels_.back().array && !levels_.back().items.empty();
+}
+
+namespace {
+
+// "-123" -> (true, "123"); the digits empty when the text is not -?digits.
+std::pair<bool, std::string_view> integer_digits(std::string_view t) {
+  const bool neg = !t.empty() && t[0] == '-';
+  t.remove_prefix(neg);
+  if (t.empty() || t.find_first_not_of("0123456789") != std::string_view::npos) return {neg, {}};
+  return {neg, t};
+}
+
+}  // namespace
+
+bool ItemTracker::dead_integer_prefix() const {
+  if (in_str_ || levels_.empty()) return false;
+  const Level& top = levels_.back();
+  if (!top.array || !top.open || top.items.empty()) return false;
+  const auto [neg, d] = integer_digits(top.cur);
+  if (d.empty() || (d[0] == '0' && d.size() > 1)) return false;
+  const size_t cap = kUniqueIntegerDigits;
+  // Integers that begin with these bytes: the prefix itself and its longer forms (saturated
+  // just past the items written: more completions than items always leaves one).
+  size_t completions = 1;
+  if (d[0] != '0' && d.size() < cap)
+    for (size_t j = 1, p = 1; j <= cap - d.size() && completions <= top.items.size(); ++j) {
+      p = std::min(p * 10, top.items.size() + 1);
+      completions += p;
+    }
+  if (completions > top.items.size()) return false;
+  size_t used = 0;
+  for (const std::string& c : top.items) {
+    const auto [cneg, cd] = integer_digits(c);
+    if (cd.empty()) continue;
+    if (d == "0") {  // -0 is 0
+      used += cd == "0";
+      continue;
+    }
+    const size_t longest = std::max(cap, d.size());
+    if (cneg == neg && cd.size() <= longest && cd.substr(0, d.size()) == d && (d.size() < cap || cd.size() == d.size()))
+      ++used;
+  }
+  return used >= completions;
+}
+
 bool ItemTracker::closes_duplicate(uint8_t b) const {
   if (in_str_ || (b != ',' && b != ']') || levels_.empty()) return false;
   const Level& top = levels_.back();

@@ -23,6 +23,15 @@ class ItemTracker {
   // object, an array) equal to an earlier item: checked before the delimiter, so the value
   // is refused at its last byte rather than left with no way to go on.
   bool completed_duplicate() const;
+  // Whether the current item is an integer prefix (-?digits) every integer completion of which
+  // (at most kUniqueIntegerDigits digits, no leading zero) is an earlier item: it could only end
+  // as a duplicate, so the byte that made it is refused ("0" once 0 is written; "12" once 12 and
+  // 120..129 are, with a 2-digit cap). Never leaves an item without a way on: a live prefix has
+  // a live completion one byte away. Numbers with a fraction or exponent are not looked at.
+  bool dead_integer_prefix() const;
+  // The top level is an array with an item written, not inside a string: a digit or '-' may
+  // start or grow an item that dead_integer_prefix refuses.
+  bool in_number_context() const;
   // Some array is open (only then can a byte close an item).
   bool in_array() const { return arrays_ > 0; }
   void reset() { *this = ItemTracker(); }
@@ -42,6 +51,11 @@ class ItemTracker {
 
 // Bytes after which an item may close or be complete (the tokens worth checking).
 inline constexpr std::string_view kItemEndBytes = ",]}\"";
+// Bytes that may start or grow an integer item (tokens worth checking in a number context).
+inline constexpr std::string_view kIntegerBytes = "-0123456789";
+// Digits of the longest integer item of a unique array (the schema bounds integer items to
+// |x| <= 10^17 - 1, so no 17-digit prefix can grow).
+inline constexpr size_t kUniqueIntegerDigits = 17;
 
 // The canonical text of a JSON value (sorted members, integral numbers as integers); empty
 // when the text is not one JSON value.

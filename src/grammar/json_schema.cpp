@@ -3,7 +3,6 @@
 #include "grammar/json_schema.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <set>
 #include <string_view>
@@ -11,6 +10,7 @@
 
 #include "base/error.h"
 #include "base/json_read.h"
+#include "grammar/background.h"
 #include "grammar/json_schema_impl.h"
 
 namespace sluice::grammar {
@@ -608,9 +608,10 @@ Expr SchemaCompiler::members_expr(const Json& s, const std::string& path, const 
 // without a token only if a value equal to an earlier item can always grow into a different
 // one before it ends: strings without length, pattern, format or value limits, numbers
 // without bounds or multipleOf (more digits: they are generated within ±1e17, which drops
-// the exponent, whose 3 digits could run out), objects that take any further member. Items of
-// any type are narrowed to those (literals and arrays could run out). False: some item schema
-// is outside this set.
+// the exponent, whose 3 digits could run out), integers without bounds or multipleOf (within
+// ±(1e17 - 1); the matcher refuses a prefix that can only become a written one), objects that take any further member.
+// Items of any type are narrowed to those (literals and arrays could run out). False: some item schema is outside this
+// set.
 bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item) {
   auto may_differ = [&](const Json& x0, const std::string& at) {
     const Json x = normalize(x0, at);
@@ -619,7 +620,7 @@ bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& p
     const std::string t = x["type"].get<std::string>();
     std::vector<const char*> limits{"enum", "const", "anyOf", "not"};
     if (t == "string") limits.insert(limits.end(), {"maxLength", "pattern", "format"});
-    else if (t == "number")
+    else if (t == "number" || t == "integer")
       limits.insert(limits.end(), {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
     else if (t == "object") limits.insert(limits.end(), {"maxProperties", "propertyNames"});
     else return false;
@@ -639,8 +640,14 @@ bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& p
     return true;
   }
   if (!may_differ(items, path + "/items")) return false;
-  if (normalize(items, path + "/items").value("type", Json()) == "number")
-    item = ref(rule_for(Json{{"allOf", Json::array({items, bounds})}}, path + "/items"));
+  const Json type = normalize(items, path + "/items").value("type", Json());
+  if (type == "number") item = ref(rule_for(Json{{"allOf", Json::array({items, bounds})}}, path + "/items"));
+  // Integers: at most kUniqueIntegerDigits digits, each prefix of which the matcher refuses
+  // once every integer it could become is written (ItemTracker::dead_integer_prefix).
+  const int64_t int_max = 99999999999999999;  // 10^kUniqueIntegerDigits - 1
+  if (type == "integer")
+    item = ref(rule_for(Json{{"allOf", Json::array({items, Json{{"minimum", -int_max}, {"maximum", int_max}}})}},
+                        path + "/items"));
   return true;
 }
 
@@ -726,20 +733,19 @@ uint32_t add_json_schema(GrammarBuilder& b, const nlohmann::ordered_json& schema
 }
 
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
-  const auto t0 = std::chrono::steady_clock::now();
+  const double t0 = thread_cpu_ms();  // the compile's budget is thread CPU time
   GrammarBuilder b(opts.limits);
   detail::SchemaCompiler c(b, schema, opts);
   const uint32_t root = c.rule_for(schema, "#");
   Grammar g = b.finish(root);
   g.warnings = c.dropped();
-  g.build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  g.build_ms = thread_cpu_ms() - t0;
   return g;
 }
 
 Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions& opts) {
   if (text.size() > opts.limits.max_schema_bytes)
-    fail("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", text.size(),
-         opts.limits.max_schema_bytes);
+    throw Error(schema_size_error(text.size(), opts.limits.max_schema_bytes));
   nlohmann::ordered_json schema;
   try {
     schema = read_json<nlohmann::ordered_json>(text, JsonLimits{}, "the schema");
@@ -749,11 +755,14 @@ Grammar json_schema_grammar_text(std::string_view text, const JsonSchemaOptions&
   return json_schema_grammar(schema, opts);
 }
 
+std::string schema_size_error(size_t bytes, size_t limit) {
+  return strfmt("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", bytes, limit);
+}
+
 std::string json_schema_cache_key(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts) {
   std::string text = schema.dump();
   if (text.size() > opts.limits.max_schema_bytes)
-    fail("json schema: %zu bytes, over the limit of %zu (limit max_schema_bytes)", text.size(),
-         opts.limits.max_schema_bytes);
+    throw Error(schema_size_error(text.size(), opts.limits.max_schema_bytes));
   return strfmt("json:%d:%d:%d:%d:", static_cast<int>(opts.syntax), opts.any_whitespace ? 1 : 0,
                 opts.native_quote_token, opts.lenient ? 1 : 0) +
          text;

@@ -40,6 +40,9 @@ Grammar json_schema_grammar_text(std::string_view schema_text, const JsonSchemaO
 Grammar json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts = {});
 
 // A cache key: the schema's canonical text plus the options.
+// "json schema: N bytes, over the limit of M (limit max_schema_bytes)": the refusal of a schema
+// whose compact text is over Limits::max_schema_bytes (also given before the body is parsed).
+std::string schema_size_error(size_t bytes, size_t limit);
 std::string json_schema_cache_key(const nlohmann::ordered_json& schema, const JsonSchemaOptions& opts);
 
 }  // namespace sluice::grammar

@@ -41,13 +41,16 @@ uint32_t Matcher::step_checked(uint32_t state, std::string_view piece, ItemTrack
   // An item can end in this piece only at a ',', ']', '}' or '"' inside an array.
   const bool may_end = piece.find_first_of(kItemEndBytes) != std::string_view::npos &&
                        (track_.in_array() || piece.find('[') != std::string_view::npos);
-  if (!track && !may_end) return pda_.step_bytes(state, piece);
+  // ... or become an integer that can only end as a duplicate.
+  const bool integer = track_.in_array() && piece.find_first_of(kIntegerBytes) != std::string_view::npos;
+  if (!track && !may_end && !integer) return pda_.step_bytes(state, piece);
   ItemTracker t = track_;
   for (unsigned char c : piece) {
     if (t.closes_duplicate(c)) state = pda_.without_tops(state, unique_close_);  // a number item
     if (state != Pda::kDead) state = pda_.step(state, c);
     if (state == Pda::kDead) return state;
     t.feed(c);
+    if (t.dead_integer_prefix()) return Pda::kDead;
     if (t.completed_duplicate()) state = pda_.without_tops(state, unique_close_);
     if (state == Pda::kDead) return state;
   }
@@ -121,6 +124,9 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
 // against the tracker.
 void Matcher::drop_duplicates(std::span<uint64_t> mask) {
   for (int32_t id : g_->delimiter_tokens())
+    if (((mask[id >> 6] >> (id & 63)) & 1) && !accepts(id)) mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
+  if (!track_.in_number_context()) return;
+  for (int32_t id : g_->integer_tokens())
     if (((mask[id >> 6] >> (id & 63)) & 1) && !accepts(id)) mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
 }
 

@@ -14,6 +14,7 @@
 #include "server/generation.h"
 #include "server/openai_request.h"
 #include "server/openai_responses.h"
+#include "server/schema_precheck.h"
 #include "server/structured_output.h"
 #include "server/transcribe.h"
 
@@ -31,13 +32,14 @@ Reply json_reply(const json& j, int status = 200) {
   return r;
 }
 
-// A fresh grammar's deferred positions are analysed here, on the request's worker, before the
-// request reaches the engine: the engine's step, which every stream waits for, then meets few
-// positions to analyse first. Past the budget the rest is left to first use as before.
+// A fresh grammar's deferred positions are analysed before the request reaches the engine, on
+// the grammar cache's low-priority worker while this request waits: the engine's step, which
+// every stream waits for, then meets few positions to analyse first, and the analysis takes
+// only the CPU the engine leaves. Past the budget (thread CPU time) the rest is left to first use.
 constexpr double kGrammarWarmMs = 1000;
 
-void warm(const std::shared_ptr<const grammar::CompiledGrammar>& g) {
-  if (g) g->warm(kGrammarWarmMs);
+void warm(const ModelContext& model, const std::shared_ptr<const grammar::CompiledGrammar>& g) {
+  if (g) model.grammars().warm(g, kGrammarWarmMs);
 }
 
 Reply json_reply_text(std::string body) {
@@ -270,11 +272,12 @@ Reply OpenAiService::completions(const std::string& body, const RequestMeta& met
 
 Reply OpenAiService::run_completions(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/completions", [&]() -> Reply {
+    refuse_oversized_schema(body, model_);  // before any value is built
     const nlohmann::ordered_json j = parse_body(body, model_, true);
     log_session("/v1/completions", meta, j);
     CompletionRequest req = parse_completion_request(j, model_);
     req.gen.grammar = parse_structured_output(j, model_);
-    warm(req.gen.grammar);
+    warm(model_, req.gen.grammar);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(req.prompt), req.gen, false);
     return respond(std::move(gen), req.gen, kCompletionShape);
   });
@@ -305,6 +308,7 @@ Reply OpenAiService::transcriptions(const std::string& body, const RequestMeta& 
 
 Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) {
   return guarded("/v1/chat/completions", [&]() -> Reply {
+    refuse_oversized_schema(body, model_);  // before any value is built
     nlohmann::ordered_json j = parse_body(body, model_, true);
     log_session("/v1/chat/completions", meta, j);
     std::shared_ptr<const grammar::CompiledGrammar> grammar = parse_structured_output(j, model_);
@@ -340,8 +344,8 @@ Reply OpenAiService::run_chat(const std::string& body, const RequestMeta& meta) 
           "tools: an enforced tool call (required, named or a strict tool) cannot be combined with response_format, "
           "json_schema or grammar (one constraint per request)",
           "invalid_request_error", "tool_choice");
-    warm(req.gen.grammar);
-    warm(tools.constraint.grammar);
+    warm(model_, req.gen.grammar);
+    warm(model_, tools.constraint.grammar);
     auto gen = std::make_shared<Generation>(engine_, model_, std::move(images.ids), req.gen, format.reasons(), tools,
                                             images.soft);
     return respond(std::move(gen), req.gen, kChatShape);

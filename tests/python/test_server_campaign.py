@@ -231,6 +231,31 @@ def test_key_counts_cost_linear_time(server, where):
         assert status == 400 and t < 2, (t, status)
 
 
+def test_over_limit_schema_refused_before_parsing_with_the_exact_size(server):
+    """The size dump() gives the schema, counted by the scan that refuses it before the body is
+    parsed (schema_precheck.cpp): escapes, numbers and UTF-8 as nlohmann writes them; a repeated
+    key (dump() keeps one) leaves the refusal to the full path, whose count is the same text's."""
+    props = {f"k\u00e9\"{i:x}": {"maximum": 1e5, "description": "\u20ac\n/"} for i in range(20_000)}
+    schema = {"type": "object", "properties": props}
+    compact = json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+    assert len(compact.encode()) > 1 << 20
+    want = len(compact.encode())   # what nlohmann's dump() writes for this schema too
+    for body in ({"model": MODEL, "messages": MSGS, "json_schema": schema},
+                 {"model": MODEL, "messages": MSGS, "response_format": {
+                     "type": "json_schema", "json_schema": {"name": "x", "strict": True, "schema": schema}}}):
+        # Written with ASCII escapes and "\/": the scan decodes them as the full path would.
+        text = json.dumps(body, ensure_ascii=True).replace("/", "\\/")
+        r = post(server, "/v1/chat/completions", text)
+        assert r.status_code == 400, r.text[:300]
+        assert f"json schema: {want} bytes, over the limit of 1048576" in r.json()["error"]["message"], r.text[:300]
+    dup = json.dumps({"model": MODEL, "messages": MSGS, "json_schema": schema})[:-2] + ', "type": "object"}}'
+    r = post(server, "/v1/chat/completions", dup)
+    assert r.status_code == 400 and f"json schema: {want} bytes" in r.text, r.text[:300]
+    # Not the model served: the 404 comes first, as when the body is parsed.
+    r = post(server, "/v1/chat/completions", {"model": "other", "messages": MSGS, "json_schema": schema})
+    assert r.status_code == 404, r.text[:300]
+
+
 # ---- D21: work outside the engine is admitted through a bounded share ------------------------
 
 def test_side_routes_past_their_share_get_429_and_chat_still_answers(server):

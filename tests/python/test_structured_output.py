@@ -182,6 +182,7 @@ CONSTRUCTS = {
     # token budget, so those are in json_schema_test.cpp only.
     "unique_numbers": {"type": "array", "items": {"type": "number"}, "uniqueItems": True, "minItems": 2, "maxItems": 3},
     "unique_enum": {"type": "array", "items": {"enum": ["red", "green", "blue", 7, None]}, "uniqueItems": True, "minItems": 2},
+    "unique_integers": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 4, "maxItems": 6},
     "draft4_spellings": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {
         "d4": {"type": "number", "minimum": 1, "exclusiveMinimum": True, "maximum": 2, "multipleOf": 0.1},
         "tup": {"type": "array", "items": [{"type": "boolean"}, {"type": "null"}], "additionalItems": False},

@@ -3,6 +3,9 @@
 // (tests/data/grammar/json_cases.json, written by python/make_grammar_cases.py).
 #include <gtest/gtest.h>
 
+#include <random>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "base/error.h"
@@ -412,10 +415,76 @@ TEST(JsonSchema, UniqueItemsRefuseARepeatedItem) {
   const std::string any = R"({"type":"array","uniqueItems":true})";
   EXPECT_TRUE(schema_matches(any, R"(["a",1,{}])"));
   EXPECT_FALSE(schema_matches(any, "[null]"));
-  for (const char* items : {R"({"type":"integer"})", R"({"enum":[1,2,3,4,5,6,7,8,9]})",
+  for (const char* items : {R"({"type":"integer","maximum":5})", R"({"enum":[1,2,3,4,5,6,7,8,9]})",
                             R"({"type":"string","maxLength":2})", R"({"type":"object","additionalProperties":false})"})
     expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
                  "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// uniqueItems over integers (at most 17 digits): the byte that makes a prefix whose every
+// integer completion is already written is refused, so an item never reaches a point where
+// only a duplicate could end it (the mask read after each prefix, as the engine reads it).
+TEST(JsonSchema, UniqueIntegersRefuseAPrefixThatCanOnlyRepeat) {
+  const std::string s = R"({"type":"array","items":{"type":"integer"},"uniqueItems":true})";
+  for (const char* ok : {"[0,1,10,-1]", "[5,55,-5]", "[99999999999999999]"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {"[0,0]", "[7,1,7]", "[100000000000000000]"}) EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, "[0,", "0"));  // 0 can only end as 0
+  EXPECT_TRUE(allowed_after(s, "[0,", "1"));
+  EXPECT_TRUE(allowed_after(s, "[0,", "-"));
+  EXPECT_TRUE(allowed_after(s, "[5,", "5"));  // 5 can still grow into 55
+  EXPECT_FALSE(allowed_after(s, "[5,5", ","));
+  EXPECT_FALSE(allowed_after(s, "[5,5", "]"));
+  EXPECT_TRUE(allowed_after(s, "[5,5", "0"));
+  // 17 digits: no longer form exists, so a written one is refused at its last digit.
+  const std::string big = "12345678901234567";
+  EXPECT_FALSE(allowed_after(s, "[" + big + "," + big.substr(0, 16), "7"));
+  EXPECT_TRUE(allowed_after(s, "[" + big + "," + big.substr(0, 16), "8"));
+  // A 16-digit prefix whose own value and all ten 17-digit forms are written is refused too.
+  const std::string p = "1234567890123456";
+  std::string all = "[" + p;
+  for (char d = '0'; d <= '9'; ++d) all += "," + p + d;
+  EXPECT_FALSE(allowed_after(s, all + "," + p.substr(0, 15), "6"));
+  EXPECT_TRUE(allowed_after(s, all + "," + p.substr(0, 15), "7"));
+  EXPECT_TRUE(
+      allowed_after(s, all.substr(0, all.size() - 18) + "," + p.substr(0, 15), "6"));  // 1234567890123456 9 free
+}
+
+// Walks that favour repeats (few digits, many items) never meet an empty mask, and what they
+// write has no repeated integer.
+TEST(JsonSchema, UniqueIntegerWalksNeverRunOutOfTokens) {
+  auto vocab = test::byte_vocab(true);
+  auto g = std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(R"({"type":"array","items":{"type":"integer"},"uniqueItems":true,"minItems":30})"),
+      vocab);
+  std::mt19937 rng(7);
+  std::vector<uint64_t> mask(vocab->mask_words());
+  int complete = 0;
+  for (int walk = 0; walk < 40; ++walk) {
+    Matcher m(g);
+    std::string text;
+    for (int step = 0; step < 400 && !m.is_complete(); ++step) {
+      m.fill_mask(mask);
+      std::vector<int32_t> allowed, liked;
+      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
+        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
+        allowed.push_back(id);
+        const std::string_view piece = vocab->piece(id);
+        if (piece == "0" || piece == "1" || piece == "-" || piece == "," || piece == "[" || piece == "]")
+          liked.push_back(id);
+      }
+      ASSERT_FALSE(allowed.empty()) << "no token after " << text;
+      const auto& from = !liked.empty() && rng() % 10 ? liked : allowed;
+      const int32_t t = from[rng() % from.size()];
+      ASSERT_TRUE(m.advance(t));
+      text += vocab->piece(t);
+    }
+    if (!m.is_complete()) continue;
+    ++complete;
+    const auto v = nlohmann::json::parse(text);
+    std::set<nlohmann::json> seen(v.begin(), v.end());
+    EXPECT_EQ(seen.size(), v.size()) << text;
+  }
+  EXPECT_GT(complete, 20);
 }
 
 // uniqueItems over a few values: a rule per set of values written, so a repeated value is

@@ -2,10 +2,13 @@
 // every step of every walk; rollback must restore the exact state.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <random>
 #include <thread>
 
 #include "base/error.h"
+#include "grammar/background.h"
 #include "grammar/compiled.h"
 #include "grammar/json_schema.h"
 #include "grammar/matcher.h"
@@ -180,6 +183,35 @@ TEST(Grammar, CacheReturnsTheSameCompiledGrammar) {
   EXPECT_EQ(cache.size(), 2u);
   cache.get("k1", build);
   EXPECT_EQ(builds, 4);
+}
+
+// First-use grammar work runs on the cache's worker thread, lowered below the engine (SCHED_BATCH,
+// nice 19) while the caller waits; the caller's own priority is untouched, exceptions reach it.
+TEST(Grammar, CacheCompilesOnALowPriorityThread) {
+  GrammarCache cache(test::byte_vocab(), 4);
+  const LowPriorityWorker::Priority caller = LowPriorityWorker::current_priority();
+  std::thread::id build_thread;
+  LowPriorityWorker::Priority during{};
+  auto g = cache.get("k", [&] {
+    build_thread = std::this_thread::get_id();
+    during = LowPriorityWorker::current_priority();
+    return json_schema_grammar_text(R"({"type":"string","maxLength":30})");
+  });
+  ASSERT_TRUE(g);
+  EXPECT_NE(build_thread, std::this_thread::get_id());
+  EXPECT_EQ(during.policy, SCHED_BATCH);
+  EXPECT_EQ(during.nice, 19);
+  EXPECT_EQ(LowPriorityWorker::current_priority().policy, caller.policy);
+  EXPECT_EQ(LowPriorityWorker::current_priority().nice, caller.nice);
+  EXPECT_THROW(cache.get("bad", [] { return json_schema_grammar_text(R"({"type":"strin"})"); }), Error);
+  // Warming a grammar with deferred positions also runs there, to the end within its budget.
+  Limits lazy;
+  lazy.eager_compile_ms = 0;
+  GrammarCache deferring(test::byte_vocab(), 4, lazy);
+  auto d = deferring.get("d", [] { return json_schema_grammar_text(R"({"type":"string","maxLength":30})"); });
+  EXPECT_FALSE(d->fully_analysed());
+  EXPECT_TRUE(deferring.warm(d, 10000));
+  EXPECT_TRUE(d->fully_analysed());
 }
 
 // Matchers on several threads share one grammar whose positions are all deferred; each

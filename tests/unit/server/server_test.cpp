@@ -15,6 +15,7 @@
 #include "server/model_context.h"
 #include "server/openai_request.h"
 #include "server/props.h"
+#include "server/schema_precheck.h"
 #include "server/stop_strings.h"
 #include "server/structured_output.h"
 #include "tokenizer/tokenizer.h"
@@ -373,3 +374,26 @@ TEST_F(RequestParsing, FileSamplingDefaultsReachProps) {
 
 }  // namespace
 }  // namespace sluice::server
+
+// The early refusal of an oversized schema (schema_precheck.h) counts the bytes dump() would
+// write without building the value; the count must be exact for escapes, surrogates, numbers.
+TEST(SchemaPrecheck, DumpedSizeMatchesNlohmannDump) {
+  const char* texts[] = {
+      R"({"a":1,"b":[1,2.5,-0,-0.0,1e5,1E-7,123456789012345678901234567890,-9223372036854775808],"c":{}})",
+      R"({"s":"\"\\\/\b\f\n\r\t\u0001\u001f\u0041\u00e9\u20ac\ud83d\ude00 é😀","e":[],"t":true,"f":false,"n":null})",
+      "  {\n \"k\" : [ 1 , { \"x\" : \"y\" } ] , \"z\" : 18446744073709551615 , \"w\" : 18446744073709551616 }  ",
+      R"(["\u007f",0.1,100.0,3.0e2,-12,7])",
+  };
+  for (const char* t : texts) {
+    const auto n = sluice::server::json_dumped_size(t, size_t{1} << 20);
+    ASSERT_TRUE(n.has_value()) << t;
+    EXPECT_EQ(*n, nlohmann::ordered_json::parse(t).dump().size()) << t;
+  }
+  EXPECT_FALSE(sluice::server::json_dumped_size(R"({"a":1,})", 0).has_value());
+  EXPECT_FALSE(sluice::server::json_dumped_size(R"({"a":"\ud800"})", 0).has_value());
+  // A repeated key: dump() keeps one, so past the threshold the count is not trusted.
+  EXPECT_FALSE(sluice::server::json_dumped_size(R"({"a":1,"a":2})", 0).has_value());
+  EXPECT_FALSE(sluice::server::json_dumped_size(R"({"\u00e9\ud83d\ude00":1,"é😀":2})", 0).has_value());
+  EXPECT_TRUE(sluice::server::json_dumped_size(R"({"\u00e9":1,"é😀":2})", 0).has_value());
+  EXPECT_TRUE(sluice::server::json_dumped_size(R"({"a":1,"b":{"a":2}})", 0).has_value());
+}
