@@ -34,6 +34,7 @@
 #include "server/agent_check.h"
 #include "server/content_parts.h"
 #include "server/http_server.h"
+#include "server/image_fetch.h"
 #include "server/kv_events_zmq.h"
 #include "server/metrics.h"
 #include "server/model_context.h"
@@ -55,6 +56,9 @@ struct ServeArgs {
   bool no_prefix_cache = false;
   int image_tokens = 280;              // --image-tokens: an image part's budget for "detail": "auto"
   std::string encoder_cache = "128M";  // --encoder-cache: encoder outputs kept by content
+  bool allow_image_urls = false;       // --allow-image-urls: fetch http(s) image URLs
+  std::string image_url_max = "8M";
+  double image_url_timeout_s = 10;
 };
 
 // "1073741824", "512M", "2G", "800K" (binary units); `what` names the option in errors.
@@ -132,6 +136,12 @@ void add_engine_flags(CLI::App* cmd, ServeArgs& args) {
   cmd->add_option("--image-tokens", a->image_tokens,
                   "soft tokens per image for detail \"auto\": 70, 140, 280, 560 or 1120 (low: 70, high: 1120)")
       ->capture_default_str();
+  cmd->add_flag("--allow-image-urls", a->allow_image_urls,
+                "fetch http(s) image URLs (the server then reaches whatever its network allows: docs/images.md)");
+  cmd->add_option("--image-url-max", a->image_url_max, "largest image a URL may give (e.g. 8M)")->capture_default_str();
+  cmd->add_option("--image-url-timeout", a->image_url_timeout_s, "seconds a URL's fetch may take")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
   cmd->add_option("--encoder-cache", a->encoder_cache,
                   "memory for encoder outputs kept by content, so a resent image is not encoded again (0: none)")
       ->capture_default_str();
@@ -155,14 +165,16 @@ class EncodeTurns final : public api::BetweenSteps {
 // The served model's image input (--mmproj): the stack's tower, the vocabulary's markers; each
 // image encoded by the engine thread between steps (api::Engine::run_between_steps).
 std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, api::Engine& engine, const Tokenizer& tok,
-                                                      int image_tokens) {
+                                                      const ServeArgs& a, const server::UrlFetchLimits& fetch) {
   ImageTower* tower = stack.image_tower();
   if (tower == nullptr) return nullptr;
   auto in = std::make_shared<server::ImageInput>();
   in->markers = image_markers(tok);
   in->text_width = tower->text_width();
   in->blocks = tower->bidirectional_images();
-  in->default_tokens = image_tokens;
+  in->default_tokens = a.image_tokens;
+  in->allow_urls = a.allow_image_urls;
+  in->fetch = fetch;
   in->encode = [tower, &engine](const media::PreprocessedImage& p, float* out) {
     // The same pixels at the same grid: the rows a turn ago (each turn of a chat resends its images).
     const engine::EncoderKey key = engine::encoder_key(p.patches, (int64_t{p.patches_x} << 32) | p.patches_y);
@@ -238,6 +250,11 @@ CommandFn add_serve_command(CLI::App& app) {
     if (!media::is_supported_budget(a->image_tokens))
       fail("--image-tokens %d: expected 70, 140, 280, 560 or 1120", a->image_tokens);
     const uint64_t encoder_cache = a->encoder_cache == "0" ? 0 : parse_bytes(a->encoder_cache, "--encoder-cache");
+    server::UrlFetchLimits fetch;
+    fetch.max_bytes = parse_bytes(a->image_url_max, "--image-url-max");
+    fetch.timeout_ms = static_cast<long>(a->image_url_timeout_s * 1000);
+    if (a->allow_image_urls && !server::url_fetch_available())
+      fail("--allow-image-urls: this sluice was built without libcurl (install libcurl4-openssl-dev and rebuild)");
     SessionOptions& so = a->session;
     so.n_seqs = a->parallel;
     so.token_budget = a->batch_tokens;
@@ -254,7 +271,7 @@ CommandFn add_serve_command(CLI::App& app) {
     api::Engine engine(stack.model(), stack.kv(), eo);
 
     server::ModelContext mctx(stack.file(), *tok, a->alias, so.ctx_size, a->max_tokens);
-    mctx.set_images(image_input(stack, engine, *tok, a->image_tokens));
+    mctx.set_images(image_input(stack, engine, *tok, *a, fetch));
     server::Metrics metrics;
     set_vllm_metrics(metrics, stack.kv(), mctx.alias(), eo.core.prefix_caching);
     const auto kv_pub = start_kv_events(a->deploy, stack.kv_events(), mctx.alias());

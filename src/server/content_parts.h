@@ -19,6 +19,7 @@
 #include "chat/media_expand.h"
 #include "media/decode.h"
 #include "media/preprocess.h"
+#include "server/image_fetch.h"
 
 namespace sluice::server {
 
@@ -29,6 +30,8 @@ struct ImageInput {
   bool blocks = false;                             // each image a bidirectional block (api::SoftTokens::blocks)
   int default_tokens = media::kDefaultSoftTokens;  // --image-tokens: "detail" "auto" or absent
   media::DecodeLimits limits;
+  bool allow_urls = false;  // --allow-image-urls: http(s) image URLs fetched within `fetch` (image_fetch.h)
+  UrlFetchLimits fetch;
   // One image's soft tokens: n_soft_tokens() rows of text_width floats to `out`. Thread-safe;
   // blocks the caller until done (sluice serve: encoded by the engine thread between steps).
   std::function<void(const media::PreprocessedImage&, float* out)> encode;

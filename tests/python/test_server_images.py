@@ -8,9 +8,12 @@ to them (same weights).
 - Every bad input is a 400 naming the part; a model without --mmproj says so; a mismatched
   mmproj stops `serve` at start-up with a clear error."""
 import base64
+import http.server
 import json
 import re
 import struct
+import threading
+import time
 import urllib.error
 import urllib.request
 import zlib
@@ -309,3 +312,85 @@ def test_a_grid_the_tower_cannot_take_is_a_400(server):
                      chat([{"type": "text", "text": "hi"}, image_part(data_url(solid_png((9, 9, 9), 2000, 40)), "auto")]))
     assert status == 400, r
     assert r["error"]["message"].startswith("messages[0].content[1]: ") and "position table" in r["error"]["message"], r
+
+
+class ImageSite(http.server.BaseHTTPRequestHandler):
+    """What a remote image URL may answer: an image, errors, a slow, huge or looping answer."""
+    png = b""
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body=b"", ctype="image/png", headers=(), length=True):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        for k, v in headers:
+            self.send_header(k, v)
+        if length:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        routes = {
+            "/red.png": lambda: self.reply(200, self.png),
+            "/missing.png": lambda: self.reply(404, b"not here", "text/plain"),
+            "/big.png": lambda: self.reply(200, b"\x89PNG" + b"\0" * 200000),
+            "/big-unlabelled": lambda: self.reply(200, b"\x89PNG" + b"\0" * 200000, "application/octet-stream",
+                                                   length=False),
+            "/page.html": lambda: self.reply(200, b"<html>cat</html>", "text/html"),
+            "/loop": lambda: self.reply(302, ctype="text/plain", headers=[("Location", "/loop")]),
+            "/to-file": lambda: self.reply(302, ctype="text/plain", headers=[("Location", "file:///etc/passwd")]),
+        }
+        if self.path == "/slow.png":
+            time.sleep(3)
+            return self.reply(200, self.png)
+        routes.get(self.path, lambda: self.reply(404, b"", "text/plain"))()
+
+
+@pytest.fixture(scope="module")
+def site():
+    ImageSite.png = solid_png((200, 30, 30))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ImageSite)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def url_server(sluice_bin, model):
+    s = Server(sluice_bin, model, "-c", 512, "--mmproj", MMPROJ, "--no-tune", "--allow-image-urls",
+               "--image-url-max", "64K", "--image-url-timeout", "1")
+    yield s
+    assert_clean_exit(s)
+
+
+def top5(server, url):
+    status, r = post(server, "/v1/chat/completions",
+                     chat([image_part(url), {"type": "text", "text": "Colour?"}], max_tokens=1, logprobs=True,
+                          top_logprobs=5))
+    assert status == 200, r
+    return [(t["token"], t["logprob"]) for t in r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]]
+
+
+def test_a_fetched_image_answers_as_its_data_url(url_server, site):
+    assert top5(url_server, site + "/red.png") == top5(url_server, data_url(solid_png((200, 30, 30))))
+
+
+@pytest.mark.parametrize("path,why", [
+    ("/missing.png", "HTTP status 404"),
+    ("/big.png", "larger than 65536 bytes"),            # refused from Content-Length
+    ("/big-unlabelled", "larger than 65536 bytes"),     # no length: cut while reading
+    ("/slow.png", "timed out after 1000 ms"),
+    ("/page.html", "Content-Type 'text/html' is not an image"),
+    ("/loop", "more than 3 redirects"),
+    ("/to-file", "scheme other than http or https"),
+    ("file:///etc/passwd", "must be a data: URL or an http(s) URL"),
+])
+def test_bad_image_urls_are_400_naming_the_part(url_server, site, path, why):
+    url = path if path.startswith("file:") else site + path
+    status, r = post(url_server, "/v1/chat/completions", chat([{"type": "text", "text": "hi"}, image_part(url)]))
+    assert status == 400, r
+    msg = r["error"]["message"]
+    assert msg.startswith("messages[0].content[1]: ") and why in msg, msg
