@@ -69,16 +69,29 @@ std::map<std::string, std::vector<float>> encode_with_taps(ImageEncoder& enc, in
   return got;
 }
 
+// A manifest tower's mmproj and its encoder (the file outlives the encoder that reads it).
+struct Tower {
+  std::unique_ptr<gguf::GgufFile> file;
+  std::unique_ptr<ImageEncoder> enc;
+};
+
+Tower load_tower(const nlohmann::json& t, ThreadPool& pool) {
+  Tower tw;
+  tw.file = golden::open_fixture(t["gguf"].get<std::string>());
+  LoadOptions opt;
+  opt.pool = &pool;
+  tw.enc = load_image_encoder(*tw.file, opt);
+  return tw;
+}
+
 TEST(VisionGolden, EveryLayerMatchesTransformers) {
   const nlohmann::json m = vision_manifest();
   ASSERT_EQ(m["towers"].size(), 2u);
   ThreadPool pool(2);
   for (const auto& t : m["towers"]) {
     SCOPED_TRACE(t["id"].get<std::string>());
-    const auto file = golden::open_fixture(t["gguf"].get<std::string>());
-    LoadOptions opt;
-    opt.pool = &pool;
-    const std::unique_ptr<ImageEncoder> enc = load_image_encoder(*file, opt);
+    const Tower tower = load_tower(t, pool);
+    ImageEncoder* enc = tower.enc.get();
     EXPECT_EQ(enc->text_width(), t["options"]["text_hidden"].get<int>());
     const auto want = golden::read_taps(golden::kDir + "vision/towers/" + t["id"].get<std::string>() + ".taps.bin");
     int k = 0, compared = 0;
@@ -310,10 +323,8 @@ TEST(VisionSlices, AnyCutGivesTheSameBits) {
   ThreadPool pool(2), other(1);
   for (const auto& t : m["towers"]) {
     SCOPED_TRACE(t["id"].get<std::string>());
-    const auto file = golden::open_fixture(t["gguf"].get<std::string>());
-    LoadOptions opt;
-    opt.pool = &pool;
-    const std::unique_ptr<ImageEncoder> enc = load_image_encoder(*file, opt);
+    const Tower tower = load_tower(t, pool);
+    ImageEncoder* enc = tower.enc.get();
     const int32_t cols = 21, rows = 9;  // 189 patches: 31 blocks of 6 and a short one
     const std::vector<float> patches = patch_grid(cols, rows);
     std::vector<float> whole(static_cast<size_t>(cols / 3) * (rows / 3) * enc->text_width());
