@@ -14,10 +14,10 @@ FUZZ_SECONDS ?= 60
 
 # What `make run` needs: the compiler, CMake/Ninja, the libraries the sluice binary links or
 # embeds (the image decoders, libsndfile, libsoxr and libvorbis for audio, and the chat page's
-# browser libraries among them; ZeroMQ and msgpack-c for serve --kv-events), and Python to
-# fetch the default model.
+# browser libraries among them; ZeroMQ and msgpack-c for serve --kv-events; libcurl for serve
+# --allow-image-urls), and Python to fetch the default model.
 APT_PACKAGES_RUN := build-essential cmake ninja-build pkg-config python3 python3-venv \
-  nlohmann-json3-dev libcli11-dev libboost-dev libxxhash-dev zlib1g-dev \
+  nlohmann-json3-dev libcli11-dev libboost-dev libxxhash-dev zlib1g-dev libcurl4-openssl-dev \
   libpng-dev libjpeg62-turbo-dev libwebp-dev libgif-dev libsndfile1-dev libsoxr-dev libvorbis-dev \
   libzmq3-dev cppzmq-dev libmsgpack-cxx-dev \
   libjs-marked node-dompurify libjs-highlight.js libjs-katex

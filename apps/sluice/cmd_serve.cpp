@@ -13,6 +13,8 @@
 
 #include <malloc.h>
 #include <pthread.h>
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -27,15 +29,19 @@
 #include "apps/sluice/image_tower.h"
 #include "apps/sluice/serve_deploy.h"
 #include "base/error.h"
+#include "engine/encoder_cache.h"
 #include "media/preprocess.h"
+#include "models/encoder.h"
 #include "server/agent_check.h"
 #include "server/audio_parts.h"
 #include "server/content_parts.h"
 #include "server/http_server.h"
+#include "server/image_fetch.h"
 #include "server/kv_events_zmq.h"
 #include "server/metrics.h"
 #include "server/model_context.h"
 #include "server/openai_service.h"
+#include "threading/thread_pool.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::app {
@@ -50,8 +56,12 @@ struct ServeArgs {
   std::string max_body = "8M";
   int parallel = 4, max_queue = 64, batch_tokens = 256, max_tokens = 0;
   bool no_prefix_cache = false;
-  int image_tokens = 280;         // --image-tokens: an image part's budget for "detail": "auto"
-  std::string max_audio = "25M";  // --max-audio: one clip's encoded bytes (OpenAI's upload cap)
+  int image_tokens = 280;              // --image-tokens: an image part's budget for "detail": "auto"
+  std::string max_audio = "25M";       // --max-audio: one clip's encoded bytes (OpenAI's upload cap)
+  std::string encoder_cache = "128M";  // --encoder-cache: encoder outputs kept by content
+  bool allow_image_urls = false;       // --allow-image-urls: fetch http(s) image URLs
+  std::string image_url_max = "8M";
+  double image_url_timeout_s = 10;
 };
 
 // "1073741824", "512M", "2G", "800K" (binary units); `what` names the option in errors.
@@ -132,19 +142,58 @@ void add_engine_flags(CLI::App* cmd, ServeArgs& args) {
   cmd->add_option("--image-tokens", a->image_tokens,
                   "soft tokens per image for detail \"auto\": 70, 140, 280, 560 or 1120 (low: 70, high: 1120)")
       ->capture_default_str();
+  cmd->add_flag("--allow-image-urls", a->allow_image_urls,
+                "fetch http(s) image URLs (the server then reaches whatever its network allows: docs/images.md)");
+  cmd->add_option("--image-url-max", a->image_url_max, "largest image a URL may give (e.g. 8M)")->capture_default_str();
+  cmd->add_option("--image-url-timeout", a->image_url_timeout_s, "seconds a URL's fetch may take")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 600.0));
+  cmd->add_option("--encoder-cache", a->encoder_cache,
+                  "memory for encoder outputs kept by content, so a resent image is not encoded again (0: none)")
+      ->capture_default_str();
 }
 
-// The served model's image input (--mmproj): the stack's tower, the vocabulary's markers.
-std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, const chat::ChatFormat& format,
-                                                      int image_tokens) {
+// One image's encode as the engine thread's shared work: pieces on the engine's pool, its
+// workers kept spinning through a turn (as in a step), none while the engine waits.
+class EncodeTurns final : public api::BetweenSteps {
+ public:
+  EncodeTurns(std::unique_ptr<models::EncodeJob> job, ThreadPool& pool) : job_(std::move(job)), pool_(pool) {}
+  bool run_for(std::chrono::nanoseconds budget) override {
+    ThreadPool::StepScope hot(pool_);
+    return job_->run_for(budget);
+  }
+
+ private:
+  std::unique_ptr<models::EncodeJob> job_;
+  ThreadPool& pool_;
+};
+
+// The served model's image input (--mmproj): the stack's tower, the vocabulary's markers; each
+// image encoded by the engine thread between steps (api::Engine::run_between_steps).
+std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, api::Engine& engine,
+                                                      const chat::ChatFormat& format, const ServeArgs& a,
+                                                      const server::UrlFetchLimits& fetch) {
   ImageTower* tower = stack.image_tower();
   if (tower == nullptr) return nullptr;
   auto in = std::make_shared<server::ImageInput>();
   in->markers = image_markers(format);
   in->text_width = tower->text_width();
   in->blocks = tower->bidirectional_images();
-  in->default_tokens = image_tokens;
-  in->encode = [tower](const media::PreprocessedImage& p, float* out) { tower->encode(p, out); };
+  in->default_tokens = a.image_tokens;
+  in->allow_urls = a.allow_image_urls;
+  in->fetch = fetch;
+  in->encode = [tower, &engine](const media::PreprocessedImage& p, float* out) {
+    // The same pixels at the same grid: the rows a turn ago (each turn of a chat resends its images).
+    const engine::EncoderKey key = engine::encoder_key(p.patches, (int64_t{p.patches_x} << 32) | p.patches_y);
+    const size_t n = static_cast<size_t>(p.n_soft_tokens()) * static_cast<size_t>(tower->text_width());
+    if (const engine::EncodedRows rows = engine.encoder_cache().find(key); rows && rows->size() == n) {
+      std::copy(rows->begin(), rows->end(), out);
+      return;
+    }
+    EncodeTurns turns(tower->start(p, out), tower->pool());
+    engine.run_between_steps(turns);
+    engine.encoder_cache().insert(key, std::make_shared<const std::vector<float>>(out, out + n));
+  };
   return in;
 }
 
@@ -230,6 +279,12 @@ CommandFn add_serve_command(CLI::App& app) {
     if (a->max_tokens < 0) fail("--max-tokens must be >= 0");
     if (!media::is_supported_budget(a->image_tokens))
       fail("--image-tokens %d: expected 70, 140, 280, 560 or 1120", a->image_tokens);
+    const uint64_t encoder_cache = a->encoder_cache == "0" ? 0 : parse_bytes(a->encoder_cache, "--encoder-cache");
+    server::UrlFetchLimits fetch;
+    fetch.max_bytes = parse_bytes(a->image_url_max, "--image-url-max");
+    fetch.timeout_ms = static_cast<long>(a->image_url_timeout_s * 1000);
+    if (a->allow_image_urls && !server::url_fetch_available())
+      fail("--allow-image-urls: this sluice was built without libcurl (install libcurl4-openssl-dev and rebuild)");
     SessionOptions& so = a->session;
     so.n_seqs = a->parallel;
     so.token_budget = a->batch_tokens;
@@ -245,10 +300,11 @@ CommandFn add_serve_command(CLI::App& app) {
     api::EngineOptions eo;
     eo.core = stack.config();  // with the stack's KV event log (--kv-events)
     eo.max_waiting = a->max_queue;
+    eo.encoder_cache_bytes = encoder_cache;
     api::Engine engine(stack.model(), stack.kv(), eo);
 
     server::ModelContext mctx(stack.file(), *tok, a->alias, so.ctx_size, a->max_tokens);
-    mctx.set_images(image_input(stack, mctx.format(), a->image_tokens));
+    mctx.set_images(image_input(stack, engine, mctx.format(), *a, fetch));
     mctx.set_audio(audio_input(stack, mctx.format(), max_audio));
     server::Metrics metrics;
     set_vllm_metrics(metrics, stack.kv(), mctx.alias(), eo.core.prefix_caching);

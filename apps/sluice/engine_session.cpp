@@ -43,7 +43,7 @@ EngineStack::EngineStack(const SessionOptions& opt) : ctx_size_(opt.ctx_size) {
   model_ = models::load_model(*file_, lo);
   if (!opt.mmproj.empty()) {  // before the KV cache and tuning: a wrong mmproj fails fast
     std::fprintf(stderr, "loading %s ...\n", opt.mmproj.c_str());
-    if (opt.mmproj_vision) images_ = std::make_unique<ImageTower>(opt.mmproj, model_->spec(), pool_->size());
+    if (opt.mmproj_vision) images_ = std::make_unique<ImageTower>(opt.mmproj, model_->spec(), *pool_);
     if (opt.mmproj_audio) audio_ = std::make_unique<AudioTower>(opt.mmproj, model_->spec(), pool_->size());
   }
   if (ctx_size_ < 2) fail("--ctx-size must be at least 2");

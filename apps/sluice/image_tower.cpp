@@ -10,14 +10,14 @@
 
 namespace sluice::app {
 
-ImageTower::ImageTower(const std::string& mmproj, const models::ModelSpec& text, int threads)
-    : path_(mmproj), file_(gguf::GgufFile::open(mmproj)), pool_(std::make_unique<ThreadPool>(threads)) {
+ImageTower::ImageTower(const std::string& mmproj, const models::ModelSpec& text, ThreadPool& pool)
+    : path_(mmproj), file_(gguf::GgufFile::open(mmproj)), pool_(pool) {
   // A file that is not an mmproj at all gets load_image_encoder's own message.
   if (!has_vision_tower(*file_))
     fail("%s has no vision tower (no clip.vision.projector_type): --image needs the mmproj of a model that sees",
          mmproj.c_str());
   models::LoadOptions lo;
-  lo.pool = pool_.get();
+  lo.pool = &pool_;
   enc_ = models::load_image_encoder(*file_, lo);
   models::check_encoder_fits(*enc_, text, mmproj);
 }
@@ -37,6 +37,10 @@ double ImageTower::encode(const media::PreprocessedImage& img, float* out) {
   const auto t0 = std::chrono::steady_clock::now();
   enc_->encode(img.patches.data(), img.patches_x, img.patches_y, out);
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::unique_ptr<models::EncodeJob> ImageTower::start(const media::PreprocessedImage& img, float* out) {
+  return enc_->start_encode(img.patches.data(), img.patches_x, img.patches_y, out, pool_);
 }
 
 chat::ChatFormat model_chat_format(const gguf::GgufFile& file, const Tokenizer& tok) {

@@ -1,7 +1,8 @@
 // The mmproj's vision tower as a member of the stack (--mmproj FILE): loaded once, checked
-// against the text model at start-up (projector type, family, width), and encoding one image
-// at a time on a thread pool of its own, so that `sluice serve` encodes on the HTTP worker
-// that received the image while the engine thread keeps stepping on the engine's pool.
+// against the text model at start-up (projector type, family, width), and encoding on the
+// stack's thread pool — the engine's: the single-user commands encode before they step, and
+// `sluice serve` hands each encode to the engine thread as a job it runs in pieces between steps
+// (api::Engine::run_between_steps), so that an image never competes with the step for cores.
 #pragma once
 
 #include <memory>
@@ -19,6 +20,7 @@ namespace gguf {
 class GgufFile;
 }
 namespace models {
+class EncodeJob;
 class ImageEncoder;
 struct ModelSpec;
 }  // namespace models
@@ -30,7 +32,7 @@ class ImageTower {
  public:
   // Throws sluice::Error naming `mmproj` for a file that is not an mmproj, a projector sluice
   // does not implement, or one that cannot feed `text` (another family or width).
-  ImageTower(const std::string& mmproj, const models::ModelSpec& text, int threads);
+  ImageTower(const std::string& mmproj, const models::ModelSpec& text, ThreadPool& pool);
   ~ImageTower();
   ImageTower(const ImageTower&) = delete;
   ImageTower& operator=(const ImageTower&) = delete;
@@ -38,14 +40,18 @@ class ImageTower {
   const std::string& path() const { return path_; }
   int32_t text_width() const;
   bool bidirectional_images() const;  // SoftTokens::blocks
-  // n_soft_tokens() rows of text_width() floats to `out`. Thread-safe: callers take turns.
-  // Returns the milliseconds it took.
+  // n_soft_tokens() rows of text_width() floats to `out`, on the pool: only where no step runs
+  // (callers take turns). Returns the milliseconds it took.
   double encode(const media::PreprocessedImage& img, float* out);
+  // The same encode as a job for the engine thread (the same bits); `img` and `out` must
+  // outlive it. Throws sluice::Error for a grid the tower cannot take.
+  std::unique_ptr<models::EncodeJob> start(const media::PreprocessedImage& img, float* out);
+  ThreadPool& pool() { return pool_; }
 
  private:
   std::string path_;
   std::unique_ptr<gguf::GgufFile> file_;
-  std::unique_ptr<ThreadPool> pool_;
+  ThreadPool& pool_;
   std::unique_ptr<models::ImageEncoder> enc_;
   std::mutex mu_;
 };

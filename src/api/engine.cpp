@@ -3,6 +3,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <deque>
+#include <future>
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -24,12 +25,19 @@ struct StreamState {
   bool got_token = false;  // engine thread only
 };
 
+// One run_between_steps call: the work, and the caller waiting for its end.
+struct SharedWorkSlot {
+  BetweenSteps* work = nullptr;
+  std::promise<void> done;
+};
+
 // Everything other threads hand to the engine thread.
 struct Inbox {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::pair<EngineRequest, std::shared_ptr<StreamState>>> adds;
   std::vector<RequestId> cancels;
+  std::vector<std::shared_ptr<SharedWorkSlot>> shared;
   bool stop = false;
   RequestId next_id = 1;
   int32_t n_queued = 0;  // adds + scheduler's waiting, refreshed by the engine thread
@@ -76,7 +84,8 @@ Engine::Engine(models::Model& model, KvCache& kv, const EngineOptions& opt)
       core_(model, kv, opt.core),
       inbox_(std::make_shared<Inbox>()),
       ttft_(ttft_buckets()),
-      itl_(itl_buckets()) {
+      itl_(itl_buckets()),
+      encoder_cache_(opt.encoder_cache_bytes) {
   if (opt.max_waiting < 0) fail("the waiting queue length must be >= 0");
   publish_stats();
   thread_ = std::thread([this] { loop(); });
@@ -196,6 +205,7 @@ EngineSnapshot Engine::snapshot() const {
   {
     std::lock_guard<std::mutex> lk(stats_mu_);
     s.stats = stats_;
+    s.shared = shared_stats_;
   }
   {
     std::lock_guard<std::mutex> lk(inbox_->mu);
@@ -203,7 +213,83 @@ EngineSnapshot Engine::snapshot() const {
   }
   s.ttft = ttft_.snapshot();
   s.itl = itl_.snapshot();
+  s.encoder_cache = encoder_cache_.stats();
   return s;
+}
+
+void Engine::run_between_steps(BetweenSteps& work) {
+  auto slot = std::make_shared<SharedWorkSlot>();
+  slot->work = &work;
+  std::future<void> done = slot->done.get_future();
+  {
+    std::lock_guard<std::mutex> lk(inbox_->mu);
+    if (inbox_->stop) fail("the engine is shutting down");
+    inbox_->shared.push_back(std::move(slot));
+    inbox_->cv.notify_one();
+  }
+  done.get();
+}
+
+// One turn of the shared work: about one step's time while requests run (then the next step
+// comes), kIdleTurn when none does (then the inbox is looked at again).
+void Engine::run_shared_work(bool between_steps) {
+  using std::chrono::nanoseconds;
+  if (shared_.empty()) return;
+  const nanoseconds budget = between_steps
+                                 ? std::max<nanoseconds>(kMinTurn, nanoseconds(static_cast<int64_t>(step_ns_)))
+                                 : nanoseconds(kIdleTurn);
+  const auto t0 = Clock::now();
+  SharedWorkStats add;
+  std::vector<std::pair<std::shared_ptr<SharedWorkSlot>, std::exception_ptr>> ended;
+  while (!shared_.empty()) {  // at least one turn, however late this thread got here
+    const nanoseconds left = budget - (Clock::now() - t0);
+    if (left.count() <= 0 && add.turns > 0) break;
+    bool done = false;
+    std::exception_ptr error;
+    try {
+      done = shared_.front()->work->run_for(left);
+    } catch (...) {
+      error = std::current_exception();
+      done = true;
+    }
+    ++add.turns;
+    add.turns_between += between_steps ? 1 : 0;
+    if (done) {
+      ++add.jobs;
+      ended.emplace_back(std::move(shared_.front()), error);
+      shared_.pop_front();
+    }
+  }
+  add.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    shared_stats_.jobs += add.jobs;
+    shared_stats_.turns += add.turns;
+    shared_stats_.turns_between += add.turns_between;
+    shared_stats_.seconds += add.seconds;
+  }
+  for (auto& [slot, error] : ended) {  // after the stats: a caller that wakes sees its work counted
+    if (error) slot->done.set_exception(error);
+    else slot->done.set_value();
+  }
+}
+
+void Engine::fail_shared_work(const char* why) {
+  {
+    std::lock_guard<std::mutex> lk(inbox_->mu);
+    for (auto& slot : inbox_->shared) shared_.push_back(std::move(slot));
+    inbox_->shared.clear();
+  }
+  for (auto& slot : shared_) slot->done.set_exception(std::make_exception_ptr(Error(why)));
+  shared_.clear();
+}
+
+void Engine::take_inbox(std::vector<std::pair<EngineRequest, std::shared_ptr<StreamState>>>& adds,
+                        std::vector<RequestId>& cancels) {
+  adds.swap(inbox_->adds);
+  cancels.swap(inbox_->cancels);
+  for (auto& slot : inbox_->shared) shared_.push_back(std::move(slot));
+  inbox_->shared.clear();
 }
 
 void Engine::loop() {
@@ -212,21 +298,23 @@ void Engine::loop() {
   std::vector<TokenOutput> outs;
   bool was_busy = false;
   for (;;) {
-    if (was_busy && !core_.has_work()) {
+    const bool busy = core_.has_work() || !shared_.empty();
+    if (was_busy && !busy) {
       // Going idle: hand freed heap pages back to the OS, so a server's resident memory
       // after a burst of requests returns to where it was (glibc keeps them per arena).
 #if defined(__GLIBC__)
       malloc_trim(0);
 #endif
     }
-    was_busy = core_.has_work();
+    was_busy = busy;
     {
       std::unique_lock<std::mutex> lk(inbox_->mu);
-      inbox_->cv.wait(
-          lk, [&] { return inbox_->stop || !inbox_->adds.empty() || !inbox_->cancels.empty() || core_.has_work(); });
+      inbox_->cv.wait(lk, [&] {
+        return inbox_->stop || !inbox_->adds.empty() || !inbox_->cancels.empty() || !inbox_->shared.empty() ||
+               core_.has_work() || !shared_.empty();
+      });
       if (inbox_->stop) break;
-      adds.swap(inbox_->adds);
-      cancels.swap(inbox_->cancels);
+      take_inbox(adds, cancels);
     }
     for (auto& [req, st] : adds) {
       const RequestId id = req.id;
@@ -247,7 +335,13 @@ void Engine::loop() {
     for (RequestId id : cancels) core_.abort(id);
     cancels.clear();
     try {
-      std::vector<TokenOutput> step_out = core_.has_work() ? core_.step() : core_.take_outputs();
+      const bool stepping = core_.has_work();
+      const auto t0 = Clock::now();
+      std::vector<TokenOutput> step_out = stepping ? core_.step() : core_.take_outputs();
+      if (stepping) {  // the shared work's turn: about one step (a moving average of the last few)
+        const double ns = static_cast<double>(std::chrono::nanoseconds(Clock::now() - t0).count());
+        step_ns_ = step_ns_ > 0 ? 0.75 * step_ns_ + 0.25 * ns : ns;
+      }
       outs.insert(outs.end(), std::make_move_iterator(step_out.begin()), std::make_move_iterator(step_out.end()));
     } catch (const std::exception& e) {
       // A failed step must not take the server down: end every request, keep serving.
@@ -266,7 +360,9 @@ void Engine::loop() {
       std::lock_guard<std::mutex> lk(inbox_->mu);
       inbox_->n_queued = core_.scheduler().n_waiting() + static_cast<int32_t>(inbox_->adds.size());
     }
+    run_shared_work(core_.has_work());  // after the step's tokens went out
   }
+  fail_shared_work("the engine shut down before the work was done");
   core_.abort_all(FinishReason::kAbort);
   outs = core_.take_outputs();
   // Requests submitted but never picked up end too.

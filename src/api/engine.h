@@ -8,10 +8,16 @@
 //   ~RequestHandle / cancel() ──────▶   abort: blocks freed before the next step runs
 //
 // The engine thread sleeps on a condition variable while there is no work.
+//
+// Work that needs the engine's cores but is not a step (an image encode) is handed over with
+// run_between_steps: the engine thread runs it in pieces between steps, each turn for about one
+// step's time while requests run, so it shares the cores instead of competing with the step's
+// threads for them, and a running request's next token waits at most about one step more.
 #pragma once
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +27,7 @@
 #include <vector>
 
 #include "api/latency.h"
+#include "engine/encoder_cache.h"
 #include "engine/engine_core.h"
 #include "engine/request.h"
 
@@ -36,6 +43,24 @@ using engine::TokenOutput;
 
 struct StreamState;
 struct Inbox;
+struct SharedWorkSlot;
+
+// Work run by the engine thread between steps (Engine::run_between_steps): an image encode
+// (models::EncodeJob). It may use the engine's thread pool: no step runs meanwhile.
+class BetweenSteps {
+ public:
+  virtual ~BetweenSteps() = default;
+  // Works for about `budget` (at least one piece, however short the budget); true once complete.
+  virtual bool run_for(std::chrono::nanoseconds budget) = 0;
+};
+
+// How the engine thread shared its time (EngineSnapshot::shared), for /metrics and tests.
+struct SharedWorkStats {
+  uint64_t jobs = 0;           // completed (or failed)
+  uint64_t turns = 0;          // run_for calls
+  uint64_t turns_between = 0;  // of which ran while requests were running (with a step's budget)
+  double seconds = 0;          // in run_for
+};
 
 // The consumer's end of one request. Destroying it (or cancel()) aborts the request if it
 // has not finished, so a handler that returns early — client gone, exception — leaks nothing.
@@ -75,13 +100,16 @@ struct SubmitGroupResult {
 
 struct EngineOptions {
   engine::EngineConfig core;
-  int32_t max_waiting = 64;  // requests queued beyond the running ones; more get kQueueFull
+  int32_t max_waiting = 64;        // requests queued beyond the running ones; more get kQueueFull
+  size_t encoder_cache_bytes = 0;  // encoder outputs kept by content (encoder_cache()); 0: none
 };
 
 struct EngineSnapshot {
   engine::EngineStats stats;
   int32_t n_queued = 0;       // waiting in the scheduler or not yet picked up
   LatencySnapshot ttft, itl;  // seconds
+  SharedWorkStats shared;
+  engine::EncoderCacheStats encoder_cache;
 };
 
 class Engine {
@@ -107,11 +135,26 @@ class Engine {
   // Requests the engine holds at most: running plus waiting.
   int32_t capacity() const { return core_.config().sched.max_running + opt_.max_waiting; }
 
+  // Runs `work` on the engine thread between steps until it completes (one work at a time, in
+  // arrival order); the caller blocks meanwhile. While requests run, each turn gets about one
+  // step's time (the recent steps' average, at least kMinTurn); an idle engine gives it
+  // kIdleTurn at a time, looking at its inbox in between. Rethrows what the work threw; throws
+  // sluice::Error when the engine shuts down first.
+  void run_between_steps(BetweenSteps& work);
+  // Encoder outputs by content, shared by every request (engine/encoder_cache.h): whoever
+  // encodes media for a request looks here first. Thread-safe.
+  engine::EncoderCache& encoder_cache() { return encoder_cache_; }
+  static constexpr std::chrono::microseconds kMinTurn{500}, kIdleTurn{20000};
+
   // Stops the loop: queued and running requests end with kAbort. Idempotent.
   void shutdown();
 
  private:
   void loop();
+  void take_inbox(std::vector<std::pair<EngineRequest, std::shared_ptr<StreamState>>>& adds,
+                  std::vector<RequestId>& cancels);
+  void run_shared_work(bool between_steps);
+  void fail_shared_work(const char* why);
   void dispatch(std::vector<TokenOutput>& outs);
   void publish_stats();
   std::optional<std::string> check_request(const EngineRequest& r) const;
@@ -123,6 +166,10 @@ class Engine {
   mutable std::mutex stats_mu_;
   engine::EngineStats stats_;
   LatencyHistogram ttft_, itl_;
+  std::deque<std::shared_ptr<SharedWorkSlot>> shared_;  // engine thread only: taken from the inbox
+  double step_ns_ = 0;                                  // the recent steps' duration (moving average)
+  SharedWorkStats shared_stats_;                        // under stats_mu_
+  engine::EncoderCache encoder_cache_;
   std::thread thread_;
 };
 

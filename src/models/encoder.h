@@ -3,6 +3,8 @@
 // a separate GGUF (the "mmproj" file llama.cpp also reads); the text model never sees pixels.
 #pragma once
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,6 +16,38 @@ class GgufFile;
 }
 
 namespace sluice::models {
+
+// One media item's encode cut into pieces, so that a caller can run it between other work on
+// the same threads (the engine's steps, docs/images.md "Encoding between steps"). The encode is
+// a list of stages (a patch embedding, each layer's halves, the projection), each a number of
+// rows; a piece is a range of rows of one stage. The output is bit-identical however the encode
+// is cut: every kernel computes a row the same way whatever rows share its call.
+class EncodeJob {
+ public:
+  virtual ~EncodeJob() = default;
+  bool done() const { return stage_ >= n_stages(); }
+  // The next piece, at most `rows` rows of the current stage (at least one, rounded down to the
+  // stage's alignment); returns done().
+  bool run_piece(int64_t rows);
+  // Pieces until `budget` has passed (at least one), each sized from the measured time per row
+  // of its stage's kind to end near the budget; returns done().
+  bool run_for(std::chrono::nanoseconds budget);
+  void run_all();  // every stage in one piece (the unsliced encode)
+  int64_t pieces() const { return pieces_; }
+
+ protected:
+  static constexpr int kKinds = 8;
+  virtual int n_stages() const = 0;
+  virtual int64_t stage_rows(int stage) const = 0;
+  virtual int stage_kind(int stage) const = 0;     // < kKinds: stages of one kind cost alike per row
+  virtual int64_t row_align(int stage) const = 0;  // a piece ends at a multiple of it or at the stage's end
+  virtual void run_rows(int stage, int64_t r0, int64_t r1) = 0;
+
+ private:
+  int stage_ = 0;
+  int64_t row_ = 0, pieces_ = 0;
+  std::array<double, kKinds> ns_per_row_{};  // 0: not measured yet
+};
 
 class ImageEncoder {
  public:
@@ -31,6 +65,10 @@ class ImageEncoder {
   // of pool_kernel(). Writes (rows/k)·(cols/k) rows of text_width() floats to `out`.
   // Throws sluice::Error for a grid the tower cannot take (too wide for its position table).
   virtual void encode(const float* patches, int32_t cols, int32_t rows, float* out) = 0;
+  // The same encode as a job run in pieces on `pool` (the bits of encode()); `patches` and `out`
+  // must outlive it. Throws sluice::Error for a bad grid at once, as encode() does.
+  virtual std::unique_ptr<EncodeJob> start_encode(const float* patches, int32_t cols, int32_t rows, float* out,
+                                                  ThreadPool& pool) = 0;
   // Debug taps of later encode() calls (TapView names "v_embd", "v_l_out" (layer i),
   // "v_pooled", "v_soft"); empty: stop.
   virtual void set_tap(Tap tap) = 0;

@@ -18,13 +18,25 @@ namespace {
   throw ApiError(400, where + ": " + message, "invalid_request_error", "messages");
 }
 
-// "data:image/png;base64,...." → the bytes.
-std::string data_url_bytes(const std::string& url, const std::string& where) {
-  if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0)
+// An http(s) URL → its body, fetched within the server's limits when it allows URLs.
+std::string remote_url_bytes(const std::string& url, const std::string& where, const ImageInput& in) {
+  if (!in.allow_urls)
     bad_part(where,
-             "remote image URLs are not fetched (this server has no --allow-image-urls yet): send the image inline as "
-             "a data: URL (data:image/png;base64,...)");
-  if (url.rfind("data:", 0) != 0) bad_part(where, "image_url.url must be a data: URL (data:image/png;base64,...)");
+             "remote image URLs are not fetched (the server was started without --allow-image-urls): send the image "
+             "inline as a data: URL (data:image/png;base64,...)");
+  try {
+    return fetch_url(url, in.fetch);
+  } catch (const Error& e) {
+    bad_part(where, std::string(e.what()) + " (" + url.substr(0, 200) + ")");
+  }
+}
+
+// "data:image/png;base64,...." (or, with --allow-image-urls, an http(s) URL) → the bytes.
+std::string image_url_bytes(const std::string& url, const std::string& where, const ImageInput& in) {
+  if (url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0) return remote_url_bytes(url, where, in);
+  if (url.rfind("data:", 0) != 0)
+    bad_part(where, in.allow_urls ? "image_url.url must be a data: URL or an http(s) URL"
+                                  : "image_url.url must be a data: URL (data:image/png;base64,...)");
   const size_t comma = url.find(',');
   if (comma == std::string::npos) bad_part(where, "the data: URL has no ',' before its data");
   const std::string_view meta(url.data() + 5, comma - 5);
@@ -69,7 +81,7 @@ ImagePart parse_image_part(const ojson& part, const std::string& where, const Im
   if (url == nullptr || !url->is_string()) bad_part(where, "image_url.url must be a string (a data: URL)");
   ImagePart p;
   p.where = where;
-  p.bytes = data_url_bytes(url->get_ref<const std::string&>(), where);
+  p.bytes = image_url_bytes(url->get_ref<const std::string&>(), where, *in);
   p.tokens = detail_tokens(detail, *in);
   return p;
 }

@@ -1,10 +1,10 @@
 // OpenAI chat content parts that are not text (docs/images.md): an `image_url` part
 // {"type": "image_url", "image_url": {"url": "data:image/png;base64,...", "detail": "auto"}}
 // → the image's bytes (base64 checked) → media/ (decode, preprocess to the detail's token
-// budget) → the served model's vision tower (ImageInput::encode, on the HTTP worker's thread)
-// → soft tokens at the positions the chat template put the image. Every bad part is a 400
-// naming it ("messages[1].content[2]: ..."). The model's markup ids come in ImageInput, from
-// the app that loaded the tower: no model's markup text is written here.
+// budget) → the served model's vision tower (ImageInput::encode: the HTTP worker waits while
+// the engine thread encodes between steps) → soft tokens at the positions the chat template put the image. Every bad
+// part is a 400 naming it ("messages[1].content[2]: ..."). The model's markup ids come in ImageInput, from the app that
+// loaded the tower: no model's markup text is written here.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +19,7 @@
 #include "chat/media_expand.h"
 #include "media/decode.h"
 #include "media/preprocess.h"
+#include "server/image_fetch.h"
 
 namespace sluice::server {
 
@@ -29,7 +30,10 @@ struct ImageInput {
   bool blocks = false;                             // each image a bidirectional block (api::SoftTokens::blocks)
   int default_tokens = media::kDefaultSoftTokens;  // --image-tokens: "detail" "auto" or absent
   media::DecodeLimits limits;
-  // One image's soft tokens: n_soft_tokens() rows of text_width floats to `out`. Thread-safe.
+  bool allow_urls = false;  // --allow-image-urls: http(s) image URLs fetched within `fetch` (image_fetch.h)
+  UrlFetchLimits fetch;
+  // One image's soft tokens: n_soft_tokens() rows of text_width floats to `out`. Thread-safe;
+  // blocks the caller until done (sluice serve: encoded by the engine thread between steps).
   std::function<void(const media::PreprocessedImage&, float* out)> encode;
 };
 

@@ -89,6 +89,15 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
                s.stats.drafted_at);
   per_position(o, "sluice_spec_accepted_position_total", "drafts accepted at this position (1 = first)",
                s.stats.accepted_at);
+  counter(o, "sluice_encoder_cache_hits_total", "media encodes skipped: the same input's encoder output was cached",
+          static_cast<int64_t>(s.encoder_cache.hits));
+  counter(o, "sluice_encoder_cache_misses_total", "media inputs not in the encoder cache (then encoded)",
+          static_cast<int64_t>(s.encoder_cache.misses));
+  metric(o, "sluice_encoder_cache_bytes", "gauge", "encoder outputs held (--encoder-cache bounds it)",
+         static_cast<double>(s.encoder_cache.bytes));
+  counter(o, "sluice_between_steps_jobs_total", "work the engine thread ran between steps (image encodes)",
+          static_cast<int64_t>(s.shared.jobs));
+  metric(o, "sluice_between_steps_seconds_total", "counter", "engine-thread time spent on that work", s.shared.seconds);
   histogram(o, "sluice_time_to_first_token_seconds", "from submission to the first generated token", s.ttft);
   histogram(o, "sluice_inter_token_latency_seconds", "between consecutive tokens of a request", s.itl);
   if (vllm_) render_vllm_metrics(o, s, *vllm_, TokenTotals{prompt_tokens_.load(), completion_tokens_.load()});

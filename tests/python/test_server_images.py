@@ -8,18 +8,20 @@ to them (same weights).
 - Every bad input is a 400 naming the part; a model without --mmproj says so; a mismatched
   mmproj stops `serve` at start-up with a clear error."""
 import base64
+import http.server
 import json
 import re
 import struct
+import threading
+import time
 import urllib.error
 import urllib.request
 import zlib
 
-import gguf
 import pytest
-from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
 
 from conftest import ROOT, run
+from image_util import png_chunk, with_image_markers
 from server_util import Server, assert_clean_exit
 
 GOLDEN = ROOT / "tests/data/golden"
@@ -28,24 +30,12 @@ MMPROJ = GOLDEN / "tiny-vision-e.mmproj.f32.gguf"
 DECODE = GOLDEN / "vision/decode"
 PNG = DECODE / "png_rgb.png"
 JPEG = DECODE / "jpeg_420.jpg"
-MARKERS = {509: "<|image>", 510: "<|image|>", 511: "<image|>"}  # <unused73..75> in the tiny vocabulary
 
 
 @pytest.fixture(scope="module")
 def model(tmp_path_factory):
     """tiny-gemma4 with the three image markers in its vocabulary (control tokens)."""
-    out = tmp_path_factory.mktemp("images") / "tiny-gemma4-markers.gguf"
-    r = gguf.GGUFReader(str(TINY4))
-    toks = r.fields["tokenizer.ggml.tokens"].contents()
-    types = r.fields["tokenizer.ggml.token_type"].contents()
-    for i, text in MARKERS.items():
-        toks[i], types[i] = text, int(gguf.TokenType.CONTROL)
-    w = gguf.GGUFWriter(str(out), r.fields["general.architecture"].contents(), endianess=r.endianess)
-    copy_with_new_metadata(r, w, {
-        "tokenizer.ggml.tokens": MetadataDetails(gguf.GGUFValueType.ARRAY, toks, sub_type=gguf.GGUFValueType.STRING),
-        "tokenizer.ggml.token_type": MetadataDetails(gguf.GGUFValueType.ARRAY, types,
-                                                     sub_type=gguf.GGUFValueType.INT32)}, [])
-    return out
+    return with_image_markers(TINY4, tmp_path_factory.mktemp("images") / "tiny-gemma4-markers.gguf")
 
 
 @pytest.fixture(scope="module")
@@ -83,10 +73,9 @@ def chat(parts, **kw):
 
 def png_header_only(width, height):
     """A PNG whose IHDR claims width×height (valid CRC), with one empty IDAT."""
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"")) + chunk(b"IEND", b"")
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", zlib.compress(b"")) +
+            png_chunk(b"IEND", b""))
 
 
 def test_the_model_says_it_takes_images(server):
@@ -239,11 +228,10 @@ def test_a_mismatched_mmproj_stops_serve_at_start(sluice_bin, text_model, mmproj
 def solid_png(rgb, size=48, height=None):
     """A size×size (or size×height) PNG of one colour (8-bit RGB, no filter)."""
     height = height or size
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     rows = b"".join(b"\x00" + bytes(rgb) * size for _ in range(height))
     ihdr = struct.pack(">IIBBBBB", size, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+    return (b"\x89PNG\r\n\x1a\n" + png_chunk(b"IHDR", ihdr) + png_chunk(b"IDAT", zlib.compress(rows)) +
+            png_chunk(b"IEND", b""))
 
 
 def test_prefix_cache_keys_images_by_content(sluice_bin, model):
@@ -281,9 +269,128 @@ def test_prefix_cache_keys_images_by_content(sluice_bin, model):
         assert_clean_exit(s)
 
 
+def test_encoder_cache_skips_a_resent_image(sluice_bin, model):
+    """Each turn of a chat resends its images: the second request with the same image takes the
+    encoder's rows from the cache (a hit, no encode on the engine thread) and answers with the
+    same logprobs, to the bit, as a server that encodes every time; another image is a miss.
+    Without the prefix cache, so the second request's prefill really reads the cached rows."""
+    red, blue = data_url(solid_png((200, 30, 30))), data_url(solid_png((20, 40, 220)))
+
+    def ask(server, url, text):
+        body = chat([image_part(url), {"type": "text", "text": text}], max_tokens=1, logprobs=True, top_logprobs=5)
+        status, r = post(server, "/v1/chat/completions", body)
+        assert status == 200, r
+        return [(t["token"], t["logprob"]) for t in r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]]
+
+    def counts(server):
+        return tuple(server.metric(m) for m in ("sluice_encoder_cache_hits_total", "sluice_encoder_cache_misses_total",
+                                                "sluice_between_steps_jobs_total"))
+
+    plain = Server(sluice_bin, model, "-c", 512, "--mmproj", MMPROJ, "--no-tune", "--no-prefix-cache",
+                   "--encoder-cache", "0")
+    try:
+        want = [ask(plain, red, "What colour?"), ask(plain, red, "And now?")]
+        assert counts(plain) == (0, 2, 2)  # encoded twice
+    finally:
+        assert_clean_exit(plain)
+    s = Server(sluice_bin, model, "-c", 512, "--mmproj", MMPROJ, "--no-tune", "--no-prefix-cache")
+    try:
+        assert ask(s, red, "What colour?") == want[0]
+        assert counts(s) == (0, 1, 1)
+        assert ask(s, red, "And now?") == want[1]
+        assert counts(s) == (1, 1, 1), "the resent image was encoded again"
+        assert s.metric("sluice_encoder_cache_bytes") > 0
+        assert ask(s, blue, "What colour?") != want[0]
+        assert counts(s) == (1, 2, 2)
+    finally:
+        assert_clean_exit(s)
+
+
 def test_a_grid_the_tower_cannot_take_is_a_400(server):
     """The tiny tower's position table has 64 places a side; a wide image at 280 tokens needs more."""
     status, r = post(server, "/v1/chat/completions",
                      chat([{"type": "text", "text": "hi"}, image_part(data_url(solid_png((9, 9, 9), 2000, 40)), "auto")]))
     assert status == 400, r
     assert r["error"]["message"].startswith("messages[0].content[1]: ") and "position table" in r["error"]["message"], r
+
+
+class ImageSite(http.server.BaseHTTPRequestHandler):
+    """What a remote image URL may answer: an image, errors, a slow, huge or looping answer."""
+    png = b""
+
+    def log_message(self, *args):
+        pass
+
+    def reply(self, status, body=b"", ctype="image/png", headers=(), length=True):
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        for k, v in headers:
+            self.send_header(k, v)
+        if length:
+            self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        routes = {
+            "/red.png": lambda: self.reply(200, self.png),
+            "/missing.png": lambda: self.reply(404, b"not here", "text/plain"),
+            "/big.png": lambda: self.reply(200, b"\x89PNG" + b"\0" * 200000),
+            "/big-unlabelled": lambda: self.reply(200, b"\x89PNG" + b"\0" * 200000, "application/octet-stream",
+                                                   length=False),
+            "/page.html": lambda: self.reply(200, b"<html>cat</html>", "text/html"),
+            "/loop": lambda: self.reply(302, ctype="text/plain", headers=[("Location", "/loop")]),
+            "/to-file": lambda: self.reply(302, ctype="text/plain", headers=[("Location", "file:///etc/passwd")]),
+        }
+        if self.path == "/slow.png":
+            time.sleep(3)
+            return self.reply(200, self.png)
+        routes.get(self.path, lambda: self.reply(404, b"", "text/plain"))()
+
+
+@pytest.fixture(scope="module")
+def site():
+    ImageSite.png = solid_png((200, 30, 30))
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ImageSite)
+    t = threading.Thread(target=srv.serve_forever, daemon=True)
+    t.start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+@pytest.fixture(scope="module")
+def url_server(sluice_bin, model):
+    s = Server(sluice_bin, model, "-c", 512, "--mmproj", MMPROJ, "--no-tune", "--allow-image-urls",
+               "--image-url-max", "64K", "--image-url-timeout", "1")
+    yield s
+    assert_clean_exit(s)
+
+
+def top5(server, url):
+    status, r = post(server, "/v1/chat/completions",
+                     chat([image_part(url), {"type": "text", "text": "Colour?"}], max_tokens=1, logprobs=True,
+                          top_logprobs=5))
+    assert status == 200, r
+    return [(t["token"], t["logprob"]) for t in r["choices"][0]["logprobs"]["content"][0]["top_logprobs"]]
+
+
+def test_a_fetched_image_answers_as_its_data_url(url_server, site):
+    assert top5(url_server, site + "/red.png") == top5(url_server, data_url(solid_png((200, 30, 30))))
+
+
+@pytest.mark.parametrize("path,why", [
+    ("/missing.png", "HTTP status 404"),
+    ("/big.png", "larger than 65536 bytes"),            # refused from Content-Length
+    ("/big-unlabelled", "larger than 65536 bytes"),     # no length: cut while reading
+    ("/slow.png", "timed out after 1000 ms"),
+    ("/page.html", "Content-Type 'text/html' is not an image"),
+    ("/loop", "more than 3 redirects"),
+    ("/to-file", "scheme other than http or https"),
+    ("file:///etc/passwd", "must be a data: URL or an http(s) URL"),
+])
+def test_bad_image_urls_are_400_naming_the_part(url_server, site, path, why):
+    url = path if path.startswith("file:") else site + path
+    status, r = post(url_server, "/v1/chat/completions", chat([{"type": "text", "text": "hi"}, image_part(url)]))
+    assert status == 400, r
+    msg = r["error"]["message"]
+    assert msg.startswith("messages[0].content[1]: ") and why in msg, msg

@@ -33,6 +33,8 @@ struct VisionShape {
   float eps = 1e-6f;
 };
 
+class VisionJob;
+
 class Gemma4Vision final : public ImageEncoder {
  public:
   Gemma4Vision(const gguf::GgufFile& f, const LoadOptions& opt);
@@ -42,16 +44,13 @@ class Gemma4Vision final : public ImageEncoder {
   int32_t pool_kernel() const override { return kPool; }
   bool bidirectional_images() const override { return !std_bias_.empty(); }
   void encode(const float* patches, int32_t cols, int32_t rows, float* out) override;
+  std::unique_ptr<EncodeJob> start_encode(const float* patches, int32_t cols, int32_t rows, float* out,
+                                          ThreadPool& pool) override;
   void set_tap(Tap tap) override { tap_ = std::move(tap); }
 
  private:
+  friend class VisionJob;
   void bind_layers(const gguf::GgufFile& f);
-  void embed(const float* patches, int32_t cols, int32_t rows);
-  void run(const ClampedLinear& cl, const float* x, int64_t m, float* y);
-  void layer(const VisionLayer& L, int64_t n, int32_t cols);
-  void rope_tables(int32_t cols, int32_t rows);
-  void attention(int64_t n);
-  void pool_and_project(int32_t cols, int32_t rows, float* out);
   void tap(const char* name, int layer, const float* data, int64_t rows, int64_t width) const {
     if (tap_) tap_(TapView{name, layer, data, rows, width});
   }
@@ -65,11 +64,45 @@ class Gemma4Vision final : public ImageEncoder {
   std::vector<float> pos_;  // [2][pos_size][d]: x rows, then y rows
   std::vector<float> std_bias_, std_scale_;
   std::vector<VisionLayer> layers_;
-  std::vector<float> inv_freq_;         // [head_dim/4]
+  std::vector<float> inv_freq_;  // [head_dim/4]
+  Tap tap_;
+};
+
+// One image through the tower (docs/spec/gemma4.md §9.3) as an EncodeJob over the patch rows:
+// stage 0 the patch embedding, then per layer an "A" stage (ln1, q/k/v, their norms and RoPE:
+// row by row) and a "B" stage (attention for its queries over every key, the output projection,
+// the FFN: row by row once A is complete), last the pooling and projection (one piece). The
+// activations are the job's own, so jobs do not share buffers; the weights are the tower's.
+class VisionJob final : public EncodeJob {
+ public:
+  VisionJob(const Gemma4Vision& m, ThreadPool& pool, const float* patches, int32_t cols, int32_t rows, float* out);
+
+ protected:
+  int n_stages() const override { return 2 + 2 * m_.s_.n_layer; }
+  int64_t stage_rows(int stage) const override { return stage == n_stages() - 1 ? 1 : n_; }
+  int stage_kind(int stage) const override { return stage == 0 ? 0 : stage == n_stages() - 1 ? 3 : 2 - stage % 2; }
+  int64_t row_align(int stage) const override { return stage_kind(stage) == 2 ? kVisionQueryBlock : 1; }
+  void run_rows(int stage, int64_t r0, int64_t r1) override;
+
+ private:
+  void embed(int64_t r0, int64_t r1);
+  void run(const ClampedLinear& cl, const float* x, int64_t m, float* y);
+  void rope_tables();
+  void layer_a(const VisionLayer& L, int64_t r0, int64_t r1);
+  void layer_b(const VisionLayer& L, int64_t r0, int64_t r1);
+  void pool_and_project();
+
+  const Gemma4Vision& m_;
+  const VisionShape& s_;
+  const kernels::RowOps& ops_;
+  ThreadPool& pool_;
+  const float* patches_;
+  int32_t cols_, rows_;
+  int64_t n_;
+  float* out_;
   std::vector<float> rope_x_, rope_y_;  // per column / row: [cos | sin] of head_dim/4 each
   std::vector<float> h_, a_, q_, k_, v_, att_, g_, u_, in_, kt_;
   kernels::ActScratch scratch_;
-  Tap tap_;
 };
 
 void Gemma4Vision::bind_layers(const gguf::GgufFile& f) {
@@ -154,69 +187,95 @@ Gemma4Vision::Gemma4Vision(const gguf::GgufFile& f, const LoadOptions& opt)
     inv_freq_.push_back(1.0f / std::pow(100.0f, static_cast<float>(2 * i) / static_cast<float>(spatial)));
 }
 
-// h = (2p − 1)·W_inᵀ + pos_x + pos_y, the patch values reordered to the kernel's [c][py][px].
-void Gemma4Vision::embed(const float* patches, int32_t cols, int32_t rows) {
-  const int64_t n = int64_t{cols} * rows, d = s_.d;
-  in_.resize(n * kPatchValues);
-  for (int64_t i = 0; i < n; ++i) {
-    const float* p = patches + i * kPatchValues;
+VisionJob::VisionJob(const Gemma4Vision& m, ThreadPool& pool, const float* patches, int32_t cols, int32_t rows,
+                     float* out)
+    : m_(m),
+      s_(m.s_),
+      ops_(m.ops_),
+      pool_(pool),
+      patches_(patches),
+      cols_(cols),
+      rows_(rows),
+      n_(int64_t{cols} * rows),
+      out_(out) {
+  const int64_t d = s_.d, qd = int64_t{s_.n_head} * s_.head_dim;
+  h_.resize(n_ * d), a_.resize(n_ * d);
+  q_.resize(n_ * qd), k_.resize(n_ * qd), v_.resize(n_ * qd), att_.resize(n_ * qd);
+  rope_tables();
+}
+
+void VisionJob::run_rows(int stage, int64_t r0, int64_t r1) {
+  if (stage == 0) {
+    embed(r0, r1);
+    if (r1 == n_) m_.tap("v_embd", -1, h_.data(), n_, s_.d);
+  } else if (stage == n_stages() - 1) {
+    pool_and_project();
+  } else if (stage % 2 == 1) {
+    layer_a(m_.layers_[(stage - 1) / 2], r0, r1);
+  } else {
+    const int il = (stage - 1) / 2;
+    layer_b(m_.layers_[il], r0, r1);
+    if (r1 == n_) m_.tap("v_l_out", il, h_.data(), n_, s_.d);
+  }
+}
+
+// h = (2p − 1)·W_inᵀ + pos_x + pos_y for patches [r0, r1), the values reordered to the
+// kernel's [c][py][px].
+void VisionJob::embed(int64_t r0, int64_t r1) {
+  const int64_t m = r1 - r0, d = s_.d;
+  in_.resize(m * kPatchValues);
+  for (int64_t i = 0; i < m; ++i) {
+    const float* p = patches_ + (r0 + i) * kPatchValues;
     float* x = in_.data() + i * kPatchValues;
     for (int c = 0; c < 3; ++c)
       for (int j = 0; j < kPatch * kPatch; ++j) x[c * kPatch * kPatch + j] = (p[j * 3 + c] - 0.5f) * 2.0f;
   }
-  h_.resize(n * d);
-  patch_.run(pool_, in_.data(), n, h_.data(), scratch_, &isa_);
-  for (int64_t i = 0; i < n; ++i) {
-    const float* px = pos_.data() + (i % cols) * d;
-    const float* py = pos_.data() + (int64_t{s_.pos_size} + i / cols) * d;
+  m_.patch_.run(pool_, in_.data(), m, h_.data() + r0 * d, scratch_, &m_.isa_);
+  for (int64_t i = r0; i < r1; ++i) {
+    const float* px = m_.pos_.data() + (i % cols_) * d;
+    const float* py = m_.pos_.data() + (int64_t{s_.pos_size} + i / cols_) * d;
     float* hi = h_.data() + i * d;
     for (int64_t j = 0; j < d; ++j) hi[j] = hi[j] + (px[j] + py[j]);
   }
 }
 
-void Gemma4Vision::run(const ClampedLinear& cl, const float* x, int64_t m, float* y) {
-  cl.run(pool_, x, m, y, in_, scratch_, &isa_);
+void VisionJob::run(const ClampedLinear& cl, const float* x, int64_t m, float* y) {
+  cl.run(pool_, x, m, y, in_, scratch_, &m_.isa_);
 }
 
 // Per position p: [cos(p·f_i) | sin(p·f_i)], angles in f32 as transformers computes them.
-void Gemma4Vision::rope_tables(int32_t cols, int32_t rows) {
-  const int64_t q = static_cast<int64_t>(inv_freq_.size());
+void VisionJob::rope_tables() {
+  const std::vector<float>& inv_freq = m_.inv_freq_;
+  const int64_t q = static_cast<int64_t>(inv_freq.size());
   auto fill = [&](std::vector<float>& t, int32_t n) {
     t.resize(static_cast<size_t>(n) * 2 * q);
     for (int32_t p = 0; p < n; ++p) {
       for (int64_t i = 0; i < q; ++i) {
-        const float angle = static_cast<float>(p) * inv_freq_[i];
+        const float angle = static_cast<float>(p) * inv_freq[i];
         t[p * 2 * q + i] = static_cast<float>(std::cos(static_cast<double>(angle)));
         t[p * 2 * q + q + i] = static_cast<float>(std::sin(static_cast<double>(angle)));
       }
     }
   };
-  fill(rope_x_, cols);
-  fill(rope_y_, rows);
+  fill(rope_x_, cols_);
+  fill(rope_y_, rows_);
 }
 
-// Softmax(q·kᵀ)·v per head over all n patches (bidirectional, scale 1): the blocked kernel of
-// vision_attention.h (its scalar reference is vision_attention_ref).
-void Gemma4Vision::attention(int64_t n) {
-  att_.resize(n * s_.n_head * s_.head_dim);
-  vision_attention({q_.data(), k_.data(), v_.data(), att_.data(), n, s_.n_head, s_.head_dim}, pool_, kt_);
-}
-
-// One encoder layer over the n patches in h_ (docs/spec/gemma4.md §9.3 step 2).
-void Gemma4Vision::layer(const VisionLayer& L, int64_t n, int32_t cols) {
-  const int64_t d = s_.d, H = s_.n_head, hd = s_.head_dim, half = hd / 2;
-  a_.resize(n * d);
-  q_.resize(n * H * hd), k_.resize(n * H * hd), v_.resize(n * H * hd);
-  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) ops_.rms_norm(h_.data() + i * d, L.ln1.data(), a_.data() + i * d, d, s_.eps);
+// A layer's first half for rows [r0, r1) (docs/spec/gemma4.md §9.3 step 2): ln1, q/k/v, their
+// RMSNorms and the 2-D RoPE. The row ops run split over the pool (each row alone: same values).
+void VisionJob::layer_a(const VisionLayer& L, int64_t r0, int64_t r1) {
+  const int64_t d = s_.d, H = s_.n_head, hd = s_.head_dim, half = hd / 2, m = r1 - r0;
+  for_rows(pool_, m, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = r0 + i0; i < r0 + i1; ++i)
+      ops_.rms_norm(h_.data() + i * d, L.ln1.data(), a_.data() + i * d, d, s_.eps);
   });
-  run(L.q, a_.data(), n, q_.data());
-  run(L.k, a_.data(), n, k_.data());
-  run(L.v, a_.data(), n, v_.data());
-  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
-    for (int64_t i = i0; i < i1; ++i) {
-      const float* rx = rope_x_.data() + (i % cols) * half;
-      const float* ry = rope_y_.data() + (i / cols) * half;
+  run(L.q, a_.data() + r0 * d, m, q_.data() + r0 * H * hd);
+  run(L.k, a_.data() + r0 * d, m, k_.data() + r0 * H * hd);
+  run(L.v, a_.data() + r0 * d, m, v_.data() + r0 * H * hd);
+  for_rows(pool_, m, [&](int64_t i0, int64_t i1) {
+    for (int64_t i = r0 + i0; i < r0 + i1; ++i) {
+      const float* rx = rope_x_.data() + (i % cols_) * half;
+      const float* ry = rope_y_.data() + (i / cols_) * half;
       for (int64_t h = 0; h < H; ++h) {
         float* qh = q_.data() + (i * H + h) * hd;
         float* kh = k_.data() + (i * H + h) * hd;
@@ -228,67 +287,74 @@ void Gemma4Vision::layer(const VisionLayer& L, int64_t n, int32_t cols) {
       }
     }
   });
-  attention(n);
-  run(L.o, att_.data(), n, a_.data());
-  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+}
+
+// A layer's second half for rows [r0, r1), every row's K/V done: softmax(q·kᵀ)·v over all n
+// patches (bidirectional, scale 1; vision_attention.h), the output projection and post-norm,
+// then the GeGLU FFN and its post-norm.
+void VisionJob::layer_b(const VisionLayer& L, int64_t r0, int64_t r1) {
+  const int64_t d = s_.d, qd = int64_t{s_.n_head} * s_.head_dim, m = r1 - r0, ff = s_.n_ff;
+  const VisionAttnArgs args{q_.data(), k_.data(), v_.data(), att_.data(), n_, s_.n_head, s_.head_dim};
+  if (r0 == 0) vision_attention_pack(args, pool_, kt_);
+  vision_attention_rows(args, pool_, kt_, r0, r1);
+  float* a = a_.data() + r0 * d;
+  float* h = h_.data() + r0 * d;
+  run(L.o, att_.data() + r0 * qd, m, a);
+  for_rows(pool_, m, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.attn_post.data(), d, s_.eps);
-      ops_.rms_norm(h_.data() + i * d, L.ln2.data(), a_.data() + i * d, d, s_.eps);
+      ops_.add_rms_norm(h + i * d, a + i * d, L.attn_post.data(), d, s_.eps);
+      ops_.rms_norm(h + i * d, L.ln2.data(), a + i * d, d, s_.eps);
     }
   });
-  const int64_t ff = s_.n_ff;
-  g_.resize(n * ff), u_.resize(n * ff);
-  run(L.gate, a_.data(), n, g_.data());
-  run(L.up, a_.data(), n, u_.data());
-  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+  g_.resize(m * ff), u_.resize(m * ff);
+  run(L.gate, a, m, g_.data());
+  run(L.up, a, m, u_.data());
+  for_rows(pool_, m, [&](int64_t i0, int64_t i1) {
     ops_.gelu_mul(g_.data() + i0 * ff, u_.data() + i0 * ff, g_.data() + i0 * ff, (i1 - i0) * ff);
   });
-  run(L.down, g_.data(), n, a_.data());
-  for_rows(pool_, n, [&](int64_t i0, int64_t i1) {
+  run(L.down, g_.data(), m, a);
+  for_rows(pool_, m, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; ++i) {
-      ops_.add_rms_norm(h_.data() + i * d, a_.data() + i * d, L.ffn_post.data(), d, s_.eps);
+      ops_.add_rms_norm(h + i * d, a + i * d, L.ffn_post.data(), d, s_.eps);
       if (!L.out_scale.empty())
-        for (int64_t j = 0; j < d; ++j) h_[i * d + j] *= L.out_scale[j];
+        for (int64_t j = 0; j < d; ++j) h[i * d + j] *= L.out_scale[j];
     }
   });
 }
 
 // 3×3 average by position (token kx + (cols/3)·ky), ·sqrt(d), standardisation, then the
 // projector: weightless RMSNorm and mm.input_projection into `out`.
-void Gemma4Vision::pool_and_project(int32_t cols, int32_t rows, float* out) {
-  const int64_t d = s_.d, tc = cols / kPool, tr = rows / kPool, T = tc * tr;
+void VisionJob::pool_and_project() {
+  const int64_t d = s_.d, tc = cols_ / kPool, tr = rows_ / kPool, T = tc * tr;
   a_.assign(T * d, 0.0f);
   const float ninth = 1.0f / 9.0f, root = static_cast<float>(std::sqrt(static_cast<double>(d)));
-  for (int64_t i = 0; i < int64_t{cols} * rows; ++i) {
-    float* t = a_.data() + ((i % cols) / kPool + tc * ((i / cols) / kPool)) * d;
+  for (int64_t i = 0; i < n_; ++i) {
+    float* t = a_.data() + ((i % cols_) / kPool + tc * ((i / cols_) / kPool)) * d;
     for (int64_t j = 0; j < d; ++j) t[j] += ninth * h_[i * d + j];
   }
   for (int64_t t = 0; t < T; ++t) {
     float* r = a_.data() + t * d;
     for (int64_t j = 0; j < d; ++j) r[j] *= root;
-    if (!std_bias_.empty())
-      for (int64_t j = 0; j < d; ++j) r[j] = (r[j] - std_bias_[j]) * std_scale_[j];
+    if (!m_.std_bias_.empty())
+      for (int64_t j = 0; j < d; ++j) r[j] = (r[j] - m_.std_bias_[j]) * m_.std_scale_[j];
   }
-  tap("v_pooled", -1, a_.data(), T, d);
+  m_.tap("v_pooled", -1, a_.data(), T, d);
   for (int64_t t = 0; t < T; ++t) ops_.rms_norm(a_.data() + t * d, nullptr, a_.data() + t * d, d, s_.eps);
-  proj_.run(pool_, a_.data(), T, out, scratch_, &isa_);
-  tap("v_soft", -1, out, T, s_.text_d);
+  m_.proj_.run(pool_, a_.data(), T, out_, scratch_, &m_.isa_);
+  m_.tap("v_soft", -1, out_, T, s_.text_d);
 }
 
-void Gemma4Vision::encode(const float* patches, int32_t cols, int32_t rows, float* out) {
+std::unique_ptr<EncodeJob> Gemma4Vision::start_encode(const float* patches, int32_t cols, int32_t rows, float* out,
+                                                      ThreadPool& pool) {
   if (cols <= 0 || rows <= 0 || cols % kPool != 0 || rows % kPool != 0)
     fail("image patch grid %dx%d is not a positive multiple of 3 each way", cols, rows);
   if (cols > s_.pos_size || rows > s_.pos_size)
     fail("image patch grid %dx%d exceeds the tower's position table (%d per side)", cols, rows, s_.pos_size);
-  const int64_t n = int64_t{cols} * rows;
-  embed(patches, cols, rows);
-  tap("v_embd", -1, h_.data(), n, s_.d);
-  rope_tables(cols, rows);
-  for (int il = 0; il < s_.n_layer; ++il) {
-    layer(layers_[il], n, cols);
-    tap("v_l_out", il, h_.data(), n, s_.d);
-  }
-  pool_and_project(cols, rows, out);
+  return std::make_unique<VisionJob>(*this, pool, patches, cols, rows, out);
+}
+
+void Gemma4Vision::encode(const float* patches, int32_t cols, int32_t rows, float* out) {
+  start_encode(patches, cols, rows, out, pool_)->run_all();
 }
 
 }  // namespace

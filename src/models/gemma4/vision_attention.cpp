@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "base/error.h"
 #include "kernels/rowops.h"
 
 #if defined(__x86_64__)
@@ -53,10 +54,10 @@ void vision_attention_ref(const VisionAttnArgs& a, ThreadPool& pool) {
 
 namespace {
 
-constexpr int kRows = 6;        // queries per block
-constexpr int64_t kPanel = 8;   // AVX2: blocks sharing each chunk of kᵀ and tile of v
-constexpr int64_t kKeys = 256;  // AVX2: keys per chunk of kᵀ (64 KiB at head_dim 64)
-constexpr int kCols = 16;       // key columns (q·kᵀ) or value columns (p·v) per register tile
+constexpr int kRows = kVisionQueryBlock;  // queries per block
+constexpr int64_t kPanel = 8;             // AVX2: blocks sharing each chunk of kᵀ and tile of v
+constexpr int64_t kKeys = 256;            // AVX2: keys per chunk of kᵀ (64 KiB at head_dim 64)
+constexpr int kCols = 16;                 // key columns (q·kᵀ) or value columns (p·v) per register tile
 
 // y[r][c] = Σ_d x[r][d]·t[d·ld + c] for R rows and `cols` columns (sums over d in order).
 // q·kᵀ is (q, kᵀ, ld n, n keys, head_dim); p·v is (p, v, ld H·hd, head_dim, n keys).
@@ -120,15 +121,25 @@ template <int R>
   tiles<R>(x.s, a.v + h * hd, w, hd, n, x.o);
 }
 
-// Blocks [b0, b1) of the (head, 4-query block) list; the last block of a head may be shorter.
-[[gnu::always_inline]] inline void blocks(const VisionAttnArgs& a, const float* kt, int64_t b0, int64_t b1, float* s) {
-  const int64_t per_head = (a.n + kRows - 1) / kRows;
+// The queries [i0, i1) as a list of (head, kRows-query block) items; the last block of a head
+// may be shorter (only where i1 = n).
+struct QueryBlocks {
+  int64_t i0, i1, per_head, total;
+  QueryBlocks(const VisionAttnArgs& a, int64_t q0, int64_t q1)
+      : i0(q0), i1(q1), per_head((q1 - q0 + kRows - 1) / kRows), total(a.heads * per_head) {}
+  int64_t head(int64_t b) const { return b / per_head; }
+  int64_t first(int64_t b) const { return i0 + (b % per_head) * kRows; }
+};
+
+// Blocks [b0, b1) of `qb`.
+[[gnu::always_inline]] inline void blocks(const VisionAttnArgs& a, const QueryBlocks& qb, const float* kt, int64_t b0,
+                                          int64_t b1, float* s) {
   for (int64_t b = b0; b < b1; ++b) {
-    const int64_t h = b / per_head, i0 = (b % per_head) * kRows;
-    if (i0 + kRows <= a.n) {
+    const int64_t h = qb.head(b), i0 = qb.first(b);
+    if (i0 + kRows <= qb.i1) {
       block<kRows>(a, kt, h, i0, s);
     } else {
-      for (int64_t i = i0; i < a.n; ++i) block<1>(a, kt, h, i, s);
+      for (int64_t i = i0; i < qb.i1; ++i) block<1>(a, kt, h, i, s);
     }
   }
 }
@@ -312,27 +323,32 @@ SLUICE_AVX512 void panel_avx512(const VisionAttnArgs& a, const Packed& pk, int64
   panel_body<tiles_avx512<kRows>, softmax_avx512>(a, pk, h, i0, nb, s, 64);
 }
 
-// Blocks [b0, b1) of the (head, kRows-query block) list, up to kPanel consecutive full blocks
-// of one head at a time (by `panel`: panel_avx2 or panel_avx512); the head's last, short block
-// query by query.
-SLUICE_AVX2 void blocks_avx2(const VisionAttnArgs& a, const Packed& pk, int64_t b0, int64_t b1, float* s,
-                             decltype(&panel_avx2) panel) {
-  const int64_t per_head = (a.n + kRows - 1) / kRows, full = a.n / kRows;
+// Blocks [b0, b1) of `qb`, up to kPanel consecutive full blocks of one head at a time (by
+// `panel`: panel_avx2 or panel_avx512); the head's last, short block query by query.
+SLUICE_AVX2 void blocks_avx2(const VisionAttnArgs& a, const QueryBlocks& qb, const Packed& pk, int64_t b0, int64_t b1,
+                             float* s, decltype(&panel_avx2) panel) {
+  const int64_t full = (qb.i1 - qb.i0) / kRows;
   for (int64_t b = b0; b < b1;) {
-    const int64_t h = b / per_head, bi = b % per_head;
+    const int64_t h = qb.head(b), bi = b % qb.per_head;
     if (bi < full) {
       const int64_t nb = std::min({kPanel, full - bi, b1 - b});
-      panel(a, pk, h, bi * kRows, nb, s);
+      panel(a, pk, h, qb.first(b), nb, s);
       b += nb;
     } else {
-      for (int64_t i = bi * kRows; i < a.n; ++i) block_avx2<1>(a, pk, h, i, s);
+      for (int64_t i = qb.first(b); i < qb.i1; ++i) block_avx2<1>(a, pk, h, i, s);
       ++b;
     }
   }
 }
 
+// The packed k and v inside `buf` (pack_avx2's layout).
+Packed packed_view(const VisionAttnArgs& a, const std::vector<float>& buf) {
+  const int64_t n16 = (a.n + 15) / 16 * 16;
+  return {buf.data(), buf.data() + a.heads * a.head_dim * n16, n16};
+}
+
 // Packs k and v into `buf`, split over the threads by head.
-void pack_avx2(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& buf, Packed& pk) {
+void pack_avx2(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& buf) {
   const int64_t n = a.n, H = a.heads, hd = a.head_dim, w = H * hd, n16 = (n + 15) / 16 * 16;
   buf.assign(static_cast<size_t>(H * hd * (n16 + n)), 0.0f);
   float* kp = buf.data();
@@ -349,7 +365,6 @@ void pack_avx2(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& bu
       }
     }
   });
-  pk = {kp, vp, n16};
 }
 
 #undef SLUICE_AVX2
@@ -375,32 +390,49 @@ VisionAttnPath pick(VisionAttnPath want, int64_t hd) {
 
 bool vision_attention_runs(VisionAttnPath path, int64_t head_dim) { return pick(path, head_dim) == path; }
 
-void vision_attention(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& kt, VisionAttnPath path) {
-  const int64_t n = a.n, H = a.heads, hd = a.head_dim, w = H * hd;
-  const int64_t total = H * ((n + kRows - 1) / kRows);
-  path = pick(path, hd);
+void vision_attention_pack(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& kt, VisionAttnPath path) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (path != VisionAttnPath::kPortable) {
-    Packed pk{};
-    pack_avx2(a, pool, kt, pk);
-    const auto panel = path == VisionAttnPath::kAvx512 ? panel_avx512 : panel_avx2;
-    pool.run([&](int ith, int nth) {
-      std::vector<float> s(static_cast<size_t>(kPanel * kRows * pk.n16));
-      blocks_avx2(a, pk, total * ith / nth, total * (ith + 1) / nth, s.data(), panel);
-    });
+  if (pick(path, a.head_dim) != VisionAttnPath::kPortable) {
+    pack_avx2(a, pool, kt);
     return;
   }
 #endif
-  kt.resize(static_cast<size_t>(H * hd * n));
+  const int64_t n = a.n, w = a.heads * a.head_dim;
+  kt.resize(static_cast<size_t>(w * n));
   pool.run([&](int ith, int nth) {  // kt[h][e][j] = k[j][h·hd + e], split by key rows
     const int64_t j0 = n * ith / nth, j1 = n * (ith + 1) / nth;
     for (int64_t j = j0; j < j1; ++j)
       for (int64_t c = 0; c < w; ++c) kt[c * n + j] = a.k[j * w + c];
   });
+}
+
+void vision_attention_rows(const VisionAttnArgs& a, ThreadPool& pool, const std::vector<float>& kt, int64_t i0,
+                           int64_t i1, VisionAttnPath path) {
+  if (i0 < 0 || i1 > a.n || i0 > i1 || i0 % kRows != 0 || (i1 % kRows != 0 && i1 != a.n))
+    fail("vision_attention_rows: query range [%lld, %lld) of %lld is not aligned to blocks of %d", (long long)i0,
+         (long long)i1, (long long)a.n, kRows);
+  const QueryBlocks qb(a, i0, i1);
+#if defined(__x86_64__) && defined(__GNUC__)
+  path = pick(path, a.head_dim);
+  if (path != VisionAttnPath::kPortable) {
+    const Packed pk = packed_view(a, kt);
+    const auto panel = path == VisionAttnPath::kAvx512 ? panel_avx512 : panel_avx2;
+    pool.run([&](int ith, int nth) {
+      std::vector<float> s(static_cast<size_t>(kPanel * kRows * pk.n16));
+      blocks_avx2(a, qb, pk, qb.total * ith / nth, qb.total * (ith + 1) / nth, s.data(), panel);
+    });
+    return;
+  }
+#endif
   pool.run([&](int ith, int nth) {
-    std::vector<float> s(static_cast<size_t>(kRows * n));
-    blocks(a, kt.data(), total * ith / nth, total * (ith + 1) / nth, s.data());
+    std::vector<float> s(static_cast<size_t>(kRows * a.n));
+    blocks(a, qb, kt.data(), qb.total * ith / nth, qb.total * (ith + 1) / nth, s.data());
   });
+}
+
+void vision_attention(const VisionAttnArgs& a, ThreadPool& pool, std::vector<float>& kt, VisionAttnPath path) {
+  vision_attention_pack(a, pool, kt, path);
+  vision_attention_rows(a, pool, kt, 0, a.n, path);
 }
 
 }  // namespace sluice::models::gemma4

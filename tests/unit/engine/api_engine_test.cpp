@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "api/engine.h"
+#include "base/error.h"
 #include "fake_model.h"
 
 namespace sluice::api {
@@ -195,6 +196,71 @@ TEST(ApiEngine, AnInvalidMemberRefusesTheWholeGroup) {
   EXPECT_EQ(r.status, SubmitStatus::kInvalid);
   EXPECT_NE(r.error.find("top_p"), std::string::npos);
   EXPECT_EQ(s.engine->snapshot().n_queued, 0);
+}
+
+// Work run between steps (an image encode in `sluice serve`): each turn of it comes after a step
+// while a request runs — never two turns back to back —, gets about a step's budget, and the
+// request's tokens are the oracle's. Every turn spends its whole budget, as a long encode does.
+struct TurnLog : BetweenSteps {
+  explicit TurnLog(const FakeModel& m, int turns) : model(m), left(turns) {}
+  bool run_for(std::chrono::nanoseconds budget) override {
+    calls.push_back(static_cast<int64_t>(model.tokens_per_call.size()));  // the engine thread's own record
+    budgets.push_back(budget);
+    const auto until = std::chrono::steady_clock::now() + budget;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    if (fail_at == static_cast<int>(calls.size())) throw Error("the work failed");
+    return --left == 0;
+  }
+  const FakeModel& model;
+  int left;
+  int fail_at = -1;
+  std::vector<int64_t> calls;
+  std::vector<std::chrono::nanoseconds> budgets;
+};
+
+TEST(ApiEngine, SharedWorkRunsBetweenStepsForAboutAStep) {
+  Service s;
+  const auto p = make_prompt(9, kVocab, 11);
+  auto r = s.engine->submit(s.req(p, 400));
+  ASSERT_EQ(r.status, SubmitStatus::kOk);
+  ASSERT_FALSE(r.handle->wait(5s).empty());  // running
+  TurnLog work(s.model, 30);
+  s.engine->run_between_steps(work);
+  ASSERT_EQ(work.calls.size(), 30u);
+  // 30 turns take about 30 of the request's 400 steps: it runs throughout, and each turn spends
+  // its budget, so exactly one step (one forward call) comes between two turns.
+  for (size_t i = 1; i < work.calls.size(); ++i) {
+    EXPECT_EQ(work.calls[i], work.calls[i - 1] + 1) << "turn " << i;
+    EXPECT_LE(work.budgets[i], std::chrono::nanoseconds(250ms));  // a 1 ms step's average, room for a loaded host
+  }
+  EXPECT_EQ(s.engine->snapshot().shared.turns_between, 30u);
+  EXPECT_EQ(s.engine->snapshot().shared.jobs, 1u);
+  auto [toks, last] = Service::drain(*r.handle);
+  toks.insert(toks.begin(), s.model.reference_greedy(p, 1).front());  // the token read above
+  EXPECT_EQ(toks, s.model.reference_greedy(p, 400));
+}
+
+// An idle engine gives the work long turns; what the work throws reaches the caller; work handed
+// over at shutdown fails instead of hanging its caller.
+TEST(ApiEngine, SharedWorkWhenIdleFailingAndAtShutdown) {
+  Service s;
+  TurnLog idle(s.model, 3);
+  s.engine->run_between_steps(idle);
+  for (auto b : idle.budgets) EXPECT_GT(b, Engine::kIdleTurn - 1ms);  // less what the loop took
+  EXPECT_EQ(idle.calls, std::vector<int64_t>(3, 0));
+  TurnLog failing(s.model, 5);
+  failing.fail_at = 2;
+  try {
+    s.engine->run_between_steps(failing);
+    FAIL() << "the work's exception was lost";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "the work failed");
+  }
+  s.engine->shutdown();
+  TurnLog late(s.model, 1);
+  EXPECT_THROW(s.engine->run_between_steps(late), Error);
+  EXPECT_TRUE(late.calls.empty());
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -68,16 +69,29 @@ std::map<std::string, std::vector<float>> encode_with_taps(ImageEncoder& enc, in
   return got;
 }
 
+// A manifest tower's mmproj and its encoder (the file outlives the encoder that reads it).
+struct Tower {
+  std::unique_ptr<gguf::GgufFile> file;
+  std::unique_ptr<ImageEncoder> enc;
+};
+
+Tower load_tower(const nlohmann::json& t, ThreadPool& pool) {
+  Tower tw;
+  tw.file = golden::open_fixture(t["gguf"].get<std::string>());
+  LoadOptions opt;
+  opt.pool = &pool;
+  tw.enc = load_image_encoder(*tw.file, opt);
+  return tw;
+}
+
 TEST(VisionGolden, EveryLayerMatchesTransformers) {
   const nlohmann::json m = vision_manifest();
   ASSERT_EQ(m["towers"].size(), 2u);
   ThreadPool pool(2);
   for (const auto& t : m["towers"]) {
     SCOPED_TRACE(t["id"].get<std::string>());
-    const auto file = golden::open_fixture(t["gguf"].get<std::string>());
-    LoadOptions opt;
-    opt.pool = &pool;
-    const std::unique_ptr<ImageEncoder> enc = load_image_encoder(*file, opt);
+    const Tower tower = load_tower(t, pool);
+    ImageEncoder* enc = tower.enc.get();
     EXPECT_EQ(enc->text_width(), t["options"]["text_hidden"].get<int>());
     const auto want = golden::read_taps(golden::kDir + "vision/towers/" + t["id"].get<std::string>() + ".taps.bin");
     int k = 0, compared = 0;
@@ -297,6 +311,39 @@ TEST(VisionGolden, CacheHitEndingInsideAnImage) {
       EXPECT_EQ(cached.top[i].token, fresh.top[i].token);
       EXPECT_NEAR(cached.top[i].logprob, fresh.top[i].logprob, 1e-5);
     }
+  }
+}
+
+// The encode cut into pieces (EncodeJob, run between engine steps by `sluice serve`) gives the
+// bits of the whole encode, however it is cut: one row at a time, odd sizes that end mid-stage,
+// time budgets; on both towers, a grid whose patch count is not a multiple of the attention's
+// query block, with another thread count than the whole encode's.
+TEST(VisionSlices, AnyCutGivesTheSameBits) {
+  const nlohmann::json m = vision_manifest();
+  ThreadPool pool(2), other(1);
+  for (const auto& t : m["towers"]) {
+    SCOPED_TRACE(t["id"].get<std::string>());
+    const Tower tower = load_tower(t, pool);
+    ImageEncoder* enc = tower.enc.get();
+    const int32_t cols = 21, rows = 9;  // 189 patches: 31 blocks of 6 and a short one
+    const std::vector<float> patches = patch_grid(cols, rows);
+    std::vector<float> whole(static_cast<size_t>(cols / 3) * (rows / 3) * enc->text_width());
+    enc->encode(patches.data(), cols, rows, whole.data());
+    for (int64_t piece : {1, 5, 7, 64, 1000}) {
+      SCOPED_TRACE(piece);
+      std::vector<float> cut(whole.size(), -1.0f);
+      const auto job = enc->start_encode(patches.data(), cols, rows, cut.data(), piece % 2 ? other : pool);
+      while (!job->run_piece(piece)) {
+      }
+      EXPECT_EQ(cut, whole);
+      if (piece < 189) EXPECT_GT(job->pieces(), 2 + 2 * 2 + 189 / piece);  // really cut
+    }
+    std::vector<float> timed(whole.size(), -1.0f);
+    const auto job = enc->start_encode(patches.data(), cols, rows, timed.data(), pool);
+    int calls = 0;
+    while (!job->run_for(std::chrono::microseconds(50))) ++calls;
+    EXPECT_EQ(timed, whole);
+    EXPECT_GT(calls, 3);
   }
 }
 
