@@ -252,6 +252,15 @@ void add_http_flags(CLI::App* cmd, const std::shared_ptr<ServeArgs>& a) {
       ->check(CLI::Range(1, 64));
 }
 
+// The start-up lines of the media towers the stack holds.
+void print_towers(EngineStack& stack, const ServeArgs& a) {
+  if (ImageTower* t = stack.image_tower())
+    std::fprintf(stderr, "sluice serve: images through %s, %d tokens each by default\n", t->path().c_str(),
+                 a.image_tokens);
+  if (AudioTower* t = stack.audio_tower())
+    std::fprintf(stderr, "sluice serve: audio through %s, up to %s a clip\n", t->path().c_str(), a.max_audio.c_str());
+}
+
 }  // namespace
 
 CommandFn add_serve_command(CLI::App& app) {
@@ -329,12 +338,7 @@ CommandFn add_serve_command(CLI::App& app) {
                  mctx.alias().c_str(), stack.spec().arch.c_str(), so.ctx_size, a->parallel,
                  stack.kv().bytes() / 1048576.0, kv_type_name(stack.kv().type()), stack.pool().size());
     print_draft_summary(stack.draft());
-    if (ImageTower* t = stack.image_tower())
-      std::fprintf(stderr, "sluice serve: images through %s, %d tokens each by default\n", t->path().c_str(),
-                   a->image_tokens);
-    if (AudioTower* t = stack.audio_tower())
-      std::fprintf(stderr, "sluice serve: audio through %s, up to %s a clip\n", t->path().c_str(),
-                   a->max_audio.c_str());
+    print_towers(stack, *a);
     // /health answers from here on; /ready and /v1/models once the warm-up step has run.
     std::thread warm([&] {
       warm_up(engine, tok->bos());
