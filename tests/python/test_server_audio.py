@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT, run
+from image_util import with_image_markers
 from server_util import Server, assert_clean_exit
 from test_cli_audio import with_audio_markers, write_gguf
 from test_server_images import post
@@ -240,19 +241,8 @@ def test_images_and_audio_in_one_request_equal_sluice_logits(sluice_bin, tmp_pat
     """An image and a clip in one message, through a server whose mmproj has both towers: the
     first token's logprobs equal `sluice logits --image --audio` on the same ids (the images'
     rows first, then the clip's, each at its placeholder)."""
-    import gguf
-    from gguf.scripts.gguf_new_metadata import MetadataDetails, copy_with_new_metadata
     audio_model = with_audio_markers(TINY4, tmp_path / "audio.gguf", META["markers"])
-    both = tmp_path / "both-markers.gguf"
-    r = gguf.GGUFReader(str(audio_model))
-    toks, types = r.fields["tokenizer.ggml.tokens"].contents(), r.fields["tokenizer.ggml.token_type"].contents()
-    for i, text in {509: "<|image>", 510: "<|image|>", 511: "<image|>"}.items():
-        toks[i], types[i] = text, int(gguf.TokenType.CONTROL)
-    w = gguf.GGUFWriter(str(both), r.fields["general.architecture"].contents(), endianess=r.endianess)
-    copy_with_new_metadata(r, w, {
-        "tokenizer.ggml.tokens": MetadataDetails(gguf.GGUFValueType.ARRAY, toks, sub_type=gguf.GGUFValueType.STRING),
-        "tokenizer.ggml.token_type": MetadataDetails(gguf.GGUFValueType.ARRAY, types,
-                                                     sub_type=gguf.GGUFValueType.INT32)}, [])
+    both = with_image_markers(audio_model, tmp_path / "both-markers.gguf")
     mmproj = merged_mmproj(tmp_path / "both.mmproj.gguf")
     png = GOLDEN / "vision/decode/png_rgb.png"
     # The clip before the image: the image's positions move by the clip's expansion.
