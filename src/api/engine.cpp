@@ -25,10 +25,13 @@ struct StreamState {
   bool got_token = false;  // engine thread only
 };
 
-// One run_between_steps call: the work, and the caller waiting for its end.
+// One run_between_steps call: the work, and the caller waiting for its end. The end is a
+// message (empty: done), not an exception_ptr: an exception object thrown on one thread and
+// released on another is shared through libstdc++'s reference count, which ThreadSanitizer
+// cannot see (it reported the engine thread freeing what the caller had read).
 struct SharedWorkSlot {
   BetweenSteps* work = nullptr;
-  std::promise<void> done;
+  std::promise<std::string> done;
 };
 
 // Everything other threads hand to the engine thread.
@@ -220,14 +223,15 @@ EngineSnapshot Engine::snapshot() const {
 void Engine::run_between_steps(BetweenSteps& work) {
   auto slot = std::make_shared<SharedWorkSlot>();
   slot->work = &work;
-  std::future<void> done = slot->done.get_future();
+  std::future<std::string> done = slot->done.get_future();
   {
     std::lock_guard<std::mutex> lk(inbox_->mu);
     if (inbox_->stop) fail("the engine is shutting down");
     inbox_->shared.push_back(std::move(slot));
     inbox_->cv.notify_one();
   }
-  done.get();
+  const std::string error = done.get();
+  if (!error.empty()) throw Error(error);
 }
 
 // One turn of the shared work: about one step's time while requests run (then the next step
@@ -240,16 +244,19 @@ void Engine::run_shared_work(bool between_steps) {
                                  : nanoseconds(kIdleTurn);
   const auto t0 = Clock::now();
   SharedWorkStats add;
-  std::vector<std::pair<std::shared_ptr<SharedWorkSlot>, std::exception_ptr>> ended;
+  std::vector<std::pair<std::shared_ptr<SharedWorkSlot>, std::string>> ended;
   while (!shared_.empty()) {  // at least one turn, however late this thread got here
     const nanoseconds left = budget - (Clock::now() - t0);
     if (left.count() <= 0 && add.turns > 0) break;
     bool done = false;
-    std::exception_ptr error;
+    std::string error;
     try {
       done = shared_.front()->work->run_for(left);
+    } catch (const std::exception& e) {
+      error = *e.what() ? e.what() : "the work between steps failed";
+      done = true;
     } catch (...) {
-      error = std::current_exception();
+      error = "the work between steps failed";
       done = true;
     }
     ++add.turns;
@@ -268,10 +275,8 @@ void Engine::run_shared_work(bool between_steps) {
     shared_stats_.turns_between += add.turns_between;
     shared_stats_.seconds += add.seconds;
   }
-  for (auto& [slot, error] : ended) {  // after the stats: a caller that wakes sees its work counted
-    if (error) slot->done.set_exception(error);
-    else slot->done.set_value();
-  }
+  for (auto& [slot, error] : ended)
+    slot->done.set_value(error);  // after the stats: a caller that wakes sees its work counted
 }
 
 void Engine::fail_shared_work(const char* why) {
@@ -280,7 +285,7 @@ void Engine::fail_shared_work(const char* why) {
     for (auto& slot : inbox_->shared) shared_.push_back(std::move(slot));
     inbox_->shared.clear();
   }
-  for (auto& slot : shared_) slot->done.set_exception(std::make_exception_ptr(Error(why)));
+  for (auto& slot : shared_) slot->done.set_value(why);
   shared_.clear();
 }
 
