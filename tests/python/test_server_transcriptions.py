@@ -94,7 +94,9 @@ def test_streaming_deltas_add_up_to_the_text(client):
     events = list(transcribe(client, LONG, stream=True))
     deltas = [e.delta for e in events if e.type == "transcript.text.delta"]
     done = [e for e in events if e.type == "transcript.text.done"]
-    assert len(deltas) > 3 and len(done) == 1 and events[-1].type == "transcript.text.done"
+    # More than one delta (the text streams), however many tokens a fast host packs into each: on a
+    # quiet host each 30 s window's text came as one delta (3 windows, 3 deltas).
+    assert len(deltas) >= 2 and len(done) == 1 and events[-1].type == "transcript.text.done"
     assert "".join(deltas).strip() == done[0].text.strip() == want
 
 
