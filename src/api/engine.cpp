@@ -240,7 +240,9 @@ void Engine::run_shared_work(bool between_steps) {
   using std::chrono::nanoseconds;
   if (shared_.empty()) return;
   const nanoseconds budget = between_steps
-                                 ? std::max<nanoseconds>(kMinTurn, nanoseconds(static_cast<int64_t>(step_ns_)))
+                                 ? std::max<nanoseconds>(
+                                       kMinTurn,
+                                       nanoseconds(static_cast<int64_t>(decode_ns_ > 0 ? decode_ns_ : step_ns_)))
                                  : nanoseconds(kIdleTurn);
   const auto t0 = Clock::now();
   SharedWorkStats add;
@@ -341,11 +343,16 @@ void Engine::loop() {
     cancels.clear();
     try {
       const bool stepping = core_.has_work();
+      const int64_t prompt0 = core_.scheduler().counters().prompt_tokens_computed;
       const auto t0 = Clock::now();
       std::vector<TokenOutput> step_out = stepping ? core_.step() : core_.take_outputs();
-      if (stepping) {  // the shared work's turn: about one step (a moving average of the last few)
+      if (stepping) {  // the shared work's turn: about one step (moving averages of the last few)
         const double ns = static_cast<double>(std::chrono::nanoseconds(Clock::now() - t0).count());
         step_ns_ = step_ns_ > 0 ? 0.75 * step_ns_ + 0.25 * ns : ns;
+        // Steps that prefilled nothing: a long prefill chunk would stretch the turns after it,
+        // and a decoding stream would wait that much longer for its next token.
+        if (core_.scheduler().counters().prompt_tokens_computed == prompt0)
+          decode_ns_ = decode_ns_ > 0 ? 0.75 * decode_ns_ + 0.25 * ns : ns;
       }
       outs.insert(outs.end(), std::make_move_iterator(step_out.begin()), std::make_move_iterator(step_out.end()));
     } catch (const std::exception& e) {

@@ -168,6 +168,7 @@ class Engine {
   LatencyHistogram ttft_, itl_;
   std::deque<std::shared_ptr<SharedWorkSlot>> shared_;  // engine thread only: taken from the inbox
   double step_ns_ = 0;                                  // the recent steps' duration (moving average)
+  double decode_ns_ = 0;                                // the same over steps that prefilled nothing
   SharedWorkStats shared_stats_;                        // under stats_mu_
   engine::EncoderCache encoder_cache_;
   std::thread thread_;
