@@ -13,6 +13,10 @@ void bad_param(const std::string& param, const std::string& message) {
   throw ApiError(400, param + ": " + message, "invalid_request_error", param);
 }
 
+void bad_part(const std::string& where, const std::string& message) {
+  throw ApiError(400, where + ": " + message, "invalid_request_error", "messages");
+}
+
 std::string dump_json(const nlohmann::json& j) {
   return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }

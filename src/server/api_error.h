@@ -35,6 +35,9 @@ class ApiError : public std::runtime_error {
 
 // 400 for a parameter: "param: message".
 [[noreturn]] void bad_param(const std::string& param, const std::string& message);
+// 400 for a part of a message's content (an image or an audio part): "where: message", param
+// "messages"; `where` names the part, e.g. "messages[0].content[1]".
+[[noreturn]] void bad_part(const std::string& where, const std::string& message);
 
 // JSON text as we send it: invalid UTF-8 (a token piece can end inside a character) is
 // replaced by U+FFFD instead of throwing.

@@ -14,10 +14,6 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-[[noreturn]] void bad_part(const std::string& where, const std::string& message) {
-  throw ApiError(400, where + ": " + message, "invalid_request_error", "messages");
-}
-
 // The container a declared format names (OpenAI's "wav" and "mp3", and the others libsndfile
 // reads here); kUnknown for a name sluice does not take.
 media::AudioFormat declared_format(const std::string& f) {
@@ -29,13 +25,6 @@ media::AudioFormat declared_format(const std::string& f) {
 }
 
 constexpr const char* kFormats = "wav, mp3, flac, ogg or opus";
-
-// The decoded size of base64 text (its padding not counted), before decoding it.
-int64_t base64_bytes(const std::string& s) {
-  size_t n = s.size();
-  while (n > 0 && s[n - 1] == '=' && s.size() - n < 2) --n;
-  return static_cast<int64_t>(n / 4 * 3 + (n % 4 == 0 ? 0 : n % 4 - 1));
-}
 
 const std::string& string_field(const ojson& o, const char* key, const std::string& where) {
   if (!o.contains(key) || !o.at(key).is_string())
@@ -60,7 +49,7 @@ AudioPart parse_audio_part(const ojson& part, const std::string& where, const Au
   if (declared_format(p.format) == media::AudioFormat::kUnknown)
     bad_part(where, "input_audio.format '" + p.format + "' is not one sluice decodes (" + kFormats + ")");
   // The limit before any decoding: the base64 text tells the size it decodes to.
-  const int64_t size = base64_bytes(data);
+  const auto size = static_cast<int64_t>(base64_decoded_size(data));
   if (size > in->limits.max_bytes)
     bad_part(where, strfmt("the audio is %lld bytes, over the limit of %lld (serve --max-audio)",
                            static_cast<long long>(size), static_cast<long long>(in->limits.max_bytes)));

@@ -11,7 +11,8 @@ namespace sluice::server {
 // data ..." on a bad length or character.
 std::string decode_base64(std::string_view s, const std::string& where, std::string_view noun);
 
-// The decoded size of `n` base64 characters at most (a limit checked before decoding).
-inline size_t base64_decoded_bound(size_t n) { return n / 4 * 3 + 2; }
+// The number of bytes `s` decodes to (its '=' padding not counted), known before decoding: a
+// size limit is checked against it first.
+size_t base64_decoded_size(std::string_view s);
 
 }  // namespace sluice::server

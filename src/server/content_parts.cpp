@@ -14,10 +14,6 @@ using ojson = nlohmann::ordered_json;
 
 namespace {
 
-[[noreturn]] void bad_part(const std::string& where, const std::string& message) {
-  throw ApiError(400, where + ": " + message, "invalid_request_error", "messages");
-}
-
 // An http(s) URL → its body, fetched within the server's limits when it allows URLs.
 std::string remote_url_bytes(const std::string& url, const std::string& where, const ImageInput& in) {
   if (!in.allow_urls)
