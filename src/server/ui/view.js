@@ -177,36 +177,40 @@ function messageElement(n) {
   return el;
 }
 
-// Thumbnails of a message's images (data: URLs, which the page's CSP allows as img-src);
-// `remove(i)`, when given, adds a button that drops image i.
-function imageStrip(urls, remove) {
+// A row of a message's attachments: `item(x, i)` makes each element; `remove(i)`, when given,
+// adds a button labelled "Remove <noun> i+1" that drops attachment i.
+function attachmentStrip(items, className, noun, item, remove) {
   const box = document.createElement('div');
-  box.className = 'images';
-  urls.forEach((url, i) => {
+  box.className = className;
+  items.forEach((x, i) => {
+    const el = item(x, i);
+    if (remove) el.append(iconButton('✕', `Remove ${noun} ${i + 1}`, () => remove(i)));
+    box.append(el);
+  });
+  return box;
+}
+
+// Thumbnails of a message's images (data: URLs, which the page's CSP allows as img-src).
+function imageStrip(urls, remove) {
+  return attachmentStrip(urls, 'images', 'image', (url, i) => {
     const fig = document.createElement('span');
     fig.className = 'thumb';
     const img = document.createElement('img');
     img.src = url;
     img.alt = 'attached image ' + (i + 1);
     fig.append(img);
-    if (remove) fig.append(iconButton('✕', 'Remove image ' + (i + 1), () => remove(i)));
-    box.append(fig);
-  });
-  return box;
+    return fig;
+  }, remove);
 }
 
-// A message's audio clips as labelled chips (name and length); `remove(i)` as for images.
+// A message's audio clips as labelled chips (name and length).
 function audioStrip(clips, remove) {
-  const box = document.createElement('div');
-  box.className = 'images audio';
-  clips.forEach((c, i) => {
+  return attachmentStrip(clips, 'images audio', 'audio', (c) => {
     const chip = document.createElement('span');
     chip.className = 'clip';
     chip.textContent = `🎤 ${c.name} (${c.seconds ? c.seconds.toFixed(1) + ' s' : c.format})`;
-    if (remove) chip.append(iconButton('✕', 'Remove audio ' + (i + 1), () => remove(i)));
-    box.append(chip);
-  });
-  return box;
+    return chip;
+  }, remove);
 }
 
 // The images and clips attached to the message being written.
