@@ -1,6 +1,7 @@
 // The mmproj's audio tower as a member of the stack (--mmproj FILE with --audio): loaded once,
 // checked against the text model at start-up (projector type, family, width), encoding one clip
-// at a time on a thread pool of its own (as image_tower.h does for images).
+// at a time on a thread pool of its own (images, unlike clips, run on the engine's pool between
+// steps: image_tower.h).
 #pragma once
 
 #include <cstdint>
