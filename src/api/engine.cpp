@@ -299,6 +299,50 @@ void Engine::take_inbox(std::vector<std::pair<EngineRequest, std::shared_ptr<Str
   inbox_->shared.clear();
 }
 
+// The work between steps gets its turn after a step's tokens went out. A long prefill step is
+// already the longest gap a decoding stream sees; a turn right after it would lengthen exactly
+// that gap, so it waits one step — but never two in a row, so prefills cannot starve the work.
+void Engine::share_turn() {
+  const bool skip = core_.has_work() && long_step_ && !skipped_turn_ && !shared_.empty();
+  skipped_turn_ = skip;
+  if (skip) {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    ++shared_stats_.turns_skipped;
+  } else {
+    run_shared_work(core_.has_work());
+  }
+}
+
+// One engine step (or, idle, the outputs already due) into `outs`, timing it for the turns of
+// the work between steps.
+void Engine::step(std::vector<TokenOutput>& outs) {
+  try {
+    const bool stepping = core_.has_work();
+    const int64_t prompt0 = core_.scheduler().counters().prompt_tokens_computed;
+    const auto t0 = Clock::now();
+    std::vector<TokenOutput> step_out = stepping ? core_.step() : core_.take_outputs();
+    long_step_ = false;
+    if (stepping) {  // the shared work's turn: about one step (moving averages of the last few)
+      const double ns = static_cast<double>(std::chrono::nanoseconds(Clock::now() - t0).count());
+      step_ns_ = step_ns_ > 0 ? 0.75 * step_ns_ + 0.25 * ns : ns;
+      // Steps that prefilled nothing: a long prefill chunk would stretch the turns after it,
+      // and a decoding stream would wait that much longer for its next token.
+      const bool prefilled = core_.scheduler().counters().prompt_tokens_computed != prompt0;
+      long_step_ = prefilled && decode_ns_ > 0 && ns > kLongStep * decode_ns_;
+      if (!prefilled) decode_ns_ = decode_ns_ > 0 ? 0.75 * decode_ns_ + 0.25 * ns : ns;
+    }
+    outs.insert(outs.end(), std::make_move_iterator(step_out.begin()), std::make_move_iterator(step_out.end()));
+  } catch (const std::exception& e) {
+    // A failed step must not take the server down: end every request, keep serving.
+    std::fprintf(stderr, "sluice: engine step failed: %s; ending all requests\n", e.what());
+    core_.abort_all(FinishReason::kError);
+    std::vector<TokenOutput> rest = core_.take_outputs();
+    for (TokenOutput& o : rest)
+      if (o.finish == FinishReason::kError && o.error.empty()) o.error = std::string("engine step failed: ") + e.what();
+    outs.insert(outs.end(), rest.begin(), rest.end());
+  }
+}
+
 void Engine::loop() {
   std::vector<std::pair<EngineRequest, std::shared_ptr<StreamState>>> adds;
   std::vector<RequestId> cancels;
@@ -341,30 +385,7 @@ void Engine::loop() {
     adds.clear();
     for (RequestId id : cancels) core_.abort(id);
     cancels.clear();
-    try {
-      const bool stepping = core_.has_work();
-      const int64_t prompt0 = core_.scheduler().counters().prompt_tokens_computed;
-      const auto t0 = Clock::now();
-      std::vector<TokenOutput> step_out = stepping ? core_.step() : core_.take_outputs();
-      if (stepping) {  // the shared work's turn: about one step (moving averages of the last few)
-        const double ns = static_cast<double>(std::chrono::nanoseconds(Clock::now() - t0).count());
-        step_ns_ = step_ns_ > 0 ? 0.75 * step_ns_ + 0.25 * ns : ns;
-        // Steps that prefilled nothing: a long prefill chunk would stretch the turns after it,
-        // and a decoding stream would wait that much longer for its next token.
-        if (core_.scheduler().counters().prompt_tokens_computed == prompt0)
-          decode_ns_ = decode_ns_ > 0 ? 0.75 * decode_ns_ + 0.25 * ns : ns;
-      }
-      outs.insert(outs.end(), std::make_move_iterator(step_out.begin()), std::make_move_iterator(step_out.end()));
-    } catch (const std::exception& e) {
-      // A failed step must not take the server down: end every request, keep serving.
-      std::fprintf(stderr, "sluice: engine step failed: %s; ending all requests\n", e.what());
-      core_.abort_all(FinishReason::kError);
-      std::vector<TokenOutput> rest = core_.take_outputs();
-      for (TokenOutput& o : rest)
-        if (o.finish == FinishReason::kError && o.error.empty())
-          o.error = std::string("engine step failed: ") + e.what();
-      outs.insert(outs.end(), rest.begin(), rest.end());
-    }
+    step(outs);
     // The stats first: a client that reads /metrics as soon as its request ended sees it ended.
     publish_stats();
     dispatch(outs);
@@ -372,7 +393,7 @@ void Engine::loop() {
       std::lock_guard<std::mutex> lk(inbox_->mu);
       inbox_->n_queued = core_.scheduler().n_waiting() + static_cast<int32_t>(inbox_->adds.size());
     }
-    run_shared_work(core_.has_work());  // after the step's tokens went out
+    share_turn();  // after the step's tokens went out
   }
   fail_shared_work("the engine shut down before the work was done");
   core_.abort_all(FinishReason::kAbort);

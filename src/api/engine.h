@@ -59,6 +59,7 @@ struct SharedWorkStats {
   uint64_t jobs = 0;           // completed (or failed)
   uint64_t turns = 0;          // run_for calls
   uint64_t turns_between = 0;  // of which ran while requests were running (with a step's budget)
+  uint64_t turns_skipped = 0;  // turns not taken right after a long prefill step
   double seconds = 0;          // in run_for
 };
 
@@ -137,7 +138,8 @@ class Engine {
 
   // Runs `work` on the engine thread between steps until it completes (one work at a time, in
   // arrival order); the caller blocks meanwhile. While requests run, each turn gets about one
-  // step's time (the recent steps' average, at least kMinTurn); an idle engine gives it
+  // step's time (the recent steps' average, at least kMinTurn) — none right after a long
+  // prefill step unless the turn before was skipped too; an idle engine gives it
   // kIdleTurn at a time, looking at its inbox in between. Rethrows what the work threw; throws
   // sluice::Error when the engine shuts down first.
   void run_between_steps(BetweenSteps& work);
@@ -145,6 +147,7 @@ class Engine {
   // encodes media for a request looks here first. Thread-safe.
   engine::EncoderCache& encoder_cache() { return encoder_cache_; }
   static constexpr std::chrono::microseconds kMinTurn{500}, kIdleTurn{20000};
+  static constexpr double kLongStep = 1.5;  // a step that prefilled and took this many decode steps
 
   // Stops the loop: queued and running requests end with kAbort. Idempotent.
   void shutdown();
@@ -153,6 +156,8 @@ class Engine {
   void loop();
   void take_inbox(std::vector<std::pair<EngineRequest, std::shared_ptr<StreamState>>>& adds,
                   std::vector<RequestId>& cancels);
+  void step(std::vector<TokenOutput>& outs);
+  void share_turn();
   void run_shared_work(bool between_steps);
   void fail_shared_work(const char* why);
   void dispatch(std::vector<TokenOutput>& outs);
@@ -169,6 +174,8 @@ class Engine {
   std::deque<std::shared_ptr<SharedWorkSlot>> shared_;  // engine thread only: taken from the inbox
   double step_ns_ = 0;                                  // the recent steps' duration (moving average)
   double decode_ns_ = 0;                                // the same over steps that prefilled nothing
+  bool long_step_ = false;                              // the last step prefilled and took > kLongStep decode steps
+  bool skipped_turn_ = false;                           // the turn after the last step was skipped
   SharedWorkStats shared_stats_;                        // under stats_mu_
   engine::EncoderCache encoder_cache_;
   std::thread thread_;

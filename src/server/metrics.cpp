@@ -98,6 +98,9 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
   counter(o, "sluice_between_steps_jobs_total", "work the engine thread ran between steps (image encodes)",
           static_cast<int64_t>(s.shared.jobs));
   metric(o, "sluice_between_steps_seconds_total", "counter", "engine-thread time spent on that work", s.shared.seconds);
+  counter(o, "sluice_between_steps_turns_skipped_total",
+          "turns of that work left out right after a long prefill step (never two in a row)",
+          static_cast<int64_t>(s.shared.turns_skipped));
   histogram(o, "sluice_time_to_first_token_seconds", "from submission to the first generated token", s.ttft);
   histogram(o, "sluice_inter_token_latency_seconds", "between consecutive tokens of a request", s.itl);
   if (vllm_) render_vllm_metrics(o, s, *vllm_, TokenTotals{prompt_tokens_.load(), completion_tokens_.load()});

@@ -1,7 +1,9 @@
 // The threaded engine service: submit, stream, cancel, queue bound, shutdown.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "api/engine.h"
 #include "base/error.h"
@@ -205,6 +207,7 @@ struct TurnLog : BetweenSteps {
   explicit TurnLog(const FakeModel& m, int turns) : model(m), left(turns) {}
   bool run_for(std::chrono::nanoseconds budget) override {
     calls.push_back(static_cast<int64_t>(model.tokens_per_call.size()));  // the engine thread's own record
+    ++started;
     budgets.push_back(budget);
     const auto until = std::chrono::steady_clock::now() + budget;
     while (std::chrono::steady_clock::now() < until) {
@@ -215,6 +218,7 @@ struct TurnLog : BetweenSteps {
   const FakeModel& model;
   int left;
   int fail_at = -1;
+  std::atomic<int> started{0};  // turns begun, for another thread to watch
   std::vector<int64_t> calls;
   std::vector<std::chrono::nanoseconds> budgets;
 };
@@ -239,6 +243,44 @@ TEST(ApiEngine, SharedWorkRunsBetweenStepsForAboutAStep) {
   auto [toks, last] = Service::drain(*r.handle);
   toks.insert(toks.begin(), s.model.reference_greedy(p, 1).front());  // the token read above
   EXPECT_EQ(toks, s.model.reference_greedy(p, 400));
+}
+
+// A long prefill step is already the longest gap a decoding stream sees: the turn after it is
+// skipped (so the gap does not grow by a turn), but never twice in a row (so prefills cannot
+// starve the work), and the tokens are still the oracle's.
+TEST(ApiEngine, SharedWorkSkipsTheTurnAfterALongPrefillStep) {
+  Service s(4, 4);
+  s.model.delay_per_token = std::chrono::microseconds(400);  // a 64-token chunk: ~26 ms, a decode step ~2 ms
+  const auto p = make_prompt(9, kVocab, 11);
+  auto r = s.engine->submit(s.req(p, 600));
+  ASSERT_EQ(r.status, SubmitStatus::kOk);
+  ASSERT_FALSE(r.handle->wait(5s).empty());  // decoding
+  TurnLog work(s.model, 40);
+  std::thread encode([&] { s.engine->run_between_steps(work); });
+  while (work.started < 5) std::this_thread::sleep_for(1ms);
+  std::vector<std::unique_ptr<RequestHandle>> prefills;  // long prompts while the work runs
+  for (int i = 0; i < 3; ++i) {
+    auto q = s.engine->submit(s.req(make_prompt(300, kVocab, 20 + i), 1));
+    ASSERT_EQ(q.status, SubmitStatus::kOk);
+    prefills.push_back(std::move(q.handle));
+  }
+  encode.join();
+  for (auto& h : prefills) Service::drain(*h);
+  auto [toks, end] = Service::drain(*r.handle);
+  toks.insert(toks.begin(), s.model.reference_greedy(p, 1).front());
+  EXPECT_EQ(toks, s.model.reference_greedy(p, 600));
+  // The engine is idle now: its record of forward calls can be read.
+  const auto& calls = s.model.tokens_per_call;
+  const auto is_long = [&](int64_t c) { return c >= 0 && calls[static_cast<size_t>(c)] > 8; };
+  int after_long = 0;
+  for (size_t t = 0; t < work.calls.size(); ++t) {
+    const int64_t last = work.calls[t] - 1;  // the forward call just before this turn
+    if (!is_long(last)) continue;
+    ++after_long;  // allowed only when the turn after the step before was skipped (a long one too)
+    EXPECT_TRUE(is_long(last - 1)) << "turn " << t << " right after the first long step " << last;
+  }
+  EXPECT_GT(after_long, 0) << "the prefills came after the work ended: nothing was tested";
+  EXPECT_GT(s.engine->snapshot().shared.turns_skipped, 0u);
 }
 
 // An idle engine gives the work long turns; what the work throws reaches the caller; work handed

@@ -64,7 +64,8 @@ std::vector<int32_t> FakeModel::reference_greedy(std::vector<int32_t> prompt, in
 }
 
 void FakeModel::forward(const models::ForwardBatch& batch, KvCache& kv, float* logits) {
-  if (delay.count() > 0) std::this_thread::sleep_for(delay);
+  if (delay.count() > 0 || delay_per_token.count() > 0)
+    std::this_thread::sleep_for(delay + delay_per_token * batch.n_tokens());
   if (static_cast<int64_t>(tokens_per_call.size()) == throw_on_call) {
     tokens_per_call.push_back(0);  // counted, so the next call goes through
     seqs_per_call.push_back(0);

@@ -31,10 +31,11 @@ class FakeModel : public models::Model {
   // The logits row the model writes after `tokens`.
   std::vector<float> reference_logits(const std::vector<int32_t>& tokens) const;
 
-  std::chrono::microseconds delay{0};    // per forward(), to make steps take time
-  int64_t throw_on_call = -1;            // this forward() call (0-based) throws: a failed step
-  int64_t errors = 0;                    // keys that held the wrong position, missing blocks
-  std::vector<int64_t> tokens_per_call;  // one entry per forward()
+  std::chrono::microseconds delay{0};            // per forward(), to make steps take time
+  std::chrono::microseconds delay_per_token{0};  // per token of a forward(): long prefill steps
+  int64_t throw_on_call = -1;                    // this forward() call (0-based) throws: a failed step
+  int64_t errors = 0;                            // keys that held the wrong position, missing blocks
+  std::vector<int64_t> tokens_per_call;          // one entry per forward()
   std::vector<int64_t> seqs_per_call;
   int64_t tokens_computed() const;
 
