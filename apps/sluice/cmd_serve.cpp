@@ -186,13 +186,15 @@ std::shared_ptr<const server::ImageInput> image_input(EngineStack& stack, api::E
     // The same pixels at the same grid: the rows a turn ago (each turn of a chat resends its images).
     const engine::EncoderKey key = engine::encoder_key(p.patches, (int64_t{p.patches_x} << 32) | p.patches_y);
     const size_t n = static_cast<size_t>(p.n_soft_tokens()) * static_cast<size_t>(tower->text_width());
-    if (const engine::EncodedRows rows = engine.encoder_cache().find(key); rows && rows->size() == n) {
+    // Another request encoding the same image now: its rows, once it has them.
+    if (const engine::EncodedRows rows = engine.encoder_cache().acquire(key); rows && rows->size() == n) {
       std::copy(rows->begin(), rows->end(), out);
       return;
     }
+    engine::EncodeClaim claim(engine.encoder_cache(), key);  // the waiters' next holder if this throws
     EncodeTurns turns(tower->start(p, out), tower->pool());
     engine.run_between_steps(turns);
-    engine.encoder_cache().insert(key, std::make_shared<const std::vector<float>>(out, out + n));
+    claim.insert(std::make_shared<const std::vector<float>>(out, out + n));
   };
   return in;
 }

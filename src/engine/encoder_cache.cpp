@@ -29,9 +29,37 @@ EncodedRows EncoderCache::find(const EncoderKey& key) {
   return it->second->rows;
 }
 
-void EncoderCache::insert(const EncoderKey& key, EncodedRows rows) {
-  if (!rows || rows->size() * sizeof(float) > max_bytes_) return;
+EncodedRows EncoderCache::acquire(const EncoderKey& key) {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (max_bytes_ == 0) {
+    ++stats_.misses;
+    return nullptr;
+  }
+  released_.wait(lk, [&] { return held_.count(key) == 0; });
+  const auto it = index_.find(key);
+  if (it == index_.end()) {
+    ++stats_.misses;
+    held_.insert(key);
+    return nullptr;
+  }
+  ++stats_.hits;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  return it->second->rows;
+}
+
+void EncoderCache::release(const EncoderKey& key) {
+  if (held_.erase(key)) released_.notify_all();
+}
+
+void EncoderCache::abandon(const EncoderKey& key) {
   std::lock_guard<std::mutex> lk(mu_);
+  release(key);
+}
+
+void EncoderCache::insert(const EncoderKey& key, EncodedRows rows) {
+  std::lock_guard<std::mutex> lk(mu_);
+  release(key);
+  if (!rows || rows->size() * sizeof(float) > max_bytes_) return;
   if (index_.count(key)) return;
   lru_.push_front({key, std::move(rows)});
   index_.emplace(key, lru_.begin());

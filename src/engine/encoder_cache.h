@@ -8,6 +8,7 @@
 // client's image could hand it its own rows (docs/images.md says so).
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <list>
@@ -15,6 +16,7 @@
 #include <mutex>
 #include <span>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 namespace sluice::engine {
@@ -40,9 +42,17 @@ class EncoderCache {
   explicit EncoderCache(size_t max_bytes);  // 0: keeps nothing (every find misses)
   // The rows cached for `key` (then the most recently used), or null (a miss, counted).
   EncodedRows find(const EncoderKey& key);
+  // find(), except that while another caller holds the encode of the same key it waits for
+  // those rows instead of missing (two requests with one new image encode it once). A null
+  // return makes this caller the holder: it must end with insert() or abandon() for the key
+  // (EncodeClaim does). A cache that keeps nothing never waits.
+  EncodedRows acquire(const EncoderKey& key);
   // Keeps `rows` under `key`, evicting the least recently used entries beyond the bound; rows
   // larger than the whole bound are not kept. A key already present keeps its first rows.
+  // Releases the key's hold (acquire) either way.
   void insert(const EncoderKey& key, EncodedRows rows);
+  // Releases the hold without rows (the encode failed): one waiter becomes the holder.
+  void abandon(const EncoderKey& key);
   EncoderCacheStats stats() const;
 
  private:
@@ -55,11 +65,37 @@ class EncoderCache {
   };
   static size_t bytes_of(const Entry& e) { return e.rows->size() * sizeof(float); }
 
+  void release(const EncoderKey& key);  // under mu_
+
   mutable std::mutex mu_;
+  std::condition_variable released_;
+  std::unordered_set<EncoderKey, KeyHash> held_;  // keys a caller is encoding (acquire)
   size_t max_bytes_;
   std::list<Entry> lru_;  // front: most recently used
   std::unordered_map<EncoderKey, std::list<Entry>::iterator, KeyHash> index_;
   EncoderCacheStats stats_;
+};
+
+// A hold from EncoderCache::acquire that is abandoned unless its rows were inserted: an encode
+// that throws (a bad grid, a shutdown) hands the key to the next waiter instead of leaving it
+// waiting.
+class EncodeClaim {
+ public:
+  EncodeClaim(EncoderCache& cache, const EncoderKey& key) : cache_(cache), key_(key) {}
+  ~EncodeClaim() {
+    if (!done_) cache_.abandon(key_);
+  }
+  EncodeClaim(const EncodeClaim&) = delete;
+  EncodeClaim& operator=(const EncodeClaim&) = delete;
+  void insert(EncodedRows rows) {
+    done_ = true;
+    cache_.insert(key_, std::move(rows));
+  }
+
+ private:
+  EncoderCache& cache_;
+  EncoderKey key_;
+  bool done_ = false;
 };
 
 }  // namespace sluice::engine

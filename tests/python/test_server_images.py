@@ -306,6 +306,26 @@ def test_encoder_cache_skips_a_resent_image(sluice_bin, model):
         assert_clean_exit(s)
 
 
+def test_the_same_new_image_at_once_is_encoded_once(sluice_bin, model):
+    """Four requests bring one new image at the same moment: one encodes it, the others wait for
+    its rows (the encoder cache's hold) and answer with the same logprobs."""
+    from concurrent.futures import ThreadPoolExecutor
+    url = data_url(solid_png((90, 160, 40)))
+    body = chat([image_part(url), {"type": "text", "text": "What colour?"}], max_tokens=1, logprobs=True,
+                top_logprobs=5)
+    s = Server(sluice_bin, model, "-c", 2048, "--parallel", 4, "--mmproj", MMPROJ, "--no-tune", "--no-prefix-cache")
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda _: post(s, "/v1/chat/completions", body), range(4)))
+        assert all(status == 200 for status, _ in answers), answers
+        tops = [r["choices"][0]["logprobs"]["content"][0]["top_logprobs"] for _, r in answers]
+        assert all(t == tops[0] for t in tops)
+        assert s.metric("sluice_between_steps_jobs_total") == 1, "the image was encoded more than once"
+        assert (s.metric("sluice_encoder_cache_hits_total"), s.metric("sluice_encoder_cache_misses_total")) == (3, 1)
+    finally:
+        assert_clean_exit(s)
+
+
 def test_a_grid_the_tower_cannot_take_is_a_400(server):
     """The tiny tower's position table has 64 places a side; a wide image at 280 tokens needs more."""
     status, r = post(server, "/v1/chat/completions",
