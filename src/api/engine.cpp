@@ -29,9 +29,13 @@ struct StreamState {
 // message (empty: done), not an exception_ptr: an exception object thrown on one thread and
 // released on another is shared through libstdc++'s reference count, which ThreadSanitizer
 // cannot see (it reported the engine thread freeing what the caller had read).
+struct SharedWorkEnd {
+  std::string error;       // empty: done
+  bool shut_down = false;  // the engine stopped before the work ended
+};
 struct SharedWorkSlot {
   BetweenSteps* work = nullptr;
-  std::promise<std::string> done;
+  std::promise<SharedWorkEnd> done;
 };
 
 // Everything other threads hand to the engine thread.
@@ -223,15 +227,16 @@ EngineSnapshot Engine::snapshot() const {
 void Engine::run_between_steps(BetweenSteps& work) {
   auto slot = std::make_shared<SharedWorkSlot>();
   slot->work = &work;
-  std::future<std::string> done = slot->done.get_future();
+  std::future<SharedWorkEnd> done = slot->done.get_future();
   {
     std::lock_guard<std::mutex> lk(inbox_->mu);
-    if (inbox_->stop) fail("the engine is shutting down");
+    if (inbox_->stop) throw ShuttingDown("the engine is shutting down");
     inbox_->shared.push_back(std::move(slot));
     inbox_->cv.notify_one();
   }
-  const std::string error = done.get();
-  if (!error.empty()) throw Error(error);
+  const SharedWorkEnd end = done.get();
+  if (end.shut_down) throw ShuttingDown(end.error);
+  if (!end.error.empty()) throw Error(end.error);
 }
 
 // One turn of the shared work: about one step's time while requests run (then the next step
@@ -278,7 +283,7 @@ void Engine::run_shared_work(bool between_steps) {
     shared_stats_.seconds += add.seconds;
   }
   for (auto& [slot, error] : ended)
-    slot->done.set_value(error);  // after the stats: a caller that wakes sees its work counted
+    slot->done.set_value({error, false});  // after the stats: a caller that wakes sees its work counted
 }
 
 void Engine::fail_shared_work(const char* why) {
@@ -287,7 +292,7 @@ void Engine::fail_shared_work(const char* why) {
     for (auto& slot : inbox_->shared) shared_.push_back(std::move(slot));
     inbox_->shared.clear();
   }
-  for (auto& slot : shared_) slot->done.set_value(why);
+  for (auto& slot : shared_) slot->done.set_value({why, true});
   shared_.clear();
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "api/latency.h"
+#include "base/error.h"
 #include "engine/encoder_cache.h"
 #include "engine/engine_core.h"
 #include "engine/request.h"
@@ -44,6 +45,13 @@ using engine::TokenOutput;
 struct StreamState;
 struct Inbox;
 struct SharedWorkSlot;
+
+// What Engine::run_between_steps throws when the engine stops before the work ends (a server
+// answers 503: the request was fine, the replica is going away).
+class ShuttingDown : public Error {
+ public:
+  using Error::Error;
+};
 
 // Work run by the engine thread between steps (Engine::run_between_steps): an image encode
 // (models::EncodeJob). It may use the engine's thread pool: no step runs meanwhile.
@@ -141,7 +149,7 @@ class Engine {
   // step's time (the recent steps' average, at least kMinTurn) — none right after a long
   // prefill step unless the turn before was skipped too; an idle engine gives it
   // kIdleTurn at a time, looking at its inbox in between. Rethrows what the work threw; throws
-  // sluice::Error when the engine shuts down first.
+  // ShuttingDown when the engine shuts down first.
   void run_between_steps(BetweenSteps& work);
   // Encoder outputs by content, shared by every request (engine/encoder_cache.h): whoever
   // encodes media for a request looks here first. Thread-safe.

@@ -133,6 +133,8 @@ ImagePrompt expand_images(std::vector<int32_t> ids, const std::vector<ImagePart>
   for (size_t i = 0; i < pre.size(); ++i) {
     try {
       in.encode(pre[i], soft->rows.data() + at);
+    } catch (const api::ShuttingDown&) {  // the request was fine: another replica can take it
+      throw ApiError(503, "the server is shutting down; send the request to another replica", "server_error");
     } catch (const Error& e) {  // a grid the tower cannot take
       bad_part(parts[i].where, e.what());
     }

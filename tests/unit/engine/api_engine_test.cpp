@@ -301,7 +301,7 @@ TEST(ApiEngine, SharedWorkWhenIdleFailingAndAtShutdown) {
   }
   s.engine->shutdown();
   TurnLog late(s.model, 1);
-  EXPECT_THROW(s.engine->run_between_steps(late), Error);
+  EXPECT_THROW(s.engine->run_between_steps(late), ShuttingDown);
   EXPECT_TRUE(late.calls.empty());
 }
 
