@@ -34,6 +34,20 @@ class ItemTracker {
   bool in_number_context() const;
   // Some array is open (only then can a byte close an item).
   bool in_array() const { return arrays_ > 0; }
+  // The innermost container is an array with an item written and the next one not begun
+  // (after a ',': where an item's first byte comes next).
+  bool between_items() const {
+    return !in_str_ && !levels_.empty() && levels_.back().array && !levels_.back().open &&
+           !levels_.back().items.empty();
+  }
+  // The innermost container is an array and an item of it is being written (not inside a
+  // string of it), so a ',' would close that item.
+  bool item_open() const { return !in_str_ && !levels_.empty() && levels_.back().array && levels_.back().open; }
+  // The finished items (canonical) of the innermost container (empty when it is no array).
+  const std::vector<std::string>& items() const {
+    static const std::vector<std::string> none;
+    return levels_.empty() ? none : levels_.back().items;
+  }
   void reset() { *this = ItemTracker(); }
 
  private:
@@ -51,6 +65,8 @@ class ItemTracker {
 
 // Bytes after which an item may close or be complete (the tokens worth checking).
 inline constexpr std::string_view kItemEndBytes = ",]}\"";
+// JSON whitespace.
+inline constexpr std::string_view kWhitespaceBytes = " \n\t\r";
 // Bytes that may start or grow an integer item (tokens worth checking in a number context).
 inline constexpr std::string_view kIntegerBytes = "-0123456789";
 // Digits of the longest integer item of a unique array (the schema bounds integer items to

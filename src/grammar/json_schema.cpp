@@ -671,8 +671,14 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   // one of them when the item equals an earlier one (ItemTracker).
   Expr comma = punct(','), close = seq({ws(), lit("]")});  // close: whitespace, then ']'
   if (s.value("uniqueItems", false) == true && hi > 1) {
-    if (auto e = unique_values_expr(s, path, lo, hi)) return *e;
-    if (!unique_items_may_differ(s, path, item)) {
+    constexpr size_t kGrammarValues = 8;  // unique_values_expr: 2^8 rules
+    const auto values = unique_value_list(s, path);
+    if (values && values->size() <= kGrammarValues) return unique_values_expr(*values, path, lo, hi);
+    if (values && native_) {
+      unsupported("'uniqueItems' over more than 8 values in native tool syntax", path);
+    } else if (values) {
+      item = unique_value_items(*values, path, lo, comma);
+    } else if (!unique_items_may_differ(s, path, item)) {
       unsupported("'uniqueItems' over items that may run out of different values (see docs)", path);
     } else if (native_) {
       unsupported("'uniqueItems' in native tool syntax", path);

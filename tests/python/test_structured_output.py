@@ -183,6 +183,13 @@ CONSTRUCTS = {
     "unique_numbers": {"type": "array", "items": {"type": "number"}, "uniqueItems": True, "minItems": 2, "maxItems": 3},
     "unique_enum": {"type": "array", "items": {"enum": ["red", "green", "blue", 7, None]}, "uniqueItems": True, "minItems": 2},
     "unique_integers": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 4, "maxItems": 6},
+    # uniqueItems over more values than the grammar lists sets of (the matcher drops a written
+    # value at its first byte): 20 mixed values, and 10 that minItems makes the model write all of.
+    "unique_many_values": {"type": "array", "uniqueItems": True, "minItems": 4, "maxItems": 8, "items": {"enum": [
+        "red", "green", "blue", "cyan", "magenta", "yellow", "black", "white", "gray", "navy", "teal", "olive",
+        1, 12, -1, 2.5, True, None, {"k": 1}, [1, 2]]}},
+    "unique_every_value": {"type": "array", "uniqueItems": True, "minItems": 10,
+                           "items": {"enum": ["a", "ab", "b", "ba", 0, 1, 10, True, False, None]}},
     "draft4_spellings": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {
         "d4": {"type": "number", "minimum": 1, "exclusiveMinimum": True, "maximum": 2, "multipleOf": 0.1},
         "tup": {"type": "array", "items": [{"type": "boolean"}, {"type": "null"}], "additionalItems": False},
@@ -248,6 +255,14 @@ def test_unsupported_keywords_are_400_naming_them(client3, schema, keyword):
     with pytest.raises(openai.BadRequestError) as e:
         client3.completions.create(model="tiny-gemma3", prompt="x", extra_body={"json_schema": schema})
     assert f"'{keyword}'" in e.value.message
+
+
+def test_unique_items_over_fewer_values_than_min_items_is_a_400(client3):
+    schema = {"type": "array", "uniqueItems": True, "minItems": 10, "items": {"enum": list(range(9))}}
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": True}}
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client3, response_format=rf)
+    assert "no array at # has minItems different values" in e.value.message
 
 
 def test_a_too_wide_union_is_a_400_naming_the_limit_not_a_5xx(client3):

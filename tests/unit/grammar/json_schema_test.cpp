@@ -415,8 +415,8 @@ TEST(JsonSchema, UniqueItemsRefuseARepeatedItem) {
   const std::string any = R"({"type":"array","uniqueItems":true})";
   EXPECT_TRUE(schema_matches(any, R"(["a",1,{}])"));
   EXPECT_FALSE(schema_matches(any, "[null]"));
-  for (const char* items : {R"({"type":"integer","maximum":5})", R"({"enum":[1,2,3,4,5,6,7,8,9]})",
-                            R"({"type":"string","maxLength":2})", R"({"type":"object","additionalProperties":false})"})
+  for (const char* items : {R"({"type":"integer","maximum":5})", R"({"type":"string","maxLength":2})",
+                            R"({"type":"object","additionalProperties":false})"})
     expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
                  "'uniqueItems' over items that may run out of different values (see docs) at #");
 }
@@ -503,6 +503,135 @@ TEST(JsonSchema, UniqueItemsOverAFewValuesAreExactInTheGrammar) {
   EXPECT_FALSE(schema_matches(b, "[true,true]"));
   expect_error(R"({"type":"array","items":{"const":1},"uniqueItems":true,"minItems":2})",
                "no array at # has minItems different values");
+}
+
+// uniqueItems over more values than the grammar lists sets of (here 12, mixed types, values
+// that share prefixes): the matcher drops a written value's parse at its first byte and the
+// ',' once every value is written. Masks read after each prefix, multi-byte tokens too.
+const char* kManyValues =
+    R"({"type":"array","uniqueItems":true,"items":{"enum":["abc","abd","ab","x",1,12,-1,true,null,)"
+    R"({"k":1},[1,2],2.5]}})";
+
+// The byte vocabulary plus tokens that cross an item's start: whitespace-led ones (they walk
+// from the whitespace's parse into the item) and a ',' with a whole value.
+std::shared_ptr<const TokenVocab> crossing_vocab() {
+  std::vector<std::string> pieces{""};
+  for (int b = 0; b < 256; ++b) pieces.push_back(std::string(1, static_cast<char>(b)));
+  for (const char* p : {"abc", "12", "true", "null", " true", " \"abc\"", " 12", ",\"abc\"", ", true", "\"ab", "  "})
+    pieces.push_back(p);
+  return std::make_shared<const TokenVocab>(std::move(pieces), std::vector<int32_t>{test::kEos});
+}
+
+// Whether the mask after `prefix` (single-byte tokens) allows the token spelled `piece`.
+bool allowed_with(const std::shared_ptr<const CompiledGrammar>& g, const std::string& prefix,
+                  const std::string& piece) {
+  Matcher m(g);
+  for (unsigned char c : prefix)
+    if (!m.advance(1 + c)) throw std::runtime_error("prefix rejected at '" + std::string(1, c) + "': " + prefix);
+  std::vector<uint64_t> mask(g->vocab().mask_words());
+  m.fill_mask(mask);
+  for (int32_t id = 0; id < g->vocab().n_vocab(); ++id)
+    if (g->vocab().piece(id) == piece) return (mask[id >> 6] >> (id & 63)) & 1;
+  throw std::runtime_error("no token " + piece);
+}
+
+TEST(JsonSchema, UniqueItemsOverManyValuesMaskAWrittenValue) {
+  const std::string s = kManyValues;
+  for (const char* ok : {"[]", R"(["abc","abd","ab"])", R"([1,12,-1,2.5,true,null,{"k":1},[1,2],"x"])"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"(["abc","abc"])", R"([12,1,12])", R"([null,true,null])", R"([{"k":1},{"k":1}])",
+                          "[[1,2],[1,2]]", R"(["abe"])", "[2]"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["x",")", "x"));   // "x is only "x"
+  EXPECT_TRUE(allowed_after(s, R"(["abc",")", "a"));  // "abd" and "ab" are left
+  EXPECT_FALSE(allowed_after(s, R"(["abc","ab)", "c"));
+  EXPECT_TRUE(allowed_after(s, R"(["abc","ab)", "d"));
+  EXPECT_FALSE(allowed_after(s, R"(["abc",")", "abc"));  // multi-byte
+  EXPECT_FALSE(allowed_after(s, "[true,", "true"));
+  EXPECT_TRUE(allowed_after(s, "[true,", "null"));
+  EXPECT_FALSE(allowed_after(s, "[12,", "12"));
+  EXPECT_TRUE(allowed_after(s, "[12,", "1"));  // 1 is left
+  EXPECT_FALSE(allowed_after(s, "[12,1,", "1"));
+  EXPECT_TRUE(allowed_after(s, "[12,1,", "-1"));
+  EXPECT_FALSE(allowed_after(s, R"([{"k":1},)", "{\""));
+  EXPECT_FALSE(allowed_after(s, "[[1,2],", "["));
+  EXPECT_FALSE(allowed_after(s, R"(["ab","abd",")", "ab\""));
+  EXPECT_TRUE(allowed_after(s, R"(["abd",")", "ab\""));
+  // Every value written: no ',' (nothing could follow it), only ']'.
+  const std::string all = R"(["abc","abd","ab","x",1,12,-1,true,null,{"k":1},[1,2],2.5)";
+  EXPECT_FALSE(allowed_after(s, all, ","));
+  EXPECT_TRUE(allowed_after(s, all, "]"));
+  EXPECT_TRUE(allowed_after(s, all.substr(0, all.size() - 4), ","));
+  // Tokens that cross an item's start: after ',' with whitespace, and a ',' with a value.
+  JsonSchemaOptions ws;
+  ws.any_whitespace = true;
+  const auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar_text(s, ws), crossing_vocab());
+  EXPECT_FALSE(allowed_with(g, R"(["abc",)", " \"abc\""));
+  EXPECT_TRUE(allowed_with(g, R"(["abd",)", " \"abc\""));
+  EXPECT_FALSE(allowed_with(g, "[true,", " true"));
+  EXPECT_TRUE(allowed_with(g, "[null,", " true"));
+  EXPECT_FALSE(allowed_with(g, "[12, ", "12"));
+  EXPECT_FALSE(allowed_with(g, "[12,", " 12"));
+  EXPECT_TRUE(allowed_with(g, "[1,", " 12"));
+  EXPECT_FALSE(allowed_with(g, R"(["abc")", ",\"abc\""));
+  EXPECT_FALSE(allowed_with(g, "[true", ", true"));
+  EXPECT_TRUE(allowed_with(g, "[null", ", true"));
+  EXPECT_TRUE(allowed_with(g, R"(["abc",)", "\"ab"));  // "ab" and "abd" are left
+  EXPECT_FALSE(allowed_with(g, all, ","));             // whitespace could follow it, but no value
+  EXPECT_FALSE(allowed_with(g, all + " ", ","));
+  // More values than minItems asks for is an error at compile time.
+  expect_error(R"({"type":"array","uniqueItems":true,"minItems":10,"items":{"enum":[1,2,3,4,5,6,7,8,9]}})",
+               "no array at # has minItems different values");
+  // Equal values are one value: 9 written, 8 distinct.
+  expect_error(R"({"type":"array","uniqueItems":true,"minItems":9,"items":{"enum":[1,2,3,4,5,6,7,8,8.0]}})",
+               "no array at # has minItems different values");
+}
+
+// Random walks that favour repeats (the values' first bytes, ',' and whitespace) never meet
+// an empty mask, and every finished array has distinct values of the enum; with minItems at
+// the number of values, each walk must write every value.
+TEST(JsonSchema, UniqueValueWalksNeverRunOutOfTokens) {
+  auto vocab = crossing_vocab();
+  JsonSchemaOptions ws;
+  ws.any_whitespace = true;
+  const auto base = nlohmann::ordered_json::parse(kManyValues);
+  const std::vector<nlohmann::json> values(base["items"]["enum"].begin(), base["items"]["enum"].end());
+  for (const bool all : {false, true}) {
+    auto schema = base;
+    if (all) schema["minItems"] = values.size();
+    auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar(schema, ws), vocab);
+    std::mt19937 rng(all ? 11 : 5);
+    std::vector<uint64_t> mask(vocab->mask_words());
+    int complete = 0;
+    for (int walk = 0; walk < 60; ++walk) {
+      Matcher m(g);
+      std::string text;
+      for (int step = 0; step < 300 && !m.is_complete(); ++step) {
+        m.fill_mask(mask);
+        std::vector<int32_t> allowed, liked;
+        for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
+          if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
+          allowed.push_back(id);
+          if (vocab->piece(id).find_first_of("]") == std::string_view::npos) liked.push_back(id);
+        }
+        ASSERT_FALSE(allowed.empty()) << "no token after " << text;
+        const auto& from = !liked.empty() && rng() % 8 ? liked : allowed;
+        const int32_t t = from[rng() % from.size()];
+        ASSERT_TRUE(m.advance(t));
+        text += vocab->piece(t);
+      }
+      if (!m.is_complete()) continue;
+      ++complete;
+      const auto v = nlohmann::json::parse(text);
+      std::set<nlohmann::json> seen;
+      for (const auto& x : v) {
+        EXPECT_TRUE(seen.insert(x).second) << "repeated " << x.dump() << " in " << text;
+        EXPECT_NE(std::find(values.begin(), values.end(), x), values.end()) << x.dump() << " in " << text;
+      }
+      if (all) EXPECT_EQ(v.size(), values.size()) << text;
+    }
+    EXPECT_GT(complete, 40) << "all=" << all;
+  }
 }
 
 // Rollback returns the tracker to the earlier text too.
