@@ -606,7 +606,8 @@ Expr SchemaCompiler::members_expr(const Json& s, const std::string& path, const 
 
 // uniqueItems is checked by the matcher when an item ends; that never leaves the model
 // without a token only if a value equal to an earlier item can always grow into a different
-// one before it ends: strings without length, pattern, format or value limits, numbers
+// one before it ends: strings without maxLength, format or value limits, whose pattern (if
+// any) gives every prefix infinitely many completions (regex_always_extends), numbers
 // without bounds or multipleOf (more digits: they are generated within ±1e17, which drops
 // the exponent, whose 3 digits could run out), integers without bounds or multipleOf (within
 // ±(1e17 - 1); the matcher refuses a prefix that can only become a written one), objects that take any further member.
@@ -619,13 +620,16 @@ bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& p
     if (!x.is_object() || !x.contains("type") || !x["type"].is_string()) return false;
     const std::string t = x["type"].get<std::string>();
     std::vector<const char*> limits{"enum", "const", "anyOf", "not"};
-    if (t == "string") limits.insert(limits.end(), {"maxLength", "pattern", "format"});
+    if (t == "string") limits.insert(limits.end(), {"maxLength", "format"});
     else if (t == "number" || t == "integer")
       limits.insert(limits.end(), {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
     else if (t == "object") limits.insert(limits.end(), {"maxProperties", "propertyNames"});
     else return false;
     for (const char* k : limits)
       if (x.contains(k)) return false;
+    // A pattern every prefix of which still has infinitely many completions.
+    if (t == "string" && x.contains("pattern"))
+      return x["pattern"].is_string() && regex_always_extends(x["pattern"].get<std::string>(), rx_);
     return t != "object" || x.value("additionalProperties", Json(true)) == true;
   };
   if (s.contains("prefixItems"))

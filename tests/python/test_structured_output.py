@@ -257,6 +257,35 @@ def test_unsupported_keywords_are_400_naming_them(client3, schema, keyword):
     assert f"'{keyword}'" in e.value.message
 
 
+@pytest.fixture(scope="module")
+def client270(sluice_bin, gemma3_path):
+    s = Server(sluice_bin, gemma3_path, "-c", 2048, "--parallel", 2, "--alias", "g3")
+    yield openai.OpenAI(base_url=s.base_url, api_key="none", max_retries=0, timeout=120)
+    assert_clean_exit(s)
+
+
+@pytest.mark.parametrize("items", [
+    {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},
+    {"type": "string", "pattern": "^[ab][ab]*$"},  # few strings per length: the model wants repeats
+    {"type": "string", "pattern": "^#"},  # unanchored end: any characters may follow
+])
+def test_real_270m_unique_pattern_strings(client270, items):
+    """uniqueItems over pattern strings every prefix of which can still grow: a repeat is refused
+    at its closing quote. The tiny model's strings never end, so the real 270M writes these."""
+    schema = {"type": "array", "uniqueItems": True, "minItems": 3, "maxItems": 5, "items": items}
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": True}}
+    stopped = 0
+    for seed in range(3):
+        r = client270.chat.completions.create(
+            model="g3", messages=[{"role": "user", "content": "Give three short lowercase tags for a post about cats."}],
+            response_format=rf, seed=seed, temperature=1.0, max_tokens=80)
+        c = r.choices[0]
+        if c.finish_reason == "stop":
+            stopped += 1
+            valid(json.loads(c.message.content), schema)
+    assert stopped >= 1
+
+
 def test_unique_items_over_fewer_values_than_min_items_is_a_400(client3):
     schema = {"type": "array", "uniqueItems": True, "minItems": 10, "items": {"enum": list(range(9))}}
     rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": True}}

@@ -634,6 +634,78 @@ TEST(JsonSchema, UniqueValueWalksNeverRunOutOfTokens) {
   }
 }
 
+// uniqueItems over pattern strings whose every prefix has infinitely many completions (an
+// unanchored end, or a last part repeated without bound): a repeat is refused at its closing
+// quote, and the string can always grow into a new one.
+TEST(JsonSchema, UniqueItemsOverStringsThatAlwaysExtend) {
+  const std::string s = R"({"type":"array","uniqueItems":true,"items":{"type":"string","pattern":"^[a-c][a-c0-9]*$"}})";
+  for (const char* ok : {R"(["a","ab","b1"])", R"(["abc"])"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"(["a","a"])", R"(["ab","b","ab"])", R"(["d"])"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["ab","ab)", "\""));
+  EXPECT_FALSE(allowed_after(s, R"(["ab","ab)", "\"]"));  // multi-byte
+  EXPECT_FALSE(allowed_after(s, R"(["ab","ab)", "\","));
+  EXPECT_FALSE(allowed_after(s, R"(["ab",")", "ab\""));
+  EXPECT_TRUE(allowed_after(s, R"(["ab","ab)", "c"));
+  EXPECT_TRUE(allowed_after(s, R"(["ab","a)", "\"]"));
+  // Unanchored: any characters may follow the match; minLength keeps the last part unbounded.
+  const std::string u = R"({"type":"array","uniqueItems":true,"items":{"type":"string","pattern":"^x-"}})";
+  EXPECT_TRUE(schema_matches(u, R"(["x-","x-a"])"));
+  EXPECT_TRUE(allowed_after(u, R"(["x-","x)", "-"));  // "x- can still grow
+  EXPECT_FALSE(allowed_after(u, R"(["x-","x-)", "\"]"));
+  EXPECT_TRUE(allowed_after(u, R"(["x-","x-)", "ab\""));
+  const std::string m =
+      R"({"type":"array","uniqueItems":true,"items":{"type":"string","pattern":"^[a-z]+$","minLength":2}})";
+  EXPECT_TRUE(schema_matches(m, R"(["ab","abc"])"));
+  EXPECT_FALSE(schema_matches(m, R"(["ab","ab"])"));
+  // Patterns with a prefix that can only end one way, and length or format limits: refused.
+  for (const char* items :
+       {R"({"type":"string","pattern":"^(a|b+)$"})", R"({"type":"string","pattern":"^a*b$"})",
+        R"({"type":"string","pattern":"^[a-z]{1,3}$"})", R"({"type":"string","pattern":"^[a-z]+$","maxLength":9})",
+        R"({"type":"string","format":"date"})"})
+    expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
+                 "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// Walks over a two-letter pattern that favour closing strings (so repeats are tried often)
+// never meet an empty mask, and what they write has no repeated string.
+TEST(JsonSchema, UniquePatternWalksNeverRunOutOfTokens) {
+  auto vocab = test::byte_vocab(true);
+  auto g = std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(
+          R"({"type":"array","uniqueItems":true,"minItems":12,"items":{"type":"string","pattern":"^[ab][ab]*$"}})"),
+      vocab);
+  std::mt19937 rng(3);
+  std::vector<uint64_t> mask(vocab->mask_words());
+  int complete = 0;
+  for (int walk = 0; walk < 40; ++walk) {
+    Matcher m(g);
+    std::string text;
+    for (int step = 0; step < 400 && !m.is_complete(); ++step) {
+      m.fill_mask(mask);
+      std::vector<int32_t> allowed, liked;
+      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
+        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
+        allowed.push_back(id);
+        const std::string_view piece = vocab->piece(id);
+        if (piece == "\"" || piece == "\"," || piece == "a" || piece == "b" || piece == "ab\"") liked.push_back(id);
+      }
+      ASSERT_FALSE(allowed.empty()) << "no token after " << text;
+      const auto& from = !liked.empty() && rng() % 10 ? liked : allowed;
+      const int32_t t = from[rng() % from.size()];
+      ASSERT_TRUE(m.advance(t));
+      text += vocab->piece(t);
+    }
+    if (!m.is_complete()) continue;
+    ++complete;
+    const auto v = nlohmann::json::parse(text);
+    std::set<nlohmann::json> seen(v.begin(), v.end());
+    EXPECT_EQ(seen.size(), v.size()) << text;
+    EXPECT_GE(v.size(), 12u);
+  }
+  EXPECT_GT(complete, 20);
+}
+
 // Rollback returns the tracker to the earlier text too.
 TEST(JsonSchema, UniqueItemsSurviveRollback) {
   auto vocab = test::byte_vocab(false);
