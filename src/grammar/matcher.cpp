@@ -62,9 +62,10 @@ uint32_t Matcher::step_checked(uint32_t state, std::string_view piece, ItemTrack
   for (unsigned char c : piece) {
     if (items && t.closes_duplicate(c)) state = pda_.without_tops(state, unique_close_);  // a number item
     if (c == ',' && !value_comma_.empty()) state = drop_last_comma(state, t);
+    const bool unique_comma = items && c == ',' && t.item_open() && pda_.any_top(state, unique_close_);
     if (state != Pda::kDead) state = pda_.step(state, c);
     if (state == Pda::kDead) return state;
-    t.feed(c);
+    t.feed(c, unique_comma);
     if (items && t.dead_integer_prefix()) return Pda::kDead;
     if (items && t.completed_duplicate()) state = pda_.without_tops(state, unique_close_);
     if (!value_first_.empty()) state = drop_written_values(state, t);
@@ -123,8 +124,10 @@ void Matcher::rollback(size_t n) {
   if (tracked_ && n > 0) {  // the tracker is rebuilt from the text
     text_len_.resize(history_.size());
     text_.resize(text_len_.back());
+    const std::vector<size_t> marks = track_.unique_commas();
     track_.reset();
-    for (unsigned char c : text_) track_.feed(c);
+    for (size_t i = 0; i < text_.size(); ++i)
+      track_.feed(static_cast<uint8_t>(text_[i]), std::binary_search(marks.begin(), marks.end(), i));
   }
 }
 

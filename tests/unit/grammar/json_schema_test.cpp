@@ -706,6 +706,19 @@ TEST(JsonSchema, UniquePatternWalksNeverRunOutOfTokens) {
   EXPECT_GT(complete, 20);
 }
 
+// An array without uniqueItems beside a unique one keeps its repeats (the matcher's checks
+// apply to unique arrays only), and is never left without a token.
+TEST(JsonSchema, ArraysWithoutUniqueItemsBesideAUniqueOneKeepRepeats) {
+  const std::string s =
+      R"({"type":"object","properties":{"u":{"type":"array","items":{"type":"integer"},)"
+      R"("uniqueItems":true},"v":{"type":"array","items":{"type":"integer","minimum":0,"maximum":0}},)"
+      R"("w":{"type":"array","items":{"type":"string"}}}})";
+  for (const char* ok : {R"({"v":[0,0]})", R"({"w":["a","a"]})", R"({"u":[0,1],"v":[0,0,0]})"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  EXPECT_FALSE(schema_matches(s, R"({"u":[0,0]})"));
+  EXPECT_TRUE(allowed_after(s, R"({"v":[0,)", "0"));
+}
+
 // Rollback returns the tracker to the earlier text too.
 TEST(JsonSchema, UniqueItemsSurviveRollback) {
   auto vocab = test::byte_vocab(false);
