@@ -610,7 +610,8 @@ Expr SchemaCompiler::members_expr(const Json& s, const std::string& path, const 
 // any) gives every prefix infinitely many completions (regex_always_extends), numbers
 // without bounds or multipleOf (more digits: they are generated within ±1e17, which drops
 // the exponent, whose 3 digits could run out), integers without bounds or multipleOf (within
-// ±(1e17 - 1); the matcher refuses a prefix that can only become a written one), objects that take any further member.
+// ±(1e17 - 1); the matcher refuses a prefix that can only become a written one), objects that take any further member,
+// arrays that take any number of further items (no maxItems, uniqueItems or maxContains; items not false).
 // Items of any type are narrowed to those (literals and arrays could run out). False: some item schema is outside this
 // set.
 bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item) {
@@ -624,12 +625,15 @@ bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& p
     else if (t == "number" || t == "integer")
       limits.insert(limits.end(), {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
     else if (t == "object") limits.insert(limits.end(), {"maxProperties", "propertyNames"});
+    else if (t == "array") limits.insert(limits.end(), {"maxItems", "uniqueItems", "maxContains"});
     else return false;
     for (const char* k : limits)
       if (x.contains(k)) return false;
     // A pattern every prefix of which still has infinitely many completions.
     if (t == "string" && x.contains("pattern"))
       return x["pattern"].is_string() && regex_always_extends(x["pattern"].get<std::string>(), rx_);
+    // An array that takes any number of further items grows past every written one.
+    if (t == "array") return normalize(x.value("items", Json(true)), at + "/items") != false;
     return t != "object" || x.value("additionalProperties", Json(true)) == true;
   };
   if (s.contains("prefixItems"))

@@ -188,6 +188,8 @@ CONSTRUCTS = {
     "unique_many_values": {"type": "array", "uniqueItems": True, "minItems": 4, "maxItems": 8, "items": {"enum": [
         "red", "green", "blue", "cyan", "magenta", "yellow", "black", "white", "gray", "navy", "teal", "olive",
         1, 12, -1, 2.5, True, None, {"k": 1}, [1, 2]]}},
+    "unique_arrays": {"type": "array", "uniqueItems": True, "minItems": 2, "maxItems": 4,
+                      "items": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 1}}},
     "unique_every_value": {"type": "array", "uniqueItems": True, "minItems": 10,
                            "items": {"enum": ["a", "ab", "b", "ba", 0, 1, 10, True, False, None]}},
     "draft4_spellings": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {

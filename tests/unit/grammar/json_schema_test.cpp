@@ -706,6 +706,65 @@ TEST(JsonSchema, UniquePatternWalksNeverRunOutOfTokens) {
   EXPECT_GT(complete, 20);
 }
 
+// uniqueItems over arrays that take any number of further items: a repeat is refused at its
+// closing ']', and the array can always grow past every written one.
+TEST(JsonSchema, UniqueItemsOverArraysThatCanGrow) {
+  const std::string s =
+      R"({"type":"array","uniqueItems":true,"items":{"type":"array","items":{"type":"integer","minimum":0,"maximum":1}}})";
+  for (const char* ok : {"[[],[0],[0,1],[1,0]]", "[[0,0],[0]]"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {"[[],[]]", "[[0,1],[1],[0,1]]", "[[2]]"}) EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, "[[0],[0", "]"));
+  EXPECT_FALSE(allowed_after(s, "[[0],[0", "],"));  // multi-byte
+  EXPECT_TRUE(allowed_after(s, "[[0],[0", ","));
+  EXPECT_FALSE(allowed_after(s, "[[],[", "]"));
+  EXPECT_TRUE(allowed_after(s, "[[0],[1", "],"));
+  // Arrays that may run out of new values: refused.
+  for (const char* items : {R"({"type":"array","maxItems":3})", R"({"type":"array","items":false})",
+                            R"({"type":"array","uniqueItems":true,"items":{"type":"boolean"}})",
+                            R"({"type":"array","prefixItems":[{"type":"null"}],"items":false})"})
+    expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
+                 "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// Walks that favour short inner arrays of two values (so repeats are tried often) never meet
+// an empty mask, and what they write has no repeated array.
+TEST(JsonSchema, UniqueArrayWalksNeverRunOutOfTokens) {
+  auto vocab = test::byte_vocab(true);
+  auto g = std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(R"({"type":"array","uniqueItems":true,"minItems":10,)"
+                               R"("items":{"type":"array","items":{"enum":[0,1]}}})"),
+      vocab);
+  std::mt19937 rng(9);
+  std::vector<uint64_t> mask(vocab->mask_words());
+  int complete = 0;
+  for (int walk = 0; walk < 40; ++walk) {
+    Matcher m(g);
+    std::string text;
+    for (int step = 0; step < 400 && !m.is_complete(); ++step) {
+      m.fill_mask(mask);
+      std::vector<int32_t> allowed, liked;
+      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
+        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
+        allowed.push_back(id);
+        const std::string_view piece = vocab->piece(id);
+        if (piece == "]" || piece == "]," || piece == "[" || piece == "0" || piece == ",") liked.push_back(id);
+      }
+      ASSERT_FALSE(allowed.empty()) << "no token after " << text;
+      const auto& from = !liked.empty() && rng() % 10 ? liked : allowed;
+      const int32_t t = from[rng() % from.size()];
+      ASSERT_TRUE(m.advance(t));
+      text += vocab->piece(t);
+    }
+    if (!m.is_complete()) continue;
+    ++complete;
+    const auto v = nlohmann::json::parse(text);
+    std::set<nlohmann::json> seen(v.begin(), v.end());
+    EXPECT_EQ(seen.size(), v.size()) << text;
+    EXPECT_GE(v.size(), 10u);
+  }
+  EXPECT_GT(complete, 20);
+}
+
 // An array without uniqueItems beside a unique one keeps its repeats (the matcher's checks
 // apply to unique arrays only), and is never left without a token.
 TEST(JsonSchema, ArraysWithoutUniqueItemsBesideAUniqueOneKeepRepeats) {
@@ -732,6 +791,13 @@ TEST(JsonSchema, UniqueItemsSurviveRollback) {
   m.rollback(1);
   ASSERT_TRUE(m.advance(1 + 'c'));
   EXPECT_TRUE(m.accepts(1 + '"'));
+  // The array known unique from its first ',' stays so after a rollback (0 once 0 is written).
+  Matcher n(std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(R"({"type":"array","items":{"type":"integer"},"uniqueItems":true})"), vocab));
+  for (unsigned char c : std::string("[0,1")) ASSERT_TRUE(n.advance(1 + c));
+  n.rollback(1);
+  EXPECT_FALSE(n.accepts(1 + '0'));
+  EXPECT_TRUE(n.accepts(1 + '2'));
 }
 
 }  // namespace
