@@ -3,6 +3,7 @@
 // (tests/data/grammar/json_cases.json, written by python/make_grammar_cases.py).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <set>
 
@@ -421,6 +422,49 @@ TEST(JsonSchema, UniqueItemsRefuseARepeatedItem) {
                  "'uniqueItems' over items that may run out of different values (see docs) at #");
 }
 
+// Random walks through a unique array's grammar that favour the pieces `liked` picks (9 steps
+// in 10, so repeats are tried often): the mask is never empty, a token it allows is accepted,
+// and each finished array has distinct items, at least min_items. Returns the finished arrays.
+std::vector<nlohmann::json> unique_walks(const std::shared_ptr<const CompiledGrammar>& g,
+                                         const std::function<bool(std::string_view)>& liked, uint32_t seed,
+                                         size_t min_items = 0, int walks = 40, int steps = 400) {
+  const TokenVocab& vocab = g->vocab();
+  std::mt19937 rng(seed);
+  std::vector<uint64_t> mask(vocab.mask_words());
+  std::vector<nlohmann::json> done;
+  for (int walk = 0; walk < walks; ++walk) {
+    Matcher m(g);
+    std::string text;
+    for (int step = 0; step < steps && !m.is_complete(); ++step) {
+      m.fill_mask(mask);
+      std::vector<int32_t> allowed, favoured;
+      for (int32_t id = 0; id < vocab.n_vocab(); ++id) {
+        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab.is_eog(id)) continue;
+        allowed.push_back(id);
+        if (liked(vocab.piece(id))) favoured.push_back(id);
+      }
+      if (allowed.empty()) {
+        ADD_FAILURE() << "no token after " << text;
+        return done;
+      }
+      const auto& from = !favoured.empty() && rng() % 10 ? favoured : allowed;
+      const int32_t t = from[rng() % from.size()];
+      if (!m.advance(t)) {
+        ADD_FAILURE() << "the mask allowed a token advance refuses after " << text;
+        return done;
+      }
+      text += vocab.piece(t);
+    }
+    if (!m.is_complete()) continue;
+    const auto v = nlohmann::json::parse(text);
+    std::set<nlohmann::json> seen;
+    for (const auto& x : v) EXPECT_TRUE(seen.insert(x).second) << "repeated " << x.dump() << " in " << text;
+    EXPECT_GE(v.size(), min_items) << text;
+    done.push_back(v);
+  }
+  return done;
+}
+
 // uniqueItems over integers (at most 17 digits): the byte that makes a prefix whose every
 // integer completion is already written is refused, so an item never reaches a point where
 // only a duplicate could end it (the mask read after each prefix, as the engine reads it).
@@ -452,39 +496,11 @@ TEST(JsonSchema, UniqueIntegersRefuseAPrefixThatCanOnlyRepeat) {
 // Walks that favour repeats (few digits, many items) never meet an empty mask, and what they
 // write has no repeated integer.
 TEST(JsonSchema, UniqueIntegerWalksNeverRunOutOfTokens) {
-  auto vocab = test::byte_vocab(true);
   auto g = std::make_shared<const CompiledGrammar>(
       json_schema_grammar_text(R"({"type":"array","items":{"type":"integer"},"uniqueItems":true,"minItems":30})"),
-      vocab);
-  std::mt19937 rng(7);
-  std::vector<uint64_t> mask(vocab->mask_words());
-  int complete = 0;
-  for (int walk = 0; walk < 40; ++walk) {
-    Matcher m(g);
-    std::string text;
-    for (int step = 0; step < 400 && !m.is_complete(); ++step) {
-      m.fill_mask(mask);
-      std::vector<int32_t> allowed, liked;
-      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
-        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
-        allowed.push_back(id);
-        const std::string_view piece = vocab->piece(id);
-        if (piece == "0" || piece == "1" || piece == "-" || piece == "," || piece == "[" || piece == "]")
-          liked.push_back(id);
-      }
-      ASSERT_FALSE(allowed.empty()) << "no token after " << text;
-      const auto& from = !liked.empty() && rng() % 10 ? liked : allowed;
-      const int32_t t = from[rng() % from.size()];
-      ASSERT_TRUE(m.advance(t));
-      text += vocab->piece(t);
-    }
-    if (!m.is_complete()) continue;
-    ++complete;
-    const auto v = nlohmann::json::parse(text);
-    std::set<nlohmann::json> seen(v.begin(), v.end());
-    EXPECT_EQ(seen.size(), v.size()) << text;
-  }
-  EXPECT_GT(complete, 20);
+      test::byte_vocab(true));
+  auto liked = [](std::string_view p) { return p == "0" || p == "1" || p == "-" || p == "," || p == "[" || p == "]"; };
+  EXPECT_GT(unique_walks(g, liked, 7).size(), 20u);
 }
 
 // uniqueItems over a few values: a rule per set of values written, so a repeated value is
@@ -591,7 +607,6 @@ TEST(JsonSchema, UniqueItemsOverManyValuesMaskAWrittenValue) {
 // an empty mask, and every finished array has distinct values of the enum; with minItems at
 // the number of values, each walk must write every value.
 TEST(JsonSchema, UniqueValueWalksNeverRunOutOfTokens) {
-  auto vocab = crossing_vocab();
   JsonSchemaOptions ws;
   ws.any_whitespace = true;
   const auto base = nlohmann::ordered_json::parse(kManyValues);
@@ -599,38 +614,14 @@ TEST(JsonSchema, UniqueValueWalksNeverRunOutOfTokens) {
   for (const bool all : {false, true}) {
     auto schema = base;
     if (all) schema["minItems"] = values.size();
-    auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar(schema, ws), vocab);
-    std::mt19937 rng(all ? 11 : 5);
-    std::vector<uint64_t> mask(vocab->mask_words());
-    int complete = 0;
-    for (int walk = 0; walk < 60; ++walk) {
-      Matcher m(g);
-      std::string text;
-      for (int step = 0; step < 300 && !m.is_complete(); ++step) {
-        m.fill_mask(mask);
-        std::vector<int32_t> allowed, liked;
-        for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
-          if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
-          allowed.push_back(id);
-          if (vocab->piece(id).find_first_of("]") == std::string_view::npos) liked.push_back(id);
-        }
-        ASSERT_FALSE(allowed.empty()) << "no token after " << text;
-        const auto& from = !liked.empty() && rng() % 8 ? liked : allowed;
-        const int32_t t = from[rng() % from.size()];
-        ASSERT_TRUE(m.advance(t));
-        text += vocab->piece(t);
-      }
-      if (!m.is_complete()) continue;
-      ++complete;
-      const auto v = nlohmann::json::parse(text);
-      std::set<nlohmann::json> seen;
-      for (const auto& x : v) {
-        EXPECT_TRUE(seen.insert(x).second) << "repeated " << x.dump() << " in " << text;
-        EXPECT_NE(std::find(values.begin(), values.end(), x), values.end()) << x.dump() << " in " << text;
-      }
-      if (all) EXPECT_EQ(v.size(), values.size()) << text;
+    auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar(schema, ws), crossing_vocab());
+    const auto arrays = unique_walks(
+        g, [](std::string_view p) { return p.find(']') == std::string_view::npos; }, all ? 11 : 5, 0, 60, 300);
+    EXPECT_GT(arrays.size(), 40u) << "all=" << all;
+    for (const auto& v : arrays) {
+      for (const auto& x : v) EXPECT_NE(std::find(values.begin(), values.end(), x), values.end()) << v.dump();
+      if (all) EXPECT_EQ(v.size(), values.size()) << v.dump();
     }
-    EXPECT_GT(complete, 40) << "all=" << all;
   }
 }
 
@@ -670,40 +661,12 @@ TEST(JsonSchema, UniqueItemsOverStringsThatAlwaysExtend) {
 // Walks over a two-letter pattern that favour closing strings (so repeats are tried often)
 // never meet an empty mask, and what they write has no repeated string.
 TEST(JsonSchema, UniquePatternWalksNeverRunOutOfTokens) {
-  auto vocab = test::byte_vocab(true);
   auto g = std::make_shared<const CompiledGrammar>(
       json_schema_grammar_text(
           R"({"type":"array","uniqueItems":true,"minItems":12,"items":{"type":"string","pattern":"^[ab][ab]*$"}})"),
-      vocab);
-  std::mt19937 rng(3);
-  std::vector<uint64_t> mask(vocab->mask_words());
-  int complete = 0;
-  for (int walk = 0; walk < 40; ++walk) {
-    Matcher m(g);
-    std::string text;
-    for (int step = 0; step < 400 && !m.is_complete(); ++step) {
-      m.fill_mask(mask);
-      std::vector<int32_t> allowed, liked;
-      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
-        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
-        allowed.push_back(id);
-        const std::string_view piece = vocab->piece(id);
-        if (piece == "\"" || piece == "\"," || piece == "a" || piece == "b" || piece == "ab\"") liked.push_back(id);
-      }
-      ASSERT_FALSE(allowed.empty()) << "no token after " << text;
-      const auto& from = !liked.empty() && rng() % 10 ? liked : allowed;
-      const int32_t t = from[rng() % from.size()];
-      ASSERT_TRUE(m.advance(t));
-      text += vocab->piece(t);
-    }
-    if (!m.is_complete()) continue;
-    ++complete;
-    const auto v = nlohmann::json::parse(text);
-    std::set<nlohmann::json> seen(v.begin(), v.end());
-    EXPECT_EQ(seen.size(), v.size()) << text;
-    EXPECT_GE(v.size(), 12u);
-  }
-  EXPECT_GT(complete, 20);
+      test::byte_vocab(true));
+  auto liked = [](std::string_view p) { return p == "\"" || p == "\"," || p == "a" || p == "b" || p == "ab\""; };
+  EXPECT_GT(unique_walks(g, liked, 3, 12).size(), 20u);
 }
 
 // uniqueItems over arrays that take any number of further items: a repeat is refused at its
@@ -729,40 +692,12 @@ TEST(JsonSchema, UniqueItemsOverArraysThatCanGrow) {
 // Walks that favour short inner arrays of two values (so repeats are tried often) never meet
 // an empty mask, and what they write has no repeated array.
 TEST(JsonSchema, UniqueArrayWalksNeverRunOutOfTokens) {
-  auto vocab = test::byte_vocab(true);
   auto g = std::make_shared<const CompiledGrammar>(
       json_schema_grammar_text(R"({"type":"array","uniqueItems":true,"minItems":10,)"
                                R"("items":{"type":"array","items":{"enum":[0,1]}}})"),
-      vocab);
-  std::mt19937 rng(9);
-  std::vector<uint64_t> mask(vocab->mask_words());
-  int complete = 0;
-  for (int walk = 0; walk < 40; ++walk) {
-    Matcher m(g);
-    std::string text;
-    for (int step = 0; step < 400 && !m.is_complete(); ++step) {
-      m.fill_mask(mask);
-      std::vector<int32_t> allowed, liked;
-      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
-        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
-        allowed.push_back(id);
-        const std::string_view piece = vocab->piece(id);
-        if (piece == "]" || piece == "]," || piece == "[" || piece == "0" || piece == ",") liked.push_back(id);
-      }
-      ASSERT_FALSE(allowed.empty()) << "no token after " << text;
-      const auto& from = !liked.empty() && rng() % 10 ? liked : allowed;
-      const int32_t t = from[rng() % from.size()];
-      ASSERT_TRUE(m.advance(t));
-      text += vocab->piece(t);
-    }
-    if (!m.is_complete()) continue;
-    ++complete;
-    const auto v = nlohmann::json::parse(text);
-    std::set<nlohmann::json> seen(v.begin(), v.end());
-    EXPECT_EQ(seen.size(), v.size()) << text;
-    EXPECT_GE(v.size(), 10u);
-  }
-  EXPECT_GT(complete, 20);
+      test::byte_vocab(true));
+  auto liked = [](std::string_view p) { return p == "]" || p == "]," || p == "[" || p == "0" || p == ","; };
+  EXPECT_GT(unique_walks(g, liked, 9, 10).size(), 20u);
 }
 
 // An array without uniqueItems beside a unique one keeps its repeats (the matcher's checks
