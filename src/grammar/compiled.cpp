@@ -21,19 +21,6 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
       fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
   byte_tokens_.assign(vocab_->mask_words(), 0);
   for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
-  if (!g_.unique_close.empty() || !g_.unique_values.empty())
-    for (int32_t id : vocab_->trie_tokens())
-      if (vocab_->piece(id).find_first_of(kItemEndBytes) != std::string_view::npos) delimiter_tokens_.push_back(id);
-      else if (vocab_->piece(id).find_first_of(kIntegerBytes) != std::string_view::npos) integer_tokens_.push_back(id);
-  if (!g_.unique_values.empty()) {
-    ws_led_tokens_.assign(vocab_->mask_words(), 0);
-    for (int32_t id : vocab_->trie_tokens()) {
-      const std::string_view p = vocab_->piece(id);
-      if (!p.empty() && kWhitespaceBytes.find(p[0]) != std::string_view::npos &&
-          p.find_first_not_of(kWhitespaceBytes) != std::string_view::npos)
-        ws_led_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
-    }
-  }
   // The analysis gives up on a token sooner than the matcher would (see analyse): a state of
   // hundreds of wildcard continuations costs more to build than checking the few tokens
   // that reach it from the real stack.
