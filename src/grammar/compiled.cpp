@@ -21,10 +21,6 @@ CompiledGrammar::CompiledGrammar(Grammar g, std::shared_ptr<const TokenVocab> vo
       fail("grammar: token terminal %u is outside the vocabulary (%d tokens)", e.arg, vocab_->n_vocab());
   byte_tokens_.assign(vocab_->mask_words(), 0);
   for (int32_t id : vocab_->trie_tokens()) byte_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
-  if (!g_.unique_close.empty())
-    for (int32_t id : vocab_->trie_tokens())
-      if (vocab_->piece(id).find_first_of(kItemEndBytes) != std::string_view::npos) delimiter_tokens_.push_back(id);
-      else if (vocab_->piece(id).find_first_of(kIntegerBytes) != std::string_view::npos) integer_tokens_.push_back(id);
   // The analysis gives up on a token sooner than the matcher would (see analyse): a state of
   // hundreds of wildcard continuations costs more to build than checking the few tokens
   // that reach it from the real stack.

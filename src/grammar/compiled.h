@@ -84,12 +84,6 @@ class CompiledGrammar {
   bool warm(double budget_ms) const;
   // Bits of every token that has bytes (the base of a complement-form position mask).
   const std::vector<uint64_t>& byte_tokens() const { return byte_tokens_; }
-  // Tokens whose bytes hold a byte of kItemEndBytes (may end an array item), when the grammar has
-  // unique arrays (Grammar::unique_close); else empty.
-  const std::vector<int32_t>& delimiter_tokens() const { return delimiter_tokens_; }
-  // Tokens whose bytes hold a byte of kIntegerBytes without one of kItemEndBytes (may start or
-  // grow an integer item), under the same condition.
-  const std::vector<int32_t>& integer_tokens() const { return integer_tokens_; }
 
  private:
   void analyse(class Pda& pda, uint32_t pos, PositionMask& out, std::vector<uint8_t>& flag) const;
@@ -106,8 +100,6 @@ class CompiledGrammar {
   mutable std::vector<PositionMask> masks_;
   mutable std::unique_ptr<std::atomic<bool>[]> ready_;
   std::vector<uint64_t> byte_tokens_;
-  std::vector<int32_t> delimiter_tokens_;
-  std::vector<int32_t> integer_tokens_;
   CompileStats stats_;
   // The analysis workspace, kept while some position is still deferred.
   mutable std::mutex mu_;

@@ -182,6 +182,11 @@ Grammar GrammarBuilder::finish(uint32_t root) {
     for (uint32_t a : g_.rules[r].alts)
       for (uint32_t p = a; g_.elems[p].kind != Elem::kEnd; ++p) g_.unique_close.push_back(p);
   std::sort(g_.unique_close.begin(), g_.unique_close.end());
+  for (auto& v : unique_value_rules_) {
+    Grammar::UniqueValues u{std::move(v.canonical), {}, g_.rules[v.comma].alts.at(0)};
+    for (uint32_t r : v.rules) u.first.push_back(g_.rules[r].alts.at(0));
+    g_.unique_values.push_back(std::move(u));
+  }
   validate(g_);
   return std::move(g_);
 }

@@ -108,6 +108,15 @@ struct Grammar {
   // a `uniqueItems` array, ascending: the matcher drops the parses at one of them (top frame
   // or the frame below it) when the item equals an earlier one (ItemTracker).
   std::vector<uint32_t> unique_close;
+  // A `uniqueItems` array whose items are one of a finite set of values (enum/const items, too
+  // many for the grammar to list every set of values written): the matcher drops the parse of
+  // a value already written at its literal's first byte, and the ',' once no value is left.
+  struct UniqueValues {
+    std::vector<std::string> canonical;  // per value: canonical_json of it
+    std::vector<uint32_t> first;         // per value: position of its literal's first byte
+    uint32_t comma = 0;                  // position of the ',' between items
+  };
+  std::vector<UniqueValues> unique_values;
   // Milliseconds the front end took to build this grammar: the compile's eager mask analysis
   // (Limits::eager_compile_ms) counts them, so a schema that is slow to read defers more.
   double build_ms = 0;
@@ -132,6 +141,11 @@ class GrammarBuilder {
   // The rule's alternatives start with the delimiter that closes a unique array item
   // (Grammar::unique_close).
   void mark_unique_close(uint32_t rule) { unique_rules_.push_back(rule); }
+  // A unique array over a finite set of values (Grammar::unique_values): per value its
+  // canonical text and a rule of one alternative (its literal); the rule that is the ','.
+  void mark_unique_values(std::vector<std::string> canonical, std::vector<uint32_t> value_rules, uint32_t comma_rule) {
+    unique_value_rules_.push_back({std::move(canonical), std::move(value_rules), comma_rule});
+  }
   // Validates (see the file comment) and returns the grammar rooted at `root`.
   Grammar finish(uint32_t root);
 
@@ -148,6 +162,12 @@ class GrammarBuilder {
   std::vector<bool> defined_;
   std::vector<std::pair<ByteSet, uint32_t>> set_ids_;
   std::vector<uint32_t> unique_rules_;
+  struct ValueRules {
+    std::vector<std::string> canonical;
+    std::vector<uint32_t> rules;
+    uint32_t comma;
+  };
+  std::vector<ValueRules> unique_value_rules_;
 };
 
 // Validation used by finish(), exposed for tests: every rule productive, no left recursion.

@@ -44,7 +44,13 @@ void ItemTracker::append(uint8_t b, size_t levels) {
     if (levels_[i].array && levels_[i].open) levels_[i].cur += static_cast<char>(b);
 }
 
-void ItemTracker::feed(uint8_t b) {
+void ItemTracker::feed(uint8_t b, bool unique_comma) {
+  if (unique_comma) marks_.push_back(fed_);
+  ++fed_;
+  feed_byte(b, unique_comma);
+}
+
+void ItemTracker::feed_byte(uint8_t b, bool unique_comma) {
   if (in_str_) {
     if (esc_) esc_ = false;
     else if (b == '\\') esc_ = true;
@@ -56,6 +62,7 @@ void ItemTracker::feed(uint8_t b) {
   const bool top_array = !levels_.empty() && levels_.back().array;
   if ((b == ',' || b == ']' || b == '}') && !levels_.empty()) {
     Level& top = levels_.back();
+    top.unique = top.unique || unique_comma;
     if (top.array && top.open) {
       top.items.push_back(canonical_json(top.cur));
       top.open = false;
@@ -107,7 +114,7 @@ std::pair<bool, std::string_view> integer_digits(std::string_view t) {
 bool ItemTracker::dead_integer_prefix() const {
   if (in_str_ || levels_.empty()) return false;
   const Level& top = levels_.back();
-  if (!top.array || !top.open || top.items.empty()) return false;
+  if (!top.array || !top.unique || !top.open || top.items.empty()) return false;
   const auto [neg, d] = integer_digits(top.cur);
   if (d.empty() || (d[0] == '0' && d.size() > 1)) return false;
   const size_t cap = kUniqueIntegerDigits;

@@ -606,10 +606,12 @@ Expr SchemaCompiler::members_expr(const Json& s, const std::string& path, const 
 
 // uniqueItems is checked by the matcher when an item ends; that never leaves the model
 // without a token only if a value equal to an earlier item can always grow into a different
-// one before it ends: strings without length, pattern, format or value limits, numbers
+// one before it ends: strings without maxLength, format or value limits, whose pattern (if
+// any) gives every prefix infinitely many completions (regex_always_extends), numbers
 // without bounds or multipleOf (more digits: they are generated within ±1e17, which drops
 // the exponent, whose 3 digits could run out), integers without bounds or multipleOf (within
-// ±(1e17 - 1); the matcher refuses a prefix that can only become a written one), objects that take any further member.
+// ±(1e17 - 1); the matcher refuses a prefix that can only become a written one), objects that take any further member,
+// arrays that take any number of further items (no maxItems, uniqueItems or maxContains; items not false).
 // Items of any type are narrowed to those (literals and arrays could run out). False: some item schema is outside this
 // set.
 bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item) {
@@ -619,13 +621,19 @@ bool SchemaCompiler::unique_items_may_differ(const Json& s, const std::string& p
     if (!x.is_object() || !x.contains("type") || !x["type"].is_string()) return false;
     const std::string t = x["type"].get<std::string>();
     std::vector<const char*> limits{"enum", "const", "anyOf", "not"};
-    if (t == "string") limits.insert(limits.end(), {"maxLength", "pattern", "format"});
+    if (t == "string") limits.insert(limits.end(), {"maxLength", "format"});
     else if (t == "number" || t == "integer")
       limits.insert(limits.end(), {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"});
     else if (t == "object") limits.insert(limits.end(), {"maxProperties", "propertyNames"});
+    else if (t == "array") limits.insert(limits.end(), {"maxItems", "uniqueItems", "maxContains"});
     else return false;
     for (const char* k : limits)
       if (x.contains(k)) return false;
+    // A pattern every prefix of which still has infinitely many completions.
+    if (t == "string" && x.contains("pattern"))
+      return x["pattern"].is_string() && regex_always_extends(x["pattern"].get<std::string>(), rx_);
+    // An array that takes any number of further items grows past every written one.
+    if (t == "array") return normalize(x.value("items", Json(true)), at + "/items") != false;
     return t != "object" || x.value("additionalProperties", Json(true)) == true;
   };
   if (s.contains("prefixItems"))
@@ -671,8 +679,14 @@ Expr SchemaCompiler::array_expr(const Json& s, const std::string& path) {
   // one of them when the item equals an earlier one (ItemTracker).
   Expr comma = punct(','), close = seq({ws(), lit("]")});  // close: whitespace, then ']'
   if (s.value("uniqueItems", false) == true && hi > 1) {
-    if (auto e = unique_values_expr(s, path, lo, hi)) return *e;
-    if (!unique_items_may_differ(s, path, item)) {
+    constexpr size_t kGrammarValues = 8;  // unique_values_expr: 2^8 rules
+    const auto values = unique_value_list(s, path);
+    if (values && values->size() <= kGrammarValues) return unique_values_expr(*values, path, lo, hi);
+    if (values && native_) {
+      unsupported("'uniqueItems' over more than 8 values in native tool syntax", path);
+    } else if (values) {
+      item = unique_value_items(*values, path, lo, comma);
+    } else if (!unique_items_may_differ(s, path, item)) {
       unsupported("'uniqueItems' over items that may run out of different values (see docs)", path);
     } else if (native_) {
       unsupported("'uniqueItems' in native tool syntax", path);

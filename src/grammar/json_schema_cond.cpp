@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "base/error.h"
+#include "grammar/item_tracker.h"
 #include "grammar/json_schema_impl.h"
 
 namespace sluice::grammar::detail {
@@ -220,11 +221,10 @@ Expr SchemaCompiler::contains_expr(const Json& s, const std::string& path, size_
   return seq({lit("["), ws(), ref(rule[id(0, 0)])});
 }
 
-// uniqueItems over a few values (enum/const, boolean, null items): one rule per set of values
-// already written, each offering the values not yet in it — exact in the grammar, and an item
-// is never left without a different value to take. nullopt: not this shape.
-std::optional<Expr> SchemaCompiler::unique_values_expr(const Json& s, const std::string& path, size_t lo, size_t hi) {
-  constexpr size_t kMaxValues = 8;  // 2^8 rules
+// The values a unique array's items may take, when they are a finite set: enum/const,
+// boolean or null items (distinct under JSON equality: {"a":1,"b":2} = {"b":2,"a":1}, 1 = 1.0).
+// nullopt: not this shape.
+std::optional<std::vector<Json>> SchemaCompiler::unique_value_list(const Json& s, const std::string& path) {
   if (s.contains("prefixItems") || s.contains("contains")) return std::nullopt;
   const Json items = normalize(s.value("items", Json(true)), path + "/items");
   if (!items.is_object()) return std::nullopt;
@@ -237,9 +237,40 @@ std::optional<Expr> SchemaCompiler::unique_values_expr(const Json& s, const std:
   else if (items.value("type", Json()) == "null") candidates = Json::array({nullptr});
   else return std::nullopt;
   std::vector<Json> values;
+  std::set<std::string> seen;
   for (const Json& v : candidates)
-    if (admits(items, v) && std::find(values.begin(), values.end(), v) == values.end()) values.push_back(v);
-  if (values.empty() || values.size() > kMaxValues) return std::nullopt;
+    if (admits(items, v) && seen.insert(canonical_json(v.dump())).second) values.push_back(v);
+  if (values.empty()) return std::nullopt;
+  return values;
+}
+
+// uniqueItems over more values than the grammar lists sets of: the item is one literal per
+// value, each its own rule, and the matcher drops a written value's parse at its first byte
+// and the ',' once every value is written (Grammar::unique_values), so a live prefix always
+// has an unwritten value to become. `comma` becomes the delimiter the matcher knows.
+Expr SchemaCompiler::unique_value_items(const std::vector<Json>& values, const std::string& path, size_t lo,
+                                        Expr& comma) {
+  if (lo > values.size()) fail("json schema: no array at %s has minItems different values", path.c_str());
+  check_width(values.size(), "'enum'", path);
+  std::vector<std::string> canonical;
+  std::vector<uint32_t> rules;
+  std::vector<Expr> alts;
+  for (const Json& v : values) {
+    canonical.push_back(canonical_json(v.dump()));
+    rules.push_back(b_.add("unique-value", json_literal(v)));
+    alts.push_back(ref(rules.back()));
+  }
+  const uint32_t c = b_.add("unique-values-comma", lit(","));
+  b_.mark_unique_values(std::move(canonical), std::move(rules), c);
+  comma = seq({ws(), ref(c), ws()});
+  return alt(std::move(alts));
+}
+
+// uniqueItems over a few values: one rule per set of values already written, each offering
+// the values not yet in it — exact in the grammar (no matcher work, native syntax too), and an
+// item is never left without a different value to take.
+Expr SchemaCompiler::unique_values_expr(const std::vector<Json>& values, const std::string& path, size_t lo,
+                                        size_t hi) {
   const size_t n_sets = size_t{1} << values.size();
   std::vector<bool> live(n_sets, false);  // supersets have larger numbers: computed first
   for (size_t set = n_sets; set-- > 0;) {

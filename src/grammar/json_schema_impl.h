@@ -96,7 +96,9 @@ class SchemaCompiler {
   Expr object_expr(const Json& s, const std::string& path);
   Expr array_expr(const Json& s, const std::string& path);
   bool unique_items_may_differ(const Json& s, const std::string& path, std::optional<Expr>& item);
-  std::optional<Expr> unique_values_expr(const Json& s, const std::string& path, size_t lo, size_t hi);
+  std::optional<std::vector<Json>> unique_value_list(const Json& s, const std::string& path);
+  Expr unique_values_expr(const std::vector<Json>& values, const std::string& path, size_t lo, size_t hi);
+  Expr unique_value_items(const std::vector<Json>& values, const std::string& path, size_t lo, Expr& comma);
   Expr any_value();
   Expr key_expr(const std::string& name);
   std::optional<Expr> extra_members(const Json& s, const std::string& path);

@@ -14,10 +14,21 @@ Matcher::Matcher(std::shared_ptr<const CompiledGrammar> g)
   for (uint32_t a : g_->grammar().rules[g_->grammar().root].alts)
     state = pda_.merge(state, pda_.start(a, Pda::kEmptyStack));
   history_.push_back(state);
-  if (!g_->grammar().unique_close.empty()) {
-    unique_close_.assign(g_->grammar().elems.size(), 0);
-    for (uint32_t p : g_->grammar().unique_close) unique_close_[p] = 1;
-    text_len_.push_back(0);
+  const Grammar& gr = g_->grammar();
+  tracked_ = !gr.unique_close.empty() || !gr.unique_values.empty();
+  if (tracked_) text_len_.push_back(0);
+  if (!gr.unique_close.empty()) {
+    unique_close_.assign(gr.elems.size(), 0);
+    for (uint32_t p : gr.unique_close) unique_close_[p] = 1;
+  }
+  if (!gr.unique_values.empty()) {
+    value_first_.assign(gr.elems.size(), -1);
+    value_comma_.assign(gr.elems.size(), -1);
+    for (size_t k = 0; k < gr.unique_values.size(); ++k) {
+      const auto& u = gr.unique_values[k];
+      for (size_t i = 0; i < u.first.size(); ++i) value_first_[u.first[i]] = static_cast<int64_t>(k << 32 | i);
+      value_comma_[u.comma] = static_cast<int32_t>(k);
+    }
   }
 }
 
@@ -32,7 +43,7 @@ uint32_t Matcher::next_state(int32_t token, ItemTracker* track) {
   if (g_->vocab().is_eog(token)) return pda_.has_empty_stack(cur) ? kTerminated : Pda::kDead;
   const std::string_view piece = g_->vocab().piece(token);
   uint32_t by_bytes = Pda::kDead;
-  if (!piece.empty()) by_bytes = unique_close_.empty() ? pda_.step_bytes(cur, piece) : step_checked(cur, piece, track);
+  if (!piece.empty()) by_bytes = !tracked_ ? pda_.step_bytes(cur, piece) : step_checked(cur, piece, track);
   return pda_.merge(by_bytes, pda_.step_token(cur, token));
 }
 
@@ -43,29 +54,61 @@ uint32_t Matcher::step_checked(uint32_t state, std::string_view piece, ItemTrack
                        (track_.in_array() || piece.find('[') != std::string_view::npos);
   // ... or become an integer that can only end as a duplicate.
   const bool integer = track_.in_array() && piece.find_first_of(kIntegerBytes) != std::string_view::npos;
-  if (!track && !may_end && !integer) return pda_.step_bytes(state, piece);
+  // ... or reach an item of a unique array over a set of values.
+  const bool values = !value_first_.empty() && (track_.in_array() || piece.find('[') != std::string_view::npos);
+  if (!track && !may_end && !integer && !values) return pda_.step_bytes(state, piece);
+  const bool items = !unique_close_.empty();
   ItemTracker t = track_;
   for (unsigned char c : piece) {
-    if (t.closes_duplicate(c)) state = pda_.without_tops(state, unique_close_);  // a number item
+    if (items && t.closes_duplicate(c)) state = pda_.without_tops(state, unique_close_);  // a number item
+    if (c == ',' && !value_comma_.empty()) state = drop_last_comma(state, t);
+    const bool unique_comma = items && c == ',' && t.item_open() && pda_.any_top(state, unique_close_);
     if (state != Pda::kDead) state = pda_.step(state, c);
     if (state == Pda::kDead) return state;
-    t.feed(c);
-    if (t.dead_integer_prefix()) return Pda::kDead;
-    if (t.completed_duplicate()) state = pda_.without_tops(state, unique_close_);
+    t.feed(c, unique_comma);
+    if (items && t.dead_integer_prefix()) return Pda::kDead;
+    if (items && t.completed_duplicate()) state = pda_.without_tops(state, unique_close_);
+    if (!value_first_.empty()) state = drop_written_values(state, t);
     if (state == Pda::kDead) return state;
   }
   if (track) *track = std::move(t);
   return state;
 }
 
+// After a byte: the parses about to write the first byte of a value the innermost array
+// already holds.
+uint32_t Matcher::drop_written_values(uint32_t state, const ItemTracker& t) {
+  if (!t.between_items()) return state;
+  const auto& groups = g_->grammar().unique_values;
+  const auto& items = t.items();
+  return pda_.without_top_if(state, [&](uint32_t pos) {
+    if (pos >= value_first_.size() || value_first_[pos] < 0) return false;
+    const auto v = static_cast<uint64_t>(value_first_[pos]);
+    const std::string& c = groups[v >> 32].canonical[v & 0xffffffffu];
+    return std::find(items.begin(), items.end(), c) != items.end();
+  });
+}
+
+// Before a ',' that would close the current item: the parses of an array over a set of values
+// whose every value is written once this item is counted (items are distinct values of the
+// set, so a count tells), which would be left with no next item.
+uint32_t Matcher::drop_last_comma(uint32_t state, const ItemTracker& t) {
+  if (!t.item_open()) return state;
+  const auto& groups = g_->grammar().unique_values;
+  const size_t written = t.items().size() + 1;
+  return pda_.without_top_if(state, [&](uint32_t pos) {
+    return pos < value_comma_.size() && value_comma_[pos] >= 0 && groups[value_comma_[pos]].canonical.size() <= written;
+  });
+}
+
 bool Matcher::accepts(int32_t token) { return next_state(token) != Pda::kDead; }
 
 bool Matcher::advance(int32_t token) {
   ItemTracker t;
-  const uint32_t next = next_state(token, unique_close_.empty() ? nullptr : &t);
+  const uint32_t next = next_state(token, tracked_ ? &t : nullptr);
   if (next == Pda::kDead) return false;
   history_.push_back(next);
-  if (!unique_close_.empty()) {
+  if (tracked_) {
     if (next != kTerminated) {
       track_ = std::move(t);
       text_ += g_->vocab().piece(token);
@@ -78,11 +121,13 @@ bool Matcher::advance(int32_t token) {
 void Matcher::rollback(size_t n) {
   if (n > n_tokens()) fail("grammar matcher: cannot roll back %zu tokens, only %zu accepted", n, n_tokens());
   history_.resize(history_.size() - n);
-  if (!unique_close_.empty() && n > 0) {  // the tracker is rebuilt from the text
+  if (tracked_ && n > 0) {  // the tracker is rebuilt from the text
     text_len_.resize(history_.size());
     text_.resize(text_len_.back());
+    const std::vector<size_t> marks = track_.unique_commas();
     track_.reset();
-    for (unsigned char c : text_) track_.feed(c);
+    for (size_t i = 0; i < text_.size(); ++i)
+      track_.feed(static_cast<uint8_t>(text_[i]), std::binary_search(marks.begin(), marks.end(), i));
   }
 }
 
@@ -117,16 +162,26 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
     }
     add_dependent(stack, m, mask);
   }
-  if (!unique_close_.empty()) drop_duplicates(mask);
+  if (tracked_) drop_duplicates(mask);
 }
 
 // The position tables know nothing of earlier items: tokens that may close one are checked
 // against the tracker.
 void Matcher::drop_duplicates(std::span<uint64_t> mask) {
-  for (int32_t id : g_->delimiter_tokens())
+  for (int32_t id : g_->vocab().delimiter_tokens())
     if (((mask[id >> 6] >> (id & 63)) & 1) && !accepts(id)) mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
+  // Between items, a token that starts with whitespace walks from the whitespace's parse to
+  // item first bytes the position tables never dropped.
+  if (!value_first_.empty() && track_.between_items()) {
+    const auto& ws = g_->vocab().ws_led_tokens();
+    for (size_t w = 0; w < mask.size(); ++w)
+      for (uint64_t bits = mask[w] & ws[w]; bits; bits &= bits - 1) {
+        const auto id = static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
+        if (!accepts(id)) mask[w] &= ~(uint64_t{1} << (id & 63));
+      }
+  }
   if (!track_.in_number_context()) return;
-  for (int32_t id : g_->integer_tokens())
+  for (int32_t id : g_->vocab().integer_tokens())
     if (((mask[id >> 6] >> (id & 63)) & 1) && !accepts(id)) mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
 }
 

@@ -10,6 +10,12 @@
 // drops the parses where that byte closes a unique array's item. Tokens holding such a byte
 // are then checked one by one when a mask is filled.
 //
+// uniqueItems over a finite set of values (Grammar::unique_values): after each byte, the
+// parses about to write the first byte of a value the array already holds are dropped, and
+// a ',' that would leave no value unwritten is refused, so every live prefix still has an
+// unwritten value to become (the mask is never empty). Tokens that start with whitespace
+// (they may reach an item's first byte) are checked one by one between items.
+//
 // End of generation: once the grammar is complete, the vocabulary's end-of-generation ids
 // are allowed; accepting one terminates the matcher (nothing more is allowed after it).
 #pragma once
@@ -57,6 +63,8 @@ class Matcher {
   uint32_t next_state(int32_t token, ItemTracker* track = nullptr);
   uint32_t step_checked(uint32_t state, std::string_view piece, ItemTracker* track);
   void drop_duplicates(std::span<uint64_t> mask);
+  uint32_t drop_written_values(uint32_t state, const ItemTracker& t);
+  uint32_t drop_last_comma(uint32_t state, const ItemTracker& t);
   void apply_fixed(const PositionMask& m, std::span<uint64_t> mask);
   void add_dependent(uint32_t stack, const PositionMask& m, std::span<uint64_t> mask);
 
@@ -70,6 +78,11 @@ class Matcher {
   // uniqueItems only: per position, whether it is in Grammar::unique_close; the accepted
   // text (for rollback) and its length after each token; the tracker over that text.
   std::vector<uint8_t> unique_close_;
+  bool tracked_ = false;  // the grammar has unique arrays: the text is followed
+  // Grammar::unique_values per position: the value whose literal starts there, as
+  // group << 32 | index (-1: none); the group whose ',' is there (-1: none).
+  std::vector<int64_t> value_first_;
+  std::vector<int32_t> value_comma_;
   std::string text_;
   std::vector<size_t> text_len_;
   ItemTracker track_;

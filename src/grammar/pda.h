@@ -85,6 +85,22 @@ class Pda {
   // The state without the stacks whose top frame, or the frame below it, is at a flagged
   // position (flag: per position).
   uint32_t without_tops(uint32_t state, const std::vector<uint8_t>& flag);
+  // Some stack's top frame, or the frame below it, is at a flagged position.
+  bool any_top(uint32_t state, const std::vector<uint8_t>& flag) const {
+    auto flagged = [&](uint32_t s) { return s != kEmptyStack && frames_[s].pos < flag.size() && flag[frames_[s].pos]; };
+    for (uint32_t s : stacks(state))
+      if (flagged(s) || (s != kEmptyStack && flagged(frames_[s].parent))) return true;
+    return false;
+  }
+  // The state without the stacks whose top frame's position p has drop(p).
+  template <class Drop>
+  uint32_t without_top_if(uint32_t state, Drop drop) {
+    std::vector<uint32_t> keep;
+    for (uint32_t s : stacks(state))
+      if (s == kEmptyStack || !drop(frames_[s].pos)) keep.push_back(s);
+    if (keep.size() == stacks(state).size()) return state;
+    return intern_state(keep);
+  }
   uint32_t step_bytes(uint32_t state, std::string_view bytes) {
     for (unsigned char c : bytes) {
       if (state == kDead) break;

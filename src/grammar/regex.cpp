@@ -17,6 +17,13 @@ class RegexParser {
 
   Expr parse() { return assemble(parse_top(), nullptr); }
 
+  // See regex_always_extends.
+  bool always_extends() {
+    const Top t = parse_top();
+    if (!t.head || !t.tail) return true;
+    return t.simple && !t.parts.empty() && t.parts.back().hi >= kInf && t.parts.back().len.mx >= kInf;
+  }
+
   // The pattern with its length in characters limited to [lo, hi] (hi may be kInf), when
   // that is expressible: the pattern's own lengths already lie inside, or it is anchored and
   // one concatenation whose only variable-length part is one character repeated (then that
@@ -385,6 +392,10 @@ class RegexParser {
 }  // namespace
 
 Expr regex_to_expr(std::string_view pattern, const RegexContext& ctx) { return RegexParser(pattern, ctx).parse(); }
+
+bool regex_always_extends(std::string_view pattern, const RegexContext& ctx) {
+  return RegexParser(pattern, ctx).always_extends();
+}
 
 std::optional<Expr> regex_to_expr_bounded(std::string_view pattern, const RegexContext& ctx, uint64_t min_chars,
                                           uint64_t max_chars) {

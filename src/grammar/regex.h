@@ -32,6 +32,14 @@ struct RegexContext {
 // Throws sluice::Error ("pattern '...': <what> at offset N is not supported").
 Expr regex_to_expr(std::string_view pattern, const RegexContext& ctx);
 
+// Whether every prefix of a match has infinitely many completions: the pattern is unanchored
+// at an end (any characters may precede or follow the match, and that loop stays alive), or it
+// is one concatenation whose last part repeats something non-empty without bound
+// (`^[a-z][a-z0-9-]*$`: every prefix can reach that repetition). Sufficient, not exact:
+// `^(a|b+)$` is false (after "a" nothing may follow). Throws as regex_to_expr on a pattern
+// outside the subset.
+bool regex_always_extends(std::string_view pattern, const RegexContext& ctx);
+
 // The pattern's strings of min_chars to max_chars characters (max_chars may be kInf), or
 // nullopt when this subset cannot express the intersection: it can when the pattern's own
 // lengths lie inside the bounds, or when the pattern is anchored and its one variable-length

@@ -1,9 +1,11 @@
 #include "grammar/vocab.h"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "base/error.h"
+#include "grammar/item_tracker.h"
 #include "tokenizer/tokenizer.h"
 
 namespace sluice::grammar {
@@ -59,6 +61,28 @@ TokenVocab::TokenVocab(std::vector<std::string> pieces, std::vector<int32_t> eog
     prev = s;
   }
   for (uint32_t n : path) nodes_[n].end = static_cast<uint32_t>(nodes_.size());
+  classify_for_items();
+}
+
+void TokenVocab::classify_for_items() {
+  enum : uint8_t { kEnd = 1, kInteger = 2, kSpace = 4 };
+  std::array<uint8_t, 256> cls{};
+  for (char c : kItemEndBytes) cls[static_cast<uint8_t>(c)] |= kEnd;
+  for (char c : kIntegerBytes) cls[static_cast<uint8_t>(c)] |= kInteger;
+  for (char c : kWhitespaceBytes) cls[static_cast<uint8_t>(c)] |= kSpace;
+  ws_led_tokens_.assign(mask_words(), 0);
+  for (int32_t id : trie_tokens_) {
+    uint8_t any = 0;
+    bool all_space = true;
+    for (unsigned char c : pieces_[id]) {
+      any |= cls[c];
+      all_space = all_space && (cls[c] & kSpace);
+    }
+    if (any & kEnd) delimiter_tokens_.push_back(id);
+    else if (any & kInteger) integer_tokens_.push_back(id);
+    if ((cls[static_cast<uint8_t>(pieces_[id][0])] & kSpace) && !all_space)
+      ws_led_tokens_[id >> 6] |= uint64_t{1} << (id & 63);
+  }
 }
 
 std::shared_ptr<const TokenVocab> TokenVocab::from_tokenizer(const Tokenizer& tok) {

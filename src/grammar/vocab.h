@@ -44,6 +44,14 @@ class TokenVocab {
   size_t mask_words() const { return (pieces_.size() + 63) / 64; }
   // A hash of every piece and end id: compiled grammars are cached per (grammar, vocab).
   uint64_t fingerprint() const { return fingerprint_; }
+  // For uniqueItems (Matcher, ItemTracker), classified once per vocabulary rather than per
+  // compiled grammar (a scan of every piece): tokens whose bytes hold one of kItemEndBytes (may
+  // end an array item); tokens holding one of kIntegerBytes and none of those (may start or grow
+  // an integer item); bits of the tokens that start with whitespace and hold another byte (may
+  // reach an item's first byte after a ',').
+  const std::vector<int32_t>& delimiter_tokens() const { return delimiter_tokens_; }
+  const std::vector<int32_t>& integer_tokens() const { return integer_tokens_; }
+  const std::vector<uint64_t>& ws_led_tokens() const { return ws_led_tokens_; }
 
  private:
   std::vector<std::string> pieces_;
@@ -52,6 +60,9 @@ class TokenVocab {
   std::vector<Node> nodes_;
   std::vector<int32_t> trie_tokens_;
   uint64_t fingerprint_ = 0;
+  std::vector<int32_t> delimiter_tokens_, integer_tokens_;
+  std::vector<uint64_t> ws_led_tokens_;
+  void classify_for_items();
 };
 
 }  // namespace sluice::grammar

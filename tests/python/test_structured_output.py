@@ -183,6 +183,15 @@ CONSTRUCTS = {
     "unique_numbers": {"type": "array", "items": {"type": "number"}, "uniqueItems": True, "minItems": 2, "maxItems": 3},
     "unique_enum": {"type": "array", "items": {"enum": ["red", "green", "blue", 7, None]}, "uniqueItems": True, "minItems": 2},
     "unique_integers": {"type": "array", "items": {"type": "integer"}, "uniqueItems": True, "minItems": 4, "maxItems": 6},
+    # uniqueItems over more values than the grammar lists sets of (the matcher drops a written
+    # value at its first byte): 20 mixed values, and 10 that minItems makes the model write all of.
+    "unique_many_values": {"type": "array", "uniqueItems": True, "minItems": 4, "maxItems": 8, "items": {"enum": [
+        "red", "green", "blue", "cyan", "magenta", "yellow", "black", "white", "gray", "navy", "teal", "olive",
+        1, 12, -1, 2.5, True, None, {"k": 1}, [1, 2]]}},
+    "unique_arrays": {"type": "array", "uniqueItems": True, "minItems": 2, "maxItems": 4,
+                      "items": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 1}}},
+    "unique_every_value": {"type": "array", "uniqueItems": True, "minItems": 10,
+                           "items": {"enum": ["a", "ab", "b", "ba", 0, 1, 10, True, False, None]}},
     "draft4_spellings": {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {
         "d4": {"type": "number", "minimum": 1, "exclusiveMinimum": True, "maximum": 2, "multipleOf": 0.1},
         "tup": {"type": "array", "items": [{"type": "boolean"}, {"type": "null"}], "additionalItems": False},
@@ -248,6 +257,43 @@ def test_unsupported_keywords_are_400_naming_them(client3, schema, keyword):
     with pytest.raises(openai.BadRequestError) as e:
         client3.completions.create(model="tiny-gemma3", prompt="x", extra_body={"json_schema": schema})
     assert f"'{keyword}'" in e.value.message
+
+
+@pytest.fixture(scope="module")
+def client270(sluice_bin, gemma3_path):
+    s = Server(sluice_bin, gemma3_path, "-c", 2048, "--parallel", 2, "--alias", "g3")
+    yield openai.OpenAI(base_url=s.base_url, api_key="none", max_retries=0, timeout=120)
+    assert_clean_exit(s)
+
+
+@pytest.mark.parametrize("items", [
+    {"type": "string", "pattern": "^[a-z][a-z0-9-]*$"},
+    {"type": "string", "pattern": "^[ab][ab]*$"},  # few strings per length: the model wants repeats
+    {"type": "string", "pattern": "^#"},  # unanchored end: any characters may follow
+])
+def test_real_270m_unique_pattern_strings(client270, items):
+    """uniqueItems over pattern strings every prefix of which can still grow: a repeat is refused
+    at its closing quote. The tiny model's strings never end, so the real 270M writes these."""
+    schema = {"type": "array", "uniqueItems": True, "minItems": 3, "maxItems": 5, "items": items}
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": True}}
+    stopped = 0
+    for seed in range(3):
+        r = client270.chat.completions.create(
+            model="g3", messages=[{"role": "user", "content": "Give three short lowercase tags for a post about cats."}],
+            response_format=rf, seed=seed, temperature=1.0, max_tokens=80)
+        c = r.choices[0]
+        if c.finish_reason == "stop":
+            stopped += 1
+            valid(json.loads(c.message.content), schema)
+    assert stopped >= 1
+
+
+def test_unique_items_over_fewer_values_than_min_items_is_a_400(client3):
+    schema = {"type": "array", "uniqueItems": True, "minItems": 10, "items": {"enum": list(range(9))}}
+    rf = {"type": "json_schema", "json_schema": {"name": "x", "schema": schema, "strict": True}}
+    with pytest.raises(openai.BadRequestError) as e:
+        chat(client3, response_format=rf)
+    assert "no array at # has minItems different values" in e.value.message
 
 
 def test_a_too_wide_union_is_a_400_naming_the_limit_not_a_5xx(client3):

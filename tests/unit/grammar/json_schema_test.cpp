@@ -3,6 +3,7 @@
 // (tests/data/grammar/json_cases.json, written by python/make_grammar_cases.py).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 #include <set>
 
@@ -415,10 +416,53 @@ TEST(JsonSchema, UniqueItemsRefuseARepeatedItem) {
   const std::string any = R"({"type":"array","uniqueItems":true})";
   EXPECT_TRUE(schema_matches(any, R"(["a",1,{}])"));
   EXPECT_FALSE(schema_matches(any, "[null]"));
-  for (const char* items : {R"({"type":"integer","maximum":5})", R"({"enum":[1,2,3,4,5,6,7,8,9]})",
-                            R"({"type":"string","maxLength":2})", R"({"type":"object","additionalProperties":false})"})
+  for (const char* items : {R"({"type":"integer","maximum":5})", R"({"type":"string","maxLength":2})",
+                            R"({"type":"object","additionalProperties":false})"})
     expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
                  "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// Random walks through a unique array's grammar that favour the pieces `liked` picks (9 steps
+// in 10, so repeats are tried often): the mask is never empty, a token it allows is accepted,
+// and each finished array has distinct items, at least min_items. Returns the finished arrays.
+std::vector<nlohmann::json> unique_walks(const std::shared_ptr<const CompiledGrammar>& g,
+                                         const std::function<bool(std::string_view)>& liked, uint32_t seed,
+                                         size_t min_items = 0, int walks = 40, int steps = 400) {
+  const TokenVocab& vocab = g->vocab();
+  std::mt19937 rng(seed);
+  std::vector<uint64_t> mask(vocab.mask_words());
+  std::vector<nlohmann::json> done;
+  for (int walk = 0; walk < walks; ++walk) {
+    Matcher m(g);
+    std::string text;
+    for (int step = 0; step < steps && !m.is_complete(); ++step) {
+      m.fill_mask(mask);
+      std::vector<int32_t> allowed, favoured;
+      for (int32_t id = 0; id < vocab.n_vocab(); ++id) {
+        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab.is_eog(id)) continue;
+        allowed.push_back(id);
+        if (liked(vocab.piece(id))) favoured.push_back(id);
+      }
+      if (allowed.empty()) {
+        ADD_FAILURE() << "no token after " << text;
+        return done;
+      }
+      const auto& from = !favoured.empty() && rng() % 10 ? favoured : allowed;
+      const int32_t t = from[rng() % from.size()];
+      if (!m.advance(t)) {
+        ADD_FAILURE() << "the mask allowed a token advance refuses after " << text;
+        return done;
+      }
+      text += vocab.piece(t);
+    }
+    if (!m.is_complete()) continue;
+    const auto v = nlohmann::json::parse(text);
+    std::set<nlohmann::json> seen;
+    for (const auto& x : v) EXPECT_TRUE(seen.insert(x).second) << "repeated " << x.dump() << " in " << text;
+    EXPECT_GE(v.size(), min_items) << text;
+    done.push_back(v);
+  }
+  return done;
 }
 
 // uniqueItems over integers (at most 17 digits): the byte that makes a prefix whose every
@@ -452,39 +496,11 @@ TEST(JsonSchema, UniqueIntegersRefuseAPrefixThatCanOnlyRepeat) {
 // Walks that favour repeats (few digits, many items) never meet an empty mask, and what they
 // write has no repeated integer.
 TEST(JsonSchema, UniqueIntegerWalksNeverRunOutOfTokens) {
-  auto vocab = test::byte_vocab(true);
   auto g = std::make_shared<const CompiledGrammar>(
       json_schema_grammar_text(R"({"type":"array","items":{"type":"integer"},"uniqueItems":true,"minItems":30})"),
-      vocab);
-  std::mt19937 rng(7);
-  std::vector<uint64_t> mask(vocab->mask_words());
-  int complete = 0;
-  for (int walk = 0; walk < 40; ++walk) {
-    Matcher m(g);
-    std::string text;
-    for (int step = 0; step < 400 && !m.is_complete(); ++step) {
-      m.fill_mask(mask);
-      std::vector<int32_t> allowed, liked;
-      for (int32_t id = 0; id < vocab->n_vocab(); ++id) {
-        if (!((mask[id >> 6] >> (id & 63)) & 1) || vocab->is_eog(id)) continue;
-        allowed.push_back(id);
-        const std::string_view piece = vocab->piece(id);
-        if (piece == "0" || piece == "1" || piece == "-" || piece == "," || piece == "[" || piece == "]")
-          liked.push_back(id);
-      }
-      ASSERT_FALSE(allowed.empty()) << "no token after " << text;
-      const auto& from = !liked.empty() && rng() % 10 ? liked : allowed;
-      const int32_t t = from[rng() % from.size()];
-      ASSERT_TRUE(m.advance(t));
-      text += vocab->piece(t);
-    }
-    if (!m.is_complete()) continue;
-    ++complete;
-    const auto v = nlohmann::json::parse(text);
-    std::set<nlohmann::json> seen(v.begin(), v.end());
-    EXPECT_EQ(seen.size(), v.size()) << text;
-  }
-  EXPECT_GT(complete, 20);
+      test::byte_vocab(true));
+  auto liked = [](std::string_view p) { return p == "0" || p == "1" || p == "-" || p == "," || p == "[" || p == "]"; };
+  EXPECT_GT(unique_walks(g, liked, 7).size(), 20u);
 }
 
 // uniqueItems over a few values: a rule per set of values written, so a repeated value is
@@ -505,6 +521,198 @@ TEST(JsonSchema, UniqueItemsOverAFewValuesAreExactInTheGrammar) {
                "no array at # has minItems different values");
 }
 
+// uniqueItems over more values than the grammar lists sets of (here 12, mixed types, values
+// that share prefixes): the matcher drops a written value's parse at its first byte and the
+// ',' once every value is written. Masks read after each prefix, multi-byte tokens too.
+const char* kManyValues =
+    R"({"type":"array","uniqueItems":true,"items":{"enum":["abc","abd","ab","x",1,12,-1,true,null,)"
+    R"({"k":1},[1,2],2.5]}})";
+
+// The byte vocabulary plus tokens that cross an item's start: whitespace-led ones (they walk
+// from the whitespace's parse into the item) and a ',' with a whole value.
+std::shared_ptr<const TokenVocab> crossing_vocab() {
+  std::vector<std::string> pieces{""};
+  for (int b = 0; b < 256; ++b) pieces.push_back(std::string(1, static_cast<char>(b)));
+  for (const char* p : {"abc", "12", "true", "null", " true", " \"abc\"", " 12", ",\"abc\"", ", true", "\"ab", "  "})
+    pieces.push_back(p);
+  return std::make_shared<const TokenVocab>(std::move(pieces), std::vector<int32_t>{test::kEos});
+}
+
+// Whether the mask after `prefix` (single-byte tokens) allows the token spelled `piece`.
+bool allowed_with(const std::shared_ptr<const CompiledGrammar>& g, const std::string& prefix,
+                  const std::string& piece) {
+  Matcher m(g);
+  for (unsigned char c : prefix)
+    if (!m.advance(1 + c)) throw std::runtime_error("prefix rejected at '" + std::string(1, c) + "': " + prefix);
+  std::vector<uint64_t> mask(g->vocab().mask_words());
+  m.fill_mask(mask);
+  for (int32_t id = 0; id < g->vocab().n_vocab(); ++id)
+    if (g->vocab().piece(id) == piece) return (mask[id >> 6] >> (id & 63)) & 1;
+  throw std::runtime_error("no token " + piece);
+}
+
+TEST(JsonSchema, UniqueItemsOverManyValuesMaskAWrittenValue) {
+  const std::string s = kManyValues;
+  for (const char* ok : {"[]", R"(["abc","abd","ab"])", R"([1,12,-1,2.5,true,null,{"k":1},[1,2],"x"])"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"(["abc","abc"])", R"([12,1,12])", R"([null,true,null])", R"([{"k":1},{"k":1}])",
+                          "[[1,2],[1,2]]", R"(["abe"])", "[2]"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["x",")", "x"));   // "x is only "x"
+  EXPECT_TRUE(allowed_after(s, R"(["abc",")", "a"));  // "abd" and "ab" are left
+  EXPECT_FALSE(allowed_after(s, R"(["abc","ab)", "c"));
+  EXPECT_TRUE(allowed_after(s, R"(["abc","ab)", "d"));
+  EXPECT_FALSE(allowed_after(s, R"(["abc",")", "abc"));  // multi-byte
+  EXPECT_FALSE(allowed_after(s, "[true,", "true"));
+  EXPECT_TRUE(allowed_after(s, "[true,", "null"));
+  EXPECT_FALSE(allowed_after(s, "[12,", "12"));
+  EXPECT_TRUE(allowed_after(s, "[12,", "1"));  // 1 is left
+  EXPECT_FALSE(allowed_after(s, "[12,1,", "1"));
+  EXPECT_TRUE(allowed_after(s, "[12,1,", "-1"));
+  EXPECT_FALSE(allowed_after(s, R"([{"k":1},)", "{\""));
+  EXPECT_FALSE(allowed_after(s, "[[1,2],", "["));
+  EXPECT_FALSE(allowed_after(s, R"(["ab","abd",")", "ab\""));
+  EXPECT_TRUE(allowed_after(s, R"(["abd",")", "ab\""));
+  // Every value written: no ',' (nothing could follow it), only ']'.
+  const std::string all = R"(["abc","abd","ab","x",1,12,-1,true,null,{"k":1},[1,2],2.5)";
+  EXPECT_FALSE(allowed_after(s, all, ","));
+  EXPECT_TRUE(allowed_after(s, all, "]"));
+  EXPECT_TRUE(allowed_after(s, all.substr(0, all.size() - 4), ","));
+  // Tokens that cross an item's start: after ',' with whitespace, and a ',' with a value.
+  JsonSchemaOptions ws;
+  ws.any_whitespace = true;
+  const auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar_text(s, ws), crossing_vocab());
+  EXPECT_FALSE(allowed_with(g, R"(["abc",)", " \"abc\""));
+  EXPECT_TRUE(allowed_with(g, R"(["abd",)", " \"abc\""));
+  EXPECT_FALSE(allowed_with(g, "[true,", " true"));
+  EXPECT_TRUE(allowed_with(g, "[null,", " true"));
+  EXPECT_FALSE(allowed_with(g, "[12, ", "12"));
+  EXPECT_FALSE(allowed_with(g, "[12,", " 12"));
+  EXPECT_TRUE(allowed_with(g, "[1,", " 12"));
+  EXPECT_FALSE(allowed_with(g, R"(["abc")", ",\"abc\""));
+  EXPECT_FALSE(allowed_with(g, "[true", ", true"));
+  EXPECT_TRUE(allowed_with(g, "[null", ", true"));
+  EXPECT_TRUE(allowed_with(g, R"(["abc",)", "\"ab"));  // "ab" and "abd" are left
+  EXPECT_FALSE(allowed_with(g, all, ","));             // whitespace could follow it, but no value
+  EXPECT_FALSE(allowed_with(g, all + " ", ","));
+  // More values than minItems asks for is an error at compile time.
+  expect_error(R"({"type":"array","uniqueItems":true,"minItems":10,"items":{"enum":[1,2,3,4,5,6,7,8,9]}})",
+               "no array at # has minItems different values");
+  // Equal values are one value: 9 written, 8 distinct.
+  expect_error(R"({"type":"array","uniqueItems":true,"minItems":9,"items":{"enum":[1,2,3,4,5,6,7,8,8.0]}})",
+               "no array at # has minItems different values");
+}
+
+// Random walks that favour repeats (the values' first bytes, ',' and whitespace) never meet
+// an empty mask, and every finished array has distinct values of the enum; with minItems at
+// the number of values, each walk must write every value.
+TEST(JsonSchema, UniqueValueWalksNeverRunOutOfTokens) {
+  JsonSchemaOptions ws;
+  ws.any_whitespace = true;
+  const auto base = nlohmann::ordered_json::parse(kManyValues);
+  const std::vector<nlohmann::json> values(base["items"]["enum"].begin(), base["items"]["enum"].end());
+  for (const bool all : {false, true}) {
+    auto schema = base;
+    if (all) schema["minItems"] = values.size();
+    auto g = std::make_shared<const CompiledGrammar>(json_schema_grammar(schema, ws), crossing_vocab());
+    const auto arrays = unique_walks(
+        g, [](std::string_view p) { return p.find(']') == std::string_view::npos; }, all ? 11 : 5, 0, 60, 300);
+    EXPECT_GT(arrays.size(), 40u) << "all=" << all;
+    for (const auto& v : arrays) {
+      for (const auto& x : v) EXPECT_NE(std::find(values.begin(), values.end(), x), values.end()) << v.dump();
+      if (all) EXPECT_EQ(v.size(), values.size()) << v.dump();
+    }
+  }
+}
+
+// uniqueItems over pattern strings whose every prefix has infinitely many completions (an
+// unanchored end, or a last part repeated without bound): a repeat is refused at its closing
+// quote, and the string can always grow into a new one.
+TEST(JsonSchema, UniqueItemsOverStringsThatAlwaysExtend) {
+  const std::string s = R"({"type":"array","uniqueItems":true,"items":{"type":"string","pattern":"^[a-c][a-c0-9]*$"}})";
+  for (const char* ok : {R"(["a","ab","b1"])", R"(["abc"])"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {R"(["a","a"])", R"(["ab","b","ab"])", R"(["d"])"})
+    EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, R"(["ab","ab)", "\""));
+  EXPECT_FALSE(allowed_after(s, R"(["ab","ab)", "\"]"));  // multi-byte
+  EXPECT_FALSE(allowed_after(s, R"(["ab","ab)", "\","));
+  EXPECT_FALSE(allowed_after(s, R"(["ab",")", "ab\""));
+  EXPECT_TRUE(allowed_after(s, R"(["ab","ab)", "c"));
+  EXPECT_TRUE(allowed_after(s, R"(["ab","a)", "\"]"));
+  // Unanchored: any characters may follow the match; minLength keeps the last part unbounded.
+  const std::string u = R"({"type":"array","uniqueItems":true,"items":{"type":"string","pattern":"^x-"}})";
+  EXPECT_TRUE(schema_matches(u, R"(["x-","x-a"])"));
+  EXPECT_TRUE(allowed_after(u, R"(["x-","x)", "-"));  // "x- can still grow
+  EXPECT_FALSE(allowed_after(u, R"(["x-","x-)", "\"]"));
+  EXPECT_TRUE(allowed_after(u, R"(["x-","x-)", "ab\""));
+  const std::string m =
+      R"({"type":"array","uniqueItems":true,"items":{"type":"string","pattern":"^[a-z]+$","minLength":2}})";
+  EXPECT_TRUE(schema_matches(m, R"(["ab","abc"])"));
+  EXPECT_FALSE(schema_matches(m, R"(["ab","ab"])"));
+  // Patterns with a prefix that can only end one way, and length or format limits: refused.
+  for (const char* items :
+       {R"({"type":"string","pattern":"^(a|b+)$"})", R"({"type":"string","pattern":"^a*b$"})",
+        R"({"type":"string","pattern":"^[a-z]{1,3}$"})", R"({"type":"string","pattern":"^[a-z]+$","maxLength":9})",
+        R"({"type":"string","format":"date"})"})
+    expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
+                 "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// Walks over a two-letter pattern that favour closing strings (so repeats are tried often)
+// never meet an empty mask, and what they write has no repeated string.
+TEST(JsonSchema, UniquePatternWalksNeverRunOutOfTokens) {
+  auto g = std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(
+          R"({"type":"array","uniqueItems":true,"minItems":12,"items":{"type":"string","pattern":"^[ab][ab]*$"}})"),
+      test::byte_vocab(true));
+  auto liked = [](std::string_view p) { return p == "\"" || p == "\"," || p == "a" || p == "b" || p == "ab\""; };
+  EXPECT_GT(unique_walks(g, liked, 3, 12).size(), 20u);
+}
+
+// uniqueItems over arrays that take any number of further items: a repeat is refused at its
+// closing ']', and the array can always grow past every written one.
+TEST(JsonSchema, UniqueItemsOverArraysThatCanGrow) {
+  const std::string s =
+      R"({"type":"array","uniqueItems":true,"items":{"type":"array","items":{"type":"integer","minimum":0,"maximum":1}}})";
+  for (const char* ok : {"[[],[0],[0,1],[1,0]]", "[[0,0],[0]]"}) EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  for (const char* bad : {"[[],[]]", "[[0,1],[1],[0,1]]", "[[2]]"}) EXPECT_FALSE(schema_matches(s, bad)) << bad;
+  EXPECT_FALSE(allowed_after(s, "[[0],[0", "]"));
+  EXPECT_FALSE(allowed_after(s, "[[0],[0", "],"));  // multi-byte
+  EXPECT_TRUE(allowed_after(s, "[[0],[0", ","));
+  EXPECT_FALSE(allowed_after(s, "[[],[", "]"));
+  EXPECT_TRUE(allowed_after(s, "[[0],[1", "],"));
+  // Arrays that may run out of new values: refused.
+  for (const char* items : {R"({"type":"array","maxItems":3})", R"({"type":"array","items":false})",
+                            R"({"type":"array","uniqueItems":true,"items":{"type":"boolean"}})",
+                            R"({"type":"array","prefixItems":[{"type":"null"}],"items":false})"})
+    expect_error(std::string(R"({"type":"array","uniqueItems":true,"items":)") + items + "}",
+                 "'uniqueItems' over items that may run out of different values (see docs) at #");
+}
+
+// Walks that favour short inner arrays of two values (so repeats are tried often) never meet
+// an empty mask, and what they write has no repeated array.
+TEST(JsonSchema, UniqueArrayWalksNeverRunOutOfTokens) {
+  auto g = std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(R"({"type":"array","uniqueItems":true,"minItems":10,)"
+                               R"("items":{"type":"array","items":{"enum":[0,1]}}})"),
+      test::byte_vocab(true));
+  auto liked = [](std::string_view p) { return p == "]" || p == "]," || p == "[" || p == "0" || p == ","; };
+  EXPECT_GT(unique_walks(g, liked, 9, 10).size(), 20u);
+}
+
+// An array without uniqueItems beside a unique one keeps its repeats (the matcher's checks
+// apply to unique arrays only), and is never left without a token.
+TEST(JsonSchema, ArraysWithoutUniqueItemsBesideAUniqueOneKeepRepeats) {
+  const std::string s =
+      R"({"type":"object","properties":{"u":{"type":"array","items":{"type":"integer"},)"
+      R"("uniqueItems":true},"v":{"type":"array","items":{"type":"integer","minimum":0,"maximum":0}},)"
+      R"("w":{"type":"array","items":{"type":"string"}}}})";
+  for (const char* ok : {R"({"v":[0,0]})", R"({"w":["a","a"]})", R"({"u":[0,1],"v":[0,0,0]})"})
+    EXPECT_TRUE(schema_matches(s, ok)) << ok;
+  EXPECT_FALSE(schema_matches(s, R"({"u":[0,0]})"));
+  EXPECT_TRUE(allowed_after(s, R"({"v":[0,)", "0"));
+}
+
 // Rollback returns the tracker to the earlier text too.
 TEST(JsonSchema, UniqueItemsSurviveRollback) {
   auto vocab = test::byte_vocab(false);
@@ -518,6 +726,13 @@ TEST(JsonSchema, UniqueItemsSurviveRollback) {
   m.rollback(1);
   ASSERT_TRUE(m.advance(1 + 'c'));
   EXPECT_TRUE(m.accepts(1 + '"'));
+  // The array known unique from its first ',' stays so after a rollback (0 once 0 is written).
+  Matcher n(std::make_shared<const CompiledGrammar>(
+      json_schema_grammar_text(R"({"type":"array","items":{"type":"integer"},"uniqueItems":true})"), vocab));
+  for (unsigned char c : std::string("[0,1")) ASSERT_TRUE(n.advance(1 + c));
+  n.rollback(1);
+  EXPECT_FALSE(n.accepts(1 + '0'));
+  EXPECT_TRUE(n.accepts(1 + '2'));
 }
 
 }  // namespace
