@@ -27,13 +27,13 @@ import os
 import pathlib
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests/python"))
+from image_neighbours import host, pct  # noqa: E402  (bench/: this script's folder)
 from server_util import Server  # noqa: E402
 
 MIB8 = 8 << 20
@@ -109,7 +109,8 @@ def chat_stream(port, model, max_tokens):
 
 def cpu_by_thread(pid):
     """utime + stime (seconds) per thread name (sluice-engine, sluice-pool, sluice-io, sluice-http,
-    sluice-side; "sluice" is the main thread, an I/O thread too), summed over its threads."""
+    sluice-side; "exe" is the main thread, an I/O thread too, named by the re-exec through
+    /proc/self/exe), summed over its threads."""
     out = {}
     for task in pathlib.Path(f"/proc/{pid}/task").iterdir():
         try:
@@ -150,18 +151,6 @@ def payloads(model, ctx):
     words = ("river mountain stream valley water stone forest meadow " * ctx)[: 5 * ctx]
     fits = json.dumps({"content": words, "with_pieces": True}).encode()
     return {"tok8m": request_bytes("/tokenize", big), "pieces": request_bytes("/tokenize", fits)}
-
-
-def pct(xs, q):
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
-
-
-def host():
-    uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    lscpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-    name = next((ln.split(":", 1)[1].strip() for ln in lscpu.splitlines() if ln.startswith("Model name")), "?")
-    return {"uptime": uptime, "cpu": name}
 
 
 def summarise(rounds, step_ms):
@@ -246,10 +235,10 @@ def main():
                   f"{r['server_cpu_s']:.2f} s/round{extra}")
             threads = ", ".join(f"{k} {v:.2f}" for k, v in r["server_cpu_by_thread"].items() if v >= 0.01)
             print(f"          CPU s/round by thread: {threads}; this client {r['client_cpu_s']:.2f}")
-    print(f"host: {out['host_before']['cpu']}; before: {out['host_before']['uptime']}; "
-          f"after: {out['host_after']['uptime']}")
     if a.json:
         pathlib.Path(a.json).write_text(json.dumps(out, indent=1))
+    print(f"host: {out['host_before']['cpu']}; before: {out['host_before']['uptime']}; "
+          f"after: {out['host_after']['uptime']}")
 
 
 if __name__ == "__main__":

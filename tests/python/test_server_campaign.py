@@ -326,7 +326,7 @@ def test_side_route_work_runs_below_the_engine(server):
     # engine's requests keep their workers at normal priority.
     before = task_stats(server.proc.pid)
     side = {t: v for t, v in before.items() if v[0] == "sluice-side"}
-    assert len(side) == 4, before   # --side-workers' default: one thread per place
+    assert len(side) == 4, before   # HttpOptions::side_workers: one thread per place
     assert all(v[1] == 3 and v[2] == 19 for v in side.values()), side   # 3: SCHED_BATCH
     http = {t: v for t, v in before.items() if v[0] == "sluice-http"}
     assert http and all(v[1] == 0 and v[2] == 0 for v in http.values()), http
