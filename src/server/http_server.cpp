@@ -485,10 +485,10 @@ void Conn::dispatch(const RouteMatch& m) {
   parser_.reset();
   const Exchange x{req->version(), req->keep_alive(), req->method() == http::verb::head};
   if (!m.blocking) return respond(srv_.call(m, *req), x);
-  // Work outside the engine (tokenize, templates) takes at most side_workers workers, so it
-  // never holds the ones the engine's requests need; past that, and past a full pool queue,
-  // the answer is 429 at once instead of a wait with the body held. A request with a body
-  // took its place at the headers (on_header); one without takes it here.
+  // Work outside the engine (tokenize, templates) runs on the side threads, side_workers at
+  // once, so it never holds the workers the engine's requests need; past that, and past a
+  // full pool queue, the answer is 429 at once instead of a wait with the body held. A request
+  // with a body took its place at the headers (on_header); one without takes it here.
   std::shared_ptr<SideSlot> slot = std::move(side_slot_);
   if (m.side && !slot && !(slot = SideSlot::take(srv_.metrics.side_running(), srv_.opt.side_workers)))
     return busy(m, x);
@@ -549,7 +549,7 @@ bool Conn::push(std::string bytes, bool wait_for_room) {
   if (wait_for_room) room_.wait(lk, [&] { return closed_ || pending_.size() < srv_.opt.stream_buffer_bytes; });
   if (closed_) return false;
   if (bytes.empty()) return true;
-  if (pending_.empty()) pending_.swap(bytes);  // no copy, and nothing left to free after the unlock
+  if (pending_.empty()) pending_.swap(bytes);  // no copy of a large answer
   else pending_ += bytes;
   if (!writing_) {
     writing_ = true;
@@ -819,7 +819,7 @@ bool HttpServer::serve() {
   std::vector<std::thread> io;
   for (int i = 1; i < s.opt.io_threads; ++i)
     io.emplace_back([&s] {
-      pthread_setname_np(pthread_self(), "sluice-io");  // the caller's thread is one too, unnamed
+      pthread_setname_np(pthread_self(), "sluice-io");  // the caller's thread runs the loop too
       s.ioc.run();
     });
   s.ioc.run();
