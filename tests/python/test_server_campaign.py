@@ -330,14 +330,15 @@ def test_side_route_work_runs_below_the_engine(server):
     assert all(v[1] == 3 and v[2] == 19 for v in side.values()), side   # 3: SCHED_BATCH
     http = {t: v for t, v in before.items() if v[0] == "sluice-http"}
     assert http and all(v[1] == 0 and v[2] == 0 for v in http.values()), http
-    # A template render of some 200 ms of CPU: its ticks land on the side threads.
-    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": "a b c " * 25} for i in range(20_000)]
+    # A template render of some 70 ms of CPU (small: at nice 19 it waits for whatever else the
+    # host runs): its ticks land on the side threads.
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": "a b c " * 25} for i in range(10_000)]
     r = post(server, "/apply-template", {"messages": msgs})
     assert r.status_code == 200, r.text[:300]
     after = task_stats(server.proc.pid)
     side_ticks = sum(after[t][3] - v[3] for t, v in side.items())
     http_ticks = sum(after[t][3] - v[3] for t, v in http.items() if t in after)
-    assert side_ticks >= 5 and side_ticks > 2 * http_ticks, (side_ticks, http_ticks)
+    assert side_ticks >= 3 and side_ticks > 2 * http_ticks, (side_ticks, http_ticks)
 
 
 # ---- D22: one client cannot take the whole connection cap ------------------------------------
