@@ -322,7 +322,7 @@ CommandFn add_serve_command(CLI::App& app) {
     const auto kv_pub = start_kv_events(a->deploy, stack.kv_events(), mctx.alias());
     server::OpenAiService service(engine, mctx, metrics);
     server::HttpOptions ho = a->http;
-    ho.workers = a->parallel + a->max_queue + 4;  // every request the engine may hold, plus tokenize/detokenize
+    ho.workers = a->parallel + a->max_queue + 4;  // every request the engine may hold, and a few more
     ho.max_body_bytes = parse_bytes(a->max_body, "--max-body");
     ho.shutdown_timeout_ms = kHttpFlushMs;  // after the drain (which spends --shutdown-timeout)
     raise_fd_limit();

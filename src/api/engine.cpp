@@ -7,6 +7,7 @@
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
+#include <pthread.h>
 
 #include "base/error.h"
 
@@ -95,7 +96,10 @@ Engine::Engine(models::Model& model, KvCache& kv, const EngineOptions& opt)
       encoder_cache_(opt.encoder_cache_bytes) {
   if (opt.max_waiting < 0) fail("the waiting queue length must be >= 0");
   publish_stats();
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "sluice-engine");  // top -H, /proc/<pid>/task/*/comm
+    loop();
+  });
 }
 
 Engine::~Engine() { shutdown(); }

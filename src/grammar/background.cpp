@@ -1,34 +1,16 @@
 #include "grammar/background.h"
 
 #include <pthread.h>
-#include <sched.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
-#include <cerrno>
 #include <ctime>
+
+#include "base/thread_priority.h"
 
 namespace sluice::grammar {
 
 namespace {
 
 thread_local bool t_on_worker = false;
-
-constexpr int kLowestNice = 19;
-
-pid_t thread_id() { return static_cast<pid_t>(syscall(SYS_gettid)); }
-
-// SCHED_BATCH: the thread is treated as CPU-bound and never preempts the engine on waking;
-// nice 19: its CFS weight is 15 against the engine threads' 1024. Both are allowed to an
-// unprivileged process (lowering only) and both apply to this thread alone. A failure leaves
-// the thread at normal priority: slower neighbours, not a broken server.
-void lower_this_thread() {
-  sched_param p{};
-  p.sched_priority = 0;
-  pthread_setschedparam(pthread_self(), SCHED_BATCH, &p);
-  setpriority(PRIO_PROCESS, static_cast<id_t>(thread_id()), kLowestNice);
-}
 
 }  // namespace
 
@@ -51,14 +33,6 @@ LowPriorityWorker::~LowPriorityWorker() {
 
 bool LowPriorityWorker::on_worker() { return t_on_worker; }
 
-LowPriorityWorker::Priority LowPriorityWorker::current_priority() {
-  Priority p;
-  p.policy = sched_getscheduler(0);
-  errno = 0;
-  p.nice = getpriority(PRIO_PROCESS, static_cast<id_t>(thread_id()));
-  return p;
-}
-
 void LowPriorityWorker::submit(std::function<void()> job) {
   {
     std::lock_guard lock(mu_);
@@ -70,7 +44,9 @@ void LowPriorityWorker::submit(std::function<void()> job) {
 
 void LowPriorityWorker::loop() {
   t_on_worker = true;
-  lower_this_thread();
+  // Named for itself: a thread inherits its creator's name (an HTTP worker's, here).
+  pthread_setname_np(pthread_self(), "sluice-grammar");
+  lower_this_thread_priority();
   std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !jobs_.empty(); });

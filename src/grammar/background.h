@@ -1,6 +1,6 @@
 // Grammar work a request waits for but the engine must not wait behind: first-use compiles and
 // the analysis of positions a compile deferred run on one worker thread at the lowest priority an
-// unprivileged process can give itself (SCHED_BATCH, nice 19; Linux applies both per thread).
+// unprivileged process can give itself (SCHED_BATCH, nice 19: base/thread_priority.h).
 // On a host with as many cores as engine threads, a fresh grammar then takes the CPU time the
 // engine leaves, instead of a share of the engine's cores (issue 41: a stream's inter-token p99
 // rose 2.4x beside clients sending never-seen grammars while the work ran at normal priority).
@@ -41,13 +41,6 @@ class LowPriorityWorker {
     return done.get();
   }
   static bool on_worker();
-
-  // The calling thread's scheduling policy and nice value (what the worker set, for tests).
-  struct Priority {
-    int policy = 0;
-    int nice = 0;
-  };
-  static Priority current_priority();
 
  private:
   void submit(std::function<void()> job);

@@ -19,11 +19,13 @@
 #include <vector>
 
 #include <malloc.h>
+#include <pthread.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "base/thread_priority.h"
 #include "server/metrics.h"
 #include "server/openai_service.h"
 #include "server/origin_guard.h"
@@ -123,13 +125,44 @@ std::string chunk(std::string_view bytes) {
 constexpr size_t kTrimAfterBody = 1u << 20;
 constexpr const char* kBusy = "the server is busy: no room for this request's work; retry later";
 
+// One of the side_workers places of the side routes (tokenize, detokenize, templates), taken
+// when a request's headers are read and held until its reply is made: reading the body and the
+// work. So past the cap a request is refused before any of its body is read, however many
+// arrive at once (their bodies in flight would otherwise all be read, up to --max-body each,
+// and only then refused). Released by its destructor wherever the request ends.
+class SideSlot {
+ public:
+  static std::unique_ptr<SideSlot> take(std::atomic<int>& running, int cap) {
+    if (running.fetch_add(1) >= cap) {
+      running.fetch_sub(1);
+      return nullptr;
+    }
+    return std::unique_ptr<SideSlot>(new SideSlot(running));
+  }
+  ~SideSlot() { running_.fetch_sub(1); }
+  SideSlot(const SideSlot&) = delete;
+  SideSlot& operator=(const SideSlot&) = delete;
+
+ private:
+  explicit SideSlot(std::atomic<int>& running) : running_(running) {}
+  std::atomic<int>& running_;
+};
+
 // ---- the worker pool ----------------------------------------------------------------------
 
 class WorkerPool {
  public:
+  enum class Priority { kNormal, kLow };
   // At most `max_waiting` tasks wait for a worker; more are refused (submit returns false).
-  WorkerPool(int n, size_t max_waiting) : max_waiting_(max_waiting) {
-    for (int i = 0; i < n; ++i) threads_.emplace_back([this] { loop(); });
+  // `name` names the threads (top -H, /proc/<pid>/task/<tid>/comm; at most 15 characters); kLow
+  // lowers them below the engine's (base/thread_priority.h).
+  WorkerPool(int n, size_t max_waiting, const char* name, Priority priority) : max_waiting_(max_waiting) {
+    for (int i = 0; i < n; ++i)
+      threads_.emplace_back([this, name, priority] {
+        pthread_setname_np(pthread_self(), name);
+        if (priority == Priority::kLow) lower_this_thread_priority();
+        loop();
+      });
   }
   ~WorkerPool() {
     if (abandoned_) {  // stop() gave up on a busy handler: its thread cannot be joined
@@ -203,7 +236,12 @@ class Conn;
 
 struct HttpServer::Impl {
   Impl(OpenAiService& s, Metrics& m, const HttpOptions& o)
-      : svc(s), metrics(m), opt(o), pool(o.workers, static_cast<size_t>(o.workers)) {
+      : svc(s),
+        metrics(m),
+        opt(o),
+        pool(o.workers, static_cast<size_t>(o.workers), "sluice-http", WorkerPool::Priority::kNormal),
+        // A slot is freed just before its worker is: the next holder may wait that long.
+        side_pool(o.side_workers, static_cast<size_t>(o.side_workers), "sluice-side", WorkerPool::Priority::kLow) {
     if (o.ui) ui.emplace();
   }
 
@@ -237,6 +275,10 @@ struct HttpServer::Impl {
   std::unordered_map<std::string, size_t> per_client;  // the same, by peer address
   std::chrono::steady_clock::time_point stop_deadline = std::chrono::steady_clock::time_point::max();
   WorkerPool pool;
+  // The side routes' work (tokenize, detokenize, templates: parsing the body too) on
+  // side_workers threads below the engine's priority, so a crowd of them takes the CPU the
+  // engine leaves, not the engine's cores. Each request holds a SideSlot, so none waits here.
+  WorkerPool side_pool;
   std::optional<UiAssets> ui;  // the chat page's files; empty with --no-ui
   int port = -1;
 };
@@ -304,7 +346,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   bool timed_out_ = false, sock_closed_ = false;
   enum class Then { kNothing, kRead, kClose } then_ = Then::kNothing;
   std::string inflight_;
-  std::unique_ptr<char[]> drain_;  // only while lingering: idle connections stay small
+  std::unique_ptr<SideSlot> side_slot_;  // a side route's place, from its headers to its dispatch
 
   std::mutex mu_;
   std::condition_variable room_;
@@ -350,6 +392,7 @@ void Conn::read_header() {
 }
 
 void Conn::fail_read(const error_code& ec) {
+  side_slot_.reset();  // the body never came whole: its place is free again
   const bool started = parser_ && parser_->got_some();
   const char* endpoint = "unmatched";
   if (started && !parser_->get().target().empty()) {  // the request line was read
@@ -412,7 +455,7 @@ void Conn::on_header() {
     return reject(401, "missing or wrong API key (Authorization: Bearer ...)", m.endpoint, clean);
   if (clean) return dispatch(m);
   // A side route with no room is refused before its body is read (up to --max-body each).
-  if (m.side && srv_.metrics.side_running().load() >= srv_.opt.side_workers)
+  if (m.side && !(side_slot_ = SideSlot::take(srv_.metrics.side_running(), srv_.opt.side_workers)))
     return reject(429, kBusy, m.endpoint, false);
   if (boost::beast::iequals(req[http::field::expect], "100-continue")) push("HTTP/1.1 100 Continue\r\n\r\n", false);
   http::async_read(socket_, buf_, *parser_, [self = shared_from_this(), m](const error_code& ec, size_t) {
@@ -442,26 +485,28 @@ void Conn::dispatch(const RouteMatch& m) {
   parser_.reset();
   const Exchange x{req->version(), req->keep_alive(), req->method() == http::verb::head};
   if (!m.blocking) return respond(srv_.call(m, *req), x);
-  // Work outside the engine (tokenize, templates) takes at most side_workers workers, so it
-  // never holds the ones the engine's requests need; past that, and past a full pool queue,
-  // the answer is 429 at once instead of a wait with the body held.
-  const bool side = m.side;
-  if (side && srv_.metrics.side_running().fetch_add(1) >= srv_.opt.side_workers) {
-    srv_.metrics.side_running().fetch_sub(1);
+  // Work outside the engine (tokenize, templates) runs on the side threads, side_workers at
+  // once, so it never holds the workers the engine's requests need; past that, and past a
+  // full pool queue, the answer is 429 at once instead of a wait with the body held. A request
+  // with a body took its place at the headers (on_header); one without takes it here.
+  std::shared_ptr<SideSlot> slot = std::move(side_slot_);
+  if (m.side && !slot && !(slot = SideSlot::take(srv_.metrics.side_running(), srv_.opt.side_workers)))
     return busy(m, x);
-  }
-  const bool queued = srv_.pool.submit([self = shared_from_this(), req, m, x, side] {
+  WorkerPool& workers = m.side ? srv_.side_pool : srv_.pool;
+  const bool queued = workers.submit([self = shared_from_this(), req, m, x, slot]() mutable {
     Reply r = self->srv_.call(m, *req);
-    if (side) self->srv_.metrics.side_running().fetch_sub(1);
+    // Everything the request held is freed before its answer goes out: a client that sees the
+    // answer may send the next request, or read the process's memory, at once (a side thread at
+    // nice 19 may not run again for a while on a busy host).
+    slot.reset();
+    const bool large = req->body().size() >= kTrimAfterBody;
+    req.reset();
     // A large body's values were many small blocks on this worker's malloc arena: give the
     // freed pages back, or the process keeps its peak size after the request.
-    if (req->body().size() >= kTrimAfterBody) malloc_trim(0);
+    if (large) malloc_trim(0);
     self->respond(std::move(r), x);
   });
-  if (!queued) {
-    if (side) srv_.metrics.side_running().fetch_sub(1);
-    busy(m, x);
-  }
+  if (!queued) busy(m, x);  // the task (and its slot) is gone with the refusal
 }
 
 void Conn::busy(const RouteMatch& m, const Exchange& x) {
@@ -475,6 +520,7 @@ void Conn::respond(Reply r, const Exchange& x) {
   if (!r.stream) {
     std::string bytes = head_bytes(r, x, Framing::kLength, r.body.size());
     if (!x.head) bytes += r.body;
+    std::string().swap(r.body);  // freed before the client can see the answer (above)
     push(std::move(bytes), false);
     on_strand([keep = x.keep_alive](Conn& c) { c.finish(keep); });
     return;
@@ -503,7 +549,8 @@ bool Conn::push(std::string bytes, bool wait_for_room) {
   if (wait_for_room) room_.wait(lk, [&] { return closed_ || pending_.size() < srv_.opt.stream_buffer_bytes; });
   if (closed_) return false;
   if (bytes.empty()) return true;
-  pending_ += bytes;
+  if (pending_.empty()) pending_.swap(bytes);  // no copy of a large answer
+  else pending_ += bytes;
   if (!writing_) {
     writing_ = true;
     lk.unlock();
@@ -557,12 +604,15 @@ void Conn::linger_close() {
   drain(0);
 }
 
+// Where every lingering connection's discarded bytes go: one buffer for all of them, never
+// read by anyone (only the kernel writes it), so lingering connections cost no memory each and
+// a refused 8 MiB body takes 128 reads, not 2048.
+char g_discard[64u << 10];
+
 void Conn::drain(size_t drained) {
   // Up to a whole body: a request refused before its body was read (429) still gets its answer read.
   const size_t max_drain = std::max<size_t>(4u << 20, srv_.opt.max_body_bytes);
-  constexpr size_t kDrainBuffer = 4096;
-  if (!drain_) drain_ = std::make_unique<char[]>(kDrainBuffer);
-  socket_.async_read_some(net::buffer(drain_.get(), kDrainBuffer),
+  socket_.async_read_some(net::buffer(g_discard, sizeof g_discard),
                           [self = shared_from_this(), drained, max_drain](const error_code& ec, size_t n) {
                             if (ec || drained + n > max_drain) return self->close();
                             self->drain(drained + n);
@@ -767,7 +817,11 @@ bool HttpServer::serve() {
   if (s.stopping) return true;
   s.accept();
   std::vector<std::thread> io;
-  for (int i = 1; i < s.opt.io_threads; ++i) io.emplace_back([&s] { s.ioc.run(); });
+  for (int i = 1; i < s.opt.io_threads; ++i)
+    io.emplace_back([&s] {
+      pthread_setname_np(pthread_self(), "sluice-io");  // the caller's thread runs the loop too
+      s.ioc.run();
+    });
   s.ioc.run();
   for (auto& t : io) t.join();
   // Handlers still running see closed connections and return; one busy past the deadline
@@ -778,7 +832,8 @@ bool HttpServer::serve() {
     deadline = s.stop_deadline;
   }
   if (deadline != std::chrono::steady_clock::time_point::max()) deadline += std::chrono::milliseconds(100);
-  return s.pool.stop(deadline);
+  const bool side_done = s.side_pool.stop(deadline);
+  return s.pool.stop(deadline) && side_done;
 }
 
 void HttpServer::stop() {

@@ -1,7 +1,8 @@
 // The HTTP/1.1 front (Boost.Beast on Boost.Asio, all of it inside http_server.cpp): a few
-// I/O threads hold every connection; requests that block (completions, chat, tokenize,
-// detokenize) run on a bounded worker pool and stream back through their connection's strand
-// with a bounded outgoing buffer. /health, /ready, /metrics, /v1/models, /props and the chat page's
+// I/O threads hold every connection; requests that block (completions, chat) run on a bounded
+// worker pool, the side routes (tokenize, detokenize, templates) on side_workers threads below
+// the engine's priority, and answers stream back through their connection's strand with a
+// bounded outgoing buffer. /health, /ready, /metrics, /v1/models, /props and the chat page's
 // files answer on the I/O threads, so they stay prompt whatever the workers do.
 //
 // A browser request from a foreign origin is refused (403, origin_guard.h) before routing and
@@ -37,7 +38,7 @@ struct HttpOptions {
   int shutdown_timeout_ms = -1;        // >= 0: that window in milliseconds instead (a flush after a drain)
   int max_connections = 4096;          // beyond: 503 and close
   int max_connections_per_client = 0;  // one peer address's share (0: 3/4 of max_connections)
-  int side_workers = 4;                // tokenize, detokenize, apply-template, render at work at once (beyond: 429)
+  int side_workers = 4;                // tokenize, detokenize, apply-template, render admitted at once (beyond: 429)
   size_t max_body_bytes = 8u << 20;
   size_t max_header_bytes = 16u << 10;  // request line + header fields
   int max_headers = 100;

@@ -60,7 +60,8 @@ std::string Metrics::render(const api::EngineSnapshot& s, int32_t parallel) cons
   metric(o, "sluice_requests_running", "gauge", "sequences in the running batch", s.stats.n_running);
   metric(o, "sluice_requests_waiting", "gauge", "requests in the waiting queue (queue depth)", s.n_queued);
   metric(o, "sluice_parallel_max", "gauge", "largest running batch (--parallel)", parallel);
-  metric(o, "sluice_side_requests_running", "gauge", "tokenize, detokenize and apply-template requests at work",
+  metric(o, "sluice_side_requests_running", "gauge",
+         "tokenize, detokenize, apply-template and render requests admitted (reading their body or at work)",
          side_running_.load());
   metric(o, "sluice_kv_blocks_used", "gauge", "KV blocks in use, all layer groups", s.stats.kv_blocks_used);
   metric(o, "sluice_kv_blocks_total", "gauge", "KV blocks, all layer groups", s.stats.kv_blocks_total);

@@ -23,8 +23,8 @@ class Metrics {
   std::string render(const api::EngineSnapshot& s, int32_t parallel) const;
   // Adds the vLLM-named series (vllm_metrics.h) to render(); set once, before serving.
   void set_vllm_info(VllmCacheInfo info) { vllm_ = std::move(info); }
-  // /tokenize, /detokenize, /apply-template and the render routes at work: the HTTP layer admits them against
-  // this count (sluice_side_requests_running).
+  // /tokenize, /detokenize, /apply-template and the render routes admitted (from their headers to
+  // their reply): the HTTP layer admits them against this count (sluice_side_requests_running).
   std::atomic<int>& side_running() { return side_running_; }
 
  private:

@@ -1,5 +1,6 @@
 #include "threading/thread_pool.h"
 
+#include <pthread.h>
 #include <sched.h>
 
 #include "base/error.h"
@@ -91,6 +92,7 @@ void ThreadPool::barrier() {
 }
 
 void ThreadPool::worker(int ith) {
+  pthread_setname_np(pthread_self(), "sluice-pool");  // top -H, /proc/<pid>/task/*/comm
   uint64_t seen = 0;
   for (;;) {
     int spins = 0;

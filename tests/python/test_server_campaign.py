@@ -276,6 +276,71 @@ def test_side_routes_past_their_share_get_429_and_chat_still_answers(server):
     assert re.search(r"^sluice_side_requests_running 0$", metrics, re.M), metrics   # the load gauge, idle again
 
 
+def test_past_the_side_share_the_429_comes_before_the_body(server):
+    # Four side requests whose headers arrived hold the four places while their bodies are still
+    # to come; a fifth is refused from its headers alone: none of its body is ever sent (40
+    # large uploads at once used to be read whole, 8 MiB each, before 36 of them got a 429).
+    body = json.dumps({"content": "a b c"}).encode()
+    head = (f"POST /tokenize HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n").encode()
+    holders = [socket.create_connection(("127.0.0.1", server.port), timeout=30) for _ in range(4)]
+    try:
+        for h in holders:
+            h.sendall(head)
+        deadline = time.monotonic() + 10
+        while server.metric("sluice_side_requests_running") != 4 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert server.metric("sluice_side_requests_running") == 4   # the places are taken at the headers
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as fifth:
+            fifth.sendall(head)
+            answer = fifth.recv(4096)   # a timeout here: the server waits for the body first
+            assert answer.startswith(b"HTTP/1.1 429"), answer[:200]
+            assert b"Retry-After: 1" in answer and b"rate_limit_error" in answer, answer
+        for h in holders:
+            h.sendall(body)
+            assert h.recv(4096).startswith(b"HTTP/1.1 200")
+    finally:
+        for h in holders:
+            h.close()
+    assert server.metric("sluice_side_requests_running") == 0
+
+
+def task_stats(pid):
+    """{tid: (name, policy, nice, cpu ticks)} of every thread of pid, from /proc/<pid>/task."""
+    out = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1:stat.rindex(")")], stat[stat.rindex(")") + 1:].split()
+        # Fields 14/15 utime/stime, 19 nice, 41 policy (proc(5)); rest[0] is field 3.
+        out[task] = (name, int(rest[38]), int(rest[16]), int(rest[11]) + int(rest[12]))
+    return out
+
+
+def test_side_route_work_runs_below_the_engine(server):
+    # The side routes' work (parsing the body, rendering, tokenizing) runs on threads of their
+    # own at SCHED_BATCH, nice 19, so a crowd of them takes the CPU the engine leaves; the
+    # engine's requests keep their workers at normal priority.
+    before = task_stats(server.proc.pid)
+    side = {t: v for t, v in before.items() if v[0] == "sluice-side"}
+    assert len(side) == 4, before   # HttpOptions::side_workers: one thread per place
+    assert all(v[1] == 3 and v[2] == 19 for v in side.values()), side   # 3: SCHED_BATCH
+    http = {t: v for t, v in before.items() if v[0] == "sluice-http"}
+    assert http and all(v[1] == 0 and v[2] == 0 for v in http.values()), http
+    # A template render of some 70 ms of CPU (small: at nice 19 it waits for whatever else the
+    # host runs): its ticks land on the side threads.
+    msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": "a b c " * 25} for i in range(10_000)]
+    r = post(server, "/apply-template", {"messages": msgs})
+    assert r.status_code == 200, r.text[:300]
+    after = task_stats(server.proc.pid)
+    side_ticks = sum(after[t][3] - v[3] for t, v in side.items())
+    http_ticks = sum(after[t][3] - v[3] for t, v in http.items() if t in after)
+    assert side_ticks >= 3 and side_ticks > 2 * http_ticks, (side_ticks, http_ticks)
+
+
 # ---- D22: one client cannot take the whole connection cap ------------------------------------
 
 def test_one_client_with_every_idle_socket_leaves_others_answered(sluice_bin):

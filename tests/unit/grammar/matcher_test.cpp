@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/error.h"
+#include "base/thread_priority.h"
 #include "grammar/background.h"
 #include "grammar/compiled.h"
 #include "grammar/json_schema.h"
@@ -189,20 +190,20 @@ TEST(Grammar, CacheReturnsTheSameCompiledGrammar) {
 // nice 19) while the caller waits; the caller's own priority is untouched, exceptions reach it.
 TEST(Grammar, CacheCompilesOnALowPriorityThread) {
   GrammarCache cache(test::byte_vocab(), 4);
-  const LowPriorityWorker::Priority caller = LowPriorityWorker::current_priority();
+  const ThreadPriority caller = this_thread_priority();
   std::thread::id build_thread;
-  LowPriorityWorker::Priority during{};
+  ThreadPriority during{};
   auto g = cache.get("k", [&] {
     build_thread = std::this_thread::get_id();
-    during = LowPriorityWorker::current_priority();
+    during = this_thread_priority();
     return json_schema_grammar_text(R"({"type":"string","maxLength":30})");
   });
   ASSERT_TRUE(g);
   EXPECT_NE(build_thread, std::this_thread::get_id());
   EXPECT_EQ(during.policy, SCHED_BATCH);
   EXPECT_EQ(during.nice, 19);
-  EXPECT_EQ(LowPriorityWorker::current_priority().policy, caller.policy);
-  EXPECT_EQ(LowPriorityWorker::current_priority().nice, caller.nice);
+  EXPECT_EQ(this_thread_priority().policy, caller.policy);
+  EXPECT_EQ(this_thread_priority().nice, caller.nice);
   EXPECT_THROW(cache.get("bad", [] { return json_schema_grammar_text(R"({"type":"strin"})"); }), Error);
   // Warming a grammar with deferred positions also runs there, to the end within its budget.
   Limits lazy;
