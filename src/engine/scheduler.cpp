@@ -247,7 +247,24 @@ spec::StepPlanner Scheduler::plan_step() const {
   for (auto it = waiting_.begin(); it != waiting_.end() && slots > 0 && tokens < cfg_.token_budget; ++it, --slots)
     tokens += (*it)->n_pending();
   tokens = std::min(tokens, cfg_.token_budget);
-  return spec::StepPlanner(cfg_.policy.curve, tokens, tokens, cfg_.policy.margin);
+  return spec::StepPlanner(cfg_.policy.curve, tokens, tokens, cfg_.policy.margin, batch_pace());
+}
+
+double Scheduler::batch_pace() const {
+  // Nothing waits: the running sequences end together as a batch (spec::StepPlanner's pace).
+  // The sequences the policy decides for this step are the ones that decode with room to
+  // draft; a sequence about to end (no room) or still in its prompt does not count. One such
+  // sequence alone is the batch's pace by itself: 1. Each counts with its yield rate (how
+  // often it is offered drafts times how many it accepts), the pace is their mean.
+  if (!waiting_.empty()) return 1;
+  int32_t n = 0;
+  double sum = 0;
+  for (const Sequence* s : running_) {
+    if (s->n_pending() != 1 || s->req.all_logits || draft_room(*s, cfg_.token_budget) <= 0) continue;
+    ++n;
+    sum += s->acceptance.yield_rate();
+  }
+  return n >= 2 ? sum / n : 1;
 }
 
 int32_t Scheduler::draft_room(const Sequence& s, int32_t budget) const {
@@ -257,7 +274,9 @@ int32_t Scheduler::draft_room(const Sequence& s, int32_t budget) const {
 
 int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan) {
   const Proposal& p = s->proposal;
-  if (cfg_.draft_max <= 0 || p.for_n_tokens != s->n_tokens() || s->n_pending() != 1 || s->req.all_logits) return 0;
+  if (cfg_.draft_max <= 0 || s->n_pending() != 1 || s->req.all_logits) return 0;
+  s->acceptance.offered(p.for_n_tokens == s->n_tokens() && !p.tokens.empty());
+  if (p.for_n_tokens != s->n_tokens()) return 0;
   const int32_t room = draft_room(*s, budget);
   int32_t k_max = room;
   if (plan && k_max > 0) k_max = plan->choose(s->acceptance.rate(), k_max);

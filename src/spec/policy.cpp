@@ -1,5 +1,6 @@
 #include "spec/policy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -72,6 +73,11 @@ void AcceptanceEstimate::record(int32_t drafted, int32_t accepted) {
   trials_ = kDecay * trials_ + accepted + (accepted < drafted ? 1 : 0);
 }
 
+void AcceptanceEstimate::offered(bool any) {
+  offers_ = kDecay * offers_ + (any ? 1 : 0);
+  chances_ = kDecay * chances_ + 1;
+}
+
 void ShadowDraft::start(std::span<const int32_t> drafts) {
   drafts_.assign(drafts.begin(), drafts.end());
   matched_ = 0;
@@ -86,12 +92,20 @@ void ShadowDraft::next(int32_t token, AcceptanceEstimate& e) {
 }
 
 int32_t StepPlanner::choose(double a, int32_t cap) const {
+  // The batch moves at its pace: no draft unless drafting pays at min(a, pace) in the step
+  // as it was before any drafts; then the length that pays best at the sequence's own
+  // acceptance in the step as planned so far.
+  if (pace_ < a && best_length(pace_, cap, tokens0_, outputs0_) == 0) return 0;
+  return best_length(a, cap, tokens_, outputs_);
+}
+
+int32_t StepPlanner::best_length(double a, int32_t cap, int32_t tokens, double outputs) const {
   int32_t best = 0;
-  const double c0 = curve_.cost(tokens_);
-  double best_rate = outputs_ / c0;
+  const double c0 = curve_.cost(tokens);
+  double best_rate = outputs / c0;
   for (int32_t k = 1; k <= cap; ++k) {
-    const double charged = c0 + (1 + margin_) * (curve_.cost(tokens_ + k) - c0);
-    const double rate = (outputs_ + expected_tokens(a, k) - 1) / charged;
+    const double charged = c0 + (1 + margin_) * (curve_.cost(tokens + k) - c0);
+    const double rate = (outputs + expected_tokens(a, k) - 1) / charged;
     if (rate > best_rate * (1 + 1e-9)) {
       best = k;
       best_rate = rate;

@@ -157,5 +157,40 @@ TEST(SpecStep, TheStepThatAdmitsAPrefillDraftsNothing) {
   EXPECT_EQ(core.blocks().n_used_all(), 0);
 }
 
+// Four sequences decode with nothing waiting; request 1's drafter is always right. Under a
+// curve where a draft at 4 tokens pays from a > 0.5, request 1 (at ~1) drafts when the other
+// three's drafters are right too; when they offer nothing, the batch's pace (the mean yield
+// rate, ~0.25) does not pay and request 1 does not draft: it would only run ahead of a batch
+// that ends with the other three.
+int64_t drafts_among_four(bool others_offer) {
+  FakeModel model(kVocab, rig_groups());
+  KvCache kv(model.spec().kv_groups, 4, {256, 256}, KvType::F32);
+  SchedulerConfig sc{4, 64, 512};
+  sc.draft_max = 2;
+  const DraftHook right = oracle_drafter(model, [](RequestId, size_t, int32_t) { return false; });
+  sc.draft_hook = [&](RequestId id, std::span<const int32_t> t, int32_t k, std::vector<int32_t>& d) {
+    if (id == 1 || others_offer) return right(id, t, k, d);
+    d.clear();
+  };
+  sc.policy.adaptive = true;
+  sc.policy.margin = 0;
+  sc.policy.curve = spec::StepCostCurve{{{1, 1.0}, {2, 1.2}, {4, 1.6}, {8, 2.4}}};
+  EngineCore core(model, kv, EngineConfig{sc, true});
+  for (RequestId id = 1; id <= 4; ++id) core.add(req(id, make_prompt(6, kVocab, static_cast<int>(id)), 40));
+  for (int i = 0; i < 12; ++i) core.step();  // prefill; the estimates settle
+  const int64_t before = core.stats().drafted_tokens;
+  for (int i = 0; i < 12; ++i) core.step();
+  const int64_t drafted = core.stats().drafted_tokens - before;
+  while (core.has_work()) core.step();
+  EXPECT_EQ(model.errors, 0);
+  EXPECT_EQ(core.blocks().n_used_all(), 0);
+  return drafted;
+}
+
+TEST(SpecStep, ASequenceDoesNotDraftAheadOfABatchThatCannotFollow) {
+  EXPECT_EQ(drafts_among_four(false), 0);
+  EXPECT_GT(drafts_among_four(true), 0);
+}
+
 }  // namespace
 }  // namespace sluice::engine

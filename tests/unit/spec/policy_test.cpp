@@ -132,6 +132,44 @@ TEST(StepPolicy, TheMarginDropsDraftsThatGainLittle) {
       EXPECT_LE(StepPlanner(c, B, B, 0.5).choose(a, 8), StepPlanner(c, B, B, 0.0).choose(a, 8)) << a << " " << B;
 }
 
+TEST(StepPolicy, ABatchWithNothingWaitingDraftsOnlyWhenItsPacePays) {
+  // The case that lost: the 270M's curve on the 2-vCPU AMD EPYC (sluice tune, quiet), m = 0.5,
+  // 4 decoding sequences of sampled free text, nothing waiting. One sequence repeats itself
+  // (estimate 0.6); the others are rarely offered a draft (yield ~0.07), so the batch's mean
+  // yield is ~0.2. By its own acceptance the draft gains ~4% and is made; at the pace, none.
+  const StepCostCurve c{{{1, 1.0}, {2, 1.0}, {4, 1.144}, {8, 1.349}, {16, 2.34}, {32, 3.723}}};
+  EXPECT_GT(StepPlanner(c, 4, 4, 0.5).choose(0.6, 4), 0) << "without the pace it drafts";
+  EXPECT_EQ(StepPlanner(c, 4, 4, 0.5, 0.2).choose(0.6, 4), 0);
+  // Grounded prompts: the mean yield is ~0.7, so the batch drafts, each sequence as deep as
+  // its own acceptance pays.
+  for (double a : {0.45, 0.8, 0.95})
+    EXPECT_EQ(StepPlanner(c, 4, 4, 0.5, 0.7).choose(a, 4), StepPlanner(c, 4, 4, 0.5).choose(a, 4)) << a;
+  EXPECT_GT(StepPlanner(c, 4, 4, 0.5, 0.7).choose(0.95, 4), 1);
+  // The pace is tested on the step before drafts: the fourth sequence of a batch that already
+  // drafts is not shut out by the drafts the first three added.
+  StepPlanner p(c, 4, 4, 0.5, 0.5);
+  for (int i = 0; i < 3; ++i) p.add(0.9, p.choose(0.9, 2));
+  EXPECT_EQ(p.choose(0.9, 2), StepPlanner(c, p.tokens(), p.outputs(), 0.5).choose(0.9, 2));
+  // Alone (the scheduler's pace is 1) nothing changes; a sequence at or under the pace is the
+  // plain rule.
+  for (double a : {0.1, 0.3, 0.6, 0.9}) {
+    EXPECT_EQ(StepPlanner(c, 1, 1, 0.5, 1).choose(a, 4), StepPlanner(c, 1, 1, 0.5).choose(a, 4)) << a;
+    EXPECT_EQ(StepPlanner(c, 4, 4, 0.5, a).choose(a, 4), StepPlanner(c, 4, 4, 0.5).choose(a, 4)) << a;
+  }
+}
+
+TEST(StepPolicy, TheYieldRateCountsTheStepsWithoutAProposal) {
+  AcceptanceEstimate e;
+  EXPECT_DOUBLE_EQ(e.yield_rate(), e.rate()) << "the prior: always offered";
+  e.record(4, 4);
+  const double a = e.rate();
+  for (int i = 0; i < 6; ++i) e.offered(false);
+  EXPECT_DOUBLE_EQ(e.rate(), a) << "no proposal leaves the acceptance as it was";
+  EXPECT_LT(e.yield_rate(), 0.1 * a);
+  for (int i = 0; i < 20; ++i) e.offered(true);
+  EXPECT_NEAR(e.yield_rate(), a, 0.01 * a);
+}
+
 TEST(StepPolicy, AShadowDraftScoresLikeAVerification) {
   // Proposal 5 6 7: the tokens 5 6 then 9 accept two and reject the third, as a verification
   // of the same drafts would; the estimate moves the same way.
