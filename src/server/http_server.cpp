@@ -26,6 +26,7 @@
 #include <boost/beast/http.hpp>
 
 #include "base/thread_priority.h"
+#include "server/drainer.h"
 #include "server/metrics.h"
 #include "server/openai_service.h"
 #include "server/origin_guard.h"
@@ -280,6 +281,7 @@ struct HttpServer::Impl {
   // engine leaves, not the engine's cores. Each request holds a SideSlot, so none waits here.
   WorkerPool side_pool;
   std::optional<UiAssets> ui;  // the chat page's files; empty with --no-ui
+  Drainer drainer{1024};       // lingering closes, at nice 19 (beyond 1024 at once: on the strands)
   int port = -1;
 };
 
@@ -335,6 +337,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void after_flush();
   void linger_close();
   void drain(size_t drained);
+  size_t max_drain() const;
   void arm(Timer& t, int seconds, void (*fn)(Conn&));
 
   tcp::socket socket_;
@@ -596,10 +599,21 @@ void Conn::after_flush() {
 
 // Closing with unread request bytes would make the kernel send a reset, which can destroy the
 // answer before the client reads it: send FIN first and discard what still comes, briefly.
+// The discarding runs on the drainer's nice-19 thread when it has room (server/drainer.h): a crowd
+// of refused uploads then takes the CPU the engine leaves, not the I/O threads' share of its cores.
 void Conn::linger_close() {
   if (sock_closed_) return;
   error_code ig;
   socket_.shutdown(tcp::socket::shutdown_send, ig);
+  if (srv_.drainer.reserve()) {
+    error_code ec;
+    const int fd = socket_.release(ec);
+    if (!ec && fd >= 0) {
+      srv_.drainer.take(fd, max_drain(), std::chrono::seconds(1));
+      return close();
+    }
+    srv_.drainer.unreserve();
+  }
   arm(read_timer_, 1, [](Conn& c) { c.close(); });
   drain(0);
 }
@@ -609,14 +623,16 @@ void Conn::linger_close() {
 // a refused 8 MiB body takes 128 reads, not 2048.
 char g_discard[64u << 10];
 
+// Up to a whole body: a request refused before its body was read (429) still gets its answer read.
+size_t Conn::max_drain() const { return std::max<size_t>(4u << 20, srv_.opt.max_body_bytes); }
+
 void Conn::drain(size_t drained) {
-  // Up to a whole body: a request refused before its body was read (429) still gets its answer read.
-  const size_t max_drain = std::max<size_t>(4u << 20, srv_.opt.max_body_bytes);
-  socket_.async_read_some(net::buffer(g_discard, sizeof g_discard),
-                          [self = shared_from_this(), drained, max_drain](const error_code& ec, size_t n) {
-                            if (ec || drained + n > max_drain) return self->close();
-                            self->drain(drained + n);
-                          });
+  socket_.async_read_some(
+      net::buffer(g_discard, sizeof g_discard),
+      [self = shared_from_this(), drained, max_drain = max_drain()](const error_code& ec, size_t n) {
+        if (ec || drained + n > max_drain) return self->close();
+        self->drain(drained + n);
+      });
 }
 
 void Conn::refuse() {

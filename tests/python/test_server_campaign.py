@@ -330,6 +330,9 @@ def test_side_route_work_runs_below_the_engine(server):
     assert all(v[1] == 3 and v[2] == 19 for v in side.values()), side   # 3: SCHED_BATCH
     http = {t: v for t, v in before.items() if v[0] == "sluice-http"}
     assert http and all(v[1] == 0 and v[2] == 0 for v in http.values()), http
+    # Lingering closes (refused bodies read and discarded) run there too: server/drainer.h.
+    drain = [v for v in before.values() if v[0] == "sluice-drain"]
+    assert len(drain) == 1 and drain[0][1] == 3 and drain[0][2] == 19, before
     # A template render of some 70 ms of CPU (small: at nice 19 it waits for whatever else the
     # host runs): its ticks land on the side threads.
     msgs = [{"role": "user" if i % 2 == 0 else "assistant", "content": "a b c " * 25} for i in range(10_000)]

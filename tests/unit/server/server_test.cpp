@@ -1,6 +1,9 @@
 // Stop strings and OpenAI request parsing (no HTTP, no engine).
 #include <gtest/gtest.h>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -12,6 +15,7 @@
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "server/api_error.h"
+#include "server/drainer.h"
 #include "server/model_context.h"
 #include "server/openai_request.h"
 #include "server/props.h"
@@ -36,6 +40,46 @@ std::string feed(StopStringMatcher& m, const std::vector<std::string>& pieces, b
     }
   }
   return out + m.flush();
+}
+
+// The drainer (server/drainer.h) discards what still comes on a closed connection and closes it
+// at the peer's end, at its byte budget or at its deadline; past its places the caller lingers.
+bool drainer_empties(const Drainer& d) {
+  for (int i = 0; i < 500 && d.held() > 0; ++i) usleep(10'000);  // 5 s: far before the 60 s deadlines
+  return d.held() == 0;
+}
+
+TEST(Drainer, DiscardsUntilThePeersEndTheBudgetOrTheDeadline) {
+  using namespace std::chrono_literals;
+  Drainer d(2);
+  ASSERT_TRUE(d.reserve());
+  ASSERT_TRUE(d.reserve());
+  EXPECT_FALSE(d.reserve());  // full
+  d.unreserve();
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  d.take(sv[0], 1u << 20, 60s);
+  const std::string chunk(64 << 10, 'x');
+  for (int i = 0; i < 4; ++i) ASSERT_EQ(send(sv[1], chunk.data(), chunk.size(), MSG_NOSIGNAL), ssize_t(chunk.size()));
+  shutdown(sv[1], SHUT_WR);  // the peer's end: read through, then closed
+  EXPECT_TRUE(drainer_empties(d));
+  char c;
+  EXPECT_EQ(recv(sv[1], &c, 1, 0), 0) << "the drainer's end is still open";
+  close(sv[1]);
+
+  ASSERT_TRUE(d.reserve());
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  d.take(sv[0], 1000, 60s);  // the budget: closed after 1000 bytes, the peer still open
+  ASSERT_EQ(send(sv[1], chunk.data(), 5000, MSG_NOSIGNAL), 5000);
+  EXPECT_TRUE(drainer_empties(d));
+  close(sv[1]);
+
+  ASSERT_TRUE(d.reserve());
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  d.take(sv[0], 1u << 20, 50ms);  // a silent peer: closed at the deadline
+  EXPECT_TRUE(drainer_empties(d));
+  EXPECT_EQ(recv(sv[1], &c, 1, 0), 0);
+  close(sv[1]);
 }
 
 TEST(StopStrings, StopSpanningPiecesIsCutAndNeverEmitted) {
