@@ -168,21 +168,21 @@ void Matcher::fill_mask(std::span<uint64_t> mask) {
 // The position tables know nothing of earlier items: tokens that may close one are checked
 // against the tracker.
 void Matcher::drop_duplicates(std::span<uint64_t> mask) {
-  for (int32_t id : g_->vocab().delimiter_tokens())
+  // A token still allowed that the tracker refuses leaves the mask.
+  const auto check = [&](int32_t id) {
     if (((mask[id >> 6] >> (id & 63)) & 1) && !accepts(id)) mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
+  };
+  for (int32_t id : g_->vocab().delimiter_tokens()) check(id);
   // Between items, a token that starts with whitespace walks from the whitespace's parse to
   // item first bytes the position tables never dropped.
   if (!value_first_.empty() && track_.between_items()) {
     const auto& ws = g_->vocab().ws_led_tokens();
     for (size_t w = 0; w < mask.size(); ++w)
-      for (uint64_t bits = mask[w] & ws[w]; bits; bits &= bits - 1) {
-        const auto id = static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits)));
-        if (!accepts(id)) mask[w] &= ~(uint64_t{1} << (id & 63));
-      }
+      for (uint64_t bits = mask[w] & ws[w]; bits; bits &= bits - 1)
+        check(static_cast<int32_t>(w * 64 + static_cast<size_t>(__builtin_ctzll(bits))));
   }
   if (!track_.in_number_context()) return;
-  for (int32_t id : g_->vocab().integer_tokens())
-    if (((mask[id >> 6] >> (id & 63)) & 1) && !accepts(id)) mask[id >> 6] &= ~(uint64_t{1} << (id & 63));
+  for (int32_t id : g_->vocab().integer_tokens()) check(id);
 }
 
 void Matcher::apply_fixed(const PositionMask& m, std::span<uint64_t> mask) {

@@ -14,9 +14,7 @@
 
 namespace sluice::server {
 
-namespace {
-char g_sink[64u << 10];  // written by the kernel only, never read: one for every socket
-}
+char g_discard[kDiscardBytes];
 
 Drainer::Drainer(size_t max_sockets) : max_sockets_(max_sockets) {
   epoll_ = epoll_create1(EPOLL_CLOEXEC);
@@ -87,7 +85,7 @@ void Drainer::drop(int fd) {
 
 bool Drainer::read_some(int fd, Entry& e) {
   for (;;) {
-    const ssize_t n = recv(fd, g_sink, sizeof g_sink, MSG_DONTWAIT);
+    const ssize_t n = recv(fd, g_discard, kDiscardBytes, MSG_DONTWAIT);
     if (n == 0) return false;  // the peer's end: everything it sent was read
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     if (static_cast<size_t>(n) >= e.left) return false;

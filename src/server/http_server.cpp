@@ -618,17 +618,12 @@ void Conn::linger_close() {
   drain(0);
 }
 
-// Where every lingering connection's discarded bytes go: one buffer for all of them, never
-// read by anyone (only the kernel writes it), so lingering connections cost no memory each and
-// a refused 8 MiB body takes 128 reads, not 2048.
-char g_discard[64u << 10];
-
 // Up to a whole body: a request refused before its body was read (429) still gets its answer read.
 size_t Conn::max_drain() const { return std::max<size_t>(4u << 20, srv_.opt.max_body_bytes); }
 
 void Conn::drain(size_t drained) {
   socket_.async_read_some(
-      net::buffer(g_discard, sizeof g_discard),
+      net::buffer(g_discard, kDiscardBytes),
       [self = shared_from_this(), drained, max_drain = max_drain()](const error_code& ec, size_t n) {
         if (ec || drained + n > max_drain) return self->close();
         self->drain(drained + n);
