@@ -11,7 +11,11 @@ byte sent to the first token event) and the gaps between its token events (ITL).
           their uploads are in flight (an 8 MiB text is over the token cap: the server's work
           is the upload, the JSON parse and a 400 — or a 429 if refused);
   pieces  40 clients each POST a /tokenize with pieces that fits the cap (about a context of
-          tokens: real tokenizing and a large reply), the chat 20 ms later.
+          tokens: real tokenizing and a large reply), the chat 20 ms later;
+  tok8m-n19, pieces-n19  the same with the neighbours' threads at nice 19: on loopback the
+          kernel's TCP work for 320 MB is done mostly in the senders' system calls, on the same
+          two cores as the server; at nice 19 the cores go to the server first, as they would
+          with the clients on other machines.
 
 The rounds alternate (alone, tok8m, pieces, per binary) so the shared host's load hits all
 alike. Prints per binary and mode the chat's TTFT, its whole time (to its last token) and ITL
@@ -38,7 +42,7 @@ from server_util import Server  # noqa: E402
 
 MIB8 = 8 << 20
 CHAT = "Name three rivers of Europe and say one thing about each."
-MODES = ("alone", "tok8m", "pieces")
+MODES = ("alone", "tok8m", "pieces")   # and tok8m-n19, pieces-n19 (below)
 
 
 def request_bytes(path, body):
@@ -66,12 +70,14 @@ class Neighbour(threading.Thread):
     one sendall: a server that answers early may stop reading, then the send fails) and reads
     the status. `status` 0: no answer."""
 
-    def __init__(self, port, payload, go):
+    def __init__(self, port, payload, go, nice=0):
         super().__init__()
-        self.port, self.payload, self.go = port, payload, go
+        self.port, self.payload, self.go, self.nice = port, payload, go, nice
         self.status, self.done_s = 0, None
 
     def run(self):
+        if self.nice:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         with socket.create_connection(("127.0.0.1", self.port), timeout=300) as s:
             self.go.wait()
             t0 = time.monotonic()
@@ -126,9 +132,9 @@ def cpu_delta(before, after):
     return {k: round(v - before.get(k, 0.0), 2) for k, v in after.items() if v - before.get(k, 0.0) > 0}
 
 
-def one_round(server, model, payload, clients, max_tokens):
+def one_round(server, model, payload, clients, max_tokens, nice=0):
     go = threading.Event()
-    ns = [Neighbour(server.port, payload, go) for _ in range(clients if payload else 0)]
+    ns = [Neighbour(server.port, payload, go, nice) for _ in range(clients if payload else 0)]
     for n in ns:
         n.start()
     time.sleep(0.2 if ns else 0)   # every neighbour connected
@@ -202,7 +208,8 @@ def main():
         for _ in range(a.rounds):
             for b, s, name in zip(bins, servers, names):
                 for m in modes:
-                    r = one_round(s, name, loads.get(m), a.clients, a.tokens)
+                    r = one_round(s, name, loads.get(m.removesuffix("-n19")), a.clients, a.tokens,
+                                  19 if m.endswith("-n19") else 0)
                     rounds[str(b)][m].append(r)
                     time.sleep(0.3)
     finally:

@@ -95,7 +95,7 @@ bool Drainer::read_some(int fd, Entry& e) {
 
 void Drainer::loop() {
   pthread_setname_np(pthread_self(), "sluice-drain");  // top -H, /proc/<pid>/task/*/comm
-  lower_this_thread_priority();
+  lower_this_thread_priority(Below::kIdle);
   std::vector<epoll_event> ready(64);
   while (!stop_) {
     const int n = epoll_wait(epoll_, ready.data(), static_cast<int>(ready.size()), 100);

@@ -3,8 +3,8 @@
 // and discard them for a while: closing with unread bytes makes the kernel send a reset, which
 // can destroy the answer before the client reads it. Forty clients each pushing a refused 8 MiB
 // body is 288 MB to receive; on the I/O threads, at normal priority, that doubled a running
-// chat's decode steps on a 2-core host. Here one thread at SCHED_BATCH + nice 19 (as the side
-// routes' workers) reads them all through epoll into one discard buffer, each socket until its
+// chat's decode steps on a 2-core host. Here one thread at SCHED_IDLE (as the side routes'
+// workers) reads them all through epoll into one discard buffer, each socket until its
 // peer's end, its byte budget or its deadline, whichever comes first, then closes it.
 #pragma once
 
@@ -55,7 +55,7 @@ class Drainer {
   int epoll_ = -1, wake_ = -1;
   std::atomic<size_t> held_{0};
   std::atomic<bool> stop_{false};
-  // take() only queues, under a lock held for a push: the drainer runs at nice 19 and must never
+  // take() only queues, under a lock held for a push: the drainer runs at SCHED_IDLE and must never
   // hold anything an I/O thread waits for.
   std::mutex in_mu_;
   std::vector<std::pair<int, Entry>> incoming_;

@@ -19,7 +19,9 @@
 #include <vector>
 
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -161,7 +163,7 @@ class WorkerPool {
     for (int i = 0; i < n; ++i)
       threads_.emplace_back([this, name, priority] {
         pthread_setname_np(pthread_self(), name);
-        if (priority == Priority::kLow) lower_this_thread_priority();
+        if (priority == Priority::kLow) lower_this_thread_priority(Below::kIdle);
         loop();
       });
   }
@@ -281,7 +283,7 @@ struct HttpServer::Impl {
   // engine leaves, not the engine's cores. Each request holds a SideSlot, so none waits here.
   WorkerPool side_pool;
   std::optional<UiAssets> ui;  // the chat page's files; empty with --no-ui
-  Drainer drainer{1024};       // lingering closes, at nice 19 (beyond 1024 at once: on the strands)
+  Drainer drainer{1024};       // lingering closes, at SCHED_IDLE (beyond 1024 at once: on the strands)
   int port = -1;
 };
 
@@ -325,10 +327,14 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void next_request();
   void read_header();
   void on_header();
+  void read_body_on_side(const RouteMatch& m);
+  error_code read_body_here(int fd);  // on a side thread: blocking reads until the body is whole
   void fail_read(const error_code& ec);
   bool request_line_unfinished() const;
   void reject(int status, const std::string& message, const char* endpoint, bool keep_alive);
   void dispatch(const RouteMatch& m);
+  using Request = http::request<http::string_body>;
+  void work(const RouteMatch& m, std::shared_ptr<Request> req, const Exchange& x, std::shared_ptr<SideSlot> slot);
   void busy(const RouteMatch& m, const Exchange& x);  // 429: no room for the request's work
   void respond(Reply r, const Exchange& x);           // any thread; may block while a stream runs
   bool push(std::string bytes, bool wait_for_room);
@@ -347,6 +353,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   std::optional<Parser> parser_;
   Phase phase_ = Phase::kIdle;
   bool timed_out_ = false, sock_closed_ = false;
+  std::chrono::steady_clock::time_point read_deadline_;  // headers and body, from read_header
   enum class Then { kNothing, kRead, kClose } then_ = Then::kNothing;
   std::string inflight_;
   std::unique_ptr<SideSlot> side_slot_;  // a side route's place, from its headers to its dispatch
@@ -383,6 +390,7 @@ void Conn::read_header() {
   parser_->header_limit(static_cast<std::uint32_t>(srv_.opt.max_header_bytes));
   parser_->body_limit(srv_.opt.max_body_bytes);
   // One deadline for headers and body together: trickling bytes do not extend it.
+  read_deadline_ = std::chrono::steady_clock::now() + std::chrono::seconds(srv_.opt.request_timeout_s);
   arm(read_timer_, srv_.opt.request_timeout_s, [](Conn& c) {
     c.timed_out_ = true;
     error_code ig;
@@ -461,6 +469,7 @@ void Conn::on_header() {
   if (m.side && !(side_slot_ = SideSlot::take(srv_.metrics.side_running(), srv_.opt.side_workers)))
     return reject(429, kBusy, m.endpoint, false);
   if (boost::beast::iequals(req[http::field::expect], "100-continue")) push("HTTP/1.1 100 Continue\r\n\r\n", false);
+  if (m.side) return read_body_on_side(m);
   http::async_read(socket_, buf_, *parser_, [self = shared_from_this(), m](const error_code& ec, size_t) {
     if (ec) return self->fail_read(ec);
     self->dispatch(m);
@@ -496,20 +505,92 @@ void Conn::dispatch(const RouteMatch& m) {
   if (m.side && !slot && !(slot = SideSlot::take(srv_.metrics.side_running(), srv_.opt.side_workers)))
     return busy(m, x);
   WorkerPool& workers = m.side ? srv_.side_pool : srv_.pool;
-  const bool queued = workers.submit([self = shared_from_this(), req, m, x, slot]() mutable {
-    Reply r = self->srv_.call(m, *req);
-    // Everything the request held is freed before its answer goes out: a client that sees the
-    // answer may send the next request, or read the process's memory, at once (a side thread at
-    // nice 19 may not run again for a while on a busy host).
-    slot.reset();
-    const bool large = req->body().size() >= kTrimAfterBody;
-    req.reset();
-    // A large body's values were many small blocks on this worker's malloc arena: give the
-    // freed pages back, or the process keeps its peak size after the request.
-    if (large) malloc_trim(0);
-    self->respond(std::move(r), x);
-  });
+  const bool queued = workers.submit(
+      [self = shared_from_this(), req, m, x, slot]() mutable { self->work(m, std::move(req), x, std::move(slot)); });
   if (!queued) busy(m, x);  // the task (and its slot) is gone with the refusal
+}
+
+// On a worker: the handler, then the answer.
+void Conn::work(const RouteMatch& m, std::shared_ptr<Request> req, const Exchange& x, std::shared_ptr<SideSlot> slot) {
+  Reply r = srv_.call(m, *req);
+  // Everything the request held is freed before its answer goes out: a client that sees the
+  // answer may send the next request, or read the process's memory, at once (a side thread at
+  // SCHED_IDLE may not run again for a while on a busy host).
+  slot.reset();
+  const bool large = req->body().size() >= kTrimAfterBody;
+  req.reset();
+  // A large body's values were many small blocks on this worker's malloc arena: give the
+  // freed pages back, or the process keeps its peak size after the request.
+  if (large) malloc_trim(0);
+  respond(std::move(r), x);
+}
+
+// A side route's body is read on its side thread, not on the I/O threads. Reading an upload
+// costs CPU in proportion to its bytes (the copies and the kernel's TCP work, charged to the
+// reading thread), and the I/O threads run at the engine's priority: four admitted 8 MiB
+// /tokenize bodies read there ran both I/O threads 20 ms at a time beside a chat's prefill
+// step, which took 12-64 ms instead of 8 (the engine's and the pool's run-queue waits in
+// /proc/<tid>/schedstat grew by what the I/O threads ran). At SCHED_IDLE the reading takes
+// the CPU the engine leaves, and the reply waits for nobody but its own client.
+// The strand hands over the buffer and parser, and a duplicate of the socket's descriptor (a
+// close here during shutdown shuts the socket down under it, and its number cannot be reused
+// while the worker reads): nothing of the strand's is pending on them (the deadline timer is
+// cancelled; the worker keeps the deadline) until the worker is done.
+void Conn::read_body_on_side(const RouteMatch& m) {
+  phase_ = Phase::kBusy;
+  read_timer_.cancel();
+  std::shared_ptr<SideSlot> slot = std::move(side_slot_);
+  const int fd = ::dup(socket_.native_handle());
+  if (fd < 0) return reject(503, "out of descriptors", m.endpoint, false);
+  const bool queued = srv_.side_pool.submit([self = shared_from_this(), m, slot, fd]() mutable {
+    const error_code ec = self->read_body_here(fd);
+    ::close(fd);
+    if (ec) {
+      slot.reset();
+      const bool late = ec == net::error::timed_out;
+      return self->on_strand([ec, late](Conn& c) {
+        c.timed_out_ = late;
+        c.fail_read(ec);
+      });
+    }
+    auto req = std::make_shared<Request>(self->parser_->release());
+    self->parser_.reset();
+    const Exchange x{req->version(), req->keep_alive(), req->method() == http::verb::head};
+    self->work(m, std::move(req), x, std::move(slot));
+  });
+  if (!queued) {
+    ::close(fd);
+    reject(429, kBusy, m.endpoint, false);
+  }
+}
+
+error_code Conn::read_body_here(int fd) {
+  for (;;) {
+    error_code ec;
+    while (buf_.size() > 0 && !parser_->is_done()) {
+      const size_t n = parser_->put(buf_.data(), ec);
+      buf_.consume(n);
+      if (ec == http::error::need_more) ec = {};
+      if (ec) return ec;
+      if (n == 0) break;  // the parser needs more than the buffer holds
+    }
+    if (parser_->is_done()) return {};
+    const auto space = buf_.prepare(64u << 10);
+    const ssize_t got = ::recv(fd, space.data(), space.size(), MSG_DONTWAIT);
+    if (got > 0) {
+      buf_.commit(static_cast<size_t>(got));
+      continue;
+    }
+    if (got == 0) return http::error::partial_message;  // the client left mid-body
+    if (errno == EINTR) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return error_code(errno, boost::system::system_category());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(read_deadline_ -
+                                                                            std::chrono::steady_clock::now());
+    if (left.count() <= 0) return net::error::timed_out;
+    if (srv_.stopping) return net::error::operation_aborted;
+    pollfd pfd{fd, POLLIN, 0};
+    ::poll(&pfd, 1, static_cast<int>(std::min<int64_t>(left.count(), 100)));  // wakes to see a stop
+  }
 }
 
 void Conn::busy(const RouteMatch& m, const Exchange& x) {
@@ -599,7 +680,7 @@ void Conn::after_flush() {
 
 // Closing with unread request bytes would make the kernel send a reset, which can destroy the
 // answer before the client reads it: send FIN first and discard what still comes, briefly.
-// The discarding runs on the drainer's nice-19 thread when it has room (server/drainer.h): a crowd
+// The discarding runs on the drainer's SCHED_IDLE thread when it has room (server/drainer.h): a crowd
 // of refused uploads then takes the CPU the engine leaves, not the I/O threads' share of its cores.
 void Conn::linger_close() {
   if (sock_closed_) return;
