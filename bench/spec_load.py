@@ -67,12 +67,14 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=128)
     ap.add_argument("-t", "--threads", type=int, default=2)
     ap.add_argument("--draft-max", type=int, default=4)
+    ap.add_argument("--sets", default="grounded,free", help="prompt sets to run (grounded, free)")
     ap.add_argument("--spec-args", default="", help="more flags for the speculative server, e.g. '--spec-margin 0'")
     ap.add_argument("--json")
     a = ap.parse_args()
     levels = [int(x) for x in a.levels.split(",")]
     grounded = [p.read_text() for p in sorted((ROOT / "bench").glob("spec_grounded_*.txt"))]
-    sets = {"grounded": (grounded, 0.0), "free": (FREE, 0.8)}
+    sets = {name: v for name, v in {"grounded": (grounded, 0.0), "free": (FREE, 0.8)}.items()
+            if name in a.sets.split(",")}
     common = ["-t", a.threads, "-c", 1024, "--parallel", max(levels), "--max-queue", 64]
     plain = Server(a.sluice, a.model, *common)
     spec = Server(a.sluice, a.model, *common, "--spec", "ngram", "--draft-max", a.draft_max, *a.spec_args.split())
@@ -114,6 +116,8 @@ def report(rows, levels, a):
           f"{'accepted':>8}  (medians of {a.repeats})")
     summary = []
     for name in ("grounded", "free"):
+        if name not in a.sets.split(","):
+            continue
         for c in levels:
             sel = [r for r in rows if r["prompts"] == name and r["concurrency"] == c]
             by = {s: [r for r in sel if r["spec"] == s] for s in ("none", "ngram")}

@@ -251,20 +251,21 @@ spec::StepPlanner Scheduler::plan_step() const {
 }
 
 double Scheduler::batch_pace() const {
-  // Nothing waits: the running sequences end together as a batch (spec::StepPlanner's pace).
-  // The sequences the policy decides for this step are the ones that decode with room to
-  // draft; a sequence about to end (no room) or still in its prompt does not count. One such
-  // sequence alone is the batch's pace by itself: 1. Each counts with its yield rate (how
-  // often it is offered drafts times how many it accepts), the pace is their mean.
+  // Nothing waits: the running sequences end together as a batch (spec::StepPlanner's pace),
+  // and it ends with its slowest member. The sequences the policy decides for this step are
+  // the ones that decode with room to draft; a sequence about to end (no room) or still in its
+  // prompt does not count. One such sequence alone is the batch's pace by itself: 1. Each
+  // moves at its yield rate (how often it is offered drafts times how many it accepts); the
+  // pace is the lowest.
   if (!waiting_.empty()) return 1;
   int32_t n = 0;
-  double sum = 0;
+  double lowest = 1;
   for (const Sequence* s : running_) {
     if (s->n_pending() != 1 || s->req.all_logits || draft_room(*s, cfg_.token_budget) <= 0) continue;
     ++n;
-    sum += s->acceptance.yield_rate();
+    lowest = std::min(lowest, s->acceptance.yield_rate());
   }
-  return n >= 2 ? sum / n : 1;
+  return n >= 2 ? lowest : 1;
 }
 
 int32_t Scheduler::draft_room(const Sequence& s, int32_t budget) const {
@@ -279,14 +280,16 @@ int32_t Scheduler::add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* pl
   if (p.for_n_tokens != s->n_tokens()) return 0;
   const int32_t room = draft_room(*s, budget);
   int32_t k_max = room;
-  if (plan && k_max > 0) k_max = plan->choose(s->acceptance.rate(), k_max);
+  // The batch's slowest sequence sets its pace: all its drafted tokens shorten the batch.
+  const bool slowest = plan && s->acceptance.yield_rate() <= plan->pace();
+  if (plan && k_max > 0) k_max = plan->choose(s->acceptance.rate(), k_max, slowest);
   if (k_max <= 0) {
     if (room > 0) start_shadow(s, room);
     return 0;
   }
   s->shadow.clear();  // a real verification scores this position instead
   const int32_t k = std::min<int32_t>(k_max, static_cast<int32_t>(p.tokens.size()));
-  if (plan) plan->add(s->acceptance.rate(), k);
+  if (plan) plan->add(s->acceptance.rate(), k, slowest);
   s->tokens.insert(s->tokens.end(), p.tokens.begin(), p.tokens.begin() + k);
   return k;
 }

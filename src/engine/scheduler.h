@@ -142,7 +142,7 @@ class Scheduler {
   int32_t whole_images(Sequence* s);
   int32_t add_drafts(Sequence* s, int32_t budget, spec::StepPlanner* plan);
   spec::StepPlanner plan_step() const;  // the step before drafts: the tokens it will compute
-  double batch_pace() const;            // StepPlanner's pace: the mean yield rate, when nothing waits
+  double batch_pace() const;            // StepPlanner's pace: the lowest yield rate, when nothing waits
   // With no drafts this step and a cheap proposal: score up to k of its tokens unverified.
   void start_shadow(Sequence* s, int32_t k);
   void drop_drafts(Sequence* s, int32_t n_draft);

@@ -91,21 +91,30 @@ void ShadowDraft::next(int32_t token, AcceptanceEstimate& e) {
   drafts_.clear();
 }
 
-int32_t StepPlanner::choose(double a, int32_t cap) const {
-  // The batch moves at its pace: no draft unless drafting pays at min(a, pace) in the step
-  // as it was before any drafts; then the length that pays best at the sequence's own
-  // acceptance in the step as planned so far.
-  if (pace_ < a && best_length(pace_, cap, tokens0_, outputs0_) == 0) return 0;
-  return best_length(a, cap, tokens_, outputs_);
+int32_t StepPlanner::choose(double a, int32_t cap, bool sets_pace) const {
+  return best_length(sets_pace ? 1.0 : pace_, a, cap, tokens_, outputs_);
 }
 
-int32_t StepPlanner::best_length(double a, int32_t cap, int32_t tokens, double outputs) const {
+double StepPlanner::gain(double pace, double a, int32_t k) const {
+  const double own = expected_tokens(a, k) - 1;
+  if (pace >= a) return own;
+  // The tokens the batch keeps pace with count in full; those beyond it put this sequence
+  // ahead, and with nothing waiting, ending early saves only its own row in the steps at the
+  // batch's end: each is worth the marginal cost of a row over the step's cost per output.
+  const double kept = expected_tokens(pace, k) - 1;
+  const double c0 = curve_.cost(tokens0_);
+  const double row = c0 - curve_.cost(std::max(1, tokens0_ - 1));
+  const double worth = outputs0_ > 0 ? std::clamp(row * outputs0_ / c0, 0.0, 1.0) : 1.0;
+  return kept + (own - kept) * worth;
+}
+
+int32_t StepPlanner::best_length(double pace, double a, int32_t cap, int32_t tokens, double outputs) const {
   int32_t best = 0;
   const double c0 = curve_.cost(tokens);
   double best_rate = outputs / c0;
   for (int32_t k = 1; k <= cap; ++k) {
     const double charged = c0 + (1 + margin_) * (curve_.cost(tokens + k) - c0);
-    const double rate = (outputs + expected_tokens(a, k) - 1) / charged;
+    const double rate = (outputs + gain(pace, a, k)) / charged;
     if (rate > best_rate * (1 + 1e-9)) {
       best = k;
       best_rate = rate;
@@ -114,9 +123,9 @@ int32_t StepPlanner::best_length(double a, int32_t cap, int32_t tokens, double o
   return best;
 }
 
-void StepPlanner::add(double a, int32_t k) {
+void StepPlanner::add(double a, int32_t k, bool sets_pace) {
   tokens_ += k;
-  outputs_ += expected_tokens(a, k) - 1;
+  outputs_ += gain(sets_pace ? 1.0 : pace_, a, k);
 }
 
 }  // namespace sluice::spec

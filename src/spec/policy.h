@@ -97,24 +97,22 @@ class ShadowDraft {
 //
 // The pace. The rule counts every expected token as work done, which holds while a sequence
 // that ends sooner frees its slot for a request that waits. When nothing waits, the running
-// sequences are the batch until they end: a sequence that drafts well while the others do
-// not only runs ahead, ends early and leaves the last steps to fewer sequences at nearly the
-// same cost each (a memory-bound step), so its extra tokens shorten little. Measured on the
-// 270M at 4 sampled streams, free text (docs/spec-policy.md "The pace"): two sequences of
-// four drafted, ~20 of 384 tokens a round came from drafts, and a round took as many steps
-// as without drafts (194-195 vs 196 in two rounds; its end ran 2 sequences for ~9 steps
-// instead of 4) while the steps with drafts cost more. So the scheduler passes the batch's
-// mean yield rate (AcceptanceEstimate::yield_rate) as `pace`, and a sequence drafts only if
-// drafting pays at min(a, pace) in the step before any drafts: speculation goes on when the
-// batch as a whole gains from it. The length is then the best at the sequence's own a (a
-// sequence ahead is not all loss: its slot is refilled when its client sends more; gating
-// on the lowest yield instead of the mean cut the steps saved on grounded prompts at 4
-// streams from 25% to 6%).
+// sequences are the batch until they end, and the batch ends with its slowest member: a
+// sequence that drafts well while the others do not only runs ahead, ends early and leaves
+// the last steps to fewer sequences at nearly the same cost each (a memory-bound step), while
+// every step it drafts in costs all of them more. Measured on the 270M, sampled free text
+// (docs/spec-policy.md "The pace"): at 2 streams one sequence drafted 95 tokens a round at
+// 75% accepted and the round took 7% longer than without drafts. So the scheduler passes the
+// lowest yield rate of the batch (AcceptanceEstimate::yield_rate) as `pace`, and a drafted
+// token counts in full only up to it: the tokens a sequence expects beyond the pace are worth
+// what its early end saves, one row of the step before drafts — the curve's marginal cost of
+// a row over the step's cost per output (0 where a second row is free, as on the 270M at 2
+// sequences). The slowest sequence (`sets_pace`) sets the pace: all its tokens count.
 class StepPlanner {
  public:
   // `tokens`: tokens the step computes without drafts; `outputs`: the work they do (the
   // engine counts every one of them); `margin`: m, the drafts' extra cost counts (1 + m) times;
-  // `pace`: the acceptance at which the batch advances (above), 1 when the rule's full count holds.
+  // `pace`: the yield at which the batch advances (above), 1 when the rule's full count holds.
   StepPlanner(const StepCostCurve& curve, int32_t tokens, double outputs, double margin = 0, double pace = 1)
       : curve_(curve),
         tokens_(tokens),
@@ -123,10 +121,11 @@ class StepPlanner {
         pace_(pace),
         tokens0_(tokens),
         outputs0_(outputs) {}
-  // The draft length in [0, cap] for a sequence at acceptance a.
-  int32_t choose(double a, int32_t cap) const;
+  // The draft length in [0, cap] for a sequence at acceptance a; `sets_pace`: it is the
+  // batch's slowest (its yield rate is the pace), so all its tokens count.
+  int32_t choose(double a, int32_t cap, bool sets_pace = false) const;
   // The sequence drafted k tokens (its proposer may give fewer than chosen).
-  void add(double a, int32_t k);
+  void add(double a, int32_t k, bool sets_pace = false);
   int32_t tokens() const { return tokens_; }
   double outputs() const { return outputs_; }
   double pace() const { return pace_; }
@@ -137,10 +136,13 @@ class StepPlanner {
   double outputs_;
   double margin_;
   double pace_;
-  int32_t tokens0_;  // the step before any drafts, where the pace is tested
+  int32_t tokens0_;  // the step before any drafts: its rows price running ahead
   double outputs0_;
-  // The rule at acceptance a in a step of `tokens` computed, `outputs` done, without the pace.
-  int32_t best_length(double a, int32_t cap, int32_t tokens, double outputs) const;
+  // The work k drafts at acceptance a add, in output tokens: all of expected_tokens − 1 at
+  // the pace, less for the part beyond it (the pace, above).
+  double gain(double pace, double a, int32_t k) const;
+  // The rule at acceptance a in a step of `tokens` computed, `outputs` done.
+  int32_t best_length(double pace, double a, int32_t cap, int32_t tokens, double outputs) const;
 };
 
 // The engine's policy settings (--spec-policy, --spec-cost, --spec-margin).

@@ -27,12 +27,12 @@ struct Outcome {
 
 Outcome run_ngram(const std::vector<EngineRequest>& reqs, int32_t k, int32_t blocks_per_group,
                   const spec::DraftPolicy& policy = {}, ThreadPool* sample_pool = nullptr,
-                  std::map<RequestId, std::vector<float>>* logprobs = nullptr) {
+                  std::map<RequestId, std::vector<float>>* logprobs = nullptr, int32_t max_running = 8) {
   FakeModel model(kVocab, {{1, 1, 2, 0}, {1, 1, 2, 8}});
   KvCache kv(model.spec().kv_groups, 4, {blocks_per_group, blocks_per_group}, KvType::F32);
   EngineConfig cfg;
   cfg.sample_pool = sample_pool;
-  cfg.sched = SchedulerConfig{8, 24, 512};
+  cfg.sched = SchedulerConfig{max_running, 24, 512};
   cfg.sched.draft_max = k;
   cfg.sched.policy = policy;
   cfg.spec = k > 0 ? SpecMethod::kNgram : SpecMethod::kNone;
@@ -108,14 +108,16 @@ TEST(NgramEngine, AdaptivePolicyKeepsTheTokensWhateverLengthItPicks) {
   // Sampled requests draw their number keyed by (seed, position), so the tokens cannot depend
   // on how many drafts each step verified. A curve that turns compute-bound at a few tokens
   // makes the policy change K as sequences come and go; a linear one switches speculation off.
+  // Four at a time, so that requests wait for most of the run: then every expected token
+  // counts (with nothing waiting, a batch whose slowest is never offered a draft drafts nothing).
   const auto reqs = mixed_requests();
   const Outcome plain = run_ngram(reqs, 0, 256);
-  const Outcome fixed = run_ngram(reqs, 8, 256);
+  const Outcome fixed = run_ngram(reqs, 8, 256, {}, nullptr, nullptr, 4);
   spec::DraftPolicy steep;
   steep.adaptive = true;
   steep.curve = spec::StepCostCurve{{{1, 1.0}, {12, 1.1}, {20, 1.6}, {64, 30.0}}};
   steep.margin = 0;  // the model alone, so that every length gets used
-  const Outcome adaptive = run_ngram(reqs, 8, 256, steep);
+  const Outcome adaptive = run_ngram(reqs, 8, 256, steep, nullptr, nullptr, 4);
   EXPECT_EQ(adaptive.tokens, plain.tokens);
   EXPECT_GT(adaptive.stats.accepted_tokens, 0);
   EXPECT_LT(adaptive.stats.drafted_tokens, fixed.stats.drafted_tokens);

@@ -158,11 +158,11 @@ TEST(SpecStep, TheStepThatAdmitsAPrefillDraftsNothing) {
 }
 
 // Four sequences decode with nothing waiting; request 1's drafter is always right. Under a
-// curve where a draft at 4 tokens pays from a > 0.5, request 1 (at ~1) drafts when the other
-// three's drafters are right too; when they offer nothing, the batch's pace (the mean yield
-// rate, ~0.25) does not pay and request 1 does not draft: it would only run ahead of a batch
-// that ends with the other three.
-int64_t drafts_among_four(bool others_offer) {
+// curve where drafts at 4 tokens pay but a fourth row costs little (memory-bound), request 1
+// (at ~1) drafts when the other three's drafters are right too; when they offer nothing, the
+// batch's pace (the lowest yield rate, ~0) leaves its drafts worth one cheap row each and
+// request 1 does not draft: it would only run ahead of a batch that ends with the other three.
+int64_t drafts_among(int n, bool others_offer, const spec::StepCostCurve& curve) {
   FakeModel model(kVocab, rig_groups());
   KvCache kv(model.spec().kv_groups, 4, {256, 256}, KvType::F32);
   SchedulerConfig sc{4, 64, 512};
@@ -174,9 +174,9 @@ int64_t drafts_among_four(bool others_offer) {
   };
   sc.policy.adaptive = true;
   sc.policy.margin = 0;
-  sc.policy.curve = spec::StepCostCurve{{{1, 1.0}, {2, 1.2}, {4, 1.6}, {8, 2.4}}};
+  sc.policy.curve = curve;
   EngineCore core(model, kv, EngineConfig{sc, true});
-  for (RequestId id = 1; id <= 4; ++id) core.add(req(id, make_prompt(6, kVocab, static_cast<int>(id)), 40));
+  for (RequestId id = 1; id <= n; ++id) core.add(req(id, make_prompt(6, kVocab, static_cast<int>(id)), 40));
   for (int i = 0; i < 12; ++i) core.step();  // prefill; the estimates settle
   const int64_t before = core.stats().drafted_tokens;
   for (int i = 0; i < 12; ++i) core.step();
@@ -188,8 +188,14 @@ int64_t drafts_among_four(bool others_offer) {
 }
 
 TEST(SpecStep, ASequenceDoesNotDraftAheadOfABatchThatCannotFollow) {
-  EXPECT_EQ(drafts_among_four(false), 0);
-  EXPECT_GT(drafts_among_four(true), 0);
+  const spec::StepCostCurve cheap_fourth_row{{{1, 1.0}, {4, 1.05}, {8, 1.6}}};
+  EXPECT_EQ(drafts_among(4, false, cheap_fourth_row), 0);
+  EXPECT_GT(drafts_among(4, true, cheap_fourth_row), 0);
+  // Two sequences on the 270M's curve, where a second row is free: the case that lost 7% (the
+  // mean yield, ~0.5, let request 1 draft ahead of the other).
+  const spec::StepCostCurve gemma3_270m{{{1, 1.0}, {2, 1.0}, {4, 1.144}, {8, 1.349}, {16, 2.34}}};
+  EXPECT_EQ(drafts_among(2, false, gemma3_270m), 0);
+  EXPECT_GT(drafts_among(2, true, gemma3_270m), 0);
 }
 
 }  // namespace
