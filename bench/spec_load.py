@@ -14,7 +14,9 @@ load, or a cost of going first, hits both alike. The default length, 128 tokens,
 output copy its source through (the texts are 80-120 words); much shorter rounds are mostly prefill,
 which speculation does not touch. Each line gives
 the median over the repeats of the aggregate tokens/s (generated tokens / wall time), the ratio
-speculative / plain (median of the per-repeat ratios), and from the speculative server's
+speculative / plain (median of the per-repeat ratios, and their mean ± standard deviation: a
+repeat's ratio spreads ±5-10% on a shared 2-core host, so where both servers do the same work
+the median falls either side of 1.0; `--repeats 10` narrows the mean), and from the speculative server's
 /metrics the drafts per generated token (0: the policy switched speculation off) and the
 acceptance."""
 import argparse
@@ -112,8 +114,8 @@ def main():
 def report(rows, levels, a):
     print("placements by repeat: " + ", ".join(f"{rep}: {next(r['placement'] for r in rows if r['repeat'] == rep)}"
                                                for rep in sorted({r["repeat"] for r in rows})))
-    print(f"{'prompts':9} {'conc':>4} {'none tok/s':>10} {'ngram tok/s':>11} {'ratio':>6} {'drafts/token':>12} "
-          f"{'accepted':>8}  (medians of {a.repeats})")
+    print(f"{'prompts':9} {'conc':>4} {'none tok/s':>10} {'ngram tok/s':>11} {'ratio':>6} {'mean ± sd':>11} "
+          f"{'drafts/token':>12} {'accepted':>8}  (medians of {a.repeats}; the ratio's mean and spread over them)")
     summary = []
     for name in ("grounded", "free"):
         if name not in a.sets.split(","):
@@ -128,11 +130,13 @@ def report(rows, levels, a):
             s = {"prompts": name, "concurrency": c,
                  "none_tok_s": statistics.median(r["throughput_tok_s"] for r in by["none"]),
                  "ngram_tok_s": statistics.median(r["throughput_tok_s"] for r in by["ngram"]),
-                 "ratio": statistics.median(ratios), "ratios": ratios,
+                 "ratio": statistics.median(ratios), "ratios": ratios, "ratio_mean": statistics.mean(ratios),
+                 "ratio_sd": statistics.stdev(ratios) if len(ratios) > 1 else 0.0,
                  "drafts_per_token": drafted / gen if gen else 0.0, "acceptance": acc / drafted if drafted else 0.0}
             summary.append(s)
             print(f"{name:9} {c:>4} {s['none_tok_s']:>10.1f} {s['ngram_tok_s']:>11.1f} {s['ratio']:>5.2f}x "
-                  f"{s['drafts_per_token']:>12.2f} {100 * s['acceptance']:>7.0f}%")
+                  f"{s['ratio_mean']:>5.2f} ± {s['ratio_sd']:.2f} {s['drafts_per_token']:>12.2f} "
+                  f"{100 * s['acceptance']:>7.0f}%")
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"rounds": rows, "summary": summary}, f, indent=1)
