@@ -325,7 +325,9 @@ def test_malformed_structured_output_requests_are_400(client3):
         with pytest.raises(openai.BadRequestError) as e:
             chat(client3, **kw)
         assert needle in e.value.message, (kw, e.value.message)
-    assert chat(client3, max_tokens=2).choices[0].finish_reason == "length"  # still serving
+    # Still serving. Greedy: with a random seed the tiny model's sampled token ends the turn once
+    # in a few hundred requests, and then the reply is "stop".
+    assert chat(client3, max_tokens=2, temperature=0).choices[0].finish_reason == "length"
 
 
 def test_gemma4_schema_with_thinking_off_and_on(sluice_bin):
