@@ -65,7 +65,7 @@ def test_a_grammar_failure_is_a_500_naming_it(server, client):
                                   extra_body={k: body[k] for k in ("min_tokens", "stop_token_ids", "grammar")})
     assert e.value.status_code == 500 and "grammar" in str(e.value)
     # The server goes on: the next request is answered.
-    ok = client.completions.create(model="tiny-gemma3", prompt="Answer:", max_tokens=3)
+    ok = client.completions.create(model="tiny-gemma3", prompt="Answer:", max_tokens=3, temperature=0)
     assert ok.choices[0].finish_reason == "length"
 
 
@@ -83,7 +83,7 @@ def test_a_grammar_failure_ends_a_stream_with_an_error_event(server):
 def test_metrics_count_a_request_as_soon_as_it_ended(server, client):
     for i in range(12):
         steps = server.metric("sluice_engine_steps_total")
-        r = client.completions.create(model="tiny-gemma3", prompt=f"Count {i}:", max_tokens=4 + i % 3)
+        r = client.completions.create(model="tiny-gemma3", prompt=f"Count {i}:", max_tokens=4 + i % 3, temperature=0)
         assert r.choices[0].finish_reason == "length"
         text = server.get("/metrics")  # at once: no waiting for the engine
 
