@@ -151,10 +151,14 @@ def test_sigkill_fails_only_the_requests_in_flight_on_the_killed_replica(farm):
     lb, replicas = farm
     results, killed_at = under_load(lb, 6, replicas[1].proc.kill)
     failed = [r for r in results if not r[2]]
-    started_after = [r for r in results if r[0] > killed_at]
+    # A request sent in the instant of the kill may still go out on a kept-alive connection to
+    # the dying replica (a clean-clone run met one 11 ms after it: a 502, "incomplete
+    # response"); HAProxy resends only what never reached a replica. From 0.1 s on, none.
+    grace = 0.1
+    started_after = [r for r in results if r[0] > killed_at + grace]
     assert started_after and all(ok for _, _, ok, _ in started_after), [r for r in started_after if not r[2]]
     for t0, t1, _, why in failed:   # in flight when the replica died, ended with a clean error
-        assert t0 < killed_at < t1 and "TIMEOUT" not in why, why
+        assert t0 < killed_at + grace and killed_at < t1 and "TIMEOUT" not in why, why
     assert len(failed) <= 4 + 16  # at most what the victim held (--parallel + --max-queue)
     assert sum(1 for r in results if r[2]) > len(failed)
 
