@@ -99,6 +99,11 @@ struct Exchange {
   bool head = false;  // HEAD: headers only
 };
 
+// How a request is answered: its HTTP version, keep-alive, HEAD.
+Exchange exchange_of(const http::request<http::string_body>& r) {
+  return {r.version(), r.keep_alive(), r.method() == http::verb::head};
+}
+
 std::string head_bytes(const Reply& r, const Exchange& x, Framing f, size_t body_size) {
   http::response<http::empty_body> res{static_cast<http::status>(r.status), x.version};
   res.set(http::field::server, "sluice");
@@ -334,6 +339,7 @@ class Conn : public std::enable_shared_from_this<Conn> {
   void reject(int status, const std::string& message, const char* endpoint, bool keep_alive);
   void dispatch(const RouteMatch& m);
   using Request = http::request<http::string_body>;
+  std::shared_ptr<Request> take_request();
   void work(const RouteMatch& m, std::shared_ptr<Request> req, const Exchange& x, std::shared_ptr<SideSlot> slot);
   void busy(const RouteMatch& m, const Exchange& x);  // 429: no room for the request's work
   void respond(Reply r, const Exchange& x);           // any thread; may block while a stream runs
@@ -490,12 +496,18 @@ void Conn::reject(int status, const std::string& message, const char* endpoint, 
   respond(std::move(r), x);
 }
 
+// The parsed request out of the parser (the parser is gone after).
+std::shared_ptr<Conn::Request> Conn::take_request() {
+  auto req = std::make_shared<Request>(parser_->release());
+  parser_.reset();
+  return req;
+}
+
 void Conn::dispatch(const RouteMatch& m) {
   phase_ = Phase::kBusy;
   read_timer_.cancel();
-  auto req = std::make_shared<http::request<http::string_body>>(parser_->release());
-  parser_.reset();
-  const Exchange x{req->version(), req->keep_alive(), req->method() == http::verb::head};
+  auto req = take_request();
+  const Exchange x = exchange_of(*req);
   if (!m.blocking) return respond(srv_.call(m, *req), x);
   // Work outside the engine (tokenize, templates) runs on the side threads, side_workers at
   // once, so it never holds the workers the engine's requests need; past that, and past a
@@ -553,9 +565,8 @@ void Conn::read_body_on_side(const RouteMatch& m) {
         c.fail_read(ec);
       });
     }
-    auto req = std::make_shared<Request>(self->parser_->release());
-    self->parser_.reset();
-    const Exchange x{req->version(), req->keep_alive(), req->method() == http::verb::head};
+    auto req = self->take_request();
+    const Exchange x = exchange_of(*req);
     self->work(m, std::move(req), x, std::move(slot));
   });
   if (!queued) {

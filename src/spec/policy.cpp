@@ -95,17 +95,21 @@ int32_t StepPlanner::choose(double a, int32_t cap, bool sets_pace) const {
   return best_length(sets_pace ? 1.0 : pace_, a, cap, tokens_, outputs_);
 }
 
+double StepPlanner::worth_of_a_row(const StepCostCurve& curve, int32_t tokens, double outputs) {
+  if (!(outputs > 0)) return 1;
+  const double c0 = curve.cost(tokens);
+  const double row = c0 - curve.cost(std::max(1, tokens - 1));
+  return std::clamp(row * outputs / c0, 0.0, 1.0);
+}
+
 double StepPlanner::gain(double pace, double a, int32_t k) const {
   const double own = expected_tokens(a, k) - 1;
   if (pace >= a) return own;
   // The tokens the batch keeps pace with count in full; those beyond it put this sequence
   // ahead, and with nothing waiting, ending early saves only its own row in the steps at the
-  // batch's end: each is worth the marginal cost of a row over the step's cost per output.
+  // batch's end.
   const double kept = expected_tokens(pace, k) - 1;
-  const double c0 = curve_.cost(tokens0_);
-  const double row = c0 - curve_.cost(std::max(1, tokens0_ - 1));
-  const double worth = outputs0_ > 0 ? std::clamp(row * outputs0_ / c0, 0.0, 1.0) : 1.0;
-  return kept + (own - kept) * worth;
+  return kept + (own - kept) * ahead_worth_;
 }
 
 int32_t StepPlanner::best_length(double pace, double a, int32_t cap, int32_t tokens, double outputs) const {

@@ -119,8 +119,7 @@ class StepPlanner {
         outputs_(outputs),
         margin_(margin),
         pace_(pace),
-        tokens0_(tokens),
-        outputs0_(outputs) {}
+        ahead_worth_(worth_of_a_row(curve, tokens, outputs)) {}
   // The draft length in [0, cap] for a sequence at acceptance a; `sets_pace`: it is the
   // batch's slowest (its yield rate is the pace), so all its tokens count.
   int32_t choose(double a, int32_t cap, bool sets_pace = false) const;
@@ -136,8 +135,9 @@ class StepPlanner {
   double outputs_;
   double margin_;
   double pace_;
-  int32_t tokens0_;  // the step before any drafts: its rows price running ahead
-  double outputs0_;
+  double ahead_worth_;  // a token beyond the pace, in output tokens: one row of the step before drafts
+  // The curve's marginal cost of a row at `tokens` over the step's cost per output, in [0, 1].
+  static double worth_of_a_row(const StepCostCurve& curve, int32_t tokens, double outputs);
   // The work k drafts at acceptance a add, in output tokens: all of expected_tokens − 1 at
   // the pace, less for the part beyond it (the pace, above).
   double gain(double pace, double a, int32_t k) const;
